@@ -1,0 +1,18 @@
+#pragma once
+// Validation helpers shared by ops; each throws with the op's name and the shapes in the message.
+#include <string_view>
+
+#include "autograd/tensor.h"
+
+namespace tapegrad::detail {
+
+// Maps a possibly negative axis into [0, ndim); ValueError naming op, the axis and the shape.
+std::size_t normalize_axis(Index axis, std::size_t ndim, std::string_view op, const Shape& shape);
+
+// ValueError when t is undefined, naming op and argument.
+template <class T>
+void require_defined(const Tensor<T>& t, std::string_view op, std::string_view argument) {
+  if (!t.defined()) throw ValueError(std::string(op) + ": argument '" + std::string(argument) + "' is an undefined tensor");
+}
+
+}  // namespace tapegrad::detail

@@ -1,0 +1,100 @@
+#include "autograd/kernels/blas.h"
+
+#include <algorithm>
+
+#include <cblas.h>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+namespace tapegrad::kernels {
+
+namespace {
+
+// OpenBLAS's own threads inside TBB tasks would oversubscribe the cores (and can deadlock):
+// TBB does all the parallel work, so OpenBLAS is pinned to one thread before the first call.
+const bool openblas_single_threaded = [] {
+  openblas_set_num_threads(1);
+  return true;
+}();
+
+// Row-block size for splitting one large product. Fixed, so the partition (and with it every
+// bit of the result) does not depend on the number of threads.
+constexpr std::size_t kRowBlock = 64;
+// Below this many multiply-adds a product runs as one call: splitting would cost more than it saves.
+constexpr std::size_t kSplitThreshold = 1u << 18;
+
+void call_gemm(bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a,
+               std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+              static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
+              c, static_cast<int>(ldc));
+}
+
+void call_gemm(bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k, double alpha, const double* a,
+               std::size_t lda, const double* b, std::size_t ldb, double beta, double* c, std::size_t ldc) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+              static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
+              c, static_cast<int>(ldc));
+}
+
+// One product, possibly empty in some dimension (CBLAS rejects leading dimensions of 0).
+template <class T>
+void gemm_serial(bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,
+                 const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
+    return;
+  }
+  call_gemm(ta, tb, m, n, k, alpha, a, std::max<std::size_t>(lda, 1), b, std::max<std::size_t>(ldb, 1), beta, c,
+            std::max<std::size_t>(ldc, 1));
+}
+
+}  // namespace
+
+template <class T>
+void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a,
+          std::size_t lda, const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc) {
+  (void)openblas_single_threaded;
+  if (m <= kRowBlock || m * n * k < kSplitThreshold) {
+    gemm_serial(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  const std::size_t blocks = (m + kRowBlock - 1) / kRowBlock;
+  tbb::parallel_for(std::size_t{0}, blocks, [&](std::size_t blk) {
+    const std::size_t row = blk * kRowBlock;
+    const std::size_t rows = std::min(kRowBlock, m - row);
+    // Row block of op(A): rows of A when not transposed, columns of A when transposed.
+    const T* a_block = trans_a ? a + row : a + row * lda;
+    gemm_serial(trans_a, trans_b, rows, n, k, alpha, a_block, lda, b, ldb, beta, c + row * ldc, ldc);
+  });
+}
+
+template <class T>
+void gemm_batched(std::size_t batch, bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, T alpha,
+                  const T* a, std::size_t stride_a, std::size_t lda, const T* b, std::size_t stride_b, std::size_t ldb,
+                  T beta, T* c, std::size_t stride_c, std::size_t ldc) {
+  (void)openblas_single_threaded;
+  if (batch == 1) {
+    gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  tbb::parallel_for(std::size_t{0}, batch, [&](std::size_t i) {
+    gemm_serial(trans_a, trans_b, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta, c + i * stride_c,
+                ldc);
+  });
+}
+
+template void gemm<float>(bool, bool, std::size_t, std::size_t, std::size_t, float, const float*, std::size_t,
+                          const float*, std::size_t, float, float*, std::size_t);
+template void gemm<double>(bool, bool, std::size_t, std::size_t, std::size_t, double, const double*, std::size_t,
+                           const double*, std::size_t, double, double*, std::size_t);
+template void gemm_batched<float>(std::size_t, bool, bool, std::size_t, std::size_t, std::size_t, float, const float*,
+                                  std::size_t, std::size_t, const float*, std::size_t, std::size_t, float, float*,
+                                  std::size_t, std::size_t);
+template void gemm_batched<double>(std::size_t, bool, bool, std::size_t, std::size_t, std::size_t, double,
+                                   const double*, std::size_t, std::size_t, const double*, std::size_t, std::size_t,
+                                   double, double*, std::size_t, std::size_t);
+
+}  // namespace tapegrad::kernels

@@ -1,0 +1,23 @@
+#pragma once
+// Broadcasting: the result shape of two shapes, and the reduction of a gradient back to an
+// input's shape (the one shared un-broadcast of every broadcasting op's backward).
+#include <string_view>
+
+#include <xtensor/xarray.hpp>
+
+#include "autograd/errors.h"
+
+namespace tapegrad::kernels {
+
+// NumPy/PyTorch rule: align from the right; sizes must be equal or 1. Throws ShapeError naming op
+// and both shapes.
+Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op);
+
+// True when `from` broadcasts to `to` (one-sided: `to` is not changed).
+bool broadcasts_to(const Shape& from, const Shape& to);
+
+// Sums g over the axes that broadcasting added or stretched, giving a tensor of `shape`.
+// Requires broadcasts_to(shape, g.shape()).
+template <class T> xt::xarray<T> sum_to(const xt::xarray<T>& g, const Shape& shape);
+
+}  // namespace tapegrad::kernels

@@ -1,0 +1,1 @@
+#include "autograd/kernels/einsum_plan.h"

@@ -1,0 +1,2 @@
+#pragma once
+// einsum parsing and planning; filled in with the linalg ops.

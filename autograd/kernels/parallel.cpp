@@ -1,0 +1,25 @@
+#include "autograd/kernels/parallel.h"
+
+#include <memory>
+#include <mutex>
+
+#include <tbb/global_control.h>
+
+namespace tapegrad {
+
+namespace {
+std::mutex control_mutex;
+std::unique_ptr<tbb::global_control> thread_limit;
+}  // namespace
+
+void set_num_threads(std::size_t n) {
+  std::lock_guard lock(control_mutex);
+  thread_limit.reset();
+  if (n > 0) thread_limit = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, n);
+}
+
+std::size_t num_threads() {
+  return tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism);
+}
+
+}  // namespace tapegrad

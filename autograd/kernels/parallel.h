@@ -1,0 +1,12 @@
+#pragma once
+// The one threading runtime is TBB. OpenBLAS runs single-threaded inside TBB tasks (see blas.cpp).
+#include <cstddef>
+
+namespace tapegrad {
+
+// Caps the worker threads of every parallel kernel (tbb::global_control); 0 restores the default
+// (all cores). Results do not depend on it: kernels split work in fixed chunks.
+void set_num_threads(std::size_t n);
+std::size_t num_threads();
+
+}  // namespace tapegrad

@@ -1,0 +1,3 @@
+#include "autograd/ops/activation.h"
+
+// Implemented in the next commit.

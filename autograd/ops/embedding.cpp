@@ -1,0 +1,3 @@
+#include "autograd/ops/embedding.h"
+
+// Implemented in the next commit.

@@ -1,0 +1,3 @@
+#include "autograd/ops/linalg.h"
+
+// Implemented in the next commit.

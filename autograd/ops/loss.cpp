@@ -1,0 +1,3 @@
+#include "autograd/ops/loss.h"
+
+// Implemented in the next commit.

@@ -1,0 +1,3 @@
+#include "autograd/ops/masking.h"
+
+// Implemented in the next commit.

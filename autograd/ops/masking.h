@@ -1,0 +1,24 @@
+#pragma once
+// masked_fill and dropout.
+#include <cstdint>
+
+#include "autograd/generator.h"
+#include "autograd/tensor.h"
+
+namespace tapegrad {
+
+using Mask = xt::xarray<bool>;
+
+// Where mask is true, the output is value (any value, -inf included) and no gradient flows back;
+// elsewhere the output is a. This is PyTorch's masked_fill polarity (true = fill). Attention
+// modules take masks where 1 means "may attend" and call masked_fill(scores, mask == 0, -inf).
+// The mask broadcasts to a's shape (not the other way round).
+template <class T> Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, T value);
+template <class T> Tensor<T> masked_fill(const Tensor<T>& a, const xt::xarray<std::uint8_t>& mask, T value);
+
+// Inverted dropout: in training with p > 0, each element is zeroed with probability p and the
+// rest scaled by 1/(1-p); the keep-mask comes from gen (deterministic given its state). Identity
+// (and no draw from gen) when !training or p == 0. ValueError unless 0 <= p < 1.
+template <class T> Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen);
+
+}  // namespace tapegrad

@@ -1,0 +1,3 @@
+#include "autograd/ops/normalization.h"
+
+// Implemented in the next commit.

@@ -1,0 +1,15 @@
+#pragma once
+// layer_norm over the last k axes, as torch.nn.functional.layer_norm:
+//   y = (x - mean) / sqrt(var + eps) * weight + bias, mean and (biased) var over the last
+//   normalized_shape.size() axes, whose sizes must equal normalized_shape.
+// weight and bias are optional (undefined tensors) and, when given, have shape normalized_shape.
+// The forward saves mean and 1/std per row for the backward.
+#include "autograd/tensor.h"
+
+namespace tapegrad {
+
+template <class T>
+Tensor<T> layer_norm(const Tensor<T>& x, const Shape& normalized_shape, const Tensor<T>& weight = {},
+                     const Tensor<T>& bias = {}, double eps = 1e-5);
+
+}  // namespace tapegrad

@@ -1,0 +1,3 @@
+#include "autograd/ops/reduce.h"
+
+// Implemented in the next commit.

@@ -1,0 +1,3 @@
+#include "autograd/ops/shape.h"
+
+// Implemented in the next commit.

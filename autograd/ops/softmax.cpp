@@ -1,0 +1,3 @@
+#include "autograd/ops/softmax.h"
+
+// Implemented in the next commit.

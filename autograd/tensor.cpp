@@ -1,0 +1,175 @@
+#include "autograd/tensor.h"
+
+#include <xtensor/xbuilder.hpp>
+
+namespace tapegrad {
+
+template <class T>
+void Node<T>::accumulate_grad(xt::xarray<T>&& g) {
+  if (!std::equal(g.shape().begin(), g.shape().end(), value.shape().begin(), value.shape().end())) {
+    throw TapeError(std::string("gradient of shape ") + format_shape(g.shape()) + " does not match tensor" +
+                    (name.empty() ? "" : " '" + name + "'") + " of shape " + format_shape(value.shape()) +
+                    (op ? std::string(" produced by ") + op : std::string()));
+  }
+  if (grad) {
+    *grad += g;
+  } else {
+    grad = std::move(g);
+  }
+}
+
+namespace {
+template <class T>
+std::shared_ptr<Node<T>> checked(const std::shared_ptr<Node<T>>& node) {
+  if (!node) throw ValueError("Tensor: use of an undefined tensor (default-constructed, e.g. an absent bias)");
+  return node;
+}
+}  // namespace
+
+template <class T>
+Tensor<T>::Tensor(xt::xarray<T> value, bool requires_grad) : node_(std::make_shared<Node<T>>(std::move(value))) {
+  node_->requires_grad = requires_grad;
+}
+
+template <class T>
+Tensor<T> Tensor<T>::zeros(const Shape& shape, bool requires_grad) {
+  return Tensor(xt::xarray<T>(xt::zeros<T>(shape)), requires_grad);
+}
+
+template <class T>
+Tensor<T> Tensor<T>::ones(const Shape& shape, bool requires_grad) {
+  return Tensor(xt::xarray<T>(xt::ones<T>(shape)), requires_grad);
+}
+
+template <class T>
+Tensor<T> Tensor<T>::full(const Shape& shape, T value, bool requires_grad) {
+  xt::xarray<T> v = xt::xarray<T>::from_shape(shape);
+  v.fill(value);
+  return Tensor(std::move(v), requires_grad);
+}
+
+template <class T>
+Tensor<T> Tensor<T>::arange(T start, T stop, T step) {
+  if (step == T(0)) throw ValueError("arange: step must not be 0");
+  return Tensor(xt::xarray<T>(xt::arange<T>(start, stop, step)));
+}
+
+template <class T>
+Tensor<T> Tensor<T>::randn(const Shape& shape, Generator& gen, T mean, T std, bool requires_grad) {
+  xt::xarray<T> v = xt::xarray<T>::from_shape(shape);
+  gen.fill_normal(v.data(), v.size(), mean, std);
+  return Tensor(std::move(v), requires_grad);
+}
+
+template <class T>
+Tensor<T> Tensor<T>::uniform(const Shape& shape, Generator& gen, T low, T high, bool requires_grad) {
+  if (!(low < high)) throw ValueError("uniform: low must be below high, got [" + std::to_string(low) + ", " + std::to_string(high) + ")");
+  xt::xarray<T> v = xt::xarray<T>::from_shape(shape);
+  gen.fill_uniform(v.data(), v.size(), low, high);
+  return Tensor(std::move(v), requires_grad);
+}
+
+template <class T>
+Shape Tensor<T>::shape() const {
+  const auto& s = checked(node_)->value.shape();
+  return Shape(s.begin(), s.end());
+}
+
+template <class T>
+std::size_t Tensor<T>::ndim() const { return checked(node_)->value.dimension(); }
+
+template <class T>
+std::size_t Tensor<T>::numel() const { return checked(node_)->value.size(); }
+
+template <class T>
+std::size_t Tensor<T>::size(Index axis) const {
+  const auto n = static_cast<Index>(ndim());
+  const Index a = axis < 0 ? axis + n : axis;
+  if (a < 0 || a >= n) {
+    throw ValueError("Tensor::size: axis " + std::to_string(axis) + " is out of range for " + describe());
+  }
+  return node_->value.shape()[static_cast<std::size_t>(a)];
+}
+
+template <class T>
+const xt::xarray<T>& Tensor<T>::value() const { return checked(node_)->value; }
+
+template <class T>
+xt::xarray<T>& Tensor<T>::mutable_value() { return checked(node_)->value; }
+
+template <class T>
+bool Tensor<T>::has_grad() const { return checked(node_)->grad.has_value(); }
+
+template <class T>
+const xt::xarray<T>& Tensor<T>::grad() const {
+  if (!checked(node_)->grad) {
+    throw TapeError("grad: tensor " + describe() + " has no gradient" +
+                    (node_->requires_grad ? " yet (run backward first, or it did not reach the loss)"
+                                          : " (it does not require one)"));
+  }
+  return *node_->grad;
+}
+
+template <class T>
+void Tensor<T>::zero_grad() { checked(node_)->grad.reset(); }
+
+template <class T>
+bool Tensor<T>::requires_grad() const { return checked(node_)->requires_grad; }
+
+template <class T>
+Tensor<T>& Tensor<T>::set_requires_grad(bool requires_grad) {
+  if (!checked(node_)->is_leaf) {
+    throw TapeError("set_requires_grad: " + describe() + " is the output of " + node_->op +
+                    "; only a leaf's flag can be set (use detach() for a new leaf)");
+  }
+  node_->requires_grad = requires_grad;
+  return *this;
+}
+
+template <class T>
+Tensor<T>& Tensor<T>::retain_grad() {
+  checked(node_)->retains_grad = true;
+  return *this;
+}
+
+template <class T>
+bool Tensor<T>::is_leaf() const { return checked(node_)->is_leaf; }
+
+template <class T>
+const std::string& Tensor<T>::name() const { return checked(node_)->name; }
+
+template <class T>
+Tensor<T>& Tensor<T>::set_name(std::string name) {
+  checked(node_)->name = std::move(name);
+  return *this;
+}
+
+template <class T>
+std::string Tensor<T>::describe() const {
+  if (!node_) return "<undefined>";
+  const std::string shape_text = format_shape(node_->value.shape());
+  return node_->name.empty() ? shape_text : "'" + node_->name + "' " + shape_text;
+}
+
+template <class T>
+T Tensor<T>::item() const {
+  if (numel() != 1) throw ValueError("item: tensor " + describe() + " has " + std::to_string(numel()) + " elements, not 1");
+  return *node_->value.data();
+}
+
+template <class T>
+Tensor<T> Tensor<T>::detach() const {
+  Tensor out(value());
+  out.node_->name = node_->name;
+  return out;
+}
+
+template <class T>
+const std::shared_ptr<Node<T>>& Tensor<T>::node() const { return node_; }
+
+template class Node<float>;
+template class Node<double>;
+template class Tensor<float>;
+template class Tensor<double>;
+
+}  // namespace tapegrad

@@ -1,0 +1,117 @@
+#pragma once
+// Tensor<T>: a cheap, shared handle to a node that holds a value (row-major, contiguous
+// xt::xarray<T>), an optional gradient of the same shape, requires_grad and a name.
+// T is float for training and double for gradient checks; both are explicitly instantiated in
+// tensor.cpp. Ops never alias: every op returns a tensor with storage of its own.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+
+#include <xtensor/xarray.hpp>
+
+#include "autograd/errors.h"
+#include "autograd/generator.h"
+
+namespace tapegrad {
+
+using Index = std::int64_t;
+using IndexArray = xt::xarray<Index>;
+
+// What the tape needs to know of a node without knowing its element type.
+class NodeBase {
+ public:
+  virtual ~NodeBase() = default;
+  virtual bool has_grad() const = 0;
+  virtual void clear_grad() = 0;
+
+  bool requires_grad = false;
+  bool is_leaf = true;        // made by the user, not by a recorded op
+  bool retains_grad = false;  // an intermediate whose gradient survives backward (retain_grad())
+  std::string name;           // optional, used in messages
+  const char* op = nullptr;   // the op that produced it, for messages; null for a leaf
+};
+
+template <class T>
+class Node final : public NodeBase {
+ public:
+  explicit Node(xt::xarray<T> v) : value(std::move(v)) {}
+  bool has_grad() const override { return grad.has_value(); }
+  void clear_grad() override { grad.reset(); }
+  // Adds g into the gradient (the first contribution is moved in). Throws TapeError naming both
+  // shapes when g does not have the value's shape: that is a bug in some op's backward.
+  void accumulate_grad(xt::xarray<T>&& g);
+
+  xt::xarray<T> value;
+  std::optional<xt::xarray<T>> grad;
+};
+
+template <class T>
+class Tensor {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "Tensor<T> is for float and double");
+
+ public:
+  using value_type = T;
+
+  // An undefined tensor (defined() is false), e.g. an absent bias.
+  Tensor() = default;
+  explicit Tensor(xt::xarray<T> value, bool requires_grad = false);
+
+  static Tensor zeros(const Shape& shape, bool requires_grad = false);
+  static Tensor ones(const Shape& shape, bool requires_grad = false);
+  static Tensor full(const Shape& shape, T value, bool requires_grad = false);
+  // [start, stop) in steps of step, as a 1-D tensor.
+  static Tensor arange(T start, T stop, T step = T(1));
+  static Tensor randn(const Shape& shape, Generator& gen, T mean = T(0), T std = T(1), bool requires_grad = false);
+  static Tensor uniform(const Shape& shape, Generator& gen, T low = T(0), T high = T(1), bool requires_grad = false);
+
+  bool defined() const { return node_ != nullptr; }
+  Shape shape() const;
+  std::size_t ndim() const;
+  std::size_t numel() const;
+  // Size of one axis; negative axes count from the end.
+  std::size_t size(Index axis) const;
+
+  const xt::xarray<T>& value() const;
+  // In-place access for optimisers and initialisers. Only outside a recorded computation that
+  // still needs this value for its backward.
+  xt::xarray<T>& mutable_value();
+
+  bool has_grad() const;
+  // The accumulated gradient; throws TapeError when there is none yet.
+  const xt::xarray<T>& grad() const;
+  // Drops the gradient (leaves accumulate across backward calls until this).
+  void zero_grad();
+
+  bool requires_grad() const;
+  // Only a leaf's flag can be set: an op's output requires a gradient exactly when it was recorded.
+  Tensor& set_requires_grad(bool requires_grad);
+  // Keeps this intermediate's gradient after backward (e.g. an attention map's dL/dA).
+  Tensor& retain_grad();
+  bool is_leaf() const;
+
+  const std::string& name() const;
+  Tensor& set_name(std::string name);
+  // "'name' [2,3]" or "[2,3]": how a tensor is named in messages.
+  std::string describe() const;
+
+  // The single element as a plain scalar, with no graph; ValueError unless numel() == 1.
+  T item() const;
+  // A new leaf with a copy of the value and no gradient history.
+  Tensor detach() const;
+  // Differentiable conversion to another element type (float <-> double).
+  template <class U> Tensor<U> to() const;
+
+  // Whether two handles share one node.
+  bool same_node(const Tensor& other) const { return node_ == other.node_; }
+  const std::shared_ptr<Node<T>>& node() const;
+
+ private:
+  std::shared_ptr<Node<T>> node_;
+};
+
+extern template class Tensor<float>;
+extern template class Tensor<double>;
+
+}  // namespace tapegrad

@@ -1,0 +1,47 @@
+#pragma once
+// Shared test helpers: seeded random inputs, a gtest wrapper around gradcheck, and an assertion
+// that a call throws a tapegrad error whose message names what it should.
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "autograd/gradcheck.h"
+#include "autograd/tensor.h"
+
+namespace tapegrad::testing {
+
+// A float64 leaf with values uniform in [low, high), the same for the same seed.
+Tensor<double> random_tensor(const Shape& shape, std::uint64_t seed, bool requires_grad = true, double low = -1.0,
+                             double high = 1.0);
+
+// EXPECT_TRUE(passes_gradcheck(fn, {a, b})) prints gradcheck's message on failure.
+::testing::AssertionResult passes_gradcheck(const GradcheckFunction& fn, const std::vector<Tensor<double>>& inputs,
+                                            const GradcheckOptions& options = {});
+
+// Success when fn() throws a tapegrad::Error (of type E) whose what() contains every fragment.
+template <class E = Error, class Fn>
+::testing::AssertionResult throws_with(Fn&& fn, std::initializer_list<std::string_view> fragments) {
+  try {
+    fn();
+  } catch (const E& e) {
+    const std::string what = e.what();
+    for (std::string_view f : fragments) {
+      if (what.find(f) == std::string::npos) {
+        return ::testing::AssertionFailure() << "message \"" << what << "\" lacks \"" << f << "\"";
+      }
+    }
+    return ::testing::AssertionSuccess();
+  } catch (const std::exception& e) {
+    return ::testing::AssertionFailure() << "threw the wrong type: " << e.what();
+  }
+  return ::testing::AssertionFailure() << "did not throw";
+}
+
+// Largest |a - b| over two arrays of one shape (infinity when the shapes differ).
+double max_abs_diff(const xt::xarray<double>& a, const xt::xarray<double>& b);
+
+}  // namespace tapegrad::testing
