@@ -89,14 +89,17 @@ void Generator::fill_normal(T* out, std::size_t n, T mean, T std) {
   offset_ += blocks;
 }
 
+std::uint64_t Generator::next_u64() {
+  const auto block = detail::philox(seed_, offset_++);
+  return (std::uint64_t{block.word[0]} << 32) | block.word[1];
+}
+
 std::int64_t Generator::randint(std::int64_t low, std::int64_t high) {
   if (high <= low) {
     throw ValueError("Generator::randint: empty range [" + std::to_string(low) + ", " + std::to_string(high) + ")");
   }
-  const auto block = detail::philox(seed_, offset_++);
-  const std::uint64_t bits = (std::uint64_t{block.word[0]} << 32) | block.word[1];
   const auto span = static_cast<std::uint64_t>(high - low);
-  return low + static_cast<std::int64_t>(bits % span);  // bias below 2^-40 for spans under 2^24
+  return low + static_cast<std::int64_t>(next_u64() % span);  // bias below 2^-40 for spans under 2^24
 }
 
 template void Generator::fill_uniform<float>(float*, std::size_t, float, float);

@@ -23,6 +23,8 @@ class Generator {
   template <class T> void fill_normal(T* out, std::size_t n, T mean = T(0), T std = T(1));
   // A uniform integer in [low, high); throws ValueError when the range is empty.
   std::int64_t randint(std::int64_t low, std::int64_t high);
+  // 64 random bits, e.g. the seed of a child generator (a dropout module's own stream).
+  std::uint64_t next_u64();
 
  private:
   std::uint64_t seed_;

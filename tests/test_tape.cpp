@@ -1,1 +1,191 @@
+#include <memory>
+#include <thread>
+
+#include "autograd/ops/elementwise.h"
+#include "autograd/tape.h"
 #include "tests/support/reference.h"
+
+namespace tapegrad {
+namespace {
+
+using testing::throws_with;
+
+Tensor<double> scalar(double v, bool requires_grad = true) { return Tensor<double>(xt::xarray<double>{v}, requires_grad); }
+
+TEST(Tape, RecordsOnlyOpsWhoseInputsNeedGradient) {
+  const auto x = scalar(2.0);
+  const auto c = scalar(3.0, false);
+  GradientTape tape;
+  const auto constant_only = c * c;  // nothing to differentiate: not recorded
+  EXPECT_EQ(tape.size(), 0u);
+  EXPECT_FALSE(constant_only.requires_grad());
+  const auto y = x * c;
+  EXPECT_EQ(tape.size(), 1u);
+  EXPECT_TRUE(y.requires_grad());
+  EXPECT_FALSE(y.is_leaf());
+}
+
+TEST(Tape, NoTapeMeansNoRecording) {
+  const auto x = scalar(2.0);
+  const auto y = exp(x);
+  EXPECT_FALSE(y.requires_grad());
+  EXPECT_TRUE(throws_with<TapeError>([&] { GradientTape tape; tape.backward(y); }, {"does not require a gradient"}));
+}
+
+TEST(Tape, BackwardSeedsOneAndFreesEntries) {
+  const auto x = scalar(2.0);
+  GradientTape tape;
+  const auto y = x * x * x;  // dy/dx = 3x^2 = 12
+  EXPECT_EQ(tape.size(), 2u);
+  tape.backward(y);
+  EXPECT_DOUBLE_EQ(x.grad()(0), 12.0);
+  EXPECT_EQ(tape.size(), 0u);
+}
+
+TEST(Tape, SecondBackwardOnNonPersistentTapeThrows) {
+  const auto x = scalar(2.0);
+  GradientTape tape;
+  const auto y = x * x;
+  tape.backward(y);
+  EXPECT_TRUE(throws_with<TapeError>([&] { tape.backward(y); }, {"already used", "persistent"}));
+}
+
+TEST(Tape, PersistentTapeAllowsRepeatedBackwardAndLeavesAccumulate) {
+  const auto x = scalar(2.0);
+  GradientTape tape(/*persistent=*/true);
+  const auto y = x * x;
+  tape.backward(y);
+  tape.backward(y);
+  EXPECT_DOUBLE_EQ(x.grad()(0), 8.0);  // 2 * (2x)
+  EXPECT_EQ(tape.size(), 1u);
+}
+
+TEST(Tape, LeafGradientsAccumulateAcrossTapesUntilZeroGrad) {
+  const auto x = scalar(3.0);
+  for (int i = 0; i < 2; ++i) {
+    GradientTape tape;
+    tape.backward(x * 2.0);
+  }
+  EXPECT_DOUBLE_EQ(x.grad()(0), 4.0);
+  x.node()->clear_grad();
+  EXPECT_FALSE(x.has_grad());
+}
+
+TEST(Tape, IntermediateGradientsAreReleasedUnlessRetained) {
+  const auto x = scalar(2.0);
+  GradientTape tape;
+  auto h = x * 3.0;
+  auto kept = x * 5.0;
+  kept.retain_grad();
+  tape.backward(h * kept);  // d/dh = kept = 10, d/dkept = h = 6
+  EXPECT_FALSE(h.has_grad());
+  ASSERT_TRUE(kept.has_grad());
+  EXPECT_DOUBLE_EQ(kept.grad()(0), 6.0);
+  EXPECT_DOUBLE_EQ(x.grad()(0), 3.0 * 10.0 + 5.0 * 6.0);
+}
+
+TEST(Tape, RetainedGradientIsNotPropagatedTwiceOnPersistentTape) {
+  auto x = scalar(2.0);
+  GradientTape tape(/*persistent=*/true);
+  auto h = x * 3.0;
+  h.retain_grad();
+  const auto y = h * h;
+  tape.backward(y);
+  x.zero_grad();
+  tape.backward(y);
+  EXPECT_DOUBLE_EQ(h.grad()(0), 12.0);          // 2h of the latest walk, not the sum of two
+  EXPECT_DOUBLE_EQ(x.grad()(0), 12.0 * 3.0);  // from the second walk only
+}
+
+TEST(Tape, SavedTensorsAreFreedAfterBackward) {
+  const auto x = scalar(2.0);
+  GradientTape tape;
+  std::weak_ptr<Node<double>> intermediate;
+  Tensor<double> y;
+  {
+    const auto h = exp(x);
+    intermediate = h.node();
+    y = h * h;
+  }
+  EXPECT_FALSE(intermediate.expired());  // the tape holds it for the backward
+  tape.backward(y);
+  EXPECT_TRUE(intermediate.expired());
+}
+
+TEST(Tape, DeepGraphDoesNotOverflowTheStack) {
+  auto x = scalar(1.0);
+  GradientTape tape;
+  Tensor<double> y = x;
+  constexpr int depth = 200000;
+  for (int i = 0; i < depth; ++i) y = y + 1.0;
+  tape.backward(y);
+  EXPECT_DOUBLE_EQ(x.grad()(0), 1.0);
+  EXPECT_EQ(tape.size(), 0u);
+}
+
+TEST(Tape, NonScalarOutputNeedsASeedOfItsShape) {
+  const Tensor<double> x(xt::xarray<double>{1.0, 2.0}, true);
+  GradientTape tape(true);
+  const auto y = x * x;
+  EXPECT_TRUE(throws_with<ShapeError>([&] { tape.backward(y); }, {"backward", "[2]", "seed"}));
+  EXPECT_TRUE(throws_with<ShapeError>([&] { tape.backward(y, xt::xarray<double>{1.0, 1.0, 1.0}); }, {"[3]", "[2]"}));
+  tape.backward(y, xt::xarray<double>{1.0, 10.0});
+  EXPECT_EQ(x.grad(), (xt::xarray<double>{2.0, 40.0}));
+}
+
+TEST(Tape, NoGradGuardPausesRecording) {
+  const auto x = scalar(2.0);
+  GradientTape tape;
+  {
+    NoGradGuard pause;
+    EXPECT_FALSE(is_recording());
+    EXPECT_FALSE((x * x).requires_grad());
+  }
+  EXPECT_TRUE(is_recording());
+  EXPECT_EQ(tape.size(), 0u);
+}
+
+TEST(Tape, NestedTapesBothRecordAndEachCanRunBackward) {
+  auto x = scalar(2.0);
+  GradientTape outer;
+  const auto a = x * 3.0;  // only the outer tape sees this
+  Tensor<double> b;
+  {
+    GradientTape inner;
+    b = a * x;  // both tapes record this
+    EXPECT_EQ(inner.size(), 1u);
+    EXPECT_EQ(outer.size(), 2u);
+    inner.backward(b);  // inner sees b = a * x with a a constant-like intermediate: db/dx = a
+    EXPECT_DOUBLE_EQ(x.grad()(0), 6.0);
+  }
+  x.zero_grad();
+  outer.backward(b);  // full graph: b = 3x^2, db/dx = 6x
+  EXPECT_DOUBLE_EQ(x.grad()(0), 12.0);
+}
+
+TEST(Tape, OutputFromAnotherTapeIsRejected) {
+  const auto x = scalar(2.0);
+  GradientTape other(true);
+  const auto y = x * x;
+  GradientTape mine;  // created after y was recorded
+  EXPECT_TRUE(throws_with<TapeError>([&] { mine.backward(y); }, {"not recorded by this tape"}));
+}
+
+TEST(Tape, RecordingIsPerThread) {
+  const auto x = scalar(2.0);
+  GradientTape tape;
+  bool other_thread_recorded = true;
+  std::thread([&] { other_thread_recorded = (x * x).requires_grad(); }).join();
+  EXPECT_FALSE(other_thread_recorded);
+  EXPECT_EQ(tape.size(), 0u);
+}
+
+TEST(Tape, OnlyLeavesCanChangeRequiresGrad) {
+  const auto x = scalar(2.0);
+  GradientTape tape;
+  auto y = x * x;
+  EXPECT_TRUE(throws_with<TapeError>([&] { y.set_requires_grad(false); }, {"set_requires_grad", "mul"}));
+}
+
+}  // namespace
+}  // namespace tapegrad

@@ -1,1 +1,107 @@
+#include <cmath>
+
+#include "autograd/ops/elementwise.h"
+#include "autograd/tape.h"
 #include "tests/support/reference.h"
+
+namespace tapegrad {
+namespace {
+
+using testing::throws_with;
+
+TEST(Tensor, CreationHelpers) {
+  EXPECT_EQ(Tensor<float>::zeros({2, 3}).value(), (xt::xarray<float>{{0, 0, 0}, {0, 0, 0}}));
+  EXPECT_EQ(Tensor<double>::ones({2}).value(), (xt::xarray<double>{1, 1}));
+  EXPECT_EQ(Tensor<double>::full({2}, 7.5).value(), (xt::xarray<double>{7.5, 7.5}));
+  EXPECT_EQ(Tensor<double>::arange(0, 5, 2).value(), (xt::xarray<double>{0, 2, 4}));
+  EXPECT_TRUE(throws_with<ValueError>([] { Tensor<double>::arange(0, 1, 0); }, {"arange", "step"}));
+  EXPECT_TRUE(Tensor<double>::zeros({2}, true).requires_grad());
+  EXPECT_FALSE(Tensor<double>::zeros({2}).requires_grad());
+}
+
+TEST(Tensor, ShapeQueries) {
+  const auto t = Tensor<float>::zeros({2, 3, 4});
+  EXPECT_EQ(t.shape(), (Shape{2, 3, 4}));
+  EXPECT_EQ(t.ndim(), 3u);
+  EXPECT_EQ(t.numel(), 24u);
+  EXPECT_EQ(t.size(-1), 4u);
+  EXPECT_EQ(t.size(0), 2u);
+  EXPECT_TRUE(throws_with<ValueError>([&] { t.size(3); }, {"axis 3", "[2,3,4]"}));
+  EXPECT_EQ(Tensor<float>::zeros({}).numel(), 1u);
+}
+
+TEST(Tensor, RandomCreationIsSeededAndHasTheRightMoments) {
+  Generator g1(42), g2(42);
+  const auto a = Tensor<double>::randn({100000}, g1, 1.0, 2.0);
+  const auto b = Tensor<double>::randn({100000}, g2, 1.0, 2.0);
+  EXPECT_EQ(a.value(), b.value());
+  double mean = 0, var = 0;
+  for (double v : a.value()) mean += v;
+  mean /= 1e5;
+  for (double v : a.value()) var += (v - mean) * (v - mean);
+  var /= 1e5;
+  EXPECT_NEAR(mean, 1.0, 0.03);
+  EXPECT_NEAR(std::sqrt(var), 2.0, 0.03);
+  const auto u = Tensor<float>::uniform({1000}, g1, -3.0f, -2.0f);
+  for (float v : u.value()) {
+    EXPECT_GE(v, -3.0f);
+    EXPECT_LT(v, -2.0f);
+  }
+  EXPECT_TRUE(throws_with<ValueError>([&] { Tensor<float>::uniform({2}, g1, 1.0f, 1.0f); }, {"uniform", "low"}));
+}
+
+TEST(Tensor, ItemReturnsThePlainScalar) {
+  EXPECT_DOUBLE_EQ(Tensor<double>::full({1, 1}, 4.5).item(), 4.5);
+  EXPECT_TRUE(throws_with<ValueError>([] { Tensor<double>::zeros({2, 2}).item(); }, {"item", "[2,2]", "4 elements"}));
+}
+
+TEST(Tensor, HandlesShareOneNode) {
+  Tensor<double> a = Tensor<double>::zeros({2});
+  Tensor<double> b = a;
+  b.mutable_value()(0) = 5.0;
+  EXPECT_DOUBLE_EQ(a.value()(0), 5.0);
+  EXPECT_TRUE(a.same_node(b));
+}
+
+TEST(Tensor, DetachCopiesValueAndCutsHistory) {
+  const Tensor<double> x(xt::xarray<double>{1.0, 2.0}, true);
+  GradientTape tape;
+  const auto y = x * 2.0;
+  const auto d = y.detach();
+  EXPECT_EQ(d.value(), y.value());
+  EXPECT_TRUE(d.is_leaf());
+  EXPECT_FALSE(d.requires_grad());
+  EXPECT_FALSE(d.same_node(y));
+}
+
+TEST(Tensor, ConversionBetweenFloatAndDoubleCarriesGradient) {
+  const Tensor<float> x(xt::xarray<float>{1.5f, -2.0f}, true);
+  GradientTape tape;
+  const Tensor<double> y = x.to<double>();
+  EXPECT_EQ(y.value(), (xt::xarray<double>{1.5, -2.0}));
+  tape.backward(y, xt::xarray<double>{3.0, 4.0});
+  EXPECT_EQ(x.grad(), (xt::xarray<float>{3.0f, 4.0f}));
+}
+
+TEST(Tensor, GradWithoutBackwardIsAClearError) {
+  const auto x = Tensor<double>::zeros({2}, true);
+  EXPECT_TRUE(throws_with<TapeError>([&] { x.grad(); }, {"grad", "no gradient", "backward"}));
+  const auto c = Tensor<double>::zeros({2}).set_name("c");
+  EXPECT_TRUE(throws_with<TapeError>([&] { c.grad(); }, {"'c'", "does not require"}));
+}
+
+TEST(Tensor, UndefinedTensorIsAClearError) {
+  const Tensor<double> none;
+  EXPECT_FALSE(none.defined());
+  EXPECT_TRUE(throws_with<ValueError>([&] { none.shape(); }, {"undefined"}));
+  EXPECT_EQ(none.describe(), "<undefined>");
+}
+
+TEST(Tensor, NamesAppearInDescriptions) {
+  auto w = Tensor<float>::zeros({3, 4});
+  w.set_name("weight");
+  EXPECT_EQ(w.describe(), "'weight' [3,4]");
+}
+
+}  // namespace
+}  // namespace tapegrad

@@ -1,0 +1,36 @@
+#pragma once
+// Writing your own differentiable op, the way tapegrad's own ops are written:
+//
+//   template <class T>
+//   Tensor<T> cube(const Tensor<T>& x) {
+//     xt::xarray<T> y = x.value() * x.value() * x.value();
+//     return custom_op("cube", std::move(y),
+//                      [x](const xt::xarray<T>& grad, const xt::xarray<T>& /*result*/) {
+//                        add_gradient(x, xt::xarray<T>(grad * T(3) * x.value() * x.value()));
+//                      },
+//                      x);
+//   }
+//
+// The backward closure gets the gradient of the result and the result itself, and adds the
+// vector-Jacobian product of each input into it with add_gradient. It runs on plain arrays; it is
+// not recorded. Check it with gradcheck (autograd/gradcheck.h) in float64.
+#include <utility>
+
+#include "autograd/detail/record.h"
+
+namespace tapegrad {
+
+// Records `name` on the active tapes when any of `inputs` requires a gradient, and returns the
+// result tensor holding `value`.
+template <class T, class Backward, class... Inputs>
+Tensor<T> custom_op(const char* name, xt::xarray<T> value, Backward&& backward, const Inputs&... inputs) {
+  return detail::make_result(name, std::move(value), detail::should_record(inputs...), std::forward<Backward>(backward));
+}
+
+// Adds g into x's gradient when x requires one (g must have x's shape).
+template <class T>
+void add_gradient(const Tensor<T>& x, xt::xarray<T> g) {
+  if (x.defined() && x.requires_grad()) detail::accumulate(x, std::move(g));
+}
+
+}  // namespace tapegrad
