@@ -3,20 +3,15 @@
 #include <cmath>
 #include <sstream>
 
+#include "autograd/kernels/indices.h"
 #include "autograd/tape.h"
 
 namespace tapegrad {
 
 namespace {
 
-// "[1,0,2]": the multi-index of flat element `flat` in a row-major array of `shape`.
 std::string format_index(std::size_t flat, const Shape& shape) {
-  Shape index(shape.size());
-  for (std::size_t d = shape.size(); d-- > 0;) {
-    index[d] = shape[d] == 0 ? 0 : flat % shape[d];
-    flat = shape[d] == 0 ? 0 : flat / shape[d];
-  }
-  return format_shape(index);
+  return format_shape(kernels::unravel_index(flat, shape));
 }
 
 std::string input_label(std::size_t i, const Tensor<double>& t) {

@@ -9,7 +9,10 @@
 //   if (!result) std::cerr << result.message;   // names the input, the element and both values
 //
 // The function must be deterministic (reseed any Generator inside it) and must not keep state
-// between calls. Inputs that do not require a gradient are held constant.
+// between calls. Inputs that do not require a gradient are held constant. Pass every tensor the
+// function differentiates as an input: a tensor it captures that requires a gradient is not an
+// input, so its gradient silently accumulates over gradcheck's many backward passes (capture
+// x.detach() instead, or pass it in).
 #include <functional>
 #include <string>
 #include <vector>

@@ -1,1 +1,128 @@
+#include <cmath>
+#include <functional>
+#include <numbers>
+
+#include <xtensor/xmath.hpp>
+
+#include "autograd/ops/activation.h"
+#include "autograd/tape.h"
 #include "tests/support/reference.h"
+
+namespace tapegrad {
+namespace {
+
+using testing::max_abs_diff;
+using testing::passes_gradcheck;
+using testing::random_tensor;
+using testing::throws_with;
+using Inputs = std::vector<Tensor<double>>;
+using Unary = std::function<Tensor<double>(const Tensor<double>&)>;
+
+const std::vector<Shape> kShapes = {{}, {5}, {2, 3}, {2, 1, 3}};
+
+const std::vector<std::pair<const char*, Unary>> kActivations = {
+    {"relu", [](const auto& a) { return relu(a); }},
+    {"sigmoid", [](const auto& a) { return sigmoid(a); }},
+    {"tanh", [](const auto& a) { return tanh(a); }},
+    {"gelu", [](const auto& a) { return gelu(a); }},
+    {"gelu_tanh", [](const auto& a) { return gelu(a, GeluApproximation::Tanh); }},
+};
+
+// A leaf whose values lie in [0.1, 3] in magnitude, with mixed signs: both sides of relu's kink,
+// never within a finite-difference step of it.
+Tensor<double> away_from_zero(const Shape& shape, std::uint64_t seed) {
+  xt::xarray<double> v = random_tensor(shape, seed, false, 0.1, 3.0).value();
+  for (std::size_t i = 0; i < v.size(); i += 2) v.data()[i] = -v.data()[i];
+  return Tensor<double>(std::move(v), true);
+}
+
+// Applies a plain scalar formula to every element: the independent reference for the forward.
+xt::xarray<double> apply(const xt::xarray<double>& x, double (*f)(double)) {
+  xt::xarray<double> out = x;
+  for (auto& v : out) v = f(v);
+  return out;
+}
+
+double ref_relu(double x) { return x > 0.0 ? x : 0.0; }
+double ref_sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double ref_tanh(double x) { return std::tanh(x); }
+double ref_gelu(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+double ref_gelu_tanh(double x) {
+  return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
+}
+
+TEST(Activation, ForwardMatchesScalarFormulas) {
+  const std::vector<double (*)(double)> refs = {ref_relu, ref_sigmoid, ref_tanh, ref_gelu, ref_gelu_tanh};
+  const auto a = random_tensor({3, 4}, 21, false, -4.0, 4.0);
+  for (std::size_t i = 0; i < kActivations.size(); ++i) {
+    SCOPED_TRACE(kActivations[i].first);
+    EXPECT_LT(max_abs_diff(kActivations[i].second(a).value(), apply(a.value(), refs[i])), 1e-14);
+  }
+}
+
+TEST(Activation, HandComputedValues) {
+  const Tensor<double> a(xt::xarray<double>{-1.0, 0.0, 2.0});
+  EXPECT_EQ(relu(a).value(), (xt::xarray<double>{0.0, 0.0, 2.0}));
+  EXPECT_DOUBLE_EQ(sigmoid(a).value()(1), 0.5);
+  EXPECT_DOUBLE_EQ(tanh(a).value()(1), 0.0);
+  // PyTorch: F.gelu(torch.tensor(1.0, dtype=torch.float64)) and with approximate="tanh".
+  const Tensor<double> one(xt::xarray<double>{1.0});
+  EXPECT_NEAR(gelu(one).item(), 0.8413447460685429, 1e-15);
+  EXPECT_NEAR(gelu(one, GeluApproximation::Tanh).item(), 0.8411919906082768, 1e-15);
+}
+
+TEST(Activation, SigmoidIsFiniteForLargeInputs) {
+  const auto y = sigmoid(Tensor<double>(xt::xarray<double>{-1000.0, 1000.0})).value();
+  EXPECT_EQ(y, (xt::xarray<double>{0.0, 1.0}));
+  const auto yf = sigmoid(Tensor<float>(xt::xarray<float>{-200.0f, 200.0f})).value();
+  EXPECT_EQ(yf, (xt::xarray<float>{0.0f, 1.0f}));
+}
+
+TEST(Activation, ReluGradientIsZeroAtZero) {
+  const Tensor<double> a(xt::xarray<double>{-1.0, 0.0, 2.0}, true);
+  GradientTape tape;
+  tape.backward(relu(a), xt::xarray<double>{5.0, 5.0, 5.0});
+  EXPECT_EQ(a.grad(), (xt::xarray<double>{0.0, 0.0, 5.0}));
+}
+
+TEST(Activation, ReluPropagatesNaN) {
+  EXPECT_TRUE(std::isnan(relu(Tensor<double>(xt::xarray<double>{std::nan("")})).item()));
+}
+
+TEST(Activation, GradcheckOverShapes) {
+  for (const auto& [name, op] : kActivations) {
+    for (const Shape& shape : kShapes) {
+      SCOPED_TRACE(std::string(name) + " " + format_shape(shape));
+      EXPECT_TRUE(passes_gradcheck([op](const Inputs& x) { return op(x[0]); }, {away_from_zero(shape, 22)}));
+    }
+  }
+}
+
+TEST(Activation, GeluGradcheckAcrossItsCurve) {
+  // Where the derivative dips below 0 (x near -0.75) and saturates (|x| > 3).
+  const Tensor<double> x(xt::xarray<double>{-5.0, -2.0, -0.75, -0.3, 0.2, 0.9, 4.0}, true);
+  EXPECT_TRUE(passes_gradcheck([](const Inputs& v) { return gelu(v[0]); }, {x}));
+  EXPECT_TRUE(passes_gradcheck([](const Inputs& v) { return gelu(v[0], GeluApproximation::Tanh); }, {x}));
+}
+
+TEST(Activation, FloatMatchesDouble) {
+  // Inputs exactly representable in float, so only the float arithmetic differs.
+  const auto a = random_tensor({2, 3}, 23, false, -3.0, 3.0).to<float>().to<double>();
+  const Tensor<float> af = a.to<float>();
+  const auto widen = [](const Tensor<float>& t) { return xt::xarray<double>(xt::cast<double>(t.value())); };
+  EXPECT_LT(max_abs_diff(widen(relu(af)), relu(a).value()), 1e-6);
+  EXPECT_LT(max_abs_diff(widen(sigmoid(af)), sigmoid(a).value()), 1e-6);
+  EXPECT_LT(max_abs_diff(widen(tanh(af)), tanh(a).value()), 1e-6);
+  EXPECT_LT(max_abs_diff(widen(gelu(af)), gelu(a).value()), 1e-6);
+  EXPECT_LT(max_abs_diff(widen(gelu(af, GeluApproximation::Tanh)), gelu(a, GeluApproximation::Tanh).value()), 1e-6);
+}
+
+TEST(Activation, UndefinedInputThrowsNamingOp) {
+  EXPECT_TRUE(throws_with<ValueError>([] { relu(Tensor<double>()); }, {"relu", "undefined"}));
+  EXPECT_TRUE(throws_with<ValueError>([] { sigmoid(Tensor<double>()); }, {"sigmoid", "undefined"}));
+  EXPECT_TRUE(throws_with<ValueError>([] { tanh(Tensor<double>()); }, {"tanh", "undefined"}));
+  EXPECT_TRUE(throws_with<ValueError>([] { gelu(Tensor<double>()); }, {"gelu", "undefined"}));
+}
+
+}  // namespace
+}  // namespace tapegrad

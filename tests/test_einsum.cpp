@@ -1,1 +1,373 @@
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "autograd/kernels/einsum_plan.h"
+#include "autograd/kernels/parallel.h"
+#include "autograd/ops/linalg.h"
+#include "autograd/tape.h"
 #include "tests/support/reference.h"
+
+namespace tapegrad {
+namespace {
+
+using testing::max_abs_diff;
+using testing::passes_gradcheck;
+using testing::random_tensor;
+using testing::throws_with;
+using Inputs = std::vector<Tensor<double>>;
+
+// ---- naive reference: every assignment of every letter, written independently of the kernel ----
+
+struct Subscripts {
+  std::vector<std::string> operands;
+  std::string output;
+};
+
+// "ij,jk->ik", or implicit "ij,jk": the output is the letters seen exactly once, sorted.
+Subscripts split_subscripts(const std::string& s) {
+  Subscripts out;
+  const std::size_t arrow = s.find("->");
+  const std::string lhs = s.substr(0, arrow);
+  std::size_t start = 0;
+  for (std::size_t comma; (comma = lhs.find(',', start)) != std::string::npos; start = comma + 1)
+    out.operands.push_back(lhs.substr(start, comma - start));
+  out.operands.push_back(lhs.substr(start));
+  if (arrow != std::string::npos) {
+    out.output = s.substr(arrow + 2);
+  } else {
+    for (char c : lhs)
+      if (c != ',' && std::count(lhs.begin(), lhs.end(), c) == 1) out.output.push_back(c);
+    std::sort(out.output.begin(), out.output.end());
+  }
+  return out;
+}
+
+// out[output letters] += prod_k x_k[its letters] over every assignment of all letters. An output
+// letter found in no operand takes its size from `extra`.
+xt::xarray<double> naive_einsum(const std::string& subscripts, const std::vector<xt::xarray<double>>& xs,
+                                const std::map<char, std::size_t>& extra = {}) {
+  const Subscripts sub = split_subscripts(subscripts);
+  std::map<char, std::size_t> size;
+  for (std::size_t k = 0; k < xs.size(); ++k)
+    for (std::size_t d = 0; d < sub.operands[k].size(); ++d) size[sub.operands[k][d]] = xs[k].shape()[d];
+  for (char c : sub.output)
+    if (!size.count(c)) size[c] = extra.at(c);
+  std::string letters;
+  for (const auto& [c, n] : size) letters.push_back(c);
+  Shape out_shape;
+  for (char c : sub.output) out_shape.push_back(size.at(c));
+  xt::xarray<double> out = xt::zeros<double>(out_shape);
+  std::map<char, std::size_t> value;
+  for (char c : letters) value[c] = 0;
+  const auto flat = [&](const std::string& idx, const Shape& shape) {
+    std::size_t f = 0;
+    for (std::size_t d = 0; d < idx.size(); ++d) f = f * shape[d] + value[idx[d]];
+    return f;
+  };
+  std::size_t total = 1;
+  for (char c : letters) total *= size[c];
+  for (std::size_t step = 0; step < total; ++step) {
+    std::size_t rest = step;
+    for (char c : letters) {
+      value[c] = rest % size[c];
+      rest /= size[c];
+    }
+    double p = 1.0;
+    for (std::size_t k = 0; k < xs.size(); ++k) p *= xs[k].data()[flat(sub.operands[k], Shape(xs[k].shape().begin(), xs[k].shape().end()))];
+    out.data()[flat(sub.output, out_shape)] += p;
+  }
+  return out;
+}
+
+std::vector<xt::xarray<double>> values_of(const Inputs& xs) {
+  std::vector<xt::xarray<double>> v;
+  for (const auto& x : xs) v.push_back(x.value());
+  return v;
+}
+
+Inputs random_inputs(const std::vector<Shape>& shapes, std::uint64_t seed) {
+  Inputs xs;
+  for (const Shape& s : shapes) xs.push_back(random_tensor(s, seed++));
+  return xs;
+}
+
+struct Case {
+  std::string subscripts;
+  std::vector<Shape> shapes;
+};
+
+// The seeds' strings (attention scores and values, per-head projections) and the listed ones.
+const std::vector<Case> kSeedCases = {
+    {"ibhd,jbhd->ijbh", {{3, 2, 2, 4}, {5, 2, 2, 4}}},
+    {"ijbh,jbhd->ibhd", {{3, 5, 2, 2}, {5, 2, 2, 4}}},
+    {"hijk,hkl->hijl", {{2, 3, 2, 4}, {2, 4, 3}}},
+    {"ij->", {{3, 4}}},
+    {"i,j->ij", {{3}, {4}}},
+    {"ii->i", {{3, 3}}},
+    {"bij,bjk->bik", {{2, 3, 4}, {2, 4, 5}}},
+    {"ij->ji", {{3, 4}}},
+    {"ii->", {{4, 4}}},
+    {"iij->j", {{3, 3, 2}}},
+    {"i,i->", {{5}, {5}}},
+    {"ij,jk,kl->il", {{2, 3}, {3, 4}, {4, 2}}},
+};
+
+// Other shapes of the same machinery: implicit outputs, size-1 axes, a scalar operand, Hadamard
+// products, transposed contractions, diagonals next to a GEMM, four operands.
+const std::vector<Case> kMoreCases = {
+    {"ij,jk", {{2, 3}, {3, 4}}},
+    {"ij,jk,kl", {{2, 3}, {3, 1}, {1, 2}}},
+    {"ba", {{2, 3}}},
+    {"ibhd,jbhd->ijbh", {{1, 2, 1, 3}, {4, 2, 1, 3}}},
+    {",ij->ij", {{}, {2, 3}}},
+    {"ij,ij->ij", {{2, 3}, {2, 3}}},
+    {"ijk,ikj->i", {{2, 3, 4}, {2, 4, 3}}},
+    {"ij,kl->ljki", {{2, 3}, {1, 2}}},
+    {"ii,ij->j", {{3, 3}, {3, 2}}},
+    {"bhqd,bhkd->bhqk", {{2, 2, 3, 2}, {2, 2, 4, 2}}},
+    {"ij,jk->ki", {{2, 3}, {3, 4}}},
+    {"aBc,cBd->Bad", {{2, 3, 2}, {2, 3, 2}}},
+    {"ij,jk,kl,lm->mi", {{2, 2}, {2, 3}, {3, 2}, {2, 2}}},
+    {"i->", {{1}}},
+    {"", {{}}},
+};
+
+// A random valid einsum: 1 or 2 operands of rank 1-4 (sometimes 0) over a small alphabet (so
+// letters repeat within and across operands), sizes 2-3 (sometimes 1), an output that keeps a random subset of the letters in
+// a random order (some letters summed away), sometimes in implicit form.
+Case random_case(Generator& gen) {
+  const std::string alphabet = "abcdE";
+  std::map<char, std::size_t> size;
+  for (char c : alphabet) size[c] = gen.randint(0, 4) == 0 ? 1 : static_cast<std::size_t>(gen.randint(2, 4));
+  Case c;
+  const auto num_operands = gen.randint(0, 3) == 0 ? 1 : 2;
+  std::string all;
+  std::vector<std::string> operands;
+  for (std::int64_t k = 0; k < num_operands; ++k) {
+    std::string letters;
+    Shape shape;
+    for (auto rank = gen.randint(0, 10) == 0 ? 0 : gen.randint(1, 5); rank > 0; --rank) {
+      letters.push_back(alphabet[static_cast<std::size_t>(gen.randint(0, 5))]);
+      shape.push_back(size[letters.back()]);
+    }
+    operands.push_back(letters);
+    c.shapes.push_back(shape);
+    all += letters;
+  }
+  for (std::size_t k = 0; k < operands.size(); ++k) c.subscripts += (k ? "," : "") + operands[k];
+  if (gen.randint(0, 5) == 0) return c;  // implicit output
+  std::string output;
+  for (char l : alphabet)
+    if (all.find(l) != std::string::npos && gen.randint(0, 2) == 1) output.push_back(l);
+  for (std::size_t i = output.size(); i > 1; --i)
+    std::swap(output[i - 1], output[static_cast<std::size_t>(gen.randint(0, static_cast<std::int64_t>(i)))]);
+  c.subscripts += "->" + output;
+  return c;
+}
+
+std::vector<Case> random_cases() {
+  Generator gen(2024);
+  std::vector<Case> cases;
+  for (int i = 0; i < 40; ++i) cases.push_back(random_case(gen));
+  return cases;
+}
+
+std::string describe(const Case& c) {
+  std::string s = "\"";
+  s += c.subscripts;
+  s += '"';
+  for (const Shape& shape : c.shapes) {
+    s += ' ';
+    s += format_shape(shape);
+  }
+  return s;
+}
+
+void expect_matches_naive(const std::vector<Case>& cases) {
+  for (const Case& c : cases) {
+    SCOPED_TRACE(describe(c));
+    const Inputs xs = random_inputs(c.shapes, 7);
+    const auto got = einsum(c.subscripts, xs).value();
+    EXPECT_LT(max_abs_diff(got, naive_einsum(c.subscripts, values_of(xs))), 1e-12);
+  }
+}
+
+void expect_gradcheck(const std::vector<Case>& cases) {
+  for (const Case& c : cases) {
+    SCOPED_TRACE(describe(c));
+    const std::string s = c.subscripts;
+    EXPECT_TRUE(passes_gradcheck([s](const Inputs& x) { return einsum(s, x); }, random_inputs(c.shapes, 11)));
+  }
+}
+
+TEST(Einsum, HandComputedMatrixProduct) {
+  Tensor<double> a(xt::xarray<double>{{1, 2}, {3, 4}});
+  Tensor<double> b(xt::xarray<double>{{5, 6}, {7, 8}});
+  EXPECT_EQ(einsum("ij,jk->ik", a, b).value(), (xt::xarray<double>{{19, 22}, {43, 50}}));
+  EXPECT_EQ(einsum("ii->", a).value(), xt::xarray<double>(5.0));
+  EXPECT_EQ(einsum("ij->j", a).value(), (xt::xarray<double>{4, 6}));
+}
+
+TEST(Einsum, NaiveReferenceSelfCheck) {
+  // The reference itself, on a case small enough to do by hand: trace and outer product.
+  EXPECT_EQ(naive_einsum("ii->", {xt::xarray<double>{{1, 2}, {3, 4}}}), xt::xarray<double>(5.0));
+  EXPECT_EQ(naive_einsum("i,j", {xt::xarray<double>{1, 2}, xt::xarray<double>{3, 4, 5}}),
+            (xt::xarray<double>{{3, 4, 5}, {6, 8, 10}}));
+}
+
+TEST(Einsum, SeedStringsMatchNaiveReference) { expect_matches_naive(kSeedCases); }
+TEST(Einsum, MoreStringsMatchNaiveReference) { expect_matches_naive(kMoreCases); }
+TEST(Einsum, RandomStringsMatchNaiveReference) { expect_matches_naive(random_cases()); }
+
+TEST(Einsum, GradcheckSeedStrings) { expect_gradcheck(kSeedCases); }
+TEST(Einsum, GradcheckMoreStrings) { expect_gradcheck(kMoreCases); }
+TEST(Einsum, GradcheckRandomStrings) { expect_gradcheck(random_cases()); }
+
+TEST(Einsum, SameTensorTwiceAccumulates) {
+  // d/dx sum_i x_i x_i = 2x.
+  Tensor<double> x(xt::xarray<double>{1.0, -2.0, 3.0}, true);
+  GradientTape tape;
+  tape.backward(einsum("i,i->", x, x));
+  EXPECT_EQ(x.grad(), (xt::xarray<double>{2.0, -4.0, 6.0}));
+}
+
+TEST(Einsum, FloatMatchesNaiveReference) {
+  Generator gen(5);
+  const auto a = Tensor<float>::uniform({3, 4, 2, 5}, gen, -1.0f, 1.0f);
+  const auto b = Tensor<float>::uniform({6, 4, 2, 5}, gen, -1.0f, 1.0f);
+  const xt::xarray<double> got = xt::cast<double>(einsum("ibhd,jbhd->ijbh", a, b).value());
+  const xt::xarray<double> want = naive_einsum("ibhd,jbhd->ijbh", {xt::cast<double>(a.value()), xt::cast<double>(b.value())});
+  EXPECT_LT(max_abs_diff(got, want), 1e-5);
+}
+
+TEST(Einsum, ZeroSizedIndex) {
+  // A contracted index of size 0 gives zeros; a free one gives an empty result.
+  const auto a = Tensor<double>::ones({2, 0}), b = Tensor<double>::ones({0, 3});
+  EXPECT_EQ(einsum("ij,jk->ik", a, b).value(), xt::xarray<double>(xt::zeros<double>({2, 3})));
+  EXPECT_EQ(einsum("ji,jk->ik", Tensor<double>::ones({2, 0}), Tensor<double>::ones({2, 3})).shape(), (Shape{0, 3}));
+}
+
+// ---- the kernel's extensions that make the backward an einsum ----
+
+TEST(EinsumKernel, OutputOnlyIndexBroadcastsAndRepeatedOutputWritesDiagonal) {
+  const xt::xarray<double> x = random_tensor({2, 3}, 3).value();
+  const xt::xarray<double> v = random_tensor({3}, 4).value();
+  const std::vector<std::pair<kernels::EinsumEquation, std::vector<const xt::xarray<double>*>>> cases = {
+      {{{"ij"}, "ijk"}, {&x}},          // broadcast along k
+      {{{"j"}, "jj"}, {&v}},            // diagonal matrix
+      {{{"ij"}, "kjji"}, {&x}},         // both, and a permutation
+      {{{"ij", "j"}, "iikj"}, {&x, &v}},  // after a GEMM
+      {{{"ij", "ij"}, "jkj"}, {&x, &x}},
+  };
+  const std::map<char, std::size_t> sizes = {{'i', 2}, {'k', 4}};
+  for (const auto& [eq, operands] : cases) {
+    SCOPED_TRACE(eq.str());
+    std::vector<xt::xarray<double>> values;
+    for (const auto* o : operands) values.push_back(*o);
+    EXPECT_LT(max_abs_diff(kernels::einsum(eq, operands, sizes), naive_einsum(eq.str(), values, sizes)), 1e-12);
+  }
+}
+
+TEST(EinsumKernel, PlansOncePerEquationAndShapes) {
+  const auto a = random_tensor({2, 3}, 1), b = random_tensor({3, 4}, 2), c = random_tensor({3, 5}, 3);
+  einsum("ij,jk->ik", a, b);
+  const std::size_t after_first = kernels::einsum_cached_plans();
+  for (int i = 0; i < 3; ++i) einsum("ij,jk->ik", a, b);
+  EXPECT_EQ(kernels::einsum_cached_plans(), after_first);
+  einsum("ij,jk->ik", a, c);  // new shapes: a new plan
+  EXPECT_EQ(kernels::einsum_cached_plans(), after_first + 1);
+}
+
+TEST(EinsumKernel, SameBitsAtAnyThreadCount) {
+  // Large enough for the parallel strided passes, the batched GEMM and a parallel reduction.
+  Generator gen(9);
+  const auto q = Tensor<float>::uniform({48, 4, 4, 32}, gen, -1.0f, 1.0f);
+  const auto k = Tensor<float>::uniform({40, 4, 4, 32}, gen, -1.0f, 1.0f);
+  std::vector<xt::xarray<float>> results;
+  for (std::size_t threads : {1, 2}) {
+    set_num_threads(threads);
+    results.push_back(einsum("ibhd,jbhd->ijbh", q, k).value());
+    results.push_back(einsum("ibhd->hd", q).value());
+  }
+  set_num_threads(0);
+  for (std::size_t i = 0; i < 2; ++i) {
+    ASSERT_EQ(results[i].shape(), results[i + 2].shape());
+    EXPECT_EQ(std::memcmp(results[i].data(), results[i + 2].data(), results[i].size() * sizeof(float)), 0);
+  }
+}
+
+// ---- bad input ----
+
+TEST(Einsum, RankMismatchQuotesSubscriptsAndOperand) {
+  const auto q = random_tensor({4, 3, 2, 2}, 1), k = random_tensor({5, 3, 2}, 2);
+  EXPECT_TRUE(throws_with<ShapeError>([&] { einsum("ibhd,jbhd->ijbh", q, k); },
+                                      {"einsum(\"ibhd,jbhd->ijbh\"): operand 1 has 3 dims [5,3,2] but its subscripts "
+                                       "\"jbhd\" need 4"}));
+}
+
+TEST(Einsum, IndexWithTwoSizesNamesBothOperands) {
+  const auto a = random_tensor({2, 3}, 1), b = random_tensor({4, 5}, 2);
+  EXPECT_TRUE(throws_with<ShapeError>([&] { einsum("ij,jk->ik", a, b); },
+                                      {"einsum(\"ij,jk->ik\")", "index 'j'", "size 3 in operand 0 [2,3]",
+                                       "size 4 in operand 1 [4,5]"}));
+  EXPECT_TRUE(throws_with<ShapeError>([&] { einsum("ii->i", a); }, {"einsum(\"ii->i\")", "index 'i'", "[2,3]"}));
+}
+
+TEST(Einsum, WrongNumberOfOperands) {
+  const auto a = random_tensor({2, 3}, 1);
+  EXPECT_TRUE(throws_with<ValueError>([&] { einsum("ij,jk->ik", a); },
+                                      {"einsum(\"ij,jk->ik\")", "2 operand(s)", "1 were given"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { einsum("ij->i", a, a); }, {"einsum(\"ij->i\")", "1 operand(s)", "2 were"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { einsum("ij", Inputs{}); }, {"einsum(\"ij\")", "0 were given"}));
+}
+
+TEST(Einsum, InvalidCharacter) {
+  const auto a = random_tensor({2, 3}, 1);
+  EXPECT_TRUE(throws_with<ValueError>([&] { einsum("i2->i", a); },
+                                      {"einsum(\"i2->i\")", "invalid character '2' at position 1", "a-z, A-Z"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { einsum("ij>i", a); }, {"invalid character '>'"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { einsum("ij-i", a); }, {"invalid character '-'"}));
+}
+
+TEST(Einsum, MalformedArrow) {
+  const auto a = random_tensor({2, 3}, 1);
+  EXPECT_TRUE(throws_with<ValueError>([&] { einsum("ij->j->i", a); }, {"einsum(\"ij->j->i\")", "more than once"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { einsum("ij->i,j", a); }, {"einsum(\"ij->i,j\")", "after \"->\""}));
+}
+
+TEST(Einsum, EllipsisIsNotSupported) {
+  const auto a = random_tensor({2, 3}, 1);
+  EXPECT_TRUE(throws_with<ValueError>([&] { einsum("...ij->...ji", a); },
+                                      {"einsum(\"...ij->...ji\")", "ellipsis", "not supported"}));
+}
+
+TEST(Einsum, OutputIndexInNoOperand) {
+  const auto a = random_tensor({2, 3}, 1);
+  EXPECT_TRUE(throws_with<ValueError>([&] { einsum("ij->ik", a); },
+                                      {"einsum(\"ij->ik\")", "output index 'k'", "no operand"}));
+}
+
+TEST(Einsum, RepeatedOutputIndex) {
+  const auto a = random_tensor({2, 2}, 1);
+  EXPECT_TRUE(throws_with<ValueError>([&] { einsum("ij->ii", a); },
+                                      {"einsum(\"ij->ii\")", "output index 'i'", "more than once"}));
+}
+
+TEST(Einsum, UndefinedOperand) {
+  const auto a = random_tensor({2, 2}, 1);
+  EXPECT_TRUE(throws_with<ValueError>([&] { einsum("ij,jk->ik", a, Tensor<double>()); },
+                                      {"einsum(\"ij,jk->ik\")", "operand 1", "undefined"}));
+}
+
+TEST(EinsumKernel, UnsizedOutputIndexAndOperandCount) {
+  const xt::xarray<double> x = random_tensor({2, 3}, 1).value();
+  EXPECT_TRUE(throws_with<ValueError>([&] { kernels::einsum<double>({{"ij"}, "ijk"}, {&x}); },
+                                      {"einsum(\"ij->ijk\")", "output index 'k'", "size is unknown"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { kernels::einsum<double>({{"ij", "jk", "k"}, "i"}, {&x, &x, &x}); },
+                                      {"einsum(\"ij,jk,k->i\")", "1 or 2 operands"}));
+}
+
+}  // namespace
+}  // namespace tapegrad

@@ -1,1 +1,222 @@
+#include <cmath>
+#include <limits>
+
+#include <xtensor/xoperation.hpp>
+
+#include "autograd/ops/masking.h"
+#include "autograd/tape.h"
 #include "tests/support/reference.h"
+
+namespace tapegrad {
+namespace {
+
+using testing::passes_gradcheck;
+using testing::random_tensor;
+using testing::throws_with;
+using Inputs = std::vector<Tensor<double>>;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// (input shape, mask shape) pairs: same shape, broadcast over leading, middle and trailing axes,
+// a 0-d mask, and the [batch, 1, 1, keys]-style padding mask over a 4-D input.
+const std::vector<std::pair<Shape, Shape>> kMaskShapes = {
+    {{2, 3}, {2, 3}},    {{2, 3}, {3}},
+    {{2, 3}, {2, 1}},    {{2, 3}, {}},
+    {{2, 3}, {1, 1}},    {{3, 2, 5, 4}, {2, 1, 4}},
+    {{2, 1, 3}, {1, 3}}, {{3, 2, 2, 4}, {3, 1, 1, 4}},
+};
+
+Mask random_mask(const Shape& shape, std::uint64_t seed) {
+  return Mask(xt::greater(random_tensor(shape, seed, false, 0.0, 1.0).value(), 0.5));
+}
+
+// The mask element that broadcasting pairs with flat element `flat` of an array of `shape`.
+bool mask_at(const Mask& mask, const Shape& shape, std::size_t flat) {
+  const std::size_t lead = shape.size() - mask.dimension();
+  std::size_t pos = 0, mask_stride = 1;
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    const std::size_t index = flat % shape[d];
+    flat /= shape[d];
+    if (d < lead) continue;
+    const std::size_t size = mask.shape()[d - lead];
+    if (size != 1) pos += index * mask_stride;
+    mask_stride *= size;
+  }
+  return mask.data()[pos];
+}
+
+TEST(MaskedFill, ForwardMatchesHandComputed) {
+  const Tensor<double> a(xt::xarray<double>{{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}});
+  EXPECT_EQ(masked_fill(a, Mask{{true, false, false}, {false, true, false}}, 9.0).value(),
+            (xt::xarray<double>{{9.0, 2.0, 3.0}, {4.0, 9.0, 6.0}}));
+  EXPECT_EQ(masked_fill(a, Mask{false, false, true}, -kInf).value(),
+            (xt::xarray<double>{{1.0, 2.0, -kInf}, {4.0, 5.0, -kInf}}));
+  Mask column{true, false};  // ({{true}, {false}} is ambiguous to xtensor)
+  column.reshape({2, 1});
+  EXPECT_EQ(masked_fill(a, column, 0.0).value(), (xt::xarray<double>{{0.0, 0.0, 0.0}, {4.0, 5.0, 6.0}}));
+}
+
+TEST(MaskedFill, BroadcastMasksMatchNaiveLoops) {
+  std::uint64_t seed = 1;
+  for (const auto& [shape, mask_shape] : kMaskShapes) {
+    SCOPED_TRACE(format_shape(shape) + " mask " + format_shape(mask_shape));
+    const auto a = random_tensor(shape, seed++);
+    const Mask mask = random_mask(mask_shape, seed++);
+    const auto y = masked_fill(a, mask, -kInf);
+    ASSERT_EQ(y.shape(), shape);
+    for (std::size_t i = 0; i < a.numel(); ++i) {
+      EXPECT_EQ(y.value().data()[i], mask_at(mask, shape, i) ? -kInf : a.value().data()[i]);
+    }
+  }
+}
+
+TEST(MaskedFill, GradientIsZeroWhereFilled) {
+  std::uint64_t seed = 100;
+  for (const auto& [shape, mask_shape] : kMaskShapes) {
+    SCOPED_TRACE(format_shape(shape) + " mask " + format_shape(mask_shape));
+    const auto a = random_tensor(shape, seed++);
+    const Mask mask = random_mask(mask_shape, seed++);
+    const xt::xarray<double> g = random_tensor(shape, seed++, false).value();
+    GradientTape tape;
+    tape.backward(masked_fill(a, mask, -kInf), g);
+    for (std::size_t i = 0; i < a.numel(); ++i)
+      EXPECT_EQ(a.grad().data()[i], mask_at(mask, shape, i) ? 0.0 : g.data()[i]);
+  }
+}
+
+TEST(MaskedFill, GradcheckOverBroadcastMasks) {
+  std::uint64_t seed = 200;
+  for (const auto& [shape, mask_shape] : kMaskShapes) {
+    SCOPED_TRACE(format_shape(shape) + " mask " + format_shape(mask_shape));
+    const Mask mask = random_mask(mask_shape, seed++);
+    EXPECT_TRUE(passes_gradcheck([mask](const Inputs& x) { return masked_fill(x[0], mask, 2.5); },
+                                 {random_tensor(shape, seed++)}));
+  }
+}
+
+TEST(MaskedFill, Uint8MaskTreatsNonzeroAsTrue) {
+  const auto a = random_tensor({2, 3}, 300);
+  const xt::xarray<std::uint8_t> bytes{{0, 1, 0}, {255, 0, 2}};
+  const Mask bools{{false, true, false}, {true, false, true}};
+  EXPECT_EQ(masked_fill(a, bytes, -1.0).value(), masked_fill(a, bools, -1.0).value());
+  const xt::xarray<std::uint8_t> row{1, 0, 0};  // broadcasts too
+  EXPECT_EQ(masked_fill(a, row, 7.0).value(), masked_fill(a, Mask{true, false, false}, 7.0).value());
+}
+
+TEST(MaskedFill, WorksForFloat) {
+  const Tensor<float> a(xt::xarray<float>{1.0f, 2.0f});
+  EXPECT_EQ(masked_fill(a, Mask{false, true}, -std::numeric_limits<float>::infinity()).value(),
+            (xt::xarray<float>{1.0f, -std::numeric_limits<float>::infinity()}));
+}
+
+TEST(MaskedFill, MaskThatDoesNotBroadcastToInputThrows) {
+  const auto a = random_tensor({2, 3}, 301);
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [&] {
+        masked_fill(a, Mask::from_shape({3, 2}), 0.0);
+      },
+      {"masked_fill", "[3,2]", "[2,3]"}));
+  EXPECT_TRUE(
+      throws_with<ShapeError>([&] { masked_fill(a, Mask::from_shape({2}), 0.0); }, {"masked_fill", "[2]", "[2,3]"}));
+  // The input does not broadcast up to the mask: a mask with more dims is an error.
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [&] {
+        masked_fill(a, Mask::from_shape({4, 2, 3}), 0.0);
+      },
+      {"masked_fill", "[4,2,3]", "[2,3]"}));
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [&] {
+        masked_fill(random_tensor({2, 1}, 302), Mask::from_shape({2, 3}), 0.0);
+      },
+      {"masked_fill", "[2,3]", "[2,1]"}));
+  EXPECT_TRUE(throws_with<ShapeError>([&] { masked_fill(a, xt::xarray<std::uint8_t>::from_shape({4}), 0.0); },
+                                      {"masked_fill", "[4]", "[2,3]"}));
+  EXPECT_TRUE(
+      throws_with<ValueError>([] { masked_fill(Tensor<double>(), Mask{true}, 0.0); }, {"masked_fill", "undefined"}));
+}
+
+TEST(Dropout, ZeroesAboutPAndScalesTheRest) {
+  // 10^5 draws: the zero fraction has standard deviation sqrt(p(1-p)/n) ~ 0.0015 around p.
+  for (const double p : {0.1, 0.3, 0.75}) {
+    SCOPED_TRACE(p);
+    Generator gen(400);
+    const auto x = Tensor<float>::uniform({200, 500}, gen, 0.5f, 1.5f);  // never 0, so 0 means dropped
+    const auto y = dropout(x, p, true, gen);
+    const float scale = static_cast<float>(1.0 / (1.0 - p));
+    std::size_t zeros = 0;
+    for (std::size_t i = 0; i < x.numel(); ++i) {
+      const float v = y.value().data()[i];
+      if (v == 0.0f) {
+        ++zeros;
+      } else {
+        ASSERT_EQ(v, x.value().data()[i] * scale);
+      }
+    }
+    EXPECT_NEAR(double(zeros) / double(x.numel()), p, 0.01);
+  }
+}
+
+TEST(Dropout, GradientIsTheKeepMaskTimesScale) {
+  Generator gen(401);
+  const auto x = random_tensor({30, 40}, 402, true, 0.5, 1.5);
+  GradientTape tape;
+  const auto y = dropout(x, 0.5, true, gen);
+  tape.backward(y, xt::xarray<double>(xt::ones<double>(x.shape())));
+  for (std::size_t i = 0; i < x.numel(); ++i) {
+    EXPECT_EQ(x.grad().data()[i], y.value().data()[i] == 0.0 ? 0.0 : 2.0);
+  }
+}
+
+TEST(Dropout, IdentityInEvalAndAtPZeroWithoutDrawing) {
+  const auto x = random_tensor({3, 4}, 403);
+  for (const auto& [p, training] : std::vector<std::pair<double, bool>>{{0.5, false}, {0.0, true}, {0.0, false}}) {
+    SCOPED_TRACE(std::to_string(p) + (training ? " training" : " eval"));
+    Generator gen(404);
+    x.node()->clear_grad();
+    GradientTape tape;
+    const auto y = dropout(x, p, training, gen);
+    EXPECT_EQ(y.value(), x.value());
+    EXPECT_FALSE(y.same_node(x));
+    EXPECT_EQ(gen.offset(), 0u);
+    const xt::xarray<double> g = random_tensor({3, 4}, 405, false).value();
+    tape.backward(y, g);
+    EXPECT_EQ(x.grad(), g);
+  }
+}
+
+TEST(Dropout, SameGeneratorStateGivesSameMask) {
+  const auto x = random_tensor({50, 20}, 406, false, 0.5, 1.5);
+  Generator a(407), b(407), c(408);
+  const auto ya = dropout(x, 0.4, true, a);
+  EXPECT_EQ(ya.value(), dropout(x, 0.4, true, b).value());
+  EXPECT_NE(ya.value(), dropout(x, 0.4, true, c).value());
+  EXPECT_NE(ya.value(), dropout(x, 0.4, true, a).value());  // the generator moved on
+  EXPECT_EQ(a.offset(), b.offset() * 2);
+}
+
+TEST(Dropout, Gradcheck) {
+  for (const bool training : {true, false}) {
+    SCOPED_TRACE(training);
+    // A fresh generator per call: every evaluation draws the same mask.
+    EXPECT_TRUE(passes_gradcheck(
+        [training](const Inputs& x) {
+          Generator gen(409);
+          return dropout(x[0], 0.4, training, gen);
+        },
+        {random_tensor({3, 4}, 410)}));
+  }
+}
+
+TEST(Dropout, BadProbabilityThrowsNamingP) {
+  const auto x = random_tensor({2, 3}, 411);
+  Generator gen(412);
+  for (const double p : {-0.1, 1.0, 1.5, std::numeric_limits<double>::quiet_NaN()}) {
+    SCOPED_TRACE(p);
+    EXPECT_TRUE(throws_with<ValueError>([&] { dropout(x, p, true, gen); }, {"dropout", "p = "}));
+    EXPECT_TRUE(throws_with<ValueError>([&] { dropout(x, p, false, gen); }, {"dropout", "p = "}));
+  }
+  EXPECT_TRUE(throws_with<ValueError>([&] { dropout(Tensor<double>(), 0.1, true, gen); }, {"dropout", "undefined"}));
+}
+
+}  // namespace
+}  // namespace tapegrad

@@ -1,1 +1,191 @@
+#include <cstring>
+
+#include "autograd/kernels/parallel.h"
+#include "autograd/ops/linalg.h"
+#include "autograd/tape.h"
 #include "tests/support/reference.h"
+
+namespace tapegrad {
+namespace {
+
+using testing::max_abs_diff;
+using testing::passes_gradcheck;
+using testing::random_tensor;
+using testing::throws_with;
+using Inputs = std::vector<Tensor<double>>;
+
+// torch.matmul with plain loops: a 1-D a is [1, k] and a 1-D b is [k, 1] (those axes dropped
+// from the result); batch axes are right-aligned and a size-1 or missing axis repeats.
+xt::xarray<double> naive_matmul(const xt::xarray<double>& a, const xt::xarray<double>& b) {
+  Shape sa(a.shape().begin(), a.shape().end()), sb(b.shape().begin(), b.shape().end());
+  const bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
+  if (a_vec) sa.insert(sa.begin(), 1);
+  if (b_vec) sb.push_back(1);
+  const std::size_t m = sa[sa.size() - 2], k = sa.back(), n = sb.back();
+  const Shape a_batch(sa.begin(), sa.end() - 2), b_batch(sb.begin(), sb.end() - 2);
+  const std::size_t nb = std::max(a_batch.size(), b_batch.size());
+  // Batch axis d of the result, as seen by an operand with `own` batch axes: its size there.
+  const auto own_size = [nb](const Shape& own, std::size_t d) { return d < nb - own.size() ? 1 : own[d - (nb - own.size())]; };
+  Shape batch(nb);
+  for (std::size_t d = 0; d < nb; ++d) batch[d] = std::max(own_size(a_batch, d), own_size(b_batch, d));
+  std::size_t count = 1;
+  for (std::size_t s : batch) count *= s;
+  std::vector<double> out(count * m * n, 0.0);
+  for (std::size_t flat = 0; flat < count; ++flat) {
+    // Unravel the batch index and find each operand's matrix.
+    std::size_t rest = flat, a_mat = 0, b_mat = 0, a_scale = 1, b_scale = 1;
+    for (std::size_t d = nb; d-- > 0;) {
+      const std::size_t i = rest % batch[d];
+      rest /= batch[d];
+      const std::size_t as = own_size(a_batch, d), bs = own_size(b_batch, d);
+      a_mat += (as == 1 ? 0 : i) * a_scale;
+      b_mat += (bs == 1 ? 0 : i) * b_scale;
+      a_scale *= as;
+      b_scale *= bs;
+    }
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t j = 0; j < n; ++j)
+        for (std::size_t p = 0; p < k; ++p)
+          out[(flat * m + i) * n + j] += a.data()[(a_mat * m + i) * k + p] * b.data()[(b_mat * k + p) * n + j];
+  }
+  Shape out_shape = batch;
+  if (!a_vec) out_shape.push_back(m);
+  if (!b_vec) out_shape.push_back(n);
+  xt::xarray<double> result = xt::zeros<double>(out_shape);
+  std::copy(out.begin(), out.end(), result.data());
+  return result;
+}
+
+// Every torch.matmul case: vector/matrix combinations, batches on either side, broadcasting
+// (missing axes, size-1 axes, both operands broadcast along different axes), size-1 matrices.
+const std::vector<std::pair<Shape, Shape>> kShapes = {
+    {{3}, {3}},          {{2, 3}, {3}},         {{3}, {3, 4}},          {{2, 3}, {3, 4}},
+    {{2, 1, 3, 4}, {5, 4, 2}}, {{4, 2, 3}, {3, 5}}, {{2, 3}, {4, 3, 2}},  {{3}, {2, 3, 4}},
+    {{2, 3, 4}, {4}},    {{2, 2, 3}, {2, 3, 2}}, {{3, 1, 2}, {1, 2, 4}}, {{1, 2, 3}, {4, 3, 2}},
+    {{2, 1, 2, 3}, {1, 3, 3, 2}}, {{1, 3}, {3, 1}}, {{1}, {1, 1}},      {{2, 1, 1, 3}, {3}},
+};
+
+TEST(Matmul, NaiveReferenceSelfCheck) {
+  EXPECT_EQ(naive_matmul(xt::xarray<double>{{1, 2}, {3, 4}}, xt::xarray<double>{{5, 6}, {7, 8}}),
+            (xt::xarray<double>{{19, 22}, {43, 50}}));
+  EXPECT_EQ(naive_matmul(xt::xarray<double>{1, 2}, xt::xarray<double>{3, 4}), xt::xarray<double>(11.0));
+}
+
+TEST(Matmul, HandComputed) {
+  Tensor<double> a(xt::xarray<double>{{1, 2}, {3, 4}});
+  Tensor<double> v(xt::xarray<double>{1, -1});
+  EXPECT_EQ(matmul(a, v).value(), (xt::xarray<double>{-1, -1}));
+  EXPECT_EQ(matmul(v, a).value(), (xt::xarray<double>{-2, -2}));
+  EXPECT_EQ(matmul(v, v).value(), xt::xarray<double>(2.0));
+}
+
+TEST(Matmul, MatchesNaiveReferenceOverAllShapeCases) {
+  for (const auto& [sa, sb] : kShapes) {
+    SCOPED_TRACE(format_shape(sa) + " x " + format_shape(sb));
+    const auto a = random_tensor(sa, 1), b = random_tensor(sb, 2);
+    const auto got = matmul(a, b).value();
+    EXPECT_LT(max_abs_diff(got, naive_matmul(a.value(), b.value())), 1e-12);
+  }
+}
+
+TEST(Matmul, GradcheckOverAllShapeCases) {
+  for (const auto& [sa, sb] : kShapes) {
+    SCOPED_TRACE(format_shape(sa) + " x " + format_shape(sb));
+    EXPECT_TRUE(passes_gradcheck([](const Inputs& x) { return matmul(x[0], x[1]); },
+                                 {random_tensor(sa, 3), random_tensor(sb, 4)}));
+  }
+}
+
+TEST(Matmul, GradcheckOneSideOnly) {
+  // Only the other operand needs a gradient: its backward alone is exercised.
+  EXPECT_TRUE(passes_gradcheck([](const Inputs& x) { return matmul(x[0], x[1]); },
+                               {random_tensor({2, 2, 3}, 5, false), random_tensor({3, 2}, 6)}));
+  EXPECT_TRUE(passes_gradcheck([](const Inputs& x) { return matmul(x[0], x[1]); },
+                               {random_tensor({2, 3}, 7), random_tensor({2, 3, 2}, 8, false)}));
+}
+
+TEST(Matmul, FloatMatchesNaiveReference) {
+  Generator gen(3);
+  const auto a = Tensor<float>::uniform({2, 1, 3, 4}, gen, -1.0f, 1.0f);
+  const auto b = Tensor<float>::uniform({5, 4, 2}, gen, -1.0f, 1.0f);
+  const xt::xarray<double> got = xt::cast<double>(matmul(a, b).value());
+  EXPECT_LT(max_abs_diff(got, naive_matmul(xt::cast<double>(a.value()), xt::cast<double>(b.value()))), 1e-5);
+}
+
+TEST(Matmul, FloatBackwardMatchesDouble) {
+  Generator gen(4);
+  const auto a = Tensor<float>::uniform({3, 4, 5}, gen, -1.0f, 1.0f, true);
+  const auto b = Tensor<float>::uniform({5, 2}, gen, -1.0f, 1.0f, true);
+  const auto a64 = Tensor<double>(xt::cast<double>(a.value()), true);
+  const auto b64 = Tensor<double>(xt::cast<double>(b.value()), true);
+  {
+    GradientTape tape;
+    tape.backward(matmul(a, b), xt::xarray<float>(xt::ones<float>({3, 4, 2})));
+  }
+  {
+    GradientTape tape;
+    tape.backward(matmul(a64, b64), xt::xarray<double>(xt::ones<double>({3, 4, 2})));
+  }
+  EXPECT_LT(max_abs_diff(xt::cast<double>(a.grad()), a64.grad()), 1e-5);
+  EXPECT_LT(max_abs_diff(xt::cast<double>(b.grad()), b64.grad()), 1e-5);
+}
+
+TEST(Matmul, LargeProductUsesRowBlocksAndMatchesNaive) {
+  // 300 rows x 200 x 100: over kernels::gemm's split threshold, so it runs as TBB row blocks;
+  // the batched case folds its batch into the rows of one such product.
+  const auto a = random_tensor({300, 200}, 1), b = random_tensor({200, 100}, 2);
+  EXPECT_LT(max_abs_diff(matmul(a, b).value(), naive_matmul(a.value(), b.value())), 1e-10);
+  const auto batched = random_tensor({3, 100, 200}, 3);
+  EXPECT_LT(max_abs_diff(matmul(batched, b).value(), naive_matmul(batched.value(), b.value())), 1e-10);
+}
+
+TEST(Matmul, LargeProductSameBitsAtAnyThreadCount) {
+  Generator gen(8);
+  auto a = Tensor<float>::uniform({300, 200}, gen, -1.0f, 1.0f, true);
+  auto b = Tensor<float>::uniform({200, 100}, gen, -1.0f, 1.0f, true);
+  std::vector<xt::xarray<float>> runs;
+  for (std::size_t threads : {1, 2}) {
+    set_num_threads(threads);
+    a.zero_grad();
+    b.zero_grad();
+    GradientTape tape;
+    const auto y = matmul(a, b);
+    runs.push_back(y.value());
+    tape.backward(y, xt::xarray<float>(xt::ones<float>({300, 100})));
+    runs.push_back(a.grad());
+    runs.push_back(b.grad());
+  }
+  set_num_threads(0);
+  for (std::size_t i = 0; i < 3; ++i) {
+    ASSERT_EQ(runs[i].shape(), runs[i + 3].shape());
+    EXPECT_EQ(std::memcmp(runs[i].data(), runs[i + 3].data(), runs[i].size() * sizeof(float)), 0) << "result " << i;
+  }
+}
+
+TEST(Matmul, ScalarOperandThrowsNamingBothShapes) {
+  const auto s = random_tensor({}, 1), v = random_tensor({3}, 2);
+  EXPECT_TRUE(throws_with<ShapeError>([&] { matmul(s, v); }, {"matmul", "at least 1 dim", "[]", "[3]"}));
+  EXPECT_TRUE(throws_with<ShapeError>([&] { matmul(v, s); }, {"matmul", "[3]", "[]"}));
+}
+
+TEST(Matmul, InnerSizeMismatchThrowsNamingBothShapes) {
+  EXPECT_TRUE(throws_with<ShapeError>([] { matmul(random_tensor({2, 3}, 1), random_tensor({4, 5}, 2)); },
+                                      {"matmul", "[2,3]", "[4,5]", "3", "4"}));
+  EXPECT_TRUE(throws_with<ShapeError>([] { matmul(random_tensor({3}, 1), random_tensor({4}, 2)); },
+                                      {"matmul", "[3]", "[4]"}));
+  EXPECT_TRUE(throws_with<ShapeError>([] { matmul(random_tensor({2, 3, 4}, 1), random_tensor({5}, 2)); },
+                                      {"matmul", "[2,3,4]", "[5]"}));
+}
+
+TEST(Matmul, BatchAxesThatDoNotBroadcastThrowNamingBothShapes) {
+  EXPECT_TRUE(throws_with<ShapeError>([] { matmul(random_tensor({2, 3, 4}, 1), random_tensor({5, 4, 2}, 2)); },
+                                      {"matmul", "[2,3,4]", "[5,4,2]", "broadcast"}));
+}
+
+TEST(Matmul, UndefinedInputThrows) {
+  EXPECT_TRUE(throws_with<ValueError>([] { matmul(Tensor<double>(), random_tensor({2}, 1)); }, {"matmul", "'a'"}));
+  EXPECT_TRUE(throws_with<ValueError>([] { matmul(random_tensor({2}, 1), Tensor<double>()); }, {"matmul", "'b'"}));
+}
+
+}  // namespace
+}  // namespace tapegrad

@@ -1,1 +1,242 @@
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "autograd/kernels/parallel.h"
+#include "autograd/ops/elementwise.h"
+#include "autograd/ops/reduce.h"
+#include "autograd/tape.h"
 #include "tests/support/reference.h"
+
+namespace tapegrad {
+namespace {
+
+using testing::max_abs_diff;
+using testing::passes_gradcheck;
+using testing::random_tensor;
+using testing::throws_with;
+using Inputs = std::vector<Tensor<double>>;
+using Reduction = Tensor<double> (*)(const Tensor<double>&, const Axes&, bool);
+
+struct Case {
+  Shape shape;
+  Axes axes;
+};
+
+// Axis lists every reduction is checked over: single axes, several, negative, size-1 axes, all.
+const std::vector<Case> kCases = {
+    {{5}, {0}},        {{2, 3}, {0}},      {{2, 3}, {1}},         {{2, 3}, {-1}},   {{2, 3}, {0, 1}},
+    {{2, 3, 4}, {1}},  {{2, 3, 4}, {0, 2}}, {{2, 3, 4}, {-1, -3}}, {{2, 1, 3}, {1}}, {{2, 1, 3}, {2, 0}},
+    {{3, 1}, {-2}},    {{1}, {0}},
+};
+
+std::vector<bool> mask_of(const Shape& shape, const Axes& axes) {
+  std::vector<bool> reduced(shape.size(), false);
+  for (const Index a : axes) reduced[static_cast<std::size_t>(a < 0 ? a + static_cast<Index>(shape.size()) : a)] = true;
+  return reduced;
+}
+
+// Independent reference: visits every input element, finds its output element by dropping (or
+// zeroing, with keepdims) its reduced coordinates, and folds it in.
+xt::xarray<double> naive_reduce(const xt::xarray<double>& x, const std::vector<bool>& reduced, bool keepdims, double init,
+                                const std::function<double(double, double)>& fold) {
+  Shape out_shape;
+  for (std::size_t d = 0; d < x.dimension(); ++d) {
+    if (!reduced[d]) out_shape.push_back(x.shape()[d]);
+    else if (keepdims) out_shape.push_back(1);
+  }
+  xt::xarray<double> out = xt::xarray<double>::from_shape(out_shape);
+  out.fill(init);
+  for (std::size_t flat = 0; flat < x.size(); ++flat) {
+    std::size_t rest = flat, out_flat = 0, out_stride = 1;
+    for (std::size_t d = x.dimension(); d-- > 0;) {
+      const std::size_t i = rest % x.shape()[d];
+      rest /= x.shape()[d];
+      if (!reduced[d]) {
+        out_flat += i * out_stride;
+        out_stride *= x.shape()[d];
+      }
+    }
+    out.data()[out_flat] = fold(out.data()[out_flat], x.data()[flat]);
+  }
+  return out;
+}
+
+std::size_t group_size(const Shape& shape, const std::vector<bool>& reduced) {
+  std::size_t n = 1;
+  for (std::size_t d = 0; d < shape.size(); ++d)
+    if (reduced[d]) n *= shape[d];
+  return n;
+}
+
+const auto kAdd = [](double acc, double v) { return acc + v; };
+const auto kMax = [](double acc, double v) { return std::max(acc, v); };
+constexpr double kLowest = -std::numeric_limits<double>::infinity();
+
+TEST(Reduce, ForwardMatchesNaiveLoopsOverAxes) {
+  for (const auto& [shape, axes] : kCases) {
+    for (const bool keepdims : {false, true}) {
+      SCOPED_TRACE(format_shape(shape) + " axes " + format_shape(Shape(axes.begin(), axes.end())) +
+                   (keepdims ? " keepdims" : ""));
+      const auto a = random_tensor(shape, 11, false);
+      const std::vector<bool> reduced = mask_of(shape, axes);
+      const xt::xarray<double> expected_sum = naive_reduce(a.value(), reduced, keepdims, 0.0, kAdd);
+      const xt::xarray<double> expected_mean = expected_sum / static_cast<double>(group_size(shape, reduced));
+      EXPECT_LT(max_abs_diff(sum(a, axes, keepdims).value(), expected_sum), 1e-12);
+      EXPECT_LT(max_abs_diff(mean(a, axes, keepdims).value(), expected_mean), 1e-12);
+      EXPECT_EQ(max(a, axes, keepdims).value(), naive_reduce(a.value(), reduced, keepdims, kLowest, kMax));
+    }
+  }
+}
+
+TEST(Reduce, FullReductionsGiveAScalar) {
+  for (const Shape& shape : std::vector<Shape>{{}, {4}, {2, 3}, {2, 1, 3}}) {
+    SCOPED_TRACE(format_shape(shape));
+    const auto a = random_tensor(shape, 12, false);
+    const std::vector<bool> all(shape.size(), true);
+    const xt::xarray<double> expected_sum = naive_reduce(a.value(), all, false, 0.0, kAdd);
+    EXPECT_EQ(sum(a).shape(), Shape{});
+    EXPECT_LT(max_abs_diff(sum(a).value(), expected_sum), 1e-12);
+    EXPECT_LT(max_abs_diff(mean(a).value(), expected_sum / static_cast<double>(a.numel())), 1e-12);
+    EXPECT_EQ(max(a).value(), naive_reduce(a.value(), all, false, kLowest, kMax));
+  }
+}
+
+TEST(Reduce, HandComputedValues) {
+  const Tensor<double> a(xt::xarray<double>{{1.0, -2.0, 3.0}, {4.0, 5.0, -6.0}});
+  EXPECT_EQ(sum(a, {0}).value(), (xt::xarray<double>{5.0, 3.0, -3.0}));
+  xt::xarray<double> row_sums{2.0, 3.0};
+  row_sums.reshape({2, 1});
+  EXPECT_EQ(sum(a, {1}, true).value(), row_sums);
+  EXPECT_EQ(mean(a, {-1}).value(), (xt::xarray<double>{2.0 / 3.0, 1.0}));
+  EXPECT_EQ(max(a, {0}).value(), (xt::xarray<double>{4.0, 5.0, 3.0}));
+  EXPECT_DOUBLE_EQ(sum(a).item(), 5.0);
+  EXPECT_DOUBLE_EQ(max(a).item(), 5.0);
+}
+
+TEST(Reduce, GradcheckOverAxesAndKeepdims) {
+  const std::vector<std::pair<const char*, Reduction>> ops = {
+      {"sum", sum<double>}, {"mean", mean<double>}, {"max", max<double>}};
+  for (const auto& [name, op] : ops) {
+    for (const auto& [shape, axes] : kCases) {
+      for (const bool keepdims : {false, true}) {
+        SCOPED_TRACE(std::string(name) + " " + format_shape(shape) + " axes " +
+                     format_shape(Shape(axes.begin(), axes.end())) + (keepdims ? " keepdims" : ""));
+        // Random values have no ties, so max is differentiable at them.
+        EXPECT_TRUE(passes_gradcheck([op, axes, keepdims](const Inputs& x) { return op(x[0], axes, keepdims); },
+                                     {random_tensor(shape, 13)}));
+      }
+    }
+  }
+}
+
+TEST(Reduce, GradcheckFullReductions) {
+  for (const Shape& shape : std::vector<Shape>{{}, {4}, {2, 3}, {2, 1, 3}}) {
+    SCOPED_TRACE(format_shape(shape));
+    const Inputs x = {random_tensor(shape, 14)};
+    EXPECT_TRUE(passes_gradcheck([](const Inputs& v) { return sum(v[0]); }, x));
+    EXPECT_TRUE(passes_gradcheck([](const Inputs& v) { return mean(v[0]); }, x));
+    EXPECT_TRUE(passes_gradcheck([](const Inputs& v) { return max(v[0]); }, x));
+  }
+}
+
+TEST(Reduce, MaxSplitsGradientEvenlyBetweenTies) {
+  // Row 0: two tied maxima; row 1: three; row 2: one.
+  const Tensor<double> a(xt::xarray<double>{{1.0, 3.0, 3.0}, {2.0, 2.0, 2.0}, {5.0, 0.0, -1.0}}, true);
+  GradientTape tape;
+  const auto m = max(a, {1});
+  EXPECT_EQ(m.value(), (xt::xarray<double>{3.0, 2.0, 5.0}));
+  tape.backward(m, xt::xarray<double>{1.0, 3.0, 2.0});
+  const xt::xarray<double> expected{{0.0, 0.5, 0.5}, {1.0, 1.0, 1.0}, {2.0, 0.0, 0.0}};
+  EXPECT_EQ(a.grad(), expected);
+}
+
+TEST(Reduce, MaxSplitsGradientBetweenTiesOverSeveralAxes) {
+  // Over all of axes 0 and 2: the maximum 4 appears three times in group 0 and once in group 1.
+  const Tensor<double> a(xt::xarray<double>{{{4.0, 1.0}, {0.0, 2.0}}, {{4.0, 4.0}, {-1.0, 3.0}}}, true);
+  GradientTape tape;
+  const auto m = max(a, {0, -1}, true);
+  xt::xarray<double> expected_max{4.0, 3.0}, seed{3.0, 5.0};
+  expected_max.reshape({1, 2, 1});
+  seed.reshape({1, 2, 1});
+  EXPECT_EQ(m.value(), expected_max);
+  tape.backward(m, seed);
+  const xt::xarray<double> expected{{{1.0, 0.0}, {0.0, 0.0}}, {{1.0, 1.0}, {0.0, 5.0}}};
+  EXPECT_EQ(a.grad(), expected);
+}
+
+TEST(Reduce, FullMaxSplitsGradientBetweenTies) {
+  const Tensor<double> a(xt::xarray<double>{{4.0, 1.0}, {4.0, 4.0}}, true);
+  GradientTape tape;
+  tape.backward(max(a));
+  const double third = 1.0 / 3.0;
+  EXPECT_EQ(a.grad(), (xt::xarray<double>{{third, 0.0}, {third, third}}));
+}
+
+TEST(Reduce, MaxPropagatesNaN) {
+  const Tensor<double> a(xt::xarray<double>{{1.0, std::nan(""), 3.0}, {1.0, 2.0, 0.0}});
+  const auto m = max(a, {1}).value();
+  EXPECT_TRUE(std::isnan(m(0)));
+  EXPECT_EQ(m(1), 2.0);
+}
+
+TEST(Reduce, EmptyAxisListReducesNothing) {
+  const auto a = random_tensor({2, 3}, 15);
+  for (const bool keepdims : {false, true}) {
+    EXPECT_EQ(sum(a, {}, keepdims).value(), a.value());
+    EXPECT_EQ(mean(a, {}, keepdims).value(), a.value());
+    EXPECT_EQ(max(a, {}, keepdims).value(), a.value());
+  }
+  EXPECT_TRUE(passes_gradcheck([](const Inputs& x) { return sum(x[0], {}); }, {a}));
+  EXPECT_TRUE(passes_gradcheck([](const Inputs& x) { return max(x[0], {}); }, {a}));
+}
+
+TEST(Reduce, EmptyGroupsFollowPyTorch) {
+  const auto a = Tensor<double>::zeros({2, 0});
+  EXPECT_EQ(sum(a, {1}).value(), (xt::xarray<double>{0.0, 0.0}));
+  EXPECT_TRUE(std::isnan(mean(a, {1}).value()(0)));
+  EXPECT_EQ(sum(a, {0}).shape(), Shape{0});
+  EXPECT_EQ(max(a, {0}).shape(), Shape{0});  // zero groups of two elements: nothing to reduce
+  EXPECT_TRUE(throws_with<ValueError>([&] { max(a, {1}); }, {"max", "zero elements", "[2,0]"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { max(a); }, {"max", "zero elements", "[2,0]"}));
+}
+
+TEST(Reduce, FloatSumsAccumulatePrecisely) {
+  // 100000 x 0.1f summed in float drifts by about 1; the double accumulator stays within rounding.
+  const Tensor<float> a = Tensor<float>::full({100000}, 0.1f);
+  EXPECT_NEAR(sum(a).item(), 100000.0 * static_cast<double>(0.1f), 1e-2);
+  EXPECT_NEAR(mean(a, {0}).item(), static_cast<double>(0.1f), 1e-7);
+}
+
+TEST(Reduce, SameBitsAtAnyThreadCount) {
+  const auto a = random_tensor({300, 200}, 16, false);
+  set_num_threads(1);
+  const xt::xarray<double> one = sum(a, {0}).value(), one_max = max(a, {1}).value();
+  set_num_threads(0);
+  EXPECT_EQ(sum(a, {0}).value(), one);
+  EXPECT_EQ(max(a, {1}).value(), one_max);
+}
+
+TEST(Reduce, RepeatedAxisThrowsNamingOpAndShape) {
+  const auto a = random_tensor({2, 3}, 17);
+  EXPECT_TRUE(throws_with<ValueError>([&] { sum(a, {1, -1}); }, {"sum", "axis 1", "named twice", "[2,3]"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { mean(a, {0, 0}); }, {"mean", "axis 0", "named twice", "[2,3]"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { max(a, {-2, 0}, true); }, {"max", "axis 0", "named twice", "[2,3]"}));
+}
+
+TEST(Reduce, OutOfRangeAxisThrowsNamingOpAndShape) {
+  const auto a = random_tensor({2, 3}, 18);
+  EXPECT_TRUE(throws_with<ValueError>([&] { sum(a, {2}); }, {"sum", "axis 2", "[2,3]"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { mean(a, {0, -3}); }, {"mean", "axis -3", "[2,3]"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { max(a, {5}); }, {"max", "axis 5", "[2,3]"}));
+  EXPECT_TRUE(throws_with<ValueError>([] { sum(Tensor<double>::ones({}), {0}); }, {"sum", "axis 0", "[]"}));
+}
+
+TEST(Reduce, UndefinedInputThrowsNamingOp) {
+  EXPECT_TRUE(throws_with<ValueError>([] { sum(Tensor<double>()); }, {"sum", "undefined"}));
+  EXPECT_TRUE(throws_with<ValueError>([] { mean(Tensor<double>(), {0}); }, {"mean", "undefined"}));
+  EXPECT_TRUE(throws_with<ValueError>([] { max(Tensor<double>()); }, {"max", "undefined"}));
+}
+
+}  // namespace
+}  // namespace tapegrad

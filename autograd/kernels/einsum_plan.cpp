@@ -1,1 +1,487 @@
 #include "autograd/kernels/einsum_plan.h"
+
+#include <algorithm>
+#include <array>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+
+#include <tbb/parallel_for.h>
+
+#include "autograd/kernels/blas.h"
+
+namespace tapegrad::kernels {
+
+namespace {
+
+// 26 + 26 letters: no operand or output has more distinct axes than that.
+constexpr std::size_t kMaxLetters = 52;
+// A strided pass with fewer multiply-adds than this runs on the calling thread.
+constexpr std::size_t kParallelWork = 1u << 15;
+// Work per task of a parallel pass; fixed, though results would not depend on it anyway (each
+// output element is summed by one thread in one order).
+constexpr std::size_t kChunkWork = 1u << 13;
+// A training loop sees a handful of (equation, shapes) pairs; a program that sees thousands
+// (varying sequence lengths) starts over rather than growing without bound.
+constexpr std::size_t kMaxCachedPlans = 1024;
+
+bool is_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool contains(const std::string& s, char c) { return s.find(c) != std::string::npos; }
+
+std::string quoted(std::string_view subscripts) { return "einsum(\"" + std::string(subscripts) + "\")"; }
+
+std::size_t product(const Shape& shape) {
+  std::size_t n = 1;
+  for (std::size_t s : shape) n *= s;
+  return n;
+}
+
+// The letters of s, each once, in order of first appearance.
+std::string unique_letters(const std::string& s) {
+  std::string out;
+  for (char c : s)
+    if (!contains(out, c)) out.push_back(c);
+  return out;
+}
+
+// The letters of `from` (each once, in its order) that satisfy keep(c).
+template <class Keep>
+std::string select(const std::string& from, Keep keep) {
+  std::string out;
+  for (char c : unique_letters(from))
+    if (keep(c)) out.push_back(c);
+  return out;
+}
+
+Shape sizes_of(const std::string& letters, const EinsumSizes& sizes) {
+  Shape shape;
+  for (char c : letters) shape.push_back(sizes.at(c));
+  return shape;
+}
+
+// Element stride of each letter in a row-major contiguous array with these letters as axes. A
+// repeated letter gets the sum of its axes' strides: stepping it walks the diagonal.
+std::map<char, std::size_t> letter_strides(const std::string& letters, const Shape& shape) {
+  std::map<char, std::size_t> strides;
+  std::size_t stride = 1;
+  for (std::size_t d = letters.size(); d-- > 0;) {
+    strides[letters[d]] += stride;
+    stride *= shape[d];
+  }
+  return strides;
+}
+
+// dst[o . outer_dst] = sum over i of src[o . outer_src + i . inner_src], for every index o of
+// `outer` and i of `inner`. Distinct outer indices reach distinct dst elements; when some dst
+// elements are reached by none (off a diagonal), zero_fill clears dst first. This one loop nest
+// is a permute, a diagonal, a sum over axes, a broadcast, or several of them at once.
+struct StridedPass {
+  Shape outer;
+  std::vector<std::size_t> outer_src, outer_dst;
+  Shape inner;
+  std::vector<std::size_t> inner_src;
+  bool zero_fill = false;
+  std::size_t dst_size = 0;
+};
+
+// How a GEMM operand is read: matrix i of the batch starts at i * batch_stride; element (r, c)
+// of op(X) is at r * ld + c, or at c * ld + r when trans.
+struct MatrixLayout {
+  bool trans = false;
+  std::size_t batch_stride = 0, ld = 1;
+};
+
+// One GEMM operand: read in place, or first made contiguous by `prep`.
+struct GemmOperand {
+  std::optional<StridedPass> prep;
+  MatrixLayout layout;
+};
+
+struct EinsumPlan {
+  Shape out_shape;
+  bool empty = false;        // some letter has size 0: the output is all zeros (or has no elements)
+  StridedPass single;        // one operand: the whole einsum is this pass
+  bool swap = false;         // two operands: the GEMM's left operand is operands[1]
+  GemmOperand left, right;   // [batch, M, K] and [batch, K, N]
+  std::size_t batch = 1, m = 1, n = 1, k = 1;
+  std::optional<StridedPass> finish;  // GEMM result [batch, M, N] -> output; absent: it is the output
+  std::size_t copied = 0;    // elements written by prep and finish passes, to pick the cheapest plan
+};
+
+// A group of letters read as one axis: its total size and the stride of its innermost letter.
+// Letters of size 1 are skipped (any stride reads them). nullopt when the letters are not laid
+// out one inside the other in this order.
+struct Axis {
+  std::size_t size = 1, stride = 0;
+};
+
+std::optional<Axis> merge_axis(const std::string& letters, const EinsumSizes& sizes,
+                               const std::map<char, std::size_t>& strides) {
+  Axis axis;
+  for (char c : letters) {
+    const std::size_t size = sizes.at(c), stride = strides.at(c);
+    if (size == 1) continue;
+    if (axis.size > 1 && axis.stride != stride * size) return std::nullopt;
+    axis = {axis.size * size, stride};
+  }
+  return axis;
+}
+
+// The operand as [batch, rows, cols] matrices in place: needs rows or columns contiguous, and
+// the other stride no smaller than the contiguous extent (BLAS's rule for ld).
+std::optional<MatrixLayout> in_place(const Axis& batch, const Axis& rows, const Axis& cols) {
+  if (cols.size == 1 || cols.stride == 1) {
+    const std::size_t ld = rows.size == 1 ? cols.size : rows.stride;
+    if (ld >= cols.size) return MatrixLayout{false, batch.stride, ld};
+  }
+  if (rows.size == 1 || rows.stride == 1) {
+    const std::size_t ld = cols.size == 1 ? rows.size : cols.stride;
+    if (ld >= rows.size) return MatrixLayout{true, batch.stride, ld};
+  }
+  return std::nullopt;
+}
+
+// The pass that writes `src` (letters `src_letters`, row-major `src_shape`) as a contiguous array
+// over `out_letters`: a letter repeated in the source reads its diagonal, a repeated output letter
+// writes the diagonal (zeros elsewhere), an output letter missing from the source is broadcast
+// (source stride 0), and source letters missing from the output are summed away.
+StridedPass strided_pass(const std::string& src_letters, const Shape& src_shape, const std::string& out_letters,
+                         const EinsumSizes& sizes) {
+  const auto src = letter_strides(src_letters, src_shape);
+  const Shape out_shape = sizes_of(out_letters, sizes);
+  const auto dst = letter_strides(out_letters, out_shape);
+  StridedPass pass;
+  for (char c : unique_letters(out_letters)) {
+    pass.outer.push_back(sizes.at(c));
+    pass.outer_src.push_back(src.count(c) ? src.at(c) : 0);
+    pass.outer_dst.push_back(dst.at(c));
+  }
+  for (char c : select(src_letters, [&](char c) { return !contains(out_letters, c); })) {
+    pass.inner.push_back(sizes.at(c));
+    pass.inner_src.push_back(src.at(c));
+  }
+  pass.zero_fill = unique_letters(out_letters).size() != out_letters.size();
+  pass.dst_size = product(out_shape);
+  return pass;
+}
+
+// One GEMM operand with letters `own` (batch, rows and cols are drawn from them): read in place
+// when it has no repeated letter, no letter to sum away, and its strides already describe
+// [batch, rows, cols] matrices; otherwise gathered into that layout.
+GemmOperand gemm_operand(const std::string& own, const Shape& shape, const std::string& batch, const std::string& rows,
+                         const std::string& cols, const EinsumSizes& sizes) {
+  const std::string target = batch + rows + cols;
+  if (own.size() == target.size()) {
+    const auto strides = letter_strides(own, shape);
+    const auto b = merge_axis(batch, sizes, strides), r = merge_axis(rows, sizes, strides),
+               c = merge_axis(cols, sizes, strides);
+    if (b && r && c) {
+      if (auto layout = in_place(*b, *r, *c)) return {std::nullopt, *layout};
+    }
+  }
+  GemmOperand op;
+  op.prep = strided_pass(own, shape, target, sizes);
+  const std::size_t rows_size = product(sizes_of(rows, sizes)), cols_size = product(sizes_of(cols, sizes));
+  op.layout = {false, rows_size * cols_size, cols_size};
+  return op;
+}
+
+// The two-operand plan with operands[swap] on the left and the contracted letters in the order of
+// the left (or right) operand. Batch, M and N letters follow the output's order, so that an
+// output laid out as [batch, M, N] needs no final pass.
+EinsumPlan plan_pair(const EinsumEquation& eq, const std::vector<Shape>& shapes, const EinsumSizes& sizes, bool swap,
+                     bool k_order_from_right) {
+  const std::string& l = eq.operands[swap ? 1 : 0];
+  const std::string& r = eq.operands[swap ? 0 : 1];
+  const Shape& l_shape = shapes[swap ? 1 : 0];
+  const Shape& r_shape = shapes[swap ? 0 : 1];
+  const std::string& out = eq.output;
+  const std::string batch = select(out, [&](char c) { return contains(l, c) && contains(r, c); });
+  const std::string m = select(out, [&](char c) { return contains(l, c) && !contains(r, c); });
+  const std::string n = select(out, [&](char c) { return contains(r, c) && !contains(l, c); });
+  const std::string k = select(k_order_from_right ? r : l, [&](char c) {
+    return contains(l, c) && contains(r, c) && !contains(out, c);
+  });
+  EinsumPlan plan;
+  plan.swap = swap;
+  plan.left = gemm_operand(l, l_shape, batch, m, k, sizes);
+  plan.right = gemm_operand(r, r_shape, batch, k, n, sizes);
+  plan.batch = product(sizes_of(batch, sizes));
+  plan.m = product(sizes_of(m, sizes));
+  plan.n = product(sizes_of(n, sizes));
+  plan.k = product(sizes_of(k, sizes));
+  const std::string gemm_letters = batch + m + n;
+  if (gemm_letters != out) plan.finish = strided_pass(gemm_letters, sizes_of(gemm_letters, sizes), out, sizes);
+  for (const auto* pass : {plan.left.prep ? &*plan.left.prep : nullptr, plan.right.prep ? &*plan.right.prep : nullptr,
+                           plan.finish ? &*plan.finish : nullptr})
+    if (pass) plan.copied += pass->dst_size;
+  return plan;
+}
+
+EinsumPlan make_plan(const EinsumEquation& eq, const std::vector<Shape>& shapes, const EinsumSizes& sizes) {
+  EinsumPlan plan;
+  plan.out_shape = sizes_of(eq.output, sizes);
+  plan.empty = std::any_of(sizes.begin(), sizes.end(), [](const auto& letter) { return letter.second == 0; });
+  if (plan.empty) return plan;
+  if (eq.operands.size() == 1) {
+    plan.single = strided_pass(eq.operands[0], shapes[0], eq.output, sizes);
+    return plan;
+  }
+  // Four candidates; the one that copies least wins (ties: the first).
+  std::optional<EinsumPlan> best;
+  for (bool swap : {false, true}) {
+    for (bool k_right : {false, true}) {
+      EinsumPlan candidate = plan_pair(eq, shapes, sizes, swap, k_right);
+      if (!best || candidate.copied < best->copied) best = std::move(candidate);
+    }
+  }
+  best->out_shape = plan.out_shape;
+  return *best;
+}
+
+// sum over the inner index of base[i . inner_src], in row-major order of the inner index.
+template <class T>
+T sum_inner(const StridedPass& p, const T* base) {
+  const std::size_t nd = p.inner.size();
+  if (nd == 0) return *base;
+  const std::size_t last_size = p.inner[nd - 1], last_stride = p.inner_src[nd - 1];
+  std::array<std::size_t, kMaxLetters> index{};
+  std::size_t offset = 0;
+  T acc = T(0);
+  for (;;) {
+    for (std::size_t i = 0; i < last_size; ++i) acc += base[offset + i * last_stride];
+    std::size_t d = nd - 1;
+    for (;;) {
+      if (d == 0) return acc;
+      --d;
+      offset += p.inner_src[d];
+      if (++index[d] < p.inner[d]) break;
+      offset -= p.inner_src[d] * index[d];
+      index[d] = 0;
+    }
+  }
+}
+
+// Outer elements [begin, end) of the pass (row-major order of the outer index).
+template <class T>
+void run_pass_range(const StridedPass& p, const T* src, T* dst, std::size_t begin, std::size_t end) {
+  const std::size_t nd = p.outer.size();
+  if (nd == 0) {
+    if (begin < end) dst[0] = sum_inner(p, src);
+    return;
+  }
+  std::array<std::size_t, kMaxLetters> index{};
+  std::size_t s = 0, d = 0;
+  for (std::size_t ax = nd, rest = begin; ax-- > 0;) {
+    index[ax] = rest % p.outer[ax];
+    rest /= p.outer[ax];
+    s += index[ax] * p.outer_src[ax];
+    d += index[ax] * p.outer_dst[ax];
+  }
+  const std::size_t last = nd - 1, last_src = p.outer_src[last], last_dst = p.outer_dst[last];
+  for (std::size_t e = begin; e < end;) {
+    // A run along the last outer axis, then a carry into the axes before it.
+    const std::size_t run = std::min(p.outer[last] - index[last], end - e);
+    for (std::size_t i = 0; i < run; ++i) dst[d + i * last_dst] = sum_inner(p, src + s + i * last_src);
+    e += run;
+    index[last] += run;
+    s += run * last_src;
+    d += run * last_dst;
+    for (std::size_t ax = last; ax > 0 && index[ax] == p.outer[ax]; --ax) {
+      s += p.outer_src[ax - 1] - index[ax] * p.outer_src[ax];
+      d += p.outer_dst[ax - 1] - index[ax] * p.outer_dst[ax];
+      index[ax] = 0;
+      ++index[ax - 1];
+    }
+  }
+}
+
+template <class T>
+void run_pass(const StridedPass& p, const T* src, T* dst) {
+  if (p.zero_fill) std::fill_n(dst, p.dst_size, T(0));
+  const std::size_t count = product(p.outer), per_element = std::max<std::size_t>(product(p.inner), 1);
+  if (count * per_element < kParallelWork) {
+    run_pass_range(p, src, dst, 0, count);
+    return;
+  }
+  const std::size_t chunk = std::max<std::size_t>(kChunkWork / per_element, 1);
+  tbb::parallel_for(std::size_t{0}, (count + chunk - 1) / chunk, [&](std::size_t c) {
+    run_pass_range(p, src, dst, c * chunk, std::min(count, (c + 1) * chunk));
+  });
+}
+
+template <class T>
+using Buffer = std::unique_ptr<T[]>;
+
+// The operand's data as the GEMM reads it: in place, or gathered into `buffer`.
+template <class T>
+const T* gemm_input(const GemmOperand& op, const xt::xarray<T>& x, Buffer<T>& buffer) {
+  if (!op.prep) return x.data();
+  buffer = std::make_unique_for_overwrite<T[]>(op.prep->dst_size);
+  run_pass(*op.prep, x.data(), buffer.get());
+  return buffer.get();
+}
+
+template <class T>
+xt::xarray<T> run_plan(const EinsumPlan& plan, const std::vector<const xt::xarray<T>*>& operands) {
+  auto out = xt::xarray<T>::from_shape(plan.out_shape);
+  if (plan.empty) {
+    std::fill(out.begin(), out.end(), T(0));
+    return out;
+  }
+  if (operands.size() == 1) {
+    run_pass(plan.single, operands[0]->data(), out.data());
+    return out;
+  }
+  Buffer<T> left_buffer, right_buffer, product_buffer;
+  const T* a = gemm_input(plan.left, *operands[plan.swap ? 1 : 0], left_buffer);
+  const T* b = gemm_input(plan.right, *operands[plan.swap ? 0 : 1], right_buffer);
+  T* c = out.data();
+  if (plan.finish) {
+    product_buffer = std::make_unique_for_overwrite<T[]>(plan.batch * plan.m * plan.n);
+    c = product_buffer.get();
+  }
+  const MatrixLayout& la = plan.left.layout;
+  const MatrixLayout& lb = plan.right.layout;
+  gemm_batched(plan.batch, la.trans, lb.trans, plan.m, plan.n, plan.k, T(1), a, la.batch_stride, la.ld, b,
+               lb.batch_stride, lb.ld, T(0), c, plan.m * plan.n, plan.n);
+  if (plan.finish) run_pass(*plan.finish, c, out.data());
+  return out;
+}
+
+using PlanCache = std::unordered_map<std::string, std::shared_ptr<const EinsumPlan>>;
+
+PlanCache& plan_cache() {
+  thread_local PlanCache cache;
+  return cache;
+}
+
+// The plan for (equation, shapes, sizes of output-only letters), made and validated on first use.
+std::shared_ptr<const EinsumPlan> find_plan(const EinsumEquation& eq, const std::vector<Shape>& shapes,
+                                            const EinsumSizes& output_only) {
+  std::string key = eq.str();
+  for (const Shape& s : shapes) key += format_shape(s);
+  for (char c : eq.output) {
+    const bool in_operand = std::any_of(eq.operands.begin(), eq.operands.end(),
+                                        [c](const std::string& s) { return contains(s, c); });
+    const auto it = output_only.find(c);
+    if (!in_operand) key += std::string(1, c) + (it == output_only.end() ? "?" : std::to_string(it->second));
+  }
+  PlanCache& cache = plan_cache();
+  if (const auto it = cache.find(key); it != cache.end()) return it->second;
+  const EinsumSizes sizes = einsum_sizes(eq.str(), eq, shapes, output_only);
+  auto plan = std::make_shared<const EinsumPlan>(make_plan(eq, shapes, sizes));
+  if (cache.size() >= kMaxCachedPlans) cache.clear();
+  cache.emplace(std::move(key), plan);
+  return plan;
+}
+
+}  // namespace
+
+std::string EinsumEquation::str() const {
+  std::string s;
+  for (std::size_t i = 0; i < operands.size(); ++i) s += (i ? "," : "") + operands[i];
+  return s + "->" + output;
+}
+
+EinsumEquation parse_einsum(std::string_view subscripts, std::size_t num_operands) {
+  const std::string where = quoted(subscripts);
+  if (subscripts.find('.') != std::string_view::npos)
+    throw ValueError(where + ": ellipsis \"...\" is not supported; write every index explicitly");
+  EinsumEquation eq;
+  eq.operands.emplace_back();
+  bool has_arrow = false;
+  for (std::size_t pos = 0; pos < subscripts.size(); ++pos) {
+    const char c = subscripts[pos];
+    if (c == ' ') continue;
+    if (c == '-' && pos + 1 < subscripts.size() && subscripts[pos + 1] == '>') {
+      if (has_arrow) throw ValueError(where + ": \"->\" appears more than once");
+      has_arrow = true;
+      ++pos;
+    } else if (c == ',') {
+      if (has_arrow) throw ValueError(where + ": ',' after \"->\"; the output is a single list of indices");
+      eq.operands.emplace_back();
+    } else if (is_letter(c)) {
+      (has_arrow ? eq.output : eq.operands.back()).push_back(c);
+    } else {
+      throw ValueError(where + ": invalid character '" + std::string(1, c) + "' at position " + std::to_string(pos) +
+                       "; indices are letters a-z, A-Z, operands are separated by ',' and the output follows \"->\"");
+    }
+  }
+  if (eq.operands.size() != num_operands) {
+    throw ValueError(where + ": the subscripts describe " + std::to_string(eq.operands.size()) + " operand(s) but " +
+                     std::to_string(num_operands) + " were given");
+  }
+  if (has_arrow) {
+    for (char c : eq.output)
+      if (std::count(eq.output.begin(), eq.output.end(), c) > 1)
+        throw ValueError(where + ": output index '" + std::string(1, c) + "' appears more than once");
+  } else {
+    std::string all;
+    for (const auto& s : eq.operands) all += s;
+    eq.output = select(all, [&](char c) { return std::count(all.begin(), all.end(), c) == 1; });
+    std::sort(eq.output.begin(), eq.output.end());
+  }
+  return eq;
+}
+
+EinsumSizes einsum_sizes(std::string_view subscripts, const EinsumEquation& eq, const std::vector<Shape>& shapes,
+                         const EinsumSizes& output_only) {
+  const std::string where = quoted(subscripts);
+  if (shapes.size() != eq.operands.size()) {
+    throw ValueError(where + ": the subscripts describe " + std::to_string(eq.operands.size()) + " operand(s) but " +
+                     std::to_string(shapes.size()) + " were given");
+  }
+  EinsumSizes sizes;
+  std::map<char, std::size_t> sized_by;  // the operand each letter's size was first read from
+  for (std::size_t k = 0; k < shapes.size(); ++k) {
+    const std::string& letters = eq.operands[k];
+    const Shape& shape = shapes[k];
+    if (shape.size() != letters.size()) {
+      throw ShapeError(where + ": operand " + std::to_string(k) + " has " + std::to_string(shape.size()) + " dims " +
+                       format_shape(shape) + " but its subscripts \"" + letters + "\" need " +
+                       std::to_string(letters.size()));
+    }
+    for (std::size_t d = 0; d < letters.size(); ++d) {
+      const char c = letters[d];
+      const auto [it, first] = sizes.emplace(c, shape[d]);
+      if (first) {
+        sized_by[c] = k;
+      } else if (it->second != shape[d]) {
+        const std::size_t j = sized_by[c];
+        throw ShapeError(where + ": index '" + std::string(1, c) + "' has size " + std::to_string(it->second) +
+                         " in operand " + std::to_string(j) + " " + format_shape(shapes[j]) + " but size " +
+                         std::to_string(shape[d]) + " in operand " + std::to_string(k) + " " + format_shape(shape));
+      }
+    }
+  }
+  for (char c : eq.output) {
+    if (sizes.count(c)) continue;
+    const auto it = output_only.find(c);
+    if (it == output_only.end())
+      throw ValueError(where + ": output index '" + std::string(1, c) + "' appears in no operand, so its size is unknown");
+    sizes[c] = it->second;
+  }
+  return sizes;
+}
+
+template <class T>
+xt::xarray<T> einsum(const EinsumEquation& eq, const std::vector<const xt::xarray<T>*>& operands,
+                     const EinsumSizes& output_only) {
+  if (operands.empty() || operands.size() > 2 || operands.size() != eq.operands.size()) {
+    throw ValueError(quoted(eq.str()) + ": the einsum kernel takes 1 or 2 operands matching the subscripts, got " +
+                     std::to_string(operands.size()));
+  }
+  std::vector<Shape> shapes;
+  for (const auto* x : operands) shapes.emplace_back(x->shape().begin(), x->shape().end());
+  return run_plan(*find_plan(eq, shapes, output_only), operands);
+}
+
+std::size_t einsum_cached_plans() { return plan_cache().size(); }
+
+template xt::xarray<float> einsum<float>(const EinsumEquation&, const std::vector<const xt::xarray<float>*>&,
+                                         const EinsumSizes&);
+template xt::xarray<double> einsum<double>(const EinsumEquation&, const std::vector<const xt::xarray<double>*>&,
+                                           const EinsumSizes&);
+
+}  // namespace tapegrad::kernels

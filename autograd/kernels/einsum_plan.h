@@ -1,2 +1,73 @@
 #pragma once
-// einsum parsing and planning; filled in with the linalg ops.
+// einsum on raw arrays: parsing, validation, and a planned evaluation over one or two operands.
+// Knows nothing of tapes; ops/linalg.cpp builds the differentiable einsum on top of it.
+//
+// Semantics: out[output letters] = sum over every other letter of prod_k operand_k[its letters].
+// Beyond the user-facing einsum, the evaluator accepts two things the backward needs, so that the
+// gradient of an einsum is an einsum again (dA = einsum(out, B -> A), sizes taken from A):
+//   - an output letter that appears in no operand, with its size given: the result is broadcast
+//     along it ("i->ij" with j = 3 copies each element three times);
+//   - a letter repeated in the output: the result is written onto that diagonal, zeros elsewhere
+//     ("i->ii" builds a diagonal matrix).
+//
+// A plan is made once per (equation, shapes) and cached per thread:
+//   1. an operand with a repeated letter is reduced to its diagonal, and letters found only in
+//      that operand (not in the other, not in the output) are summed away;
+//   2. the remaining letters are classified as batch (both operands and the output), contracted
+//      (both operands, not the output), left-free and right-free; the operands are brought to
+//      [batch, M, K] and [batch, K, N] (an explicit strided copy, skipped when the operand's own
+//      strides already describe such matrices, transposed or not);
+//   3. one kernels::gemm_batched call; 4. one strided pass to the output order (skipped when the
+//      GEMM result already is the output).
+// Steps 1 and 2 for one operand are a single strided pass; a one-operand einsum is one pass.
+// Every output element is produced by one thread in a fixed order: results do not depend on the
+// number of threads.
+#include <cstddef>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <xtensor/xarray.hpp>
+
+#include "autograd/errors.h"
+
+namespace tapegrad::kernels {
+
+// An equation in explicit form: the letters of each operand and of the output.
+struct EinsumEquation {
+  std::vector<std::string> operands;
+  std::string output;
+
+  // "ij,jk->ik"
+  std::string str() const;
+};
+
+// letter -> size.
+using EinsumSizes = std::map<char, std::size_t>;
+
+// Parses `subscripts` written for `num_operands` operands: letters a-z A-Z, operands separated by
+// ',', spaces ignored, an optional "->" followed by the output letters. Without "->" the output is
+// the letters that appear exactly once over all operands, in ASCII order (A-Z before a-z), as in
+// NumPy and PyTorch. Throws ValueError quoting the subscripts for: a wrong number of operands, an
+// invalid character, an ellipsis (not supported), a malformed arrow, a letter repeated in the
+// output. (An output letter found in no operand is caught by einsum_sizes, which knows the sizes.)
+EinsumEquation parse_einsum(std::string_view subscripts, std::size_t num_operands);
+
+// The size of every letter of `eq` from the operands' shapes; output letters found in no operand
+// take their size from `output_only`. Messages start with `einsum("<subscripts>")`. Throws
+// ShapeError when operand k's rank differs from its number of letters or when one letter has two
+// sizes (naming both operands and shapes), ValueError when an output letter cannot be sized.
+EinsumSizes einsum_sizes(std::string_view subscripts, const EinsumEquation& eq, const std::vector<Shape>& shapes,
+                         const EinsumSizes& output_only = {});
+
+// The einsum of one or two operands. Validates as einsum_sizes does (quoting eq.str()); the
+// output has shape [size of each output letter]. `output_only` may hold more letters than needed.
+template <class T>
+xt::xarray<T> einsum(const EinsumEquation& eq, const std::vector<const xt::xarray<T>*>& operands,
+                     const EinsumSizes& output_only = {});
+
+// Number of plans cached on the calling thread (for tests and diagnostics).
+std::size_t einsum_cached_plans();
+
+}  // namespace tapegrad::kernels

@@ -1,3 +1,339 @@
 #include "autograd/ops/loss.h"
 
-// Implemented in the next commit.
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "autograd/detail/checks.h"
+#include "autograd/detail/record.h"
+#include "autograd/kernels/chunked_sum.h"
+#include "autograd/kernels/indices.h"
+#include "autograd/kernels/row_kernels.h"
+
+namespace tapegrad {
+
+namespace {
+
+using detail::accumulate;
+using detail::make_result;
+using detail::should_record;
+
+const char* reduction_name(Reduction reduction) {
+  switch (reduction) {
+    case Reduction::None: return "None";
+    case Reduction::Mean: return "Mean";
+    case Reduction::Sum: return "Sum";
+    case Reduction::BatchMean: return "BatchMean";
+  }
+  return "?";
+}
+
+void reject_batchmean(Reduction reduction, const char* op, const char* input_name, const Shape& shape) {
+  if (reduction == Reduction::BatchMean) {
+    throw ValueError(std::string(op) + ": reduction " + reduction_name(reduction) + " (" + input_name + " " +
+                     format_shape(shape) + ") is only defined for kl_div; use Mean, Sum or None");
+  }
+}
+
+// out[i] = f(i) for every element of a new array of `shape`, in parallel. Each element is written
+// by one task, so the bits do not depend on the split.
+template <class T, class F>
+xt::xarray<T> generate(const Shape& shape, const F& f) {
+  xt::xarray<T> out = xt::xarray<T>::from_shape(shape);
+  T* o = out.data();
+  kernels::parallel_items(out.size(), 1, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) o[i] = f(i);
+  });
+  return out;
+}
+
+// The loss value from the unreduced losses: themselves for None, otherwise their sum divided by
+// `divisor` as a 0-d array. A divisor of 0 (a Mean over nothing: no elements, or every target
+// ignored) gives 0 rather than PyTorch's NaN, so one empty batch cannot poison a training run.
+template <class T>
+xt::xarray<T> reduce(xt::xarray<T> losses, Reduction reduction, std::size_t divisor) {
+  if (reduction == Reduction::None) return losses;
+  const T* l = losses.data();
+  const T total = kernels::chunked_sum<T>(losses.size(), [l](std::size_t i) { return l[i]; });
+  return xt::xarray<T>(divisor == 0 ? T(0) : total / static_cast<T>(divisor));
+}
+
+// dL/d(unreduced loss i) given the gradient g of the loss value: g[i] for None, g / divisor for a
+// reduction (0 when the divisor is 0, matching reduce()).
+template <class T>
+class Upstream {
+ public:
+  Upstream(const xt::xarray<T>& g, Reduction reduction, std::size_t divisor)
+      : g_(g.data()),
+        per_element_(reduction == Reduction::None),
+        scale_(per_element_ || divisor == 0 ? T(0) : g.data()[0] / static_cast<T>(divisor)) {}
+  T operator[](std::size_t i) const { return per_element_ ? g_[i] : scale_; }
+
+ private:
+  const T* g_;
+  bool per_element_;
+  T scale_;
+};
+
+// Divisor of the pointwise losses (kl_div, mse_loss): every element for Mean, the first axis for
+// BatchMean (1 for a 0-d input, as PyTorch).
+std::size_t pointwise_divisor(Reduction reduction, const Shape& shape, std::size_t numel) {
+  if (reduction == Reduction::Mean) return numel;
+  if (reduction == Reduction::BatchMean) return shape.empty() ? 1 : shape[0];
+  return 1;
+}
+
+template <class T>
+void require_same_shape(const Tensor<T>& a, const Tensor<T>& b, const char* op, const char* a_name,
+                        const char* b_name) {
+  detail::require_defined(a, op, a_name);
+  detail::require_defined(b, op, b_name);
+  if (a.shape() != b.shape()) {
+    throw ShapeError(std::string(op) + ": " + a_name + " " + format_shape(a.shape()) + " and " + b_name + " " +
+                     format_shape(b.shape()) + " must have the same shape");
+  }
+}
+
+// PyTorch's class axis: input [C] with a 0-d target, or [N, C, d1, ...] with targets [N, d1, ...].
+// The input is seen as N * inner lanes of C classes (inner = d1 * ...); the lane of the target at
+// flat position r starts at (r / inner) * C * inner + r % inner and steps by inner.
+struct ClassAxis {
+  kernels::AxisLayout layout;  // outer = N, n = C, inner
+  std::size_t rows = 0;        // N * inner = number of targets
+  std::size_t counted = 0;     // targets other than ignore_index: the divisor of Mean
+
+  std::size_t lane_start(std::size_t r) const { return (r / layout.inner) * layout.n * layout.inner + r % layout.inner; }
+  // The target position of the first lane of a lane block starting at element `offset`.
+  std::size_t row_of(std::size_t offset) const {
+    const std::size_t span = layout.n * layout.inner;
+    return (offset / span) * layout.inner + offset % span;
+  }
+};
+
+// Validates the input and targets shapes and every target value.
+ClassAxis check_class_targets(const Shape& input, const IndexArray& targets, Index ignore_index, const char* op,
+                              const char* input_name) {
+  const Shape target_shape(targets.shape().begin(), targets.shape().end());
+  if (input.empty()) {
+    throw ShapeError(std::string(op) + ": " + input_name + " [] has no class axis; expected [C], [N, C] or " +
+                     "[N, C, d1, ...] (targets " + format_shape(target_shape) + ")");
+  }
+  const std::size_t class_axis = input.size() == 1 ? 0 : 1;
+  Shape expected = input;
+  expected.erase(expected.begin() + static_cast<std::ptrdiff_t>(class_axis));
+  if (target_shape != expected) {
+    throw ShapeError(std::string(op) + ": targets " + format_shape(target_shape) + " do not fit " + input_name + " " +
+                     format_shape(input) + " (expected targets " + format_shape(expected) + ")");
+  }
+  ClassAxis axis{kernels::axis_layout(input, class_axis), targets.size(), 0};
+  const auto classes = static_cast<Index>(axis.layout.n);
+  for (std::size_t r = 0; r < axis.rows; ++r) {
+    const Index t = targets.data()[r];
+    if (t == ignore_index) continue;
+    if (t < 0 || t >= classes) {
+      throw ValueError(std::string(op) + ": target " + std::to_string(t) + " at position " +
+                       format_shape(kernels::unravel_index(r, target_shape)) + " of targets " +
+                       format_shape(target_shape) + " is outside [0, " + std::to_string(classes) + ") for " +
+                       input_name + " " + format_shape(input) + " and is not ignore_index " +
+                       std::to_string(ignore_index));
+    }
+    ++axis.counted;
+  }
+  return axis;
+}
+
+// The fused cross-entropy row kernel over one block of `width` lanes (see kernels::for_each_lane_block).
+// Per lane, in one pass for max and sum_c x_c and one for sum_c exp(x_c - max):
+//   lse  = max + log sum_c exp(x_c - max)                  (stable log-sum-exp)
+//   loss = (1 - s)(lse - x_t) + s * mean_c(lse - x_c) = lse - (1 - s) x_t - s * mean_c x_c.
+// Ignored lanes get loss 0.
+template <class T, class Stride, class Width>
+void cross_entropy_lanes(const T* x, std::size_t offset, Stride stride, Width width, std::size_t classes,
+                         std::size_t first_row, const Index* targets, Index ignore_index, T smoothing, T* loss,
+                         T* lse) {
+  T max[kernels::kLaneBlock], sum_x[kernels::kLaneBlock], sum_exp[kernels::kLaneBlock];
+  for (std::size_t j = 0; j < width; ++j) {
+    max[j] = -std::numeric_limits<T>::infinity();
+    sum_x[j] = T(0);
+    sum_exp[j] = T(0);
+  }
+  for (std::size_t c = 0; c < classes; ++c) {
+    const T* xc = x + offset + c * stride;
+    for (std::size_t j = 0; j < width; ++j) {
+      max[j] = std::max(max[j], xc[j]);
+      sum_x[j] += xc[j];
+    }
+  }
+  for (std::size_t c = 0; c < classes; ++c) {
+    const T* xc = x + offset + c * stride;
+    for (std::size_t j = 0; j < width; ++j) sum_exp[j] += std::exp(xc[j] - max[j]);
+  }
+  for (std::size_t j = 0; j < width; ++j) {
+    const std::size_t r = first_row + j;
+    const Index t = targets[r];
+    if (t == ignore_index) {
+      loss[r] = T(0);
+      lse[r] = T(0);
+      continue;
+    }
+    lse[r] = max[j] + std::log(sum_exp[j]);
+    const T x_t = x[offset + static_cast<std::size_t>(t) * stride + j];
+    loss[r] = lse[r] - (T(1) - smoothing) * x_t - smoothing * sum_x[j] / static_cast<T>(classes);
+  }
+}
+
+// Backward of cross_entropy_lanes: dx_c = u * (p_c - s / C - (1 - s) [c == t]), p_c = exp(x_c - lse);
+// 0 for ignored lanes.
+template <class T, class Stride, class Width>
+void cross_entropy_backward_lanes(const T* x, T* dx, std::size_t offset, Stride stride, Width width,
+                                  std::size_t classes, std::size_t first_row, const Index* targets, Index ignore_index,
+                                  T smoothing, const T* lse, const Upstream<T>& upstream) {
+  T u[kernels::kLaneBlock];
+  for (std::size_t j = 0; j < width; ++j) {
+    const std::size_t r = first_row + j;
+    u[j] = targets[r] == ignore_index ? T(0) : upstream[r];
+  }
+  const T uniform = smoothing / static_cast<T>(classes);
+  for (std::size_t c = 0; c < classes; ++c) {
+    const std::size_t at = offset + c * stride;
+    for (std::size_t j = 0; j < width; ++j) {
+      const std::size_t r = first_row + j;
+      const T hit = targets[r] == static_cast<Index>(c) ? T(1) - smoothing : T(0);
+      // The branch keeps an ignored lane at exactly 0 even if its logits overflow exp().
+      dx[at + j] = u[j] == T(0) ? T(0) : u[j] * (std::exp(x[at + j] - lse[r]) - uniform - hit);
+    }
+  }
+}
+
+}  // namespace
+
+template <class T>
+Tensor<T> cross_entropy(const Tensor<T>& logits, const IndexArray& targets, const CrossEntropyOptions& options) {
+  detail::require_defined(logits, "cross_entropy", "logits");
+  reject_batchmean(options.reduction, "cross_entropy", "logits", logits.shape());
+  if (!(options.label_smoothing >= 0.0 && options.label_smoothing <= 1.0)) {
+    throw ValueError("cross_entropy: label_smoothing " + std::to_string(options.label_smoothing) +
+                     " is outside [0, 1] (logits " + format_shape(logits.shape()) + ")");
+  }
+  const ClassAxis axis = check_class_targets(logits.shape(), targets, options.ignore_index, "cross_entropy", "logits");
+  const Shape target_shape(targets.shape().begin(), targets.shape().end());
+  const T smoothing = static_cast<T>(options.label_smoothing);
+  const Index ignore = options.ignore_index;
+
+  // lse per target is what backward needs besides the logits, which the captured handle holds
+  // anyway: recomputing p = exp(x - lse) there avoids keeping a second logits-sized array.
+  xt::xarray<T> losses = xt::zeros<T>(target_shape);
+  xt::xarray<T> lse = xt::zeros<T>(target_shape);
+  if (axis.layout.n > 0) {  // with no classes every target is ignored (checked above): all zeros
+    const T* x = logits.value().data();
+    kernels::for_each_lane_block(axis.layout, [&](std::size_t offset, auto stride, auto width) {
+      cross_entropy_lanes(x, offset, stride, width, axis.layout.n, axis.row_of(offset), targets.data(), ignore,
+                          smoothing, losses.data(), lse.data());
+    });
+  }
+  const std::size_t divisor = options.reduction == Reduction::Mean ? axis.counted : 1;
+  return make_result(
+      "cross_entropy", reduce(std::move(losses), options.reduction, divisor), should_record(logits),
+      [logits, targets, axis, ignore, smoothing, lse = std::move(lse), reduction = options.reduction, divisor](
+          const xt::xarray<T>& g, const xt::xarray<T>&) {
+        const Upstream<T> upstream(g, reduction, divisor);
+        xt::xarray<T> dx = xt::xarray<T>::from_shape(logits.value().shape());
+        if (dx.size() > 0) {
+          kernels::for_each_lane_block(axis.layout, [&](std::size_t offset, auto stride, auto width) {
+            cross_entropy_backward_lanes(logits.value().data(), dx.data(), offset, stride, width, axis.layout.n,
+                                         axis.row_of(offset), targets.data(), ignore, smoothing, lse.data(), upstream);
+          });
+        }
+        accumulate(logits, std::move(dx));
+      });
+}
+
+template <class T>
+Tensor<T> nll_loss(const Tensor<T>& log_probs, const IndexArray& targets, const NllLossOptions& options) {
+  detail::require_defined(log_probs, "nll_loss", "log_probs");
+  reject_batchmean(options.reduction, "nll_loss", "log_probs", log_probs.shape());
+  const ClassAxis axis = check_class_targets(log_probs.shape(), targets, options.ignore_index, "nll_loss", "log_probs");
+  const Shape target_shape(targets.shape().begin(), targets.shape().end());
+  const Index ignore = options.ignore_index;
+  const std::size_t inner = axis.layout.inner;
+  const T* lp = log_probs.value().data();
+  const Index* t = targets.data();
+  xt::xarray<T> losses = generate<T>(target_shape, [&](std::size_t r) {
+    return t[r] == ignore ? T(0) : -lp[axis.lane_start(r) + static_cast<std::size_t>(t[r]) * inner];
+  });
+  const std::size_t divisor = options.reduction == Reduction::Mean ? axis.counted : 1;
+  return make_result("nll_loss", reduce(std::move(losses), options.reduction, divisor), should_record(log_probs),
+                     [log_probs, targets, axis, ignore, reduction = options.reduction, divisor](const xt::xarray<T>& g,
+                                                                                               const xt::xarray<T>&) {
+                       // One entry per target: -u at its class; a serial scatter of `rows` writes.
+                       const Upstream<T> upstream(g, reduction, divisor);
+                       xt::xarray<T> dlp = xt::zeros<T>(log_probs.value().shape());
+                       for (std::size_t r = 0; r < axis.rows; ++r) {
+                         const Index c = targets.data()[r];
+                         if (c == ignore) continue;
+                         dlp.data()[axis.lane_start(r) + static_cast<std::size_t>(c) * axis.layout.inner] = -upstream[r];
+                       }
+                       accumulate(log_probs, std::move(dlp));
+                     });
+}
+
+template <class T>
+Tensor<T> kl_div(const Tensor<T>& log_input, const Tensor<T>& target, Reduction reduction) {
+  require_same_shape(log_input, target, "kl_div", "log_input", "target");
+  const Shape shape = log_input.shape();
+  const T* x = log_input.value().data();
+  const T* p = target.value().data();
+  // 0 where target == 0 (the limit of t log t), so zero-probability classes give no NaN; a
+  // negative target gives NaN, as in PyTorch.
+  xt::xarray<T> losses =
+      generate<T>(shape, [&](std::size_t i) { return p[i] == T(0) ? T(0) : p[i] * (std::log(p[i]) - x[i]); });
+  const std::size_t divisor = pointwise_divisor(reduction, shape, log_input.numel());
+  return make_result("kl_div", reduce(std::move(losses), reduction, divisor), should_record(log_input, target),
+                     [log_input, target, reduction, divisor](const xt::xarray<T>& g, const xt::xarray<T>&) {
+                       const Upstream<T> upstream(g, reduction, divisor);
+                       const T* x = log_input.value().data();
+                       const T* p = target.value().data();
+                       const Shape shape = log_input.shape();
+                       if (log_input.requires_grad()) {
+                         accumulate(log_input, generate<T>(shape, [&](std::size_t i) { return -p[i] * upstream[i]; }));
+                       }
+                       if (target.requires_grad()) {
+                         // d/dt [t (log t - x)] = log t + 1 - x for t > 0; the loss is the constant 0 at t == 0.
+                         accumulate(target, generate<T>(shape, [&](std::size_t i) {
+                                      return p[i] > T(0) ? (std::log(p[i]) + T(1) - x[i]) * upstream[i] : T(0);
+                                    }));
+                       }
+                     });
+}
+
+template <class T>
+Tensor<T> mse_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction reduction) {
+  require_same_shape(input, target, "mse_loss", "input", "target");
+  reject_batchmean(reduction, "mse_loss", "input", input.shape());
+  const Shape shape = input.shape();
+  const T* x = input.value().data();
+  const T* y = target.value().data();
+  xt::xarray<T> losses = generate<T>(shape, [&](std::size_t i) { return (x[i] - y[i]) * (x[i] - y[i]); });
+  const std::size_t divisor = pointwise_divisor(reduction, shape, input.numel());
+  return make_result("mse_loss", reduce(std::move(losses), reduction, divisor), should_record(input, target),
+                     [input, target, reduction, divisor](const xt::xarray<T>& g, const xt::xarray<T>&) {
+                       const Upstream<T> upstream(g, reduction, divisor);
+                       const T* x = input.value().data();
+                       const T* y = target.value().data();
+                       // d/dx (x - y)^2 = 2 (x - y) = -d/dy.
+                       xt::xarray<T> dx = generate<T>(
+                           input.shape(), [&](std::size_t i) { return T(2) * (x[i] - y[i]) * upstream[i]; });
+                       if (target.requires_grad()) accumulate(target, xt::xarray<T>(-dx));
+                       if (input.requires_grad()) accumulate(input, std::move(dx));
+                     });
+}
+
+#define TAPEGRAD_INSTANTIATE_LOSS(T)                                                                   \
+  template Tensor<T> cross_entropy(const Tensor<T>&, const IndexArray&, const CrossEntropyOptions&); \
+  template Tensor<T> nll_loss(const Tensor<T>&, const IndexArray&, const NllLossOptions&);           \
+  template Tensor<T> kl_div(const Tensor<T>&, const Tensor<T>&, Reduction);                          \
+  template Tensor<T> mse_loss(const Tensor<T>&, const Tensor<T>&, Reduction);
+TAPEGRAD_INSTANTIATE_LOSS(float)
+TAPEGRAD_INSTANTIATE_LOSS(double)
+
+}  // namespace tapegrad

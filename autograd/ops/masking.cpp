@@ -1,3 +1,100 @@
 #include "autograd/ops/masking.h"
 
-// Implemented in the next commit.
+#include <string>
+
+#include <xtensor/xbroadcast.hpp>
+#include <xtensor/xoperation.hpp>
+
+#include "autograd/detail/checks.h"
+#include "autograd/detail/record.h"
+#include "autograd/kernels/broadcast.h"
+#include "autograd/kernels/row_kernels.h"
+
+namespace tapegrad {
+
+namespace {
+
+using detail::accumulate;
+using detail::make_result;
+using detail::should_record;
+
+// Calls fn(i) for every flat index in [0, n), in parallel chunks; each element is written by one task.
+template <class Fn>
+void for_each_element(std::size_t n, Fn&& fn) {
+  kernels::parallel_items(n, 1, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) fn(i);
+  });
+}
+
+}  // namespace
+
+template <class T>
+Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, T value) {
+  detail::require_defined(a, "masked_fill", "a");
+  const Shape shape = a.shape();
+  const Shape mask_shape(mask.shape().begin(), mask.shape().end());
+  if (!kernels::broadcasts_to(mask_shape, shape)) {
+    throw ShapeError("masked_fill: mask of shape " + format_shape(mask_shape) +
+                     " does not broadcast to the input's shape " + format_shape(shape));
+  }
+  // The backward needs the mask at full size; materialise it once and save it.
+  Mask full = mask_shape == shape ? mask : Mask(xt::broadcast(mask, shape));
+  auto y = xt::xarray<T>::from_shape(shape);
+  const bool* m = full.data();
+  const T* x = a.value().data();
+  T* out = y.data();
+  for_each_element(y.size(), [&](std::size_t i) { out[i] = m[i] ? value : x[i]; });
+  return make_result("masked_fill", std::move(y), should_record(a),
+                     [a, full = std::move(full)](const xt::xarray<T>& g, const xt::xarray<T>&) {
+                       auto dx = xt::xarray<T>::from_shape(g.shape());
+                       const bool* m = full.data();
+                       const T* pg = g.data();
+                       T* pd = dx.data();
+                       for_each_element(dx.size(), [&](std::size_t i) { pd[i] = m[i] ? T(0) : pg[i]; });
+                       accumulate(a, std::move(dx));
+                     });
+}
+
+template <class T>
+Tensor<T> masked_fill(const Tensor<T>& a, const xt::xarray<std::uint8_t>& mask, T value) {
+  return masked_fill(a, Mask(xt::not_equal(mask, std::uint8_t{0})), value);
+}
+
+template <class T>
+Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen) {
+  detail::require_defined(a, "dropout", "a");
+  if (!(p >= 0.0 && p < 1.0)) throw ValueError("dropout: p must be in [0, 1), got p = " + std::to_string(p));
+  if (!training || p == 0.0) {
+    return make_result("dropout", xt::xarray<T>(a.value()), should_record(a),
+                       [a](const xt::xarray<T>& g, const xt::xarray<T>&) { accumulate(a, xt::xarray<T>(g)); });
+  }
+  const T scale = static_cast<T>(1.0 / (1.0 - p));
+  auto y = xt::xarray<T>::from_shape(a.shape());
+  auto keep = Mask::from_shape(a.shape());
+  T* out = y.data();
+  bool* k = keep.data();
+  const T* x = a.value().data();
+  gen.fill_uniform(out, y.size());  // the draws go into the output buffer, then are replaced in place
+  for_each_element(y.size(), [&](std::size_t i) {
+    k[i] = static_cast<double>(out[i]) >= p;
+    out[i] = k[i] ? x[i] * scale : T(0);
+  });
+  return make_result("dropout", std::move(y), should_record(a),
+                     [a, keep = std::move(keep), scale](const xt::xarray<T>& g, const xt::xarray<T>&) {
+                       auto dx = xt::xarray<T>::from_shape(g.shape());
+                       const bool* k = keep.data();
+                       const T* pg = g.data();
+                       T* pd = dx.data();
+                       for_each_element(dx.size(), [&](std::size_t i) { pd[i] = k[i] ? pg[i] * scale : T(0); });
+                       accumulate(a, std::move(dx));
+                     });
+}
+
+#define TAPEGRAD_INSTANTIATE_MASKING(T)                                                 \
+  template Tensor<T> masked_fill(const Tensor<T>&, const Mask&, T);                     \
+  template Tensor<T> masked_fill(const Tensor<T>&, const xt::xarray<std::uint8_t>&, T); \
+  template Tensor<T> dropout(const Tensor<T>&, double, bool, Generator&);
+TAPEGRAD_INSTANTIATE_MASKING(float)
+TAPEGRAD_INSTANTIATE_MASKING(double)
+
+}  // namespace tapegrad

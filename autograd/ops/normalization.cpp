@@ -1,3 +1,170 @@
 #include "autograd/ops/normalization.h"
 
-// Implemented in the next commit.
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <string>
+
+#include "autograd/detail/checks.h"
+#include "autograd/detail/record.h"
+#include "autograd/kernels/row_kernels.h"
+#include "autograd/kernels/simd_span.h"
+
+namespace tapegrad {
+
+namespace {
+
+using detail::accumulate;
+using detail::make_result;
+using detail::should_record;
+namespace simd = kernels::simd;
+
+// Rows per chunk of the weight/bias gradient: each chunk sums its rows into a partial of its own
+// and the partials are added in chunk order, so the sum is the same at any thread count.
+constexpr std::size_t kChunkRows = 32;
+
+void check_layer_norm(const Shape& x, const Shape& normalized, const Shape* weight, const Shape* bias, double eps) {
+  if (normalized.empty()) {
+    throw ShapeError("layer_norm: normalized_shape [] is empty; it must name at least the last axis of x " +
+                     format_shape(x));
+  }
+  if (normalized.size() > x.size() || !std::equal(normalized.begin(), normalized.end(), x.end() - normalized.size())) {
+    throw ShapeError("layer_norm: normalized_shape " + format_shape(normalized) +
+                     " does not match the trailing dims of x " + format_shape(x));
+  }
+  for (const auto& [name, shape] : {std::pair{"weight", weight}, std::pair{"bias", bias}}) {
+    if (shape && *shape != normalized) {
+      throw ShapeError(std::string("layer_norm: ") + name + " has shape " + format_shape(*shape) +
+                       " but must have normalized_shape " + format_shape(normalized));
+    }
+  }
+  if (!(eps > 0.0)) {
+    std::ostringstream got;
+    got << eps;  // std::to_string would print 1e-9 as 0.000000
+    throw ValueError("layer_norm: eps must be > 0, got " + got.str());
+  }
+}
+
+// Per-row statistics, saved by the forward for the backward.
+template <class T>
+struct RowStats {
+  xt::xarray<T> mean, rstd;  // [rows]; rstd = 1 / sqrt(var + eps), var biased
+};
+
+// y = (x - mean) * rstd * w + b over rows of n elements; w and b may be null (1 and 0).
+template <class T>
+RowStats<T> layer_norm_forward(const T* x, T* y, std::size_t rows, std::size_t n, const T* w, const T* b, T eps) {
+  RowStats<T> stats{xt::xarray<T>::from_shape({rows}), xt::xarray<T>::from_shape({rows})};
+  T* mean = stats.mean.data();
+  T* rstd = stats.rstd.data();
+  kernels::parallel_items(rows, n, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t r = begin; r < end; ++r) {
+      const T* xr = x + r * n;
+      T* yr = y + r * n;
+      // Two passes (mean, then squared deviations): no cancellation, unlike E[x^2] - E[x]^2.
+      const T mu = simd::sum(xr, n) / static_cast<T>(n);
+      const T sq = simd::sum_of<T>(n, [&](auto at) {
+        const auto d = at(xr) - mu;
+        return d * d;
+      });
+      const T rs = T(1) / std::sqrt(sq / static_cast<T>(n) + eps);
+      for (std::size_t c = 0; c < n; ++c) yr[c] = (xr[c] - mu) * rs * (w ? w[c] : T(1)) + (b ? b[c] : T(0));
+      mean[r] = mu;
+      rstd[r] = rs;
+    }
+  });
+  return stats;
+}
+
+// With xhat = (x - mean) * rstd and h = g * w:
+//   dx = rstd * (h - mean_c(h) - xhat * mean_c(h * xhat)),  dw = sum_rows g * xhat,  db = sum_rows g.
+// Any of dx, dw, db may be null (not wanted). dw and db have n elements and are overwritten.
+template <class T>
+void layer_norm_backward(const T* g, const T* x, const RowStats<T>& stats, std::size_t rows, std::size_t n, const T* w,
+                         T* dx, T* dw, T* db) {
+  const T* mean = stats.mean.data();
+  const T* rstd = stats.rstd.data();
+  const std::size_t chunks = (rows + kChunkRows - 1) / kChunkRows;
+  xt::xarray<T> dw_part = xt::zeros<T>({dw ? chunks : 0, n});
+  xt::xarray<T> db_part = xt::zeros<T>({db ? chunks : 0, n});
+  kernels::parallel_items(chunks, kChunkRows * n, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t chunk = begin; chunk < end; ++chunk) {
+      T* dw_c = dw ? dw_part.data() + chunk * n : nullptr;
+      T* db_c = db ? db_part.data() + chunk * n : nullptr;
+      for (std::size_t r = chunk * kChunkRows; r < std::min(rows, (chunk + 1) * kChunkRows); ++r) {
+        const T *gr = g + r * n, *xr = x + r * n;
+        const T mu = mean[r], rs = rstd[r];
+        if (dx) {
+          // h = g * w; the sums are over the row.
+          const auto h = [&](auto at) { return w ? at(gr) * at(w) : at(gr); };
+          const T sum_h = simd::sum_of<T>(n, h);
+          const T sum_hx = simd::sum_of<T>(n, [&](auto at) { return h(at) * (at(xr) - mu); }) * rs;
+          const T mean_h = sum_h / static_cast<T>(n), mean_hx = sum_hx / static_cast<T>(n);
+          T* dr = dx + r * n;
+          for (std::size_t c = 0; c < n; ++c) {
+            const T xhat = (xr[c] - mu) * rs;
+            dr[c] = rs * (gr[c] * (w ? w[c] : T(1)) - mean_h - xhat * mean_hx);
+          }
+        }
+        if (dw_c)
+          for (std::size_t c = 0; c < n; ++c) dw_c[c] += gr[c] * (xr[c] - mu) * rs;
+        if (db_c)
+          for (std::size_t c = 0; c < n; ++c) db_c[c] += gr[c];
+      }
+    }
+  });
+  for (auto [out, part] : {std::pair{dw, &dw_part}, std::pair{db, &db_part}}) {
+    if (!out) continue;
+    std::fill(out, out + n, T(0));
+    for (std::size_t chunk = 0; chunk < chunks; ++chunk)
+      for (std::size_t c = 0; c < n; ++c) out[c] += part->data()[chunk * n + c];
+  }
+}
+
+}  // namespace
+
+template <class T>
+Tensor<T> layer_norm(const Tensor<T>& x, const Shape& normalized_shape, const Tensor<T>& weight, const Tensor<T>& bias,
+                     double eps) {
+  detail::require_defined(x, "layer_norm", "x");
+  const Shape x_shape = x.shape();
+  const Shape w_shape = weight.defined() ? weight.shape() : Shape{};
+  const Shape b_shape = bias.defined() ? bias.shape() : Shape{};
+  check_layer_norm(x_shape, normalized_shape, weight.defined() ? &w_shape : nullptr,
+                   bias.defined() ? &b_shape : nullptr, eps);
+
+  // x is [rows, n]: the leading axes flattened, then the normalized ones.
+  const std::size_t lead = x_shape.size() - normalized_shape.size();
+  std::size_t rows = 1, n = 1;
+  for (std::size_t d = 0; d < lead; ++d) rows *= x_shape[d];
+  for (std::size_t d = lead; d < x_shape.size(); ++d) n *= x_shape[d];
+  const T* w = weight.defined() ? weight.value().data() : nullptr;
+  const T* b = bias.defined() ? bias.value().data() : nullptr;
+  auto y = xt::xarray<T>::from_shape(x_shape);
+  RowStats<T> stats = layer_norm_forward(x.value().data(), y.data(), rows, n, w, b, static_cast<T>(eps));
+
+  return make_result(
+      "layer_norm", std::move(y), should_record(x, weight, bias),
+      [x, weight, bias, stats = std::move(stats), rows, n](const xt::xarray<T>& g, const xt::xarray<T>&) {
+        const bool want_x = x.requires_grad();
+        const bool want_w = weight.defined() && weight.requires_grad();
+        const bool want_b = bias.defined() && bias.requires_grad();
+        xt::xarray<T> dx, dw, db;  // allocated only for the inputs that want a gradient
+        if (want_x) dx = xt::xarray<T>::from_shape(x.shape());
+        if (want_w) dw = xt::xarray<T>::from_shape(weight.shape());
+        if (want_b) db = xt::xarray<T>::from_shape(bias.shape());
+        layer_norm_backward(g.data(), x.value().data(), stats, rows, n,
+                            weight.defined() ? weight.value().data() : nullptr, want_x ? dx.data() : nullptr,
+                            want_w ? dw.data() : nullptr, want_b ? db.data() : nullptr);
+        if (want_x) accumulate(x, std::move(dx));
+        if (want_w) accumulate(weight, std::move(dw));
+        if (want_b) accumulate(bias, std::move(db));
+      });
+}
+
+#define TAPEGRAD_INSTANTIATE_NORMALIZATION(T) \
+  template Tensor<T> layer_norm(const Tensor<T>&, const Shape&, const Tensor<T>&, const Tensor<T>&, double);
+TAPEGRAD_INSTANTIATE_NORMALIZATION(float)
+TAPEGRAD_INSTANTIATE_NORMALIZATION(double)
+
+}  // namespace tapegrad

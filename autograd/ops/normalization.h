@@ -3,7 +3,9 @@
 //   y = (x - mean) / sqrt(var + eps) * weight + bias, mean and (biased) var over the last
 //   normalized_shape.size() axes, whose sizes must equal normalized_shape.
 // weight and bias are optional (undefined tensors) and, when given, have shape normalized_shape.
-// The forward saves mean and 1/std per row for the backward.
+// x is [..., *normalized_shape] and y has its shape. The forward saves mean and 1/std per row for
+// the backward. ShapeError when normalized_shape is empty or not x's trailing dims, or when weight
+// or bias does not have normalized_shape; ValueError unless eps > 0.
 #include "autograd/tensor.h"
 
 namespace tapegrad {

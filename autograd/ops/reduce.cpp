@@ -1,3 +1,204 @@
 #include "autograd/ops/reduce.h"
 
-// Implemented in the next commit.
+#include <cmath>
+#include <string>
+
+#include "autograd/detail/checks.h"
+#include "autograd/detail/record.h"
+#include "autograd/kernels/row_kernels.h"
+#include "autograd/kernels/strided_copy.h"
+
+namespace tapegrad {
+
+namespace {
+
+using detail::accumulate;
+using detail::make_result;
+using detail::should_record;
+
+// How a reduction reads its input: kept axes first, reduced axes last (each group in its original
+// order), so the input read that way is `rows` contiguous rows of `cols` elements, one row per
+// output element, and the rows come out in the output's row-major order.
+struct ReducePlan {
+  Shape out_shape;                 // the result's shape (with or without keepdims)
+  Shape kept_shape;                // the input's shape with reduced axes set to 1
+  std::vector<std::size_t> order;  // kept axes, then reduced axes
+  bool in_order = true;            // order is the identity: the input is already [rows, cols]
+  std::size_t rows = 1, cols = 1;
+};
+
+ReducePlan plan_reduction(const Shape& shape, const std::vector<bool>& reduced, bool keepdims) {
+  ReducePlan p;
+  p.kept_shape = shape;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (reduced[d]) {
+      p.cols *= shape[d];
+      p.kept_shape[d] = 1;
+      if (keepdims) p.out_shape.push_back(1);
+    } else {
+      p.rows *= shape[d];
+      p.out_shape.push_back(shape[d]);
+      p.order.push_back(d);
+    }
+  }
+  for (std::size_t d = 0; d < shape.size(); ++d)
+    if (reduced[d]) p.order.push_back(d);
+  for (std::size_t d = 0; d < shape.size(); ++d) p.in_order = p.in_order && p.order[d] == d;
+  return p;
+}
+
+std::vector<bool> all_axes(const Shape& shape) { return std::vector<bool>(shape.size(), true); }
+
+// The reduced-axis mask of an axis list; an axis named twice (e.g. 1 and -1 of a matrix) is a
+// ValueError. An empty list reduces nothing.
+std::vector<bool> axes_mask(const char* op, const Shape& shape, const Axes& axes) {
+  std::vector<bool> reduced(shape.size(), false);
+  for (const Index axis : axes) {
+    const std::size_t d = detail::normalize_axis(axis, shape.size(), op, shape);
+    if (reduced[d]) {
+      throw ValueError(std::string(op) + ": axis " + std::to_string(d) + " is named twice in the axes (last as " +
+                       std::to_string(axis) + ") for a tensor of shape " + format_shape(shape));
+    }
+    reduced[d] = true;
+  }
+  return reduced;
+}
+
+// The input as `rows` contiguous rows of `cols`: the input's own storage when the reduced axes
+// already trail, otherwise a permuted copy held in `storage`.
+template <class T>
+const T* as_rows(const xt::xarray<T>& x, const ReducePlan& p, xt::xarray<T>& storage) {
+  if (p.in_order) return x.data();
+  storage = kernels::permute_copy(x, p.order);
+  return storage.data();
+}
+
+// Sum (divisor 1) or mean (divisor cols). Rows are summed in index order in double, so float sums
+// over long axes keep their precision; mean over zero elements is 0/0 = NaN, as PyTorch.
+template <class T>
+Tensor<T> sum_or_mean(const char* op, const Tensor<T>& a, const std::vector<bool>& reduced, bool keepdims, bool mean) {
+  const ReducePlan p = plan_reduction(a.shape(), reduced, keepdims);
+  xt::xarray<T> storage;
+  const T* x = as_rows(a.value(), p, storage);
+  const double divisor = mean ? static_cast<double>(p.cols) : 1.0;
+  xt::xarray<T> out = xt::xarray<T>::from_shape(p.out_shape);
+  T* y = out.data();
+  const std::size_t cols = p.cols;
+  kernels::parallel_items(p.rows, cols, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t r = begin; r < end; ++r) {
+      const T* row = x + r * cols;
+      double acc = 0.0;
+      for (std::size_t j = 0; j < cols; ++j) acc += row[j];
+      y[r] = static_cast<T>(acc / divisor);
+    }
+  });
+  return make_result(op, std::move(out), should_record(a),
+                     [a, kept = p.kept_shape, divisor](const xt::xarray<T>& g, const xt::xarray<T>&) {
+                       // Every input element of a group receives its group's gradient (/ count).
+                       xt::xarray<T> grad = kernels::broadcast_copy(g.data(), kept, a.shape());
+                       if (divisor != 1.0) grad /= static_cast<T>(divisor);
+                       accumulate(a, std::move(grad));
+                     });
+}
+
+// Maximum per group. NaN propagates (a group holding NaN has maximum NaN and passes no gradient,
+// since NaN equals nothing). The backward splits g evenly between the elements equal to the
+// maximum, so `counts` (ties per group) is saved.
+template <class T>
+Tensor<T> max_impl(const Tensor<T>& a, const std::vector<bool>& reduced, bool keepdims) {
+  const Shape shape = a.shape();
+  const ReducePlan p = plan_reduction(shape, reduced, keepdims);
+  if (p.cols == 0) {
+    throw ValueError("max: cannot take the maximum over zero elements (reduced axes of shape " + format_shape(shape) +
+                     " have size 0)");
+  }
+  xt::xarray<T> storage;
+  const T* x = as_rows(a.value(), p, storage);
+  xt::xarray<T> out = xt::xarray<T>::from_shape(p.out_shape);
+  xt::xarray<T> counts = xt::xarray<T>::from_shape(p.out_shape);
+  T* y = out.data();
+  T* c = counts.data();
+  const std::size_t cols = p.cols;
+  kernels::parallel_items(p.rows, cols, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t r = begin; r < end; ++r) {
+      const T* row = x + r * cols;
+      T m = row[0];
+      std::size_t ties = 1;
+      for (std::size_t j = 1; j < cols && !std::isnan(m); ++j) {
+        if (row[j] > m || std::isnan(row[j])) {
+          m = row[j];
+          ties = 1;
+        } else if (row[j] == m) {
+          ++ties;
+        }
+      }
+      y[r] = m;
+      c[r] = static_cast<T>(ties);
+    }
+  });
+  return make_result("max", std::move(out), should_record(a),
+                     [a, kept = p.kept_shape, counts = std::move(counts)](const xt::xarray<T>& g, const xt::xarray<T>& y) {
+                       const Shape in_shape = a.shape();
+                       const xt::xarray<T> share = g / counts;
+                       xt::xarray<T> grad = kernels::broadcast_copy(y.data(), kept, in_shape);
+                       const xt::xarray<T> spread = kernels::broadcast_copy(share.data(), kept, in_shape);
+                       const T* xv = a.value().data();
+                       const T* sv = spread.data();
+                       T* gv = grad.data();
+                       // grad holds the broadcast maximum until overwritten with the gradient.
+                       kernels::parallel_items(grad.size(), 1, [&](std::size_t begin, std::size_t end) {
+                         for (std::size_t i = begin; i < end; ++i) gv[i] = xv[i] == gv[i] ? sv[i] : T(0);
+                       });
+                       accumulate(a, std::move(grad));
+                     });
+}
+
+}  // namespace
+
+template <class T>
+Tensor<T> sum(const Tensor<T>& a) {
+  detail::require_defined(a, "sum", "a");
+  return sum_or_mean("sum", a, all_axes(a.shape()), false, false);
+}
+
+template <class T>
+Tensor<T> sum(const Tensor<T>& a, const Axes& axes, bool keepdims) {
+  detail::require_defined(a, "sum", "a");
+  return sum_or_mean("sum", a, axes_mask("sum", a.shape(), axes), keepdims, false);
+}
+
+template <class T>
+Tensor<T> mean(const Tensor<T>& a) {
+  detail::require_defined(a, "mean", "a");
+  return sum_or_mean("mean", a, all_axes(a.shape()), false, true);
+}
+
+template <class T>
+Tensor<T> mean(const Tensor<T>& a, const Axes& axes, bool keepdims) {
+  detail::require_defined(a, "mean", "a");
+  return sum_or_mean("mean", a, axes_mask("mean", a.shape(), axes), keepdims, true);
+}
+
+template <class T>
+Tensor<T> max(const Tensor<T>& a) {
+  detail::require_defined(a, "max", "a");
+  return max_impl(a, all_axes(a.shape()), false);
+}
+
+template <class T>
+Tensor<T> max(const Tensor<T>& a, const Axes& axes, bool keepdims) {
+  detail::require_defined(a, "max", "a");
+  return max_impl(a, axes_mask("max", a.shape(), axes), keepdims);
+}
+
+#define TAPEGRAD_INSTANTIATE_REDUCE(T)                            \
+  template Tensor<T> sum(const Tensor<T>&);                       \
+  template Tensor<T> sum(const Tensor<T>&, const Axes&, bool);    \
+  template Tensor<T> mean(const Tensor<T>&);                      \
+  template Tensor<T> mean(const Tensor<T>&, const Axes&, bool);   \
+  template Tensor<T> max(const Tensor<T>&);                       \
+  template Tensor<T> max(const Tensor<T>&, const Axes&, bool);
+TAPEGRAD_INSTANTIATE_REDUCE(float)
+TAPEGRAD_INSTANTIATE_REDUCE(double)
+
+}  // namespace tapegrad

@@ -1,6 +1,21 @@
 #pragma once
-// Reductions over all elements or over a list of axes (negative axes count from the end; an axis
-// named twice is an error). keepdims keeps reduced axes with size 1.
+// Reductions over all elements or over a list of axes.
+//
+// Axes: negative axes count from the end; an axis out of range, or named twice (1 and -1 of a
+// matrix), is a ValueError naming the op and the shape. An EMPTY axis list reduces nothing: the
+// result is a copy of the input (its gradient passes straight through). PyTorch's sum(dim=[]) is
+// ambiguous (older versions reduce everything); use the overloads without axes for that.
+// Shapes: a [2,3,4] input reduced over {0,2} gives [3], or [1,3,1] with keepdims. The overloads
+// without axes give a 0-d tensor (shape []).
+//
+//   sum:  y[k] = sum_{i in group k} x[i]            dL/dx[i] = g[k]
+//   mean: y[k] = sum / n_k (NaN for an empty group)  dL/dx[i] = g[k] / n_k
+//   max:  y[k] = max_{i in group k} x[i]            dL/dx[i] = g[k] / t_k if x[i] == y[k], else 0
+//         where t_k counts the tied maxima (PyTorch's amax rule). NaN propagates: a group holding
+//         NaN has maximum NaN (and passes no gradient). The maximum of an empty group is a
+//         ValueError.
+// Each group is summed in index order by one thread, in double (float sums over long axes keep
+// their precision), so results are the same bit for bit at any thread count.
 #include <vector>
 
 #include "autograd/tensor.h"

@@ -1,3 +1,456 @@
 #include "autograd/ops/shape.h"
 
-// Implemented in the next commit.
+#include <algorithm>
+#include <numeric>
+#include <optional>
+#include <string>
+
+#include "autograd/detail/checks.h"
+#include "autograd/detail/record.h"
+#include "autograd/kernels/broadcast.h"
+#include "autograd/kernels/row_kernels.h"
+#include "autograd/kernels/strided_copy.h"
+
+namespace tapegrad {
+
+namespace {
+
+using detail::accumulate;
+using detail::make_result;
+using detail::should_record;
+using kernels::Strides;
+
+// "[2,-1]": a requested shape or axis list as given (it may hold negative entries).
+std::string format_dims(const std::vector<Index>& dims) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    if (i > 0) text += ',';
+    text += std::to_string(dims[i]);
+  }
+  return text + "]";
+}
+
+template <class T>
+Shape shape_of(const xt::xarray<T>& x) {
+  return Shape(x.shape().begin(), x.shape().end());
+}
+
+// x's elements, in order, in a new array of `shape` (same element count).
+template <class T>
+xt::xarray<T> with_shape(const xt::xarray<T>& x, const Shape& shape) {
+  xt::xarray<T> out = xt::xarray<T>::from_shape(shape);
+  std::copy_n(x.data(), x.size(), out.data());
+  return out;
+}
+
+// The ops that only rename the shape (reshape, unsqueeze, squeeze): a copy forward; the gradient
+// is renamed back.
+template <class T>
+Tensor<T> reshaped(const char* op, const Tensor<T>& a, const Shape& shape) {
+  return make_result(op, with_shape(a.value(), shape), should_record(a),
+                     [a](const xt::xarray<T>& g, const xt::xarray<T>&) { accumulate(a, with_shape(g, a.shape())); });
+}
+
+// The ops that reorder axes (permute, transpose): output axis i is input axis perm[i]; the
+// gradient goes back through the inverse permutation.
+template <class T>
+Tensor<T> permuted(const char* op, const Tensor<T>& a, const std::vector<std::size_t>& perm) {
+  std::vector<std::size_t> inverse(perm.size());
+  for (std::size_t i = 0; i < perm.size(); ++i) inverse[perm[i]] = i;
+  return make_result(op, kernels::permute_copy(a.value(), perm), should_record(a),
+                     [a, inverse](const xt::xarray<T>& g, const xt::xarray<T>&) {
+                       accumulate(a, kernels::permute_copy(g, inverse));
+                     });
+}
+
+// Elements start, start + step, ... (length of them) along one axis, all of every other axis.
+struct Window {
+  std::size_t axis, start, length, step;
+};
+
+// Where a window lies inside a row-major array of shape `whole`: its own shape, the element offset
+// of its first element and the strides that walk it.
+struct WindowLayout {
+  Shape shape;
+  std::ptrdiff_t offset;
+  Strides strides;
+};
+
+WindowLayout layout_of(const Shape& whole, const Window& w) {
+  WindowLayout l{whole, 0, kernels::row_major_strides(whole)};
+  l.shape[w.axis] = w.length;
+  l.offset = static_cast<std::ptrdiff_t>(w.start) * l.strides[w.axis];
+  l.strides[w.axis] *= static_cast<std::ptrdiff_t>(w.step);
+  return l;
+}
+
+// The window of `whole` as a new contiguous array.
+template <class T>
+xt::xarray<T> gather(const xt::xarray<T>& whole, const Window& w) {
+  const WindowLayout l = layout_of(shape_of(whole), w);
+  xt::xarray<T> part = xt::xarray<T>::from_shape(l.shape);
+  kernels::strided_copy(l.shape, whole.data() + l.offset, l.strides, part.data(), kernels::row_major_strides(l.shape));
+  return part;
+}
+
+// Writes `part` (shaped like the window) into the window of `whole`.
+template <class T>
+void scatter(const xt::xarray<T>& part, const Window& w, xt::xarray<T>& whole) {
+  const WindowLayout l = layout_of(shape_of(whole), w);
+  kernels::strided_copy(l.shape, part.data(), kernels::row_major_strides(l.shape), whole.data() + l.offset, l.strides);
+}
+
+// One window of `a` as a tensor of its own (slice, narrow, split, chunk); the gradient lands in
+// the window of a zero gradient of a's shape.
+template <class T>
+Tensor<T> windowed(const char* op, const Tensor<T>& a, const Window& w) {
+  return make_result(op, gather(a.value(), w), should_record(a), [a, w](const xt::xarray<T>& g, const xt::xarray<T>&) {
+    xt::xarray<T> grad = xt::zeros<T>(a.shape());
+    scatter(g, w, grad);
+    accumulate(a, std::move(grad));
+  });
+}
+
+// Consecutive windows of the given sizes along axis (split, chunk).
+template <class T>
+std::vector<Tensor<T>> pieces(const char* op, const Tensor<T>& a, std::size_t axis, const std::vector<std::size_t>& sizes) {
+  std::vector<Tensor<T>> out;
+  out.reserve(sizes.size());
+  std::size_t start = 0;
+  for (const std::size_t size : sizes) {
+    out.push_back(windowed(op, a, Window{axis, start, size, 1}));
+    start += size;
+  }
+  return out;
+}
+
+// n cut into pieces of `size` (the last one smaller when size does not divide n); n, size > 0.
+std::vector<std::size_t> even_sizes(std::size_t n, std::size_t size) {
+  std::vector<std::size_t> sizes(n / size, size);
+  if (n % size != 0) sizes.push_back(n % size);
+  return sizes;
+}
+
+}  // namespace
+
+template <class T>
+Tensor<T> reshape(const Tensor<T>& a, const std::vector<Index>& shape) {
+  detail::require_defined(a, "reshape", "a");
+  const Shape in = a.shape();
+  const std::size_t numel = a.numel();
+  const std::string source = format_shape(in) + " (" + std::to_string(numel) + " elements)";
+  Shape out(shape.size());
+  std::optional<std::size_t> inferred;  // the axis given as -1
+  std::size_t known = 1;                // product of the other sizes
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == -1) {
+      if (inferred) throw ValueError("reshape: only one -1 is allowed in the new shape " + format_dims(shape) + " for " + source);
+      inferred = d;
+    } else if (shape[d] < 0) {
+      throw ValueError("reshape: size " + std::to_string(shape[d]) + " is invalid in the new shape " + format_dims(shape) +
+                       " for " + source);
+    } else {
+      out[d] = static_cast<std::size_t>(shape[d]);
+      known *= out[d];
+    }
+  }
+  if (inferred) {
+    if (known == 0 || numel % known != 0) {
+      throw ShapeError("reshape: cannot reshape " + source + " into " + format_dims(shape) + ": the other sizes multiply to " +
+                       std::to_string(known) + ", which does not divide " + std::to_string(numel));
+    }
+    out[*inferred] = numel / known;
+  } else if (known != numel) {
+    throw ShapeError("reshape: cannot reshape " + source + " into " + format_shape(out) + " (" + std::to_string(known) +
+                     " elements)");
+  }
+  return reshaped("reshape", a, out);
+}
+
+template <class T>
+Tensor<T> permute(const Tensor<T>& a, const std::vector<Index>& dims) {
+  detail::require_defined(a, "permute", "a");
+  const Shape in = a.shape();
+  if (dims.size() != in.size()) {
+    throw ShapeError("permute: dims " + format_dims(dims) + " has " + std::to_string(dims.size()) +
+                     " entries but the tensor of shape " + format_shape(in) + " has " + std::to_string(in.size()) + " dims");
+  }
+  std::vector<std::size_t> perm(dims.size());
+  std::vector<bool> seen(dims.size(), false);
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    perm[i] = detail::normalize_axis(dims[i], in.size(), "permute", in);
+    if (seen[perm[i]]) {
+      throw ValueError("permute: dims " + format_dims(dims) + " is not a permutation: axis " + std::to_string(perm[i]) +
+                       " appears twice (tensor of shape " + format_shape(in) + ")");
+    }
+    seen[perm[i]] = true;
+  }
+  return permuted("permute", a, perm);
+}
+
+template <class T>
+Tensor<T> transpose(const Tensor<T>& a, Index dim0, Index dim1) {
+  detail::require_defined(a, "transpose", "a");
+  const Shape in = a.shape();
+  std::vector<std::size_t> perm(in.size());
+  std::iota(perm.begin(), perm.end(), std::size_t{0});
+  std::swap(perm[detail::normalize_axis(dim0, in.size(), "transpose", in)],
+            perm[detail::normalize_axis(dim1, in.size(), "transpose", in)]);
+  return permuted("transpose", a, perm);
+}
+
+template <class T>
+Tensor<T> unsqueeze(const Tensor<T>& a, Index axis) {
+  detail::require_defined(a, "unsqueeze", "a");
+  Shape shape = a.shape();
+  const auto n = static_cast<Index>(shape.size());
+  if (axis < -n - 1 || axis > n) {
+    throw ValueError("unsqueeze: axis " + std::to_string(axis) + " is out of range [" + std::to_string(-n - 1) + ", " +
+                     std::to_string(n) + "] for a tensor of shape " + format_shape(shape));
+  }
+  shape.insert(shape.begin() + (axis < 0 ? axis + n + 1 : axis), 1);
+  return reshaped("unsqueeze", a, shape);
+}
+
+template <class T>
+Tensor<T> squeeze(const Tensor<T>& a) {
+  detail::require_defined(a, "squeeze", "a");
+  Shape shape = a.shape();
+  std::erase(shape, std::size_t{1});
+  return reshaped("squeeze", a, shape);
+}
+
+template <class T>
+Tensor<T> squeeze(const Tensor<T>& a, Index axis) {
+  detail::require_defined(a, "squeeze", "a");
+  Shape shape = a.shape();
+  const std::size_t d = detail::normalize_axis(axis, shape.size(), "squeeze", shape);
+  if (shape[d] == 1) shape.erase(shape.begin() + static_cast<std::ptrdiff_t>(d));
+  return reshaped("squeeze", a, shape);
+}
+
+template <class T>
+Tensor<T> expand(const Tensor<T>& a, const std::vector<Index>& shape) {
+  detail::require_defined(a, "expand", "a");
+  const Shape in = a.shape();
+  const std::string context = " (input " + format_shape(in) + ", target " + format_dims(shape) + ")";
+  if (shape.size() < in.size()) {
+    throw ShapeError("expand: the target has " + std::to_string(shape.size()) + " dims, fewer than the input's " +
+                     std::to_string(in.size()) + context);
+  }
+  const std::size_t lead = shape.size() - in.size();
+  Shape out(shape.size());
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    const Index target = shape[d];
+    const bool keep = d >= lead && target == -1;
+    if (target < 0 && !keep) {
+      throw ValueError("expand: size " + std::to_string(target) + " at axis " + std::to_string(d) + " is invalid" +
+                       (d < lead ? " for a new leading axis" : "") + context);
+    }
+    if (d < lead) {
+      out[d] = static_cast<std::size_t>(target);
+      continue;
+    }
+    const std::size_t size = in[d - lead];
+    out[d] = keep ? size : static_cast<std::size_t>(target);
+    if (size != 1 && out[d] != size) {
+      throw ShapeError("expand: axis " + std::to_string(d) + " of size " + std::to_string(size) + " cannot expand to " +
+                       std::to_string(out[d]) + " (only size-1 axes stretch)" + context);
+    }
+  }
+  return make_result("expand", kernels::broadcast_copy(a.value().data(), in, out), should_record(a),
+                     [a](const xt::xarray<T>& g, const xt::xarray<T>&) { accumulate(a, kernels::sum_to(g, a.shape())); });
+}
+
+template <class T>
+Tensor<T> slice(const Tensor<T>& a, Index axis, Index start, Index end, Index step) {
+  detail::require_defined(a, "slice", "a");
+  const Shape in = a.shape();
+  const std::size_t d = detail::normalize_axis(axis, in.size(), "slice", in);
+  if (step < 1) {
+    throw ValueError("slice: step must be at least 1, got " + std::to_string(step) + " (axis " + std::to_string(axis) +
+                     " of shape " + format_shape(in) + ")");
+  }
+  // Python's rule: a negative bound counts from the end, then both are clamped to [0, n].
+  const auto n = static_cast<Index>(in[d]);
+  const auto clamp = [n](Index i) { return i < 0 ? std::max<Index>(i + n, 0) : std::min(i, n); };
+  const Index first = clamp(start), last = clamp(end);
+  const Index length = last > first ? (last - first - 1) / step + 1 : 0;
+  // With fewer than two elements the step is never taken; 1 keeps a huge step out of the strides.
+  const Index taken_step = length > 1 ? step : 1;
+  return windowed("slice", a,
+                  Window{d, static_cast<std::size_t>(first), static_cast<std::size_t>(length),
+                         static_cast<std::size_t>(taken_step)});
+}
+
+template <class T>
+Tensor<T> narrow(const Tensor<T>& a, Index axis, Index start, Index length) {
+  detail::require_defined(a, "narrow", "a");
+  const Shape in = a.shape();
+  const std::size_t d = detail::normalize_axis(axis, in.size(), "narrow", in);
+  const auto n = static_cast<Index>(in[d]);
+  // A negative start counts from the end, as in PyTorch.
+  const Index first = start < 0 ? start + n : start;
+  if (first < 0 || length < 0 || first > n || length > n - first) {
+    throw ValueError("narrow: start " + std::to_string(start) + " and length " + std::to_string(length) +
+                     " do not fit in axis " + std::to_string(axis) + " of size " + std::to_string(n) + " (shape " +
+                     format_shape(in) + ")");
+  }
+  return windowed("narrow", a, Window{d, static_cast<std::size_t>(first), static_cast<std::size_t>(length), 1});
+}
+
+template <class T>
+Tensor<T> concat(const std::vector<Tensor<T>>& tensors, Index axis) {
+  if (tensors.empty()) throw ValueError("concat: needs at least one tensor, got an empty list");
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    detail::require_defined(tensors[i], "concat", "tensors[" + std::to_string(i) + "]");
+  const Shape first = tensors[0].shape();
+  if (first.empty()) throw ShapeError("concat: tensors[0] has shape [] and a 0-d tensor has no axis to join along");
+  const std::size_t d = detail::normalize_axis(axis, first.size(), "concat", first);
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const Shape s = tensors[i].shape();
+    const std::string which = "concat: tensors[" + std::to_string(i) + "] has shape " + format_shape(s);
+    if (s.size() != first.size()) {
+      throw ShapeError(which + " (" + std::to_string(s.size()) + " dims) but tensors[0] has shape " + format_shape(first) +
+                       " (" + std::to_string(first.size()) + " dims)");
+    }
+    for (std::size_t k = 0; k < s.size(); ++k) {
+      if (k != d && s[k] != first[k]) {
+        throw ShapeError(which + ", which differs from tensors[0] " + format_shape(first) + " at axis " + std::to_string(k) +
+                         " (only axis " + std::to_string(d) + ", the join axis, may differ)");
+      }
+    }
+    total += s[d];
+  }
+  Shape out_shape = first;
+  out_shape[d] = total;
+  xt::xarray<T> out = xt::xarray<T>::from_shape(out_shape);
+  std::vector<Window> windows;
+  windows.reserve(tensors.size());
+  std::size_t start = 0;
+  for (const auto& t : tensors) {
+    windows.push_back(Window{d, start, t.shape()[d], 1});
+    scatter(t.value(), windows.back(), out);
+    start += windows.back().length;
+  }
+  return make_result("concat", std::move(out), detail::should_record_any(tensors),
+                     [tensors, windows](const xt::xarray<T>& g, const xt::xarray<T>&) {
+                       for (std::size_t i = 0; i < tensors.size(); ++i)
+                         if (tensors[i].requires_grad()) accumulate(tensors[i], gather(g, windows[i]));
+                     });
+}
+
+template <class T>
+std::vector<Tensor<T>> chunk(const Tensor<T>& a, std::size_t chunks, Index axis) {
+  detail::require_defined(a, "chunk", "a");
+  const Shape in = a.shape();
+  const std::size_t d = detail::normalize_axis(axis, in.size(), "chunk", in);
+  if (chunks == 0) throw ValueError("chunk: chunks must be at least 1, got 0 (shape " + format_shape(in) + ")");
+  const std::size_t n = in[d];
+  // PyTorch: an empty axis gives `chunks` empty pieces; otherwise pieces of ceil(n / chunks).
+  if (n == 0) return pieces("chunk", a, d, std::vector<std::size_t>(chunks, 0));
+  return pieces("chunk", a, d, even_sizes(n, (n + chunks - 1) / chunks));
+}
+
+template <class T>
+std::vector<Tensor<T>> split(const Tensor<T>& a, std::size_t split_size, Index axis) {
+  detail::require_defined(a, "split", "a");
+  const Shape in = a.shape();
+  const std::size_t d = detail::normalize_axis(axis, in.size(), "split", in);
+  const std::size_t n = in[d];
+  if (split_size == 0 && n > 0) {
+    throw ValueError("split: split_size must be at least 1 for axis " + std::to_string(axis) + " of size " +
+                     std::to_string(n) + " (shape " + format_shape(in) + ")");
+  }
+  // PyTorch: an empty axis gives one empty piece.
+  return pieces("split", a, d, n == 0 ? std::vector<std::size_t>{0} : even_sizes(n, split_size));
+}
+
+template <class T>
+std::vector<Tensor<T>> split(const Tensor<T>& a, const std::vector<std::size_t>& sizes, Index axis) {
+  detail::require_defined(a, "split", "a");
+  const Shape in = a.shape();
+  const std::size_t d = detail::normalize_axis(axis, in.size(), "split", in);
+  const std::size_t total = std::accumulate(sizes.begin(), sizes.end(), std::size_t{0});
+  if (total != in[d]) {
+    throw ValueError("split: sizes " + format_shape(sizes) + " sum to " + std::to_string(total) + " but axis " +
+                     std::to_string(axis) + " of shape " + format_shape(in) + " has size " + std::to_string(in[d]));
+  }
+  return pieces("split", a, d, sizes);
+}
+
+template <class T>
+Tensor<T> index_select(const Tensor<T>& a, Index axis, const IndexArray& index) {
+  detail::require_defined(a, "index_select", "a");
+  const Shape in = a.shape();
+  const std::size_t d = detail::normalize_axis(axis, in.size(), "index_select", in);
+  if (index.dimension() != 1) {
+    throw ShapeError("index_select: index must be 1-D, got shape " + format_shape(index.shape()) + " (input shape " +
+                     format_shape(in) + ")");
+  }
+  const std::vector<Index> idx(index.begin(), index.end());
+  for (std::size_t k = 0; k < idx.size(); ++k) {
+    if (idx[k] < 0 || idx[k] >= static_cast<Index>(in[d])) {
+      throw ValueError("index_select: index " + std::to_string(idx[k]) + " at position " + std::to_string(k) +
+                       " is out of range [0, " + std::to_string(in[d]) + ") for axis " + std::to_string(axis) +
+                       " of shape " + format_shape(in));
+    }
+  }
+  // Seen as [outer, n, inner]: output row (o, k) is input row (o, idx[k]), each `inner` long.
+  const kernels::AxisLayout l = kernels::axis_layout(in, d);
+  const std::size_t count = idx.size();
+  Shape out_shape = in;
+  out_shape[d] = count;
+  xt::xarray<T> out = xt::xarray<T>::from_shape(out_shape);
+  const T* x = a.value().data();
+  T* y = out.data();
+  kernels::parallel_items(l.outer * count, l.inner, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t r = begin; r < end; ++r) {
+      const std::size_t o = r / count, k = r % count;
+      std::copy_n(x + (o * l.n + static_cast<std::size_t>(idx[k])) * l.inner, l.inner, y + r * l.inner);
+    }
+  });
+  return make_result("index_select", std::move(out), should_record(a),
+                     [a, idx, l](const xt::xarray<T>& g, const xt::xarray<T>&) {
+                       // Each task owns a tile of columns of one outer slice and adds the rows of
+                       // g into it in index order, so repeated indices sum without races and in
+                       // the same order at any thread count.
+                       constexpr std::size_t kTile = 256;
+                       const std::size_t count = idx.size(), tiles = (l.inner + kTile - 1) / kTile;
+                       xt::xarray<T> grad = xt::zeros<T>(a.shape());
+                       const T* gv = g.data();
+                       T* dv = grad.data();
+                       kernels::parallel_items(l.outer * tiles, count * kTile, [&](std::size_t begin, std::size_t end) {
+                         for (std::size_t t = begin; t < end; ++t) {
+                           const std::size_t o = t / tiles, c0 = (t % tiles) * kTile, c1 = std::min(l.inner, c0 + kTile);
+                           for (std::size_t k = 0; k < count; ++k) {
+                             const T* src = gv + (o * count + k) * l.inner;
+                             T* dst = dv + (o * l.n + static_cast<std::size_t>(idx[k])) * l.inner;
+                             for (std::size_t c = c0; c < c1; ++c) dst[c] += src[c];
+                           }
+                         }
+                       });
+                       accumulate(a, std::move(grad));
+                     });
+}
+
+#define TAPEGRAD_INSTANTIATE_SHAPE(T)                                                                    \
+  template Tensor<T> reshape(const Tensor<T>&, const std::vector<Index>&);                               \
+  template Tensor<T> permute(const Tensor<T>&, const std::vector<Index>&);                               \
+  template Tensor<T> transpose(const Tensor<T>&, Index, Index);                                          \
+  template Tensor<T> unsqueeze(const Tensor<T>&, Index);                                                 \
+  template Tensor<T> squeeze(const Tensor<T>&);                                                          \
+  template Tensor<T> squeeze(const Tensor<T>&, Index);                                                   \
+  template Tensor<T> expand(const Tensor<T>&, const std::vector<Index>&);                                \
+  template Tensor<T> slice(const Tensor<T>&, Index, Index, Index, Index);                                \
+  template Tensor<T> narrow(const Tensor<T>&, Index, Index, Index);                                      \
+  template Tensor<T> concat(const std::vector<Tensor<T>>&, Index);                                       \
+  template std::vector<Tensor<T>> chunk(const Tensor<T>&, std::size_t, Index);                           \
+  template std::vector<Tensor<T>> split(const Tensor<T>&, std::size_t, Index);                           \
+  template std::vector<Tensor<T>> split(const Tensor<T>&, const std::vector<std::size_t>&, Index);       \
+  template Tensor<T> index_select(const Tensor<T>&, Index, const IndexArray&);
+TAPEGRAD_INSTANTIATE_SHAPE(float)
+TAPEGRAD_INSTANTIATE_SHAPE(double)
+
+}  // namespace tapegrad

@@ -1,3 +1,193 @@
 #include "autograd/ops/softmax.h"
 
-// Implemented in the next commit.
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "autograd/detail/checks.h"
+#include "autograd/detail/record.h"
+#include "autograd/kernels/row_kernels.h"
+#include "autograd/kernels/simd_span.h"
+
+namespace tapegrad {
+
+namespace {
+
+using detail::accumulate;
+using detail::make_result;
+using detail::should_record;
+using kernels::AxisLayout;
+using kernels::kLaneBlock;
+
+template <class T>
+constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+
+// The kernels below work on one block of adjacent lanes (see kernels::for_each_lane_block):
+// element k of lane j is at [k * stride + j]; per-lane accumulators live in local arrays. On the
+// last axis (Width is kernels::One) a lane is one contiguous row and its reductions and exp use
+// xsimd; otherwise the inner loops run across neighbouring lanes, which are contiguous.
+template <class Width>
+constexpr bool kIsRow = std::is_same_v<Width, kernels::One>;
+
+// m[j] = the maximum of lane j.
+template <class T, class Stride, class Width>
+void lane_max(const T* x, std::size_t n, Stride stride, Width width, T* m) {
+  if constexpr (kIsRow<Width>) {
+    m[0] = kernels::simd::max(x, n);
+  } else {
+    for (std::size_t j = 0; j < width; ++j) m[j] = kNegInf<T>;
+    for (std::size_t k = 0; k < n; ++k)
+      for (std::size_t j = 0; j < width; ++j) m[j] = std::max(m[j], x[k * stride + j]);
+  }
+}
+
+// s[j] = the sum of lane j.
+template <class T, class Stride, class Width>
+void lane_sum(const T* x, std::size_t n, Stride stride, Width width, T* s) {
+  if constexpr (kIsRow<Width>) {
+    s[0] = kernels::simd::sum(x, n);
+  } else {
+    for (std::size_t j = 0; j < width; ++j) s[j] = T(0);
+    for (std::size_t k = 0; k < n; ++k)
+      for (std::size_t j = 0; j < width; ++j) s[j] += x[k * stride + j];
+  }
+}
+
+// p = exp(p) over the block: one span when the block is contiguous, else one span per k.
+template <class T, class Stride, class Width>
+void block_exp(T* p, std::size_t n, Stride stride, Width width) {
+  if (std::size_t(width) == std::size_t(stride)) {
+    kernels::simd::exp_inplace(p, n * width);
+  } else {
+    for (std::size_t k = 0; k < n; ++k) kernels::simd::exp_inplace(p + k * stride, std::size_t(width));
+  }
+}
+
+// e = exp(x - m) with m[j] the lane maximum, and s[j] = sum_k e. A lane whose entries are all
+// -inf gets m = 0, so that x - m stays -inf (exp gives an exact 0, and s = 0) instead of
+// -inf - -inf = NaN; s == 0 marks exactly those lanes.
+template <class T, class Stride, class Width>
+void shifted_exp(const T* x, T* e, std::size_t n, Stride stride, Width width, T* m, T* s) {
+  lane_max(x, n, stride, width, m);
+  for (std::size_t j = 0; j < width; ++j)
+    if (m[j] == kNegInf<T>) m[j] = T(0);
+  for (std::size_t k = 0; k < n; ++k)
+    for (std::size_t j = 0; j < width; ++j) e[k * stride + j] = x[k * stride + j] - m[j];
+  block_exp(e, n, stride, width);
+  lane_sum(e, n, stride, width, s);
+}
+
+template <class T>
+xt::xarray<T> softmax_forward(const xt::xarray<T>& x, const AxisLayout& l) {
+  auto y = xt::xarray<T>::from_shape(x.shape());
+  const T* px = x.data();
+  T* py = y.data();
+  kernels::for_each_lane_block(l, [&](std::size_t offset, auto stride, auto width) {
+    T m[kLaneBlock], inv[kLaneBlock];
+    T* yb = py + offset;
+    shifted_exp(px + offset, yb, l.n, stride, width, m, inv);
+    // A fully masked lane (sum 0) becomes zeros rather than 0/0.
+    for (std::size_t j = 0; j < width; ++j) inv[j] = inv[j] == T(0) ? T(0) : T(1) / inv[j];
+    for (std::size_t k = 0; k < l.n; ++k)
+      for (std::size_t j = 0; j < width; ++j) yb[k * stride + j] *= inv[j];
+  });
+  return y;
+}
+
+// y = x - (m + log s); a fully masked lane (s == 0) keeps its -inf entries: shift 0.
+template <class T>
+xt::xarray<T> log_softmax_forward(const xt::xarray<T>& x, const AxisLayout& l) {
+  auto y = xt::xarray<T>::from_shape(x.shape());
+  const T* px = x.data();
+  T* py = y.data();
+  kernels::for_each_lane_block(l, [&](std::size_t offset, auto stride, auto width) {
+    T m[kLaneBlock], shift[kLaneBlock];
+    const T* xb = px + offset;
+    T* yb = py + offset;
+    shifted_exp(xb, yb, l.n, stride, width, m, shift);  // the exponentials only feed the sums
+    for (std::size_t j = 0; j < width; ++j) shift[j] = shift[j] == T(0) ? T(0) : m[j] + std::log(shift[j]);
+    for (std::size_t k = 0; k < l.n; ++k)
+      for (std::size_t j = 0; j < width; ++j) yb[k * stride + j] = xb[k * stride + j] - shift[j];
+  });
+  return y;
+}
+
+// dx = y * (g - sum_k g y). A fully masked lane has y = 0, hence dx = 0.
+template <class T>
+xt::xarray<T> softmax_backward(const xt::xarray<T>& g, const xt::xarray<T>& y, const AxisLayout& l) {
+  auto dx = xt::xarray<T>::from_shape(y.shape());
+  kernels::for_each_lane_block(l, [&](std::size_t offset, auto stride, auto width) {
+    const T *gb = g.data() + offset, *yb = y.data() + offset;
+    T* db = dx.data() + offset;
+    T dot[kLaneBlock];
+    for (std::size_t k = 0; k < l.n; ++k)
+      for (std::size_t j = 0; j < width; ++j) db[k * stride + j] = gb[k * stride + j] * yb[k * stride + j];
+    lane_sum(db, l.n, stride, width, dot);
+    for (std::size_t k = 0; k < l.n; ++k) {
+      for (std::size_t j = 0; j < width; ++j) {
+        const std::size_t i = k * stride + j;
+        db[i] = yb[i] * (gb[i] - dot[j]);
+      }
+    }
+  });
+  return dx;
+}
+
+// dx = g - exp(y) * sum_k g. A fully masked lane (every y is -inf) is a constant of x: dx = 0.
+template <class T>
+xt::xarray<T> log_softmax_backward(const xt::xarray<T>& g, const xt::xarray<T>& y, const AxisLayout& l) {
+  auto dx = xt::xarray<T>::from_shape(y.shape());
+  kernels::for_each_lane_block(l, [&](std::size_t offset, auto stride, auto width) {
+    const T *gb = g.data() + offset, *yb = y.data() + offset;
+    T* db = dx.data() + offset;
+    T sum[kLaneBlock], top[kLaneBlock], gain[kLaneBlock];
+    lane_sum(gb, l.n, stride, width, sum);
+    lane_max(yb, l.n, stride, width, top);
+    for (std::size_t j = 0; j < width; ++j) {
+      gain[j] = top[j] == kNegInf<T> ? T(0) : T(1);
+      sum[j] *= gain[j];
+    }
+    for (std::size_t k = 0; k < l.n; ++k)
+      for (std::size_t j = 0; j < width; ++j) db[k * stride + j] = yb[k * stride + j];
+    block_exp(db, l.n, stride, width);  // db = softmax = exp(y)
+    for (std::size_t k = 0; k < l.n; ++k) {
+      for (std::size_t j = 0; j < width; ++j) {
+        const std::size_t i = k * stride + j;
+        db[i] = gain[j] * gb[i] - db[i] * sum[j];
+      }
+    }
+  });
+  return dx;
+}
+
+template <class T>
+AxisLayout checked_layout(const Tensor<T>& a, Index axis, const char* op) {
+  detail::require_defined(a, op, "a");
+  return kernels::axis_layout(a.shape(), detail::normalize_axis(axis, a.ndim(), op, a.shape()));
+}
+
+}  // namespace
+
+template <class T>
+Tensor<T> softmax(const Tensor<T>& a, Index axis) {
+  const AxisLayout l = checked_layout(a, axis, "softmax");
+  return make_result(
+      "softmax", softmax_forward(a.value(), l), should_record(a),
+      [a, l](const xt::xarray<T>& g, const xt::xarray<T>& y) { accumulate(a, softmax_backward(g, y, l)); });
+}
+
+template <class T>
+Tensor<T> log_softmax(const Tensor<T>& a, Index axis) {
+  const AxisLayout l = checked_layout(a, axis, "log_softmax");
+  return make_result(
+      "log_softmax", log_softmax_forward(a.value(), l), should_record(a),
+      [a, l](const xt::xarray<T>& g, const xt::xarray<T>& y) { accumulate(a, log_softmax_backward(g, y, l)); });
+}
+
+#define TAPEGRAD_INSTANTIATE_SOFTMAX(T)                \
+  template Tensor<T> softmax(const Tensor<T>&, Index); \
+  template Tensor<T> log_softmax(const Tensor<T>&, Index);
+TAPEGRAD_INSTANTIATE_SOFTMAX(float)
+TAPEGRAD_INSTANTIATE_SOFTMAX(double)
+
+}  // namespace tapegrad

@@ -1,9 +1,15 @@
 #pragma once
-// softmax and log_softmax over one axis, numerically stable (the row maximum is subtracted).
+// softmax and log_softmax over one axis (negative axes count from the end); the output has the
+// input's shape. Along the axis, with m = max_j x_j subtracted for numerical stability:
+//   softmax(x)_i     = exp(x_i - m) / sum_j exp(x_j - m)
+//   log_softmax(x)_i = x_i - m - log(sum_j exp(x_j - m))
+// Backward: softmax dx = y * (g - sum_j g_j y_j); log_softmax dx = g - exp(y) * sum_j g_j. The forward
+// saves only its output. A bad axis is a ValueError naming the op, the axis and the shape.
 //
 // A row whose entries are all -inf (e.g. attention whose every key is masked) is defined here,
 // where PyTorch gives NaN: softmax gives all zeros and log_softmax all -inf, and the gradient
-// flowing back into such a row is zero. Rows with at least one finite entry are exact.
+// flowing back into such a row is zero. Rows with at least one finite entry are exact: their -inf
+// entries get probability exactly 0 (log-probability -inf). A NaN makes its whole row NaN.
 #include "autograd/tensor.h"
 
 namespace tapegrad {

@@ -1,0 +1,64 @@
+#pragma once
+// xsimd loops over one contiguous span [p, p + n): the vectorised hot passes of the row kernels
+// (exp is most of softmax's cost, and a scalar sum or max is latency-bound).
+// Each loop runs whole batches, then a scalar tail. The split depends only on n, so results are
+// the same on every run and at any thread count; sums are accumulated per batch lane, so their
+// last bits differ from a sequential loop's.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+
+#include <xsimd/xsimd.hpp>
+
+namespace tapegrad::kernels::simd {
+
+template <class T>
+using Batch = xsimd::batch<T>;
+
+// p[i] = exp(p[i]); exp(-inf) is exactly 0.
+template <class T>
+void exp_inplace(T* p, std::size_t n) {
+  constexpr std::size_t width = Batch<T>::size;
+  std::size_t i = 0;
+  for (; i + width <= n; i += width) xsimd::exp(Batch<T>::load_unaligned(p + i)).store_unaligned(p + i);
+  for (; i < n; ++i) p[i] = std::exp(p[i]);
+}
+
+// sum_{i < n} term(at_i), where at_i(p) reads p[i]: term is a generic lambda called with batches
+// (at_i loads Batch<T>::size elements from p + i) and then, for the tail, with scalars, e.g.
+//   sum_of<T>(n, [&](auto at) { auto d = at(x) - mean; return d * d; })
+template <class T, class Term>
+T sum_of(std::size_t n, Term&& term) {
+  constexpr std::size_t width = Batch<T>::size;
+  Batch<T> acc(T(0));
+  std::size_t i = 0;
+  for (; i + width <= n; i += width) acc += term([i](const T* p) { return Batch<T>::load_unaligned(p + i); });
+  T s = xsimd::hadd(acc);
+  for (; i < n; ++i) s += term([i](const T* p) { return p[i]; });
+  return s;
+}
+
+template <class T>
+T sum(const T* p, std::size_t n) {
+  return sum_of<T>(n, [p](auto at) { return at(p); });
+}
+
+// The maximum, -inf for n == 0. NaN entries are not propagated (as std::max): callers that care
+// see them again in a later pass.
+template <class T>
+T max(const T* p, std::size_t n) {
+  constexpr std::size_t width = Batch<T>::size;
+  constexpr T lowest = -std::numeric_limits<T>::infinity();
+  Batch<T> acc(lowest);
+  std::size_t i = 0;
+  for (; i + width <= n; i += width) acc = xsimd::max(acc, Batch<T>::load_unaligned(p + i));
+  T lanes[width];
+  acc.store_unaligned(lanes);
+  T m = lowest;
+  for (std::size_t l = 0; l < width; ++l) m = std::max(m, lanes[l]);
+  for (; i < n; ++i) m = std::max(m, p[i]);
+  return m;
+}
+
+}  // namespace tapegrad::kernels::simd

@@ -1,0 +1,126 @@
+#pragma once
+// One copy kernel behind every data-moving shape op and the reductions' gradient broadcast:
+// walk an index space in row-major order and move each element from a strided source position
+// to a strided destination position. permute (permuted source strides), expand and the
+// reductions' backward (source stride 0 on stretched axes), slice / narrow / split (a source
+// offset and a stepped stride) and concat (a destination offset) are all one call.
+//
+// Determinism: each destination element is written exactly once, by one task.
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+#include <xtensor/xarray.hpp>
+
+#include "autograd/errors.h"
+#include "autograd/kernels/row_kernels.h"
+
+namespace tapegrad::kernels {
+
+// Strides in elements; signed so that offsets can be stepped back.
+using Strides = std::vector<std::ptrdiff_t>;
+
+// Strides of a contiguous row-major array of `shape`.
+inline Strides row_major_strides(const Shape& shape) {
+  Strides strides(shape.size());
+  std::ptrdiff_t stride = 1;
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    strides[d] = stride;
+    stride *= static_cast<std::ptrdiff_t>(shape[d]);
+  }
+  return strides;
+}
+
+// For every index i over `shape`:  dst[sum_d i_d * dst_strides[d]] = src[sum_d i_d * src_strides[d]].
+// A source stride may be 0 (broadcast). Destination positions must be distinct: rows of the
+// index space are written in parallel.
+template <class T>
+void strided_copy(const Shape& shape, const T* src, const Strides& src_strides, T* dst, const Strides& dst_strides) {
+  // Drop size-1 axes and merge each axis into its outer neighbour when both arrays step over the
+  // pair contiguously: a plain copy becomes one long inner loop, a permute keeps only the axes
+  // it really reorders.
+  Shape n;
+  Strides s, t;
+  std::size_t numel = 1;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    numel *= shape[d];
+    if (shape[d] == 1) continue;
+    const auto size = static_cast<std::ptrdiff_t>(shape[d]);
+    if (!n.empty() && s.back() == src_strides[d] * size && t.back() == dst_strides[d] * size) {
+      n.back() *= shape[d];
+      s.back() = src_strides[d];
+      t.back() = dst_strides[d];
+    } else {
+      n.push_back(shape[d]);
+      s.push_back(src_strides[d]);
+      t.push_back(dst_strides[d]);
+    }
+  }
+  if (numel == 0) return;
+  if (n.empty()) {
+    *dst = *src;
+    return;
+  }
+
+  const std::size_t outer_dims = n.size() - 1, inner = n.back();
+  const std::ptrdiff_t s_in = s.back(), t_in = t.back();
+  parallel_items(numel / inner, inner, [&](std::size_t begin, std::size_t end) {
+    // Odometer over the outer axes, started at row `begin`.
+    std::vector<std::size_t> index(outer_dims);
+    std::ptrdiff_t s_off = 0, t_off = 0;
+    for (std::size_t d = outer_dims, r = begin; d-- > 0;) {
+      index[d] = r % n[d];
+      r /= n[d];
+      s_off += static_cast<std::ptrdiff_t>(index[d]) * s[d];
+      t_off += static_cast<std::ptrdiff_t>(index[d]) * t[d];
+    }
+    for (std::size_t row = begin; row < end; ++row) {
+      const T* from = src + s_off;
+      T* to = dst + t_off;
+      if (s_in == 1 && t_in == 1) {
+        std::copy_n(from, inner, to);
+      } else {
+        for (std::size_t i = 0; i < inner; ++i) to[static_cast<std::ptrdiff_t>(i) * t_in] = from[static_cast<std::ptrdiff_t>(i) * s_in];
+      }
+      for (std::size_t d = outer_dims; d-- > 0;) {
+        s_off += s[d];
+        t_off += t[d];
+        if (++index[d] < n[d]) break;
+        s_off -= s[d] * static_cast<std::ptrdiff_t>(n[d]);
+        t_off -= t[d] * static_cast<std::ptrdiff_t>(n[d]);
+        index[d] = 0;
+      }
+    }
+  });
+}
+
+// x with its axes reordered into a new contiguous array: output axis i is input axis perm[i].
+template <class T>
+xt::xarray<T> permute_copy(const xt::xarray<T>& x, const std::vector<std::size_t>& perm) {
+  const Shape in(x.shape().begin(), x.shape().end());
+  const Strides in_strides = row_major_strides(in);
+  Shape out_shape(perm.size());
+  Strides src_strides(perm.size());
+  for (std::size_t i = 0; i < perm.size(); ++i) {
+    out_shape[i] = in[perm[i]];
+    src_strides[i] = in_strides[perm[i]];
+  }
+  xt::xarray<T> out = xt::xarray<T>::from_shape(out_shape);
+  strided_copy(out_shape, x.data(), src_strides, out.data(), row_major_strides(out_shape));
+  return out;
+}
+
+// The row-major array src of shape src_shape broadcast to out_shape (NumPy rule, one-sided:
+// src_shape aligned from the right, its size-1 axes stretched; the caller has checked it fits).
+template <class T>
+xt::xarray<T> broadcast_copy(const T* src, const Shape& src_shape, const Shape& out_shape) {
+  const std::size_t lead = out_shape.size() - src_shape.size();
+  const Strides packed = row_major_strides(src_shape);
+  Strides src_strides(out_shape.size(), 0);
+  for (std::size_t d = 0; d < src_shape.size(); ++d) src_strides[lead + d] = src_shape[d] == 1 ? 0 : packed[d];
+  xt::xarray<T> out = xt::xarray<T>::from_shape(out_shape);
+  strided_copy(out_shape, src, src_strides, out.data(), row_major_strides(out_shape));
+  return out;
+}
+
+}  // namespace tapegrad::kernels

@@ -1,0 +1,77 @@
+#pragma once
+// The Annotated Transformer's copy task: learn to output the input sequence.
+// Vocabulary 11: 0 = pad, 1 = start symbol, 2..10 = the random tokens. Every sequence starts with
+// the start symbol; the decoder reads tgt[:, :-1] and predicts tgt[:, 1:].
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "nn/transformer/transformer.h"
+#include "optim/adam.h"
+#include "optim/schedule.h"
+
+namespace tapegrad::copy_task {
+
+constexpr Index kPad = 0;
+constexpr Index kStart = 1;
+
+struct Config {
+  std::size_t vocab = 11;
+  std::size_t seq_len = 10;
+  std::size_t batch = 80;
+  std::size_t batches_per_epoch = 20;
+  std::size_t epochs = 20;
+  std::size_t d_model = 32;
+  std::size_t d_ff = 64;
+  std::size_t heads = 4;
+  std::size_t layers = 2;
+  double dropout = 0.0;
+  double label_smoothing = 0.0;
+  double lr_factor = 1.0;
+  std::size_t warmup = 200;
+  std::uint64_t seed = 1;
+};
+
+// batch sequences of length seq_len: the start symbol, then tokens uniform in [2, vocab).
+IndexArray random_sequences(std::size_t batch, std::size_t seq_len, std::size_t vocab, Generator& gen);
+
+struct Batch {
+  IndexArray src, tgt_in, tgt_out;  // [B, S], [B, S-1], [B, S-1]
+  Mask src_mask, tgt_mask;          // [B, 1, S], [B, S-1, S-1]; true = may attend
+  std::size_t ntokens;              // non-pad tokens in tgt_out
+};
+Batch make_batch(const IndexArray& data);
+
+// Greedy decoding from the start symbol, all sequences of src at once: [B, max_len].
+IndexArray greedy_decode(nn::transformer::Transformer<float>& model, const IndexArray& src, std::size_t max_len);
+
+struct EpochStats {
+  double loss;            // mean per target token over the epoch
+  std::size_t steps;      // optimiser steps so far
+  double tokens_per_sec;
+  double learning_rate;   // after the epoch's last step
+};
+
+class Trainer {
+ public:
+  explicit Trainer(const Config& config);
+
+  // One epoch of batches_per_epoch fresh random batches; on_step(step_in_epoch, loss) after each.
+  EpochStats run_epoch(const std::function<void(std::size_t, double)>& on_step = {});
+  // Share of n fresh sequences that greedy decoding reproduces exactly.
+  double exact_match_accuracy(std::size_t n);
+
+  nn::transformer::Transformer<float>& model() { return *model_; }
+  Generator& data_generator() { return data_gen_; }
+
+ private:
+  Config config_;
+  Generator init_gen_, data_gen_;
+  std::unique_ptr<nn::transformer::Transformer<float>> model_;
+  std::unique_ptr<optim::Adam<float>> optimizer_;
+  std::unique_ptr<optim::LRScheduler<float>> scheduler_;
+  std::size_t steps_ = 0;
+};
+
+}  // namespace tapegrad::copy_task

@@ -1,0 +1,21 @@
+#include "nn/dropout.h"
+
+#include "autograd/ops/masking.h"
+
+namespace tapegrad::nn {
+
+template <class T>
+Dropout<T>::Dropout(Generator& gen, double p) : p_(p), stream_(gen.next_u64()) {
+  if (!(p >= 0.0 && p < 1.0)) throw ValueError("Dropout: p must be in [0, 1), got " + std::to_string(p));
+  this->register_generator("stream", &stream_);
+}
+
+template <class T>
+Tensor<T> Dropout<T>::forward(const Tensor<T>& x) {
+  return dropout(x, p_, this->is_training(), stream_);
+}
+
+template class Dropout<float>;
+template class Dropout<double>;
+
+}  // namespace tapegrad::nn

@@ -1,0 +1,112 @@
+#include "nn/labml/multi_head_attention.h"
+
+#include <cmath>
+#include <limits>
+
+#include <xtensor/xoperation.hpp>
+
+#include "autograd/ops/elementwise.h"
+#include "autograd/ops/linalg.h"
+#include "autograd/ops/shape.h"
+
+namespace tapegrad::nn::labml {
+
+template <class T>
+MultiHeadAttention<T>::MultiHeadAttention(std::size_t heads, std::size_t d_model, Generator& gen, double dropout_prob,
+                                          bool bias)
+    : heads_(heads), d_model_(d_model), d_k_(heads == 0 ? 0 : d_model / heads) {
+  if (heads == 0 || d_model == 0 || d_model % heads != 0) {
+    throw ValueError("MultiHeadAttention: d_model (" + std::to_string(d_model) +
+                     ") must be a positive multiple of heads (" + std::to_string(heads) + ")");
+  }
+  scale_ = 1.0 / std::sqrt(static_cast<double>(d_k_));
+  // Registration order is the seed's attribute order, so named_parameters() lists as PyTorch does.
+  const auto prepare = [&](bool with_bias) {
+    return std::make_shared<PrepareForMultiHeadAttention<T>>(d_model, heads, d_k_, gen, with_bias);
+  };
+  query_ = this->register_module("query", prepare(bias));
+  key_ = this->register_module("key", prepare(bias));
+  value_ = this->register_module("value", prepare(true));  // value always has a bias, as in the seed
+  softmax_ = this->register_module("softmax", std::make_shared<Softmax<T>>(1));
+  output_ = this->register_module("output", std::make_shared<Linear<T>>(d_model, d_model, gen));
+  dropout_ = this->register_module("dropout", std::make_shared<Dropout<T>>(gen, dropout_prob));
+}
+
+template <class T>
+std::string MultiHeadAttention<T>::describe() const {
+  return "MultiHeadAttention(heads=" + std::to_string(heads_) + ", d_model=" + std::to_string(d_model_) + ")";
+}
+
+template <class T>
+Tensor<T> MultiHeadAttention<T>::get_score(const Tensor<T>& query, const Tensor<T>& key) const {
+  return einsum("ibhd,jbhd->ijbh", query, key);
+}
+
+template <class T>
+Mask MultiHeadAttention<T>::prepare_mask(const Mask& mask, const Shape& query_shape, const Shape& key_shape) const {
+  const Shape m(mask.shape().begin(), mask.shape().end());
+  const auto fail = [&](const std::string& why) {
+    throw ShapeError(describe() + ".prepare_mask: mask " + format_shape(m) + " " + why + " (query " +
+                     format_shape(query_shape) + ", key " + format_shape(key_shape) +
+                     "; the mask must be [seq_q or 1, seq_k, batch_size or 1])");
+  };
+  if (query_shape.size() < 2 || key_shape.empty()) {
+    fail("cannot be checked: query must be [seq_q, batch_size, ...] and key [seq_k, ...]");
+  }
+  if (m.size() != 3) fail("must have 3 axes");
+  if (m[0] != 1 && m[0] != query_shape[0]) {
+    fail("has " + std::to_string(m[0]) + " query positions on axis 0, but must have 1 or seq_q = " +
+         std::to_string(query_shape[0]));
+  }
+  if (m[1] != key_shape[0]) {
+    fail("has " + std::to_string(m[1]) + " key positions on axis 1, but must have seq_k = " +
+         std::to_string(key_shape[0]));
+  }
+  if (m[2] != 1 && m[2] != query_shape[1]) {
+    fail("has " + std::to_string(m[2]) + " batch entries on axis 2, but must have 1 or batch_size = " +
+         std::to_string(query_shape[1]));
+  }
+  // The same mask for every head: [.., .., .., 1].
+  Mask prepared = mask;
+  prepared.reshape({m[0], m[1], m[2], std::size_t{1}});
+  return prepared;
+}
+
+template <class T>
+Tensor<T> MultiHeadAttention<T>::forward(const Tensor<T>& query, const Tensor<T>& key, const Tensor<T>& value,
+                                         const std::optional<Mask>& mask) {
+  const auto check_input = [&](const Tensor<T>& x, const char* name) {
+    if (x.ndim() != 3 || x.size(-1) != d_model_) {
+      throw ShapeError(describe() + ": " + name + " " + x.describe() + " must be [seq_len, batch_size, " +
+                       std::to_string(d_model_) + "]");
+    }
+  };
+  check_input(query, "query");
+  check_input(key, "key");
+  check_input(value, "value");
+  if (key.size(0) != value.size(0) || key.size(1) != query.size(1) || value.size(1) != query.size(1)) {
+    throw ShapeError(describe() + ": key " + key.describe() + " and value " + value.describe() +
+                     " must have one length and the batch size of query " + query.describe());
+  }
+  std::optional<Mask> keep;
+  if (mask) keep = prepare_mask(*mask, query.shape(), key.shape());
+
+  const Tensor<T> q = (*query_)(query);  // [seq_q, batch_size, heads, d_k]
+  const Tensor<T> k = (*key_)(key);      // [seq_k, batch_size, heads, d_k]
+  const Tensor<T> v = (*value_)(value);  // [seq_k, batch_size, heads, d_k]
+
+  Tensor<T> scores = get_score(q, k) * static_cast<T>(scale_);  // [seq_q, seq_k, batch_size, heads]
+  if (keep) scores = masked_fill(scores, Mask(!*keep), -std::numeric_limits<T>::infinity());
+
+  Tensor<T> attn = (*softmax_)(scores);
+  if (attn.requires_grad()) attn.retain_grad();
+  attn_ = attn;
+
+  const Tensor<T> x = einsum("ijbh,jbhd->ibhd", (*dropout_)(attn), v);
+  return (*output_)(reshape(x, {static_cast<Index>(query.size(0)), static_cast<Index>(query.size(1)), Index{-1}}));
+}
+
+template class MultiHeadAttention<float>;
+template class MultiHeadAttention<double>;
+
+}  // namespace tapegrad::nn::labml

@@ -1,0 +1,60 @@
+#include "nn/mha/multi_head_attention.h"
+
+#include "autograd/ops/shape.h"
+
+namespace tapegrad::nn::mha {
+
+template <class T>
+MultiHeadAttention<T>::MultiHeadAttention(std::size_t d_model, std::size_t n_heads, Generator& gen, double dropout)
+    : d_model_(d_model), n_heads_(n_heads), d_k_(n_heads == 0 ? 0 : d_model / n_heads) {
+  if (n_heads == 0 || d_model == 0 || d_model % n_heads != 0) {
+    throw ValueError("MultiHeadAttention: d_model (" + std::to_string(d_model) +
+                     ") must be a positive multiple of n_heads (" + std::to_string(n_heads) + ")");
+  }
+  query_ = this->register_module("query", std::make_shared<Linear<T>>(d_model, d_model, gen));
+  key_ = this->register_module("key", std::make_shared<Linear<T>>(d_model, d_model, gen));
+  value_ = this->register_module("value", std::make_shared<Linear<T>>(d_model, d_model, gen));
+  proj_ = this->register_module("proj", std::make_shared<Linear<T>>(d_model, d_model, gen));
+  attn_drop_ = this->register_module("attn_drop", std::make_shared<Dropout<T>>(gen, dropout));
+}
+
+template <class T>
+std::string MultiHeadAttention<T>::describe() const {
+  return "MultiHeadAttention(d_model=" + std::to_string(d_model_) + ", n_heads=" + std::to_string(n_heads_) + ")";
+}
+
+template <class T>
+Tensor<T> MultiHeadAttention<T>::split_heads(const Tensor<T>& x) const {
+  const auto batch = static_cast<Index>(x.size(0)), seq = static_cast<Index>(x.size(1));
+  return transpose(reshape(x, {batch, seq, static_cast<Index>(n_heads_), static_cast<Index>(d_k_)}), 1, 2);
+}
+
+template <class T>
+AttentionOutput<T> MultiHeadAttention<T>::forward(const Tensor<T>& query, const Tensor<T>& key, const Tensor<T>& value,
+                                                  const std::optional<Mask>& mask) {
+  const auto check_input = [&](const Tensor<T>& x, const char* name) {
+    if (x.ndim() != 3 || x.size(-1) != d_model_) {
+      throw ShapeError(describe() + ": " + name + " " + x.describe() + " must be [batch, seq_len, " +
+                       std::to_string(d_model_) + "]");
+    }
+  };
+  check_input(query, "query");
+  check_input(key, "key");
+  check_input(value, "value");
+  if (key.size(1) != value.size(1) || key.size(0) != query.size(0) || value.size(0) != query.size(0)) {
+    throw ShapeError(describe() + ": key " + key.describe() + " and value " + value.describe() +
+                     " must have one length and the batch size of query " + query.describe());
+  }
+  auto heads = scaled_dot_product_attention(split_heads((*query_)(query)), split_heads((*key_)(key)),
+                                            split_heads((*value_)(value)), mask, *attn_drop_, describe());
+  // [batch, n_heads, seq_q, d_k] -> [batch, seq_q, d_model]
+  const Tensor<T> merged = reshape(transpose(heads.output, 1, 2), {static_cast<Index>(query.size(0)),
+                                                                   static_cast<Index>(query.size(1)),
+                                                                   static_cast<Index>(d_model_)});
+  return {(*proj_)(merged), heads.attention_weights};
+}
+
+template class MultiHeadAttention<float>;
+template class MultiHeadAttention<double>;
+
+}  // namespace tapegrad::nn::mha

@@ -1,0 +1,75 @@
+#pragma once
+// Batch-first MultiHeadAttention(d_model, n_heads, dropout = 0.1) (seed 002, with the forward
+// corrected in seed 003; each of the six bugs that seed lists has a test in
+// tests/test_nn_batch_first_attention.cpp):
+//
+//   query [batch, seq_q, d_model], key and value [batch, seq_k, d_model]
+//   (self-attention: all three the same; cross-attention: seq_k may differ from seq_q)
+//   Q = query(query), K = key(key), V = value(value)            projections, [batch, seq, d_model]
+//   split heads: [batch, seq, d_model] -> [batch, n_heads, seq, d_k]      d_k = d_model / n_heads
+//   weights = attn_drop(softmax(Q K^T / sqrt(d_k), masked_fill(mask == 0, -inf), dim = -1))
+//                                                               [batch, n_heads, seq_q, seq_k]
+//   heads   = weights V                                         [batch, n_heads, seq_q, d_k]
+//   output  = proj(merge heads -> [batch, seq_q, d_model])     [batch, seq_q, d_model]
+//
+// Mask polarity: true (1) means "may attend", false (0) masks the key out. The mask broadcasts to
+// [batch, n_heads, seq_q, seq_k]: create_padding_mask's [batch, 1, 1, seq_k],
+// create_look_ahead_mask's [seq_q, seq_k], or both combined. A query whose keys are all masked
+// gets an all-zero weight row (tapegrad's softmax of an all -inf row), so its output row is
+// exactly proj.bias.
+//
+// Children, named as in seed 003's corrected module: query, key, value, proj (each
+// Linear(d_model, d_model)) and attn_drop (Dropout(dropout)). Parameters: query.weight,
+// query.bias, key.weight, key.bias, value.weight, value.bias, proj.weight, proj.bias,
+// 4 * (d_model^2 + d_model) in all.
+//
+// attention_weights are the weights that multiply V (see scaled_dot_product_attention.h): the
+// softmax in eval, with dropout applied in training; under a tape they are marked retain_grad(),
+// so after tape.backward(...) attention_weights.grad() is dL/dweights.
+#include <memory>
+#include <optional>
+
+#include "nn/linear.h"
+#include "nn/mha/scaled_dot_product_attention.h"
+
+namespace tapegrad::nn::mha {
+
+template <class T>
+class MultiHeadAttention : public Module<T> {
+ public:
+  // ValueError unless n_heads > 0 and d_model is a positive multiple of n_heads.
+  MultiHeadAttention(std::size_t d_model, std::size_t n_heads, Generator& gen, double dropout = 0.1);
+
+  std::string type_name() const override { return "MultiHeadAttention"; }
+
+  // The layout above. ShapeError naming the argument and the shapes when query, key or value is
+  // not [batch, seq, d_model], key and value differ in length, the batch sizes differ, or the
+  // mask does not broadcast to [batch, n_heads, seq_q, seq_k].
+  AttentionOutput<T> forward(const Tensor<T>& query, const Tensor<T>& key, const Tensor<T>& value,
+                             const std::optional<Mask>& mask = std::nullopt);
+  AttentionOutput<T> operator()(const Tensor<T>& query, const Tensor<T>& key, const Tensor<T>& value,
+                                const std::optional<Mask>& mask = std::nullopt) {
+    return forward(query, key, value, mask);
+  }
+
+  std::size_t n_heads() const { return n_heads_; }
+  std::size_t d_k() const { return d_k_; }
+  const Linear<T>& query() const { return *query_; }
+  const Linear<T>& key() const { return *key_; }
+  const Linear<T>& value() const { return *value_; }
+  const Linear<T>& proj() const { return *proj_; }
+
+ private:
+  std::string describe() const;  // "MultiHeadAttention(d_model=8, n_heads=2)" for messages
+  // [batch, seq, d_model] -> [batch, n_heads, seq, d_k]
+  Tensor<T> split_heads(const Tensor<T>& x) const;
+
+  std::size_t d_model_, n_heads_, d_k_;
+  std::shared_ptr<Linear<T>> query_, key_, value_, proj_;
+  std::shared_ptr<Dropout<T>> attn_drop_;
+};
+
+extern template class MultiHeadAttention<float>;
+extern template class MultiHeadAttention<double>;
+
+}  // namespace tapegrad::nn::mha

@@ -1,0 +1,166 @@
+#include "nn/module.h"
+
+#include <algorithm>
+
+namespace tapegrad::nn {
+
+namespace {
+
+std::string join(const std::vector<std::string>& items) {
+  std::string text;
+  for (const auto& item : items) text += (text.empty() ? "" : ", ") + item;
+  return text;
+}
+
+std::string with_thousands(std::size_t n) {
+  std::string digits = std::to_string(n), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+template <class T>
+void Module<T>::check_new_name(const std::string& name) const {
+  if (name.empty() || name.find('.') != std::string::npos) {
+    throw ValueError(type_name() + ": parameter or module name '" + name + "' must be non-empty and contain no '.'");
+  }
+  const auto taken = [&](const auto& list) {
+    return std::any_of(list.begin(), list.end(), [&](const auto& entry) { return entry.first == name; });
+  };
+  if (taken(parameters_) || taken(children_)) throw ValueError(type_name() + ": name '" + name + "' is registered twice");
+}
+
+template <class T>
+Tensor<T> Module<T>::register_parameter(const std::string& name, Tensor<T> value) {
+  check_new_name(name);
+  value.set_requires_grad(true);
+  value.set_name(name);
+  parameters_.emplace_back(name, value);
+  return value;
+}
+
+template <class T>
+void Module<T>::add_child(const std::string& name, std::shared_ptr<Module> child) {
+  if (!child) throw ValueError(type_name() + ": child module '" + name + "' is null");
+  check_new_name(name);
+  children_.emplace_back(name, std::move(child));
+}
+
+template <class T>
+void Module<T>::register_generator(const std::string& name, Generator* generator) {
+  generators_.emplace_back(name, generator);
+}
+
+template <class T>
+void Module<T>::collect_parameters(const std::string& prefix, std::vector<std::pair<std::string, Tensor<T>>>& out) const {
+  for (const auto& [name, tensor] : parameters_) out.emplace_back(prefix + name, tensor);
+  for (const auto& [name, child] : children_) child->collect_parameters(prefix + name + ".", out);
+}
+
+template <class T>
+std::vector<std::pair<std::string, Tensor<T>>> Module<T>::named_parameters() const {
+  std::vector<std::pair<std::string, Tensor<T>>> out;
+  collect_parameters("", out);
+  return out;
+}
+
+template <class T>
+std::vector<Tensor<T>> Module<T>::parameters() const {
+  std::vector<Tensor<T>> out;
+  for (auto& [name, tensor] : named_parameters()) out.push_back(tensor);
+  return out;
+}
+
+template <class T>
+void Module<T>::collect_generators(const std::string& prefix, std::vector<std::pair<std::string, Generator*>>& out) {
+  for (const auto& [name, gen] : generators_) out.emplace_back(prefix + name, gen);
+  for (const auto& [name, child] : children_) child->collect_generators(prefix + name + ".", out);
+}
+
+template <class T>
+std::vector<std::pair<std::string, Generator*>> Module<T>::named_generators() {
+  std::vector<std::pair<std::string, Generator*>> out;
+  collect_generators("", out);
+  return out;
+}
+
+template <class T>
+std::size_t Module<T>::num_parameters() const {
+  std::size_t n = 0;
+  for (const auto& [name, tensor] : named_parameters()) n += tensor.numel();
+  return n;
+}
+
+template <class T>
+void Module<T>::train(bool on) {
+  training_ = on;
+  for (const auto& [name, child] : children_) child->train(on);
+}
+
+template <class T>
+void Module<T>::zero_grad() {
+  for (auto& [name, tensor] : named_parameters()) tensor.zero_grad();
+}
+
+template <class T>
+StateDict<T> Module<T>::state_dict() const {
+  StateDict<T> state;
+  for (const auto& [name, tensor] : named_parameters()) state.emplace(name, tensor.value());
+  return state;
+}
+
+template <class T>
+LoadResult Module<T>::load_state_dict(const StateDict<T>& state, bool strict) {
+  LoadResult result;
+  const auto params = named_parameters();
+  for (const auto& [name, tensor] : params) {
+    const auto it = state.find(name);
+    if (it == state.end()) {
+      result.missing_keys.push_back(name);
+    } else if (!std::equal(it->second.shape().begin(), it->second.shape().end(), tensor.value().shape().begin(),
+                           tensor.value().shape().end())) {
+      throw ShapeError("load_state_dict: '" + name + "' has shape " + format_shape(it->second.shape()) +
+                       " in the state dict but " + format_shape(tensor.value().shape()) + " in the " + type_name());
+    }
+  }
+  for (const auto& [name, value] : state) {
+    const bool known = std::any_of(params.begin(), params.end(), [&](const auto& p) { return p.first == name; });
+    if (!known) result.unexpected_keys.push_back(name);
+  }
+  if (strict && (!result.missing_keys.empty() || !result.unexpected_keys.empty())) {
+    throw ValueError("load_state_dict into " + type_name() + ": missing keys [" + join(result.missing_keys) +
+                     "], unexpected keys [" + join(result.unexpected_keys) + "]");
+  }
+  // Checked everything first, so a failed load changes nothing.
+  for (auto [name, tensor] : params) {
+    const auto it = state.find(name);
+    if (it != state.end()) tensor.mutable_value() = it->second;
+  }
+  return result;
+}
+
+template <class T>
+void Module<T>::append_summary(const std::string& name, std::size_t depth, std::string& out) const {
+  const std::string indent(2 * depth, ' ');
+  out += indent + (name.empty() ? "" : name + ": ") + type_name() + " (" + with_thousands(num_parameters()) + " parameters)\n";
+  for (const auto& [pname, tensor] : parameters_) {
+    out += indent + "  " + pname + " " + format_shape(tensor.value().shape()) + "\n";
+  }
+  for (const auto& [cname, child] : children_) child->append_summary(cname, depth + 1, out);
+}
+
+template <class T>
+std::string Module<T>::summary() const {
+  std::string out;
+  append_summary("", 0, out);
+  return out + "Total parameters: " + with_thousands(num_parameters()) + "\n";
+}
+
+template class Module<float>;
+template class Module<double>;
+
+}  // namespace tapegrad::nn

@@ -1,0 +1,100 @@
+#pragma once
+// Seed 004's Transformer decoder, batch-first.
+//
+// TransformerDecoderLayer(d_model, d_ff, heads_num, dropout_rate, layer_norm_eps, gen, norm_first):
+//   forward(tgt [batch, seq_t, d_model], src [batch, seq_s, d_model] (the encoder's output),
+//           mask_src_tgt [batch or 1, seq_t or 1, seq_s], mask_self [batch or 1, seq_t, seq_t])
+//   -> [batch, seq_t, d_model]
+//   post-LN (default, as the seed):
+//     tgt = layer_norm_self_attention(tgt + dropout_self_attention(self_attention(tgt, tgt, tgt, mask_self)))
+//     x   = layer_norm_src_tgt_attention(tgt + dropout_src_tgt_attention(src_tgt_attention(tgt, src, src, mask_src_tgt)))
+//     x   = layer_norm_ffn(x + dropout_ffn(ffn(x)))
+//   pre-LN (norm_first = true): each line becomes y + dropout(sublayer(norm(y))); src (already
+//   normalised by a pre-LN encoder's final norm) is used as it is.
+//
+// TransformerDecoder(tgt_vocab_size, max_len, pad_idx, d_model, N, d_ff, heads_num, dropout_rate,
+//                    layer_norm_eps, gen, norm_first):
+//   tgt tokens [batch, seq_t] -> embedding -> positional_encoding -> decoder_layers.0 .. N-1
+//   (-> norm, a final LayerNorm, only when norm_first) -> [batch, seq_t, d_model]
+//
+// MASK POLARITY: true/1 = "may attend" — the opposite of the seed's masked_fill_(mask, ...).
+// mask_self is normally causal AND not-padding (make_tgt_mask in masks.h), mask_src_tgt the
+// source padding mask [batch, 1, seq_s] (make_src_mask). Both are optional.
+#include <memory>
+#include <optional>
+
+#include "autograd/ops/masking.h"
+#include "nn/containers.h"
+#include "nn/dropout.h"
+#include "nn/layer_norm.h"
+#include "nn/positional_encoding.h"
+#include "nn/transformer/embedding.h"
+#include "nn/transformer/ffn.h"
+#include "nn/transformer/multi_head_attention.h"
+
+namespace tapegrad::nn::transformer {
+
+template <class T>
+class TransformerDecoderLayer : public Module<T> {
+ public:
+  TransformerDecoderLayer(std::size_t d_model, std::size_t d_ff, std::size_t heads_num, double dropout_rate,
+                          double layer_norm_eps, Generator& gen, bool norm_first = false);
+
+  std::string type_name() const override { return "TransformerDecoderLayer"; }
+  Tensor<T> forward(const Tensor<T>& tgt, const Tensor<T>& src, const std::optional<Mask>& mask_src_tgt = std::nullopt,
+                    const std::optional<Mask>& mask_self = std::nullopt);
+  Tensor<T> operator()(const Tensor<T>& tgt, const Tensor<T>& src,
+                       const std::optional<Mask>& mask_src_tgt = std::nullopt,
+                       const std::optional<Mask>& mask_self = std::nullopt) {
+    return forward(tgt, src, mask_src_tgt, mask_self);
+  }
+
+  const MultiHeadAttention<T>& self_attention() const { return *self_attention_; }
+  const MultiHeadAttention<T>& src_tgt_attention() const { return *src_tgt_attention_; }
+  bool norm_first() const { return norm_first_; }
+
+ private:
+  bool norm_first_;
+  std::shared_ptr<MultiHeadAttention<T>> self_attention_;
+  std::shared_ptr<Dropout<T>> dropout_self_attention_;
+  std::shared_ptr<LayerNorm<T>> layer_norm_self_attention_;
+  std::shared_ptr<MultiHeadAttention<T>> src_tgt_attention_;
+  std::shared_ptr<Dropout<T>> dropout_src_tgt_attention_;
+  std::shared_ptr<LayerNorm<T>> layer_norm_src_tgt_attention_;
+  std::shared_ptr<FFN<T>> ffn_;
+  std::shared_ptr<Dropout<T>> dropout_ffn_;
+  std::shared_ptr<LayerNorm<T>> layer_norm_ffn_;
+};
+
+template <class T>
+class TransformerDecoder : public Module<T> {
+ public:
+  TransformerDecoder(std::size_t tgt_vocab_size, std::size_t max_len, Index pad_idx, std::size_t d_model,
+                     std::size_t N, std::size_t d_ff, std::size_t heads_num, double dropout_rate, double layer_norm_eps,
+                     Generator& gen, bool norm_first = false);
+
+  std::string type_name() const override { return "TransformerDecoder"; }
+  Tensor<T> forward(const IndexArray& tgt, const Tensor<T>& src, const std::optional<Mask>& mask_src_tgt = std::nullopt,
+                    const std::optional<Mask>& mask_self = std::nullopt);
+  Tensor<T> operator()(const IndexArray& tgt, const Tensor<T>& src,
+                       const std::optional<Mask>& mask_src_tgt = std::nullopt,
+                       const std::optional<Mask>& mask_self = std::nullopt) {
+    return forward(tgt, src, mask_src_tgt, mask_self);
+  }
+
+  const Embedding<T>& embedding() const { return *embedding_; }
+  const ModuleList<T, TransformerDecoderLayer<T>>& decoder_layers() const { return *decoder_layers_; }
+
+ private:
+  std::shared_ptr<Embedding<T>> embedding_;
+  std::shared_ptr<AddPositionalEncoding<T>> positional_encoding_;
+  std::shared_ptr<ModuleList<T, TransformerDecoderLayer<T>>> decoder_layers_;
+  std::shared_ptr<LayerNorm<T>> norm_;  // null unless norm_first
+};
+
+extern template class TransformerDecoderLayer<float>;
+extern template class TransformerDecoderLayer<double>;
+extern template class TransformerDecoder<float>;
+extern template class TransformerDecoder<double>;
+
+}  // namespace tapegrad::nn::transformer

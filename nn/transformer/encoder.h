@@ -1,0 +1,85 @@
+#pragma once
+// Seed 004's Transformer encoder, batch-first.
+//
+// TransformerEncoderLayer(d_model, d_ff, heads_num, dropout_rate, layer_norm_eps, gen, norm_first):
+//   x [batch, seq, d_model], mask [batch or 1, seq or 1, seq] -> [batch, seq, d_model]
+//   post-LN (default, as the seed):
+//     x = layer_norm_self_attention(dropout_self_attention(multi_head_attention(x, x, x, mask)) + x)
+//     x = layer_norm_ffn(dropout_ffn(ffn(x)) + x)
+//   pre-LN (norm_first = true):
+//     x = x + dropout_self_attention(multi_head_attention(n, n, n, mask)), n = layer_norm_self_attention(x)
+//     x = x + dropout_ffn(ffn(layer_norm_ffn(x)))
+//
+// TransformerEncoder(vocab_size, max_len, pad_idx, d_model, N, d_ff, heads_num, dropout_rate,
+//                    layer_norm_eps, gen, norm_first):
+//   tokens [batch, seq] -> embedding -> positional_encoding -> encoder_layers.0 .. N-1
+//   (-> norm, a final LayerNorm, only when norm_first) -> [batch, seq, d_model]
+//
+// MASK POLARITY: true/1 = "may attend" — the opposite of the seed's masked_fill_(mask, ...).
+// A source padding mask is [batch, 1, seq], true on real tokens (make_src_mask in masks.h).
+#include <memory>
+#include <optional>
+
+#include "autograd/ops/masking.h"
+#include "nn/containers.h"
+#include "nn/dropout.h"
+#include "nn/layer_norm.h"
+#include "nn/positional_encoding.h"
+#include "nn/transformer/embedding.h"
+#include "nn/transformer/ffn.h"
+#include "nn/transformer/multi_head_attention.h"
+
+namespace tapegrad::nn::transformer {
+
+template <class T>
+class TransformerEncoderLayer : public Module<T> {
+ public:
+  TransformerEncoderLayer(std::size_t d_model, std::size_t d_ff, std::size_t heads_num, double dropout_rate,
+                          double layer_norm_eps, Generator& gen, bool norm_first = false);
+
+  std::string type_name() const override { return "TransformerEncoderLayer"; }
+  Tensor<T> forward(const Tensor<T>& x, const std::optional<Mask>& mask = std::nullopt);
+  Tensor<T> operator()(const Tensor<T>& x, const std::optional<Mask>& mask = std::nullopt) { return forward(x, mask); }
+
+  const MultiHeadAttention<T>& multi_head_attention() const { return *multi_head_attention_; }
+  bool norm_first() const { return norm_first_; }
+
+ private:
+  bool norm_first_;
+  std::shared_ptr<MultiHeadAttention<T>> multi_head_attention_;
+  std::shared_ptr<Dropout<T>> dropout_self_attention_;
+  std::shared_ptr<LayerNorm<T>> layer_norm_self_attention_;
+  std::shared_ptr<FFN<T>> ffn_;
+  std::shared_ptr<Dropout<T>> dropout_ffn_;
+  std::shared_ptr<LayerNorm<T>> layer_norm_ffn_;
+};
+
+template <class T>
+class TransformerEncoder : public Module<T> {
+ public:
+  TransformerEncoder(std::size_t vocab_size, std::size_t max_len, Index pad_idx, std::size_t d_model, std::size_t N,
+                     std::size_t d_ff, std::size_t heads_num, double dropout_rate, double layer_norm_eps, Generator& gen,
+                     bool norm_first = false);
+
+  std::string type_name() const override { return "TransformerEncoder"; }
+  Tensor<T> forward(const IndexArray& tokens, const std::optional<Mask>& mask = std::nullopt);
+  Tensor<T> operator()(const IndexArray& tokens, const std::optional<Mask>& mask = std::nullopt) {
+    return forward(tokens, mask);
+  }
+
+  const Embedding<T>& embedding() const { return *embedding_; }
+  const ModuleList<T, TransformerEncoderLayer<T>>& encoder_layers() const { return *encoder_layers_; }
+
+ private:
+  std::shared_ptr<Embedding<T>> embedding_;
+  std::shared_ptr<AddPositionalEncoding<T>> positional_encoding_;
+  std::shared_ptr<ModuleList<T, TransformerEncoderLayer<T>>> encoder_layers_;
+  std::shared_ptr<LayerNorm<T>> norm_;  // null unless norm_first
+};
+
+extern template class TransformerEncoderLayer<float>;
+extern template class TransformerEncoderLayer<double>;
+extern template class TransformerEncoder<float>;
+extern template class TransformerEncoder<double>;
+
+}  // namespace tapegrad::nn::transformer

@@ -1,0 +1,127 @@
+#include "nn/transformer/multi_head_attention.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "autograd/ops/linalg.h"
+#include "autograd/ops/shape.h"
+#include "nn/init.h"
+
+namespace tapegrad::nn::transformer {
+
+namespace {
+
+// mask [batch, m1, m2] -> [h*batch, m1, m2], copy `head` of batch row b at head*batch + b (the
+// head-major order of the projected Q, K, V, as mask_3d.repeat(h, 1, 1)). A batch-1 mask already
+// broadcasts over h*batch and is returned as it is.
+Mask repeat_over_heads(const Mask& mask, std::size_t h) {
+  const std::size_t batch = mask.shape()[0];
+  if (batch == 1) return mask;
+  const std::size_t per_batch = mask.shape()[1] * mask.shape()[2];
+  Mask out = Mask::from_shape({h * batch, mask.shape()[1], mask.shape()[2]});
+  for (std::size_t head = 0; head < h; ++head) {
+    std::copy(mask.data(), mask.data() + batch * per_batch, out.data() + head * batch * per_batch);
+  }
+  return out;
+}
+
+// [h*batch, seq_q, seq_k] (head-major) -> [batch, h, seq_q, seq_k].
+template <class T>
+xt::xarray<T> heads_second(const xt::xarray<T>& a, std::size_t h) {
+  const std::size_t batch = a.shape()[0] / h, map = a.shape()[1] * a.shape()[2];
+  auto out = xt::xarray<T>::from_shape({batch, h, a.shape()[1], a.shape()[2]});
+  for (std::size_t head = 0; head < h; ++head)
+    for (std::size_t b = 0; b < batch; ++b)
+      std::copy(a.data() + (head * batch + b) * map, a.data() + (head * batch + b + 1) * map,
+                out.data() + (b * h + head) * map);
+  return out;
+}
+
+template <class T>
+void collect_attention(const Module<T>& m, const std::string& prefix,
+                       std::vector<std::pair<std::string, AttentionWeights<T>>>& out) {
+  for (const auto& [name, child] : m.named_children()) {
+    const auto* mha = dynamic_cast<const MultiHeadAttention<T>*>(child.get());
+    if (mha != nullptr && mha->has_attention_weights()) out.emplace_back(prefix + name, mha->attention_weights());
+    collect_attention(*child, prefix + name + ".", out);
+  }
+}
+
+}  // namespace
+
+template <class T>
+MultiHeadAttention<T>::MultiHeadAttention(std::size_t d_model, std::size_t h, Generator& gen)
+    : d_model_(d_model), h_(h), d_k_(h == 0 ? 0 : d_model / h) {
+  if (h == 0 || d_model == 0 || d_model % h != 0) {
+    throw ValueError("MultiHeadAttention: d_model (" + std::to_string(d_model) + ") must be a positive multiple of h (" +
+                     std::to_string(h) + ")");
+  }
+  // Registered in the seed's order (W_k, W_q, W_v) so named_parameters() lists them as PyTorch does.
+  const double bound = std::sqrt(6.0 / static_cast<double>(d_model + d_k_));  // xavier_uniform of one head
+  for (auto [name, param] : {std::pair<const char*, Tensor<T>*>{"W_k", &W_k_}, {"W_q", &W_q_}, {"W_v", &W_v_}}) {
+    *param = this->register_parameter(name, Tensor<T>::zeros({h, d_model, d_k_}));
+    init::uniform_(*param, -bound, bound, gen);
+  }
+  scaled_dot_product_attention_ =
+      this->register_module("scaled_dot_product_attention", std::make_shared<ScaledDotProductAttention<T>>(d_k_));
+  linear_ = this->register_module("linear", std::make_shared<Linear<T>>(h * d_k_, d_model, gen));
+}
+
+template <class T>
+Tensor<T> MultiHeadAttention<T>::forward(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
+                                         const std::optional<Mask>& mask_3d) {
+  // Messages are built only when a check fails.
+  const auto who = [&] { return "MultiHeadAttention(d_model=" + std::to_string(d_model_) + ", h=" + std::to_string(h_) + ")"; };
+  const auto shapes = [&] { return "q " + q.describe() + ", k " + k.describe() + ", v " + v.describe(); };
+  const auto is_input = [&](const Tensor<T>& x) { return x.ndim() == 3 && x.size(2) == d_model_; };
+  if (!is_input(q) || !is_input(k) || !is_input(v)) {
+    throw ShapeError(who() + ": q, k and v must be [batch, seq, " + std::to_string(d_model_) + "], got " + shapes());
+  }
+  if (k.size(0) != q.size(0) || v.size(0) != q.size(0) || v.size(1) != k.size(1)) {
+    throw ShapeError(who() + ": q, k and v must share the batch size, and k and v the sequence length, got " + shapes());
+  }
+  const std::size_t batch = q.size(0), seq_q = q.size(1), seq_k = k.size(1);
+  std::optional<Mask> heads_mask;
+  if (mask_3d) {
+    const auto& s = mask_3d->shape();
+    const auto fits = [](std::size_t m, std::size_t n) { return m == 1 || m == n; };
+    if (s.size() != 3 || !fits(s[0], batch) || !fits(s[1], seq_q) || !fits(s[2], seq_k)) {
+      throw ShapeError(who() + ": mask_3d " + format_shape(s) + " must be [batch or 1, seq_q or 1, seq_k or 1] = [" +
+                       std::to_string(batch) + ", " + std::to_string(seq_q) + ", " + std::to_string(seq_k) +
+                       "] for " + shapes());
+    }
+    heads_mask = repeat_over_heads(*mask_3d, h_);
+  }
+  const auto heads = static_cast<Index>(h_ * batch), d_k = static_cast<Index>(d_k_);
+  // [batch, seq, d_model] x [h, d_model, d_k] -> [h, batch, seq, d_k] -> [h*batch, seq, d_k], each
+  // tensor with its own sequence length.
+  const auto project = [&](const Tensor<T>& x, const Tensor<T>& W) {
+    return view(einsum("ijk,hkl->hijl", x, W), {heads, static_cast<Index>(x.size(1)), d_k});
+  };
+  const Tensor<T> attention_output =
+      (*scaled_dot_product_attention_)(project(q, W_q_), project(k, W_k_), project(v, W_v_), heads_mask);
+  return (*linear_)(cat(chunk(attention_output, h_, 0), 2));
+}
+
+template <class T>
+AttentionWeights<T> MultiHeadAttention<T>::attention_weights() const {
+  const Tensor<T>& w = scaled_dot_product_attention_->last_weights();
+  if (!w.defined()) throw ValueError("MultiHeadAttention: no attention weights before the first forward");
+  AttentionWeights<T> out{heads_second(w.value(), h_), std::nullopt};
+  if (w.has_grad()) out.grad = heads_second(w.grad(), h_);
+  return out;
+}
+
+template <class T>
+std::vector<std::pair<std::string, AttentionWeights<T>>> named_attention_weights(const Module<T>& root) {
+  std::vector<std::pair<std::string, AttentionWeights<T>>> out;
+  collect_attention(root, "", out);
+  return out;
+}
+
+template class MultiHeadAttention<float>;
+template class MultiHeadAttention<double>;
+template std::vector<std::pair<std::string, AttentionWeights<float>>> named_attention_weights(const Module<float>&);
+template std::vector<std::pair<std::string, AttentionWeights<double>>> named_attention_weights(const Module<double>&);
+
+}  // namespace tapegrad::nn::transformer

@@ -1,0 +1,58 @@
+#include "optim/schedule.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+namespace tapegrad::optim {
+
+LrFactor noam(std::size_t model_size, double factor, std::size_t warmup) {
+  if (model_size == 0 || warmup == 0) throw ValueError("noam: model_size and warmup must be positive");
+  return [=](std::size_t step) {
+    const double s = static_cast<double>(std::max<std::size_t>(step, 1));
+    return factor * std::pow(static_cast<double>(model_size), -0.5) *
+           std::min(std::pow(s, -0.5), s * std::pow(static_cast<double>(warmup), -1.5));
+  };
+}
+
+LrFactor step_decay(std::size_t step_size, double gamma) {
+  if (step_size == 0) throw ValueError("step_decay: step_size must be positive");
+  return [=](std::size_t step) { return std::pow(gamma, static_cast<double>(step / step_size)); };
+}
+
+LrFactor cosine(std::size_t total_steps, double min_factor) {
+  if (total_steps == 0) throw ValueError("cosine: total_steps must be positive");
+  return [=](std::size_t step) {
+    const double t = static_cast<double>(std::min(step, total_steps)) / static_cast<double>(total_steps);
+    return min_factor + (1.0 - min_factor) * (1.0 + std::cos(std::numbers::pi * t)) / 2.0;
+  };
+}
+
+template <class T>
+LRScheduler<T>::LRScheduler(Optimizer<T>& optimizer, LrFactor factor) : optimizer_(optimizer), factor_(std::move(factor)) {
+  for (const auto& group : optimizer_.param_groups()) initial_lr_.push_back(group.lr);
+  apply();
+}
+
+template <class T>
+void LRScheduler<T>::step() {
+  ++step_;
+  apply();
+}
+
+template <class T>
+void LRScheduler<T>::apply() {
+  const double f = factor_(step_);
+  auto& groups = optimizer_.param_groups();
+  for (std::size_t i = 0; i < groups.size(); ++i) groups[i].lr = initial_lr_[i] * f;
+}
+
+template <class T>
+double LRScheduler<T>::last_lr(std::size_t group) const {
+  return optimizer_.param_groups().at(group).lr;
+}
+
+template class LRScheduler<float>;
+template class LRScheduler<double>;
+
+}  // namespace tapegrad::optim

@@ -1,0 +1,217 @@
+#include <cmath>
+
+#include "optim/adam.h"
+#include "optim/clip.h"
+#include "optim/schedule.h"
+#include "optim/sgd.h"
+#include "tests/support/reference.h"
+
+namespace tapegrad {
+namespace {
+
+using testing::throws_with;
+
+// The problem every trajectory test runs: f(p) = sum(c * p^2) / 2, so grad = c * p.
+const xt::xarray<double> kCurvature = {1.0, 0.5, 2.0, -0.3};
+const xt::xarray<double> kStart = {1.0, -2.0, 0.5, 3.0};
+
+void set_quadratic_grad(Tensor<double>& p) { p.node()->grad = xt::xarray<double>(kCurvature * p.value()); }
+
+// Scalar re-statement of the published Adam/AdamW algorithm (Kingma & Ba; Loshchilov & Hutter;
+// torch.optim docs), element by element, written independently of optim/adam.cpp.
+struct ScalarAdam {
+  double lr, beta1, beta2, eps, wd;
+  bool decoupled, amsgrad;
+  std::vector<double> p, m, v, vmax;
+  void step(int t, const std::vector<double>& c) {
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      double g = c[i] * p[i];
+      if (!decoupled) g += wd * p[i];
+      if (decoupled) p[i] -= lr * wd * p[i];
+      m[i] = beta1 * m[i] + (1 - beta1) * g;
+      v[i] = beta2 * v[i] + (1 - beta2) * g * g;
+      vmax[i] = std::max(vmax[i], v[i]);
+      const double m_hat = m[i] / (1 - std::pow(beta1, t));
+      const double v_hat = (amsgrad ? vmax[i] : v[i]) / (1 - std::pow(beta2, t));
+      p[i] -= lr * m_hat / (std::sqrt(v_hat) + eps);
+    }
+  }
+};
+
+std::vector<double> as_vector(const xt::xarray<double>& a) { return {a.begin(), a.end()}; }
+
+TEST(Adam, FirstStepMovesEachWeightByLrTimesSignOfGradient) {
+  Tensor<double> w(kStart, true);
+  optim::Adam<double> adam({{"w", w}}, {.lr = 0.1});
+  set_quadratic_grad(w);
+  adam.step();
+  // m_hat = g and v_hat = g^2 after one step, so the update is lr * g / (|g| + eps).
+  for (std::size_t i = 0; i < 4; ++i) {
+    const double g = kCurvature(i) * kStart(i);
+    EXPECT_NEAR(w.value()(i), kStart(i) - 0.1 * g / (std::abs(g) + 1e-8), 1e-15);
+  }
+}
+
+void expect_adam_trajectory(bool decoupled, bool amsgrad, double wd) {
+  Tensor<double> w(kStart, true);
+  const double lr = 0.05, b1 = 0.8, b2 = 0.95, eps = 1e-6;
+  std::unique_ptr<optim::Optimizer<double>> opt;
+  if (decoupled) {
+    opt = std::make_unique<optim::AdamW<double>>(optim::NamedParameters<double>{{"w", w}},
+                                                 optim::AdamWOptions{lr, {b1, b2}, eps, wd, amsgrad});
+  } else {
+    opt = std::make_unique<optim::Adam<double>>(optim::NamedParameters<double>{{"w", w}},
+                                                optim::AdamOptions{lr, {b1, b2}, eps, wd, amsgrad});
+  }
+  ScalarAdam ref{lr, b1, b2, eps, wd, decoupled, amsgrad, as_vector(kStart), {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}};
+  for (int t = 1; t <= 6; ++t) {
+    set_quadratic_grad(w);
+    opt->step();
+    ref.step(t, as_vector(kCurvature));
+    const auto state = opt->state();
+    for (std::size_t i = 0; i < 4; ++i) {
+      EXPECT_NEAR(w.value()(i), ref.p[i], 1e-12) << "step " << t;
+      EXPECT_NEAR(state.at("w.exp_avg")(i), ref.m[i], 1e-12) << "step " << t;
+      EXPECT_NEAR(state.at("w.exp_avg_sq")(i), ref.v[i], 1e-12) << "step " << t;
+      if (amsgrad) EXPECT_NEAR(state.at("w.max_exp_avg_sq")(i), ref.vmax[i], 1e-12);
+    }
+    EXPECT_EQ(state.at("w.step")(), t);
+  }
+}
+
+TEST(Adam, TrajectoryMatchesThePublishedRule) { expect_adam_trajectory(false, false, 0.0); }
+TEST(Adam, L2WeightDecayTrajectory) { expect_adam_trajectory(false, false, 0.1); }
+TEST(Adam, AmsgradTrajectory) { expect_adam_trajectory(false, true, 0.1); }
+TEST(AdamW, DecoupledWeightDecayTrajectory) { expect_adam_trajectory(true, false, 0.1); }
+TEST(AdamW, AmsgradTrajectory) { expect_adam_trajectory(true, true, 0.01); }
+
+TEST(AdamW, DefaultsArePyTorchs) {
+  const optim::AdamWOptions w;
+  EXPECT_EQ(w.weight_decay, 1e-2);
+  const optim::AdamOptions a;
+  EXPECT_EQ(a.lr, 1e-3);
+  EXPECT_EQ(a.betas, (std::pair<double, double>{0.9, 0.999}));
+  EXPECT_EQ(a.eps, 1e-8);
+  EXPECT_EQ(a.weight_decay, 0.0);
+}
+
+TEST(Sgd, MomentumNesterovDampeningAndWeightDecayTrajectories) {
+  for (const auto& o : std::vector<optim::SGDOptions>{{.lr = 0.1},
+                                                      {.lr = 0.1, .momentum = 0.9},
+                                                      {.lr = 0.1, .momentum = 0.9, .dampening = 0.3, .weight_decay = 0.05},
+                                                      {.lr = 0.1, .momentum = 0.8, .weight_decay = 0.05, .nesterov = true}}) {
+    Tensor<double> w(kStart, true);
+    optim::SGD<double> sgd({{"w", w}}, o);
+    std::vector<double> p = as_vector(kStart), buf(4);
+    for (int t = 1; t <= 5; ++t) {
+      set_quadratic_grad(w);
+      sgd.step();
+      for (std::size_t i = 0; i < 4; ++i) {
+        double g = kCurvature(i) * p[i] + o.weight_decay * p[i];
+        if (o.momentum != 0) {
+          buf[i] = t == 1 ? g : o.momentum * buf[i] + (1 - o.dampening) * g;
+          g = o.nesterov ? g + o.momentum * buf[i] : buf[i];
+        }
+        p[i] -= o.lr * g;
+        EXPECT_NEAR(w.value()(i), p[i], 1e-12) << "momentum " << o.momentum << " step " << t;
+      }
+    }
+  }
+}
+
+TEST(Optimizer, ParameterWithoutGradientIsUntouched) {
+  Tensor<double> used(kStart, true), unused(kStart, true);
+  optim::Adam<double> adam({{"used", used}, {"unused", unused}}, {.lr = 0.1});
+  set_quadratic_grad(used);
+  adam.step();
+  EXPECT_EQ(unused.value(), kStart);
+  EXPECT_NE(used.value(), kStart);
+  EXPECT_EQ(adam.state().count("unused.exp_avg"), 0u);
+}
+
+TEST(Optimizer, GroupsHaveTheirOwnLearningRates) {
+  Tensor<double> a(kStart, true), b(kStart, true);
+  optim::SGD<double> sgd(std::vector<optim::ParamGroup<double>>{{{{"a", a}}, 0.1, 0.0}, {{{"b", b}}, 0.0, 0.0}});
+  set_quadratic_grad(a);
+  set_quadratic_grad(b);
+  sgd.step();
+  EXPECT_EQ(b.value(), kStart);
+  EXPECT_NEAR(a.value()(0), 1.0 - 0.1 * 1.0, 1e-15);
+}
+
+TEST(Optimizer, ZeroGradDropsGradients) {
+  Tensor<double> w(kStart, true);
+  optim::Adam<double> adam({{"w", w}});
+  set_quadratic_grad(w);
+  adam.zero_grad();
+  EXPECT_FALSE(w.has_grad());
+}
+
+TEST(Optimizer, LoadedStateContinuesTheSameTrajectory) {
+  Tensor<double> a(kStart, true), b(kStart, true);
+  optim::Adam<double> first({{"w", a}}, {.lr = 0.05});
+  for (int t = 0; t < 3; ++t) {
+    set_quadratic_grad(a);
+    first.step();
+  }
+  b.mutable_value() = a.value();
+  optim::Adam<double> resumed({{"w", b}}, {.lr = 0.05});
+  resumed.load_state(first.state());
+  set_quadratic_grad(a);
+  set_quadratic_grad(b);
+  first.step();
+  resumed.step();
+  EXPECT_EQ(a.value(), b.value());
+  EXPECT_TRUE(throws_with<ValueError>([&] { resumed.load_state({{"nope.exp_avg", kStart}}); }, {"load_state", "'nope.exp_avg'"}));
+  EXPECT_TRUE(throws_with<ShapeError>([&] { resumed.load_state({{"w.exp_avg", xt::zeros<double>({2})}}); }, {"'w.exp_avg'", "[2]", "[4]"}));
+}
+
+TEST(Optimizer, BadOptionsAreRejected) {
+  Tensor<double> w(kStart, true);
+  EXPECT_TRUE(throws_with<ValueError>([&] { optim::Adam<double>({{"w", w}}, {.betas = {1.0, 0.9}}); }, {"Adam", "betas"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { optim::Adam<double>({{"w", w}, {"w", w}}); }, {"'w'", "twice"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { optim::SGD<double>({{"w", w}}, {.nesterov = true}); }, {"SGD", "nesterov"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { optim::SGD<double>({{"w", w}}, {.lr = -1.0}); }, {"learning rate"}));
+}
+
+TEST(Schedule, NoamValuesAtChosenSteps) {
+  const auto rate = optim::noam(512, 1.0, 4000);
+  EXPECT_DOUBLE_EQ(rate(0), 1.746928107421711e-07);  // step 0 is taken as 1
+  EXPECT_DOUBLE_EQ(rate(1), 1.746928107421711e-07);
+  EXPECT_DOUBLE_EQ(rate(4000), 0.0006987712429686843);  // the peak, at the end of warm-up
+  EXPECT_DOUBLE_EQ(optim::noam(512, 2.0, 4000)(10000), 0.0008838834764831845);
+  EXPECT_LT(rate(3999), rate(4000));
+  EXPECT_LT(rate(4001), rate(4000));
+}
+
+TEST(Schedule, SchedulerSetsGroupRatesLikeLambdaLR) {
+  Tensor<double> w(kStart, true);
+  optim::Adam<double> adam({{"w", w}}, {.lr = 2.0});
+  optim::LRScheduler<double> scheduler(adam, optim::step_decay(2, 0.5));
+  EXPECT_DOUBLE_EQ(scheduler.last_lr(), 2.0);
+  scheduler.step();
+  EXPECT_DOUBLE_EQ(scheduler.last_lr(), 2.0);
+  scheduler.step();
+  EXPECT_DOUBLE_EQ(scheduler.last_lr(), 1.0);
+  const auto cos = optim::cosine(10, 0.1);
+  EXPECT_DOUBLE_EQ(cos(0), 1.0);
+  EXPECT_DOUBLE_EQ(cos(5), 0.55);
+  EXPECT_DOUBLE_EQ(cos(10), 0.1);
+  EXPECT_DOUBLE_EQ(cos(20), 0.1);
+}
+
+TEST(ClipGradNorm, ScalesAllGradientsToTheMaximumNorm) {
+  Tensor<double> a(xt::xarray<double>{0.0}, true), b(xt::xarray<double>{0.0, 0.0}, true), none(xt::xarray<double>{1.0}, true);
+  a.node()->grad = xt::xarray<double>{3.0};
+  b.node()->grad = xt::xarray<double>{0.0, 4.0};
+  EXPECT_DOUBLE_EQ(optim::clip_grad_norm<double>({a, b, none}, 1.0), 5.0);
+  EXPECT_NEAR(a.grad()(0), 3.0 / (5.0 + 1e-6), 1e-15);
+  EXPECT_NEAR(b.grad()(1), 4.0 / (5.0 + 1e-6), 1e-15);
+  EXPECT_DOUBLE_EQ(optim::clip_grad_norm<double>({a, b}, 10.0), std::sqrt(a.grad()(0) * a.grad()(0) + b.grad()(1) * b.grad()(1)));
+  EXPECT_NEAR(a.grad()(0), 3.0 / (5.0 + 1e-6), 1e-15);  // below the maximum: unchanged
+  EXPECT_DOUBLE_EQ(optim::clip_grad_norm<double>({a, b}, 10.0, INFINITY), b.grad()(1));
+  EXPECT_TRUE(throws_with<ValueError>([&] { optim::clip_grad_norm<double>({a}, 1.0, 1.0); }, {"clip_grad_norm", "norm_type"}));
+}
+
+}  // namespace
+}  // namespace tapegrad
