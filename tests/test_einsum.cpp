@@ -61,7 +61,7 @@ xt::xarray<double> naive_einsum(const std::string& subscripts, const std::vector
   xt::xarray<double> out = xt::zeros<double>(out_shape);
   std::map<char, std::size_t> value;
   for (char c : letters) value[c] = 0;
-  const auto flat = [&](const std::string& idx, const Shape& shape) {
+  const auto flat = [&](const std::string& idx, const auto& shape) {
     std::size_t f = 0;
     for (std::size_t d = 0; d < idx.size(); ++d) f = f * shape[d] + value[idx[d]];
     return f;
@@ -75,7 +75,7 @@ xt::xarray<double> naive_einsum(const std::string& subscripts, const std::vector
       rest /= size[c];
     }
     double p = 1.0;
-    for (std::size_t k = 0; k < xs.size(); ++k) p *= xs[k].data()[flat(sub.operands[k], Shape(xs[k].shape().begin(), xs[k].shape().end()))];
+    for (std::size_t k = 0; k < xs.size(); ++k) p *= xs[k].data()[flat(sub.operands[k], xs[k].shape())];
     out.data()[flat(sub.output, out_shape)] += p;
   }
   return out;
@@ -135,8 +135,9 @@ const std::vector<Case> kMoreCases = {
 };
 
 // A random valid einsum: 1 or 2 operands of rank 1-4 (sometimes 0) over a small alphabet (so
-// letters repeat within and across operands), sizes 2-3 (sometimes 1), an output that keeps a random subset of the letters in
-// a random order (some letters summed away), sometimes in implicit form.
+// letters repeat within and across operands), sizes 2-3 (sometimes 1), an output that keeps a
+// random subset of the letters in a random order (the others are summed away), sometimes in
+// implicit form.
 Case random_case(Generator& gen) {
   const std::string alphabet = "abcdE";
   std::map<char, std::size_t> size;
@@ -238,7 +239,8 @@ TEST(Einsum, FloatMatchesNaiveReference) {
   const auto a = Tensor<float>::uniform({3, 4, 2, 5}, gen, -1.0f, 1.0f);
   const auto b = Tensor<float>::uniform({6, 4, 2, 5}, gen, -1.0f, 1.0f);
   const xt::xarray<double> got = xt::cast<double>(einsum("ibhd,jbhd->ijbh", a, b).value());
-  const xt::xarray<double> want = naive_einsum("ibhd,jbhd->ijbh", {xt::cast<double>(a.value()), xt::cast<double>(b.value())});
+  const xt::xarray<double> want =
+      naive_einsum("ibhd,jbhd->ijbh", {xt::cast<double>(a.value()), xt::cast<double>(b.value())});
   EXPECT_LT(max_abs_diff(got, want), 1e-5);
 }
 

@@ -25,7 +25,9 @@ xt::xarray<double> naive_matmul(const xt::xarray<double>& a, const xt::xarray<do
   const Shape a_batch(sa.begin(), sa.end() - 2), b_batch(sb.begin(), sb.end() - 2);
   const std::size_t nb = std::max(a_batch.size(), b_batch.size());
   // Batch axis d of the result, as seen by an operand with `own` batch axes: its size there.
-  const auto own_size = [nb](const Shape& own, std::size_t d) { return d < nb - own.size() ? 1 : own[d - (nb - own.size())]; };
+  const auto own_size = [nb](const Shape& own, std::size_t d) {
+    return d < nb - own.size() ? 1 : own[d - (nb - own.size())];
+  };
   Shape batch(nb);
   for (std::size_t d = 0; d < nb; ++d) batch[d] = std::max(own_size(a_batch, d), own_size(b_batch, d));
   std::size_t count = 1;

@@ -128,11 +128,12 @@ struct SdpaCase {
 };
 
 std::vector<SdpaCase> sdpa_cases() {
-  return {{"no mask, d_v != d_k", {2, 3, 4}, {2, 5, 4}, {2, 5, 2}, std::nullopt},
-          {"mask [seq_q, seq_k]", {2, 3, 4}, {2, 5, 4}, {2, 5, 2}, mask_from({3, 5}, {1, 1, 0, 0, 0, 1, 0, 1, 0, 1, 1, 1, 1, 1, 0})},
-          {"padding-like mask [batch, 1, seq_k]", {2, 3, 4}, {2, 5, 4}, {2, 5, 2}, mask_from({2, 1, 5}, {1, 1, 1, 0, 0, 1, 1, 1, 1, 0})},
-          {"key and value broadcast over the batch", {2, 3, 4}, {1, 5, 4}, {1, 5, 2}, std::nullopt},
-          {"a fully masked query row", {2, 3, 4}, {2, 5, 4}, {2, 5, 2}, mask_from({3, 5}, {1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1})}};
+  const Shape q{2, 3, 4}, k{2, 5, 4}, v{2, 5, 2};  // d_v != d_k
+  return {{"no mask", q, k, v, std::nullopt},
+          {"mask [seq_q, seq_k]", q, k, v, mask_from({3, 5}, {1, 1, 0, 0, 0, 1, 0, 1, 0, 1, 1, 1, 1, 1, 0})},
+          {"padding-like mask [batch, 1, seq_k]", q, k, v, mask_from({2, 1, 5}, {1, 1, 1, 0, 0, 1, 1, 1, 1, 0})},
+          {"key and value broadcast over the batch", q, {1, 5, 4}, {1, 5, 2}, std::nullopt},
+          {"a fully masked query row", q, k, v, mask_from({3, 5}, {1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1})}};
 }
 
 TEST(ScaledDotProductAttention, ForwardMatchesTheNaiveReference) {
@@ -210,7 +211,8 @@ TEST(ScaledDotProductAttention, BadShapesNameTheOperands) {
                                       {"ScaledDotProductAttention", "d_k", "query [2,3,4]", "key [2,5,3]"}));
   EXPECT_TRUE(throws_with<ShapeError>([&] { attention(q, k, random_tensor({2, 4, 2}, 1)); },
                                       {"ScaledDotProductAttention", "seq_k", "key [2,5,4]", "value [2,4,2]"}));
-  EXPECT_TRUE(throws_with<ShapeError>([&] { attention(random_tensor({4}, 1), k, v); }, {"ScaledDotProductAttention", "[4]"}));
+  EXPECT_TRUE(throws_with<ShapeError>([&] { attention(random_tensor({4}, 1), k, v); },
+                                      {"ScaledDotProductAttention", "[4]"}));
   EXPECT_TRUE(throws_with<ShapeError>([&] { attention(q, random_tensor({3, 5, 4}, 1), random_tensor({3, 5, 2}, 1)); },
                                       {"ScaledDotProductAttention", "[2]", "[3]"}));
   EXPECT_TRUE(throws_with<ShapeError>([&] { attention(q, k, v, Mask::from_shape({3, 4})); },
@@ -273,7 +275,9 @@ Reference naive_mha(const MultiHeadAttention<double>& m, const Array& query, con
         for (std::size_t j = 0; j < seq_k; ++j) {
           r.attn(b, h, i, j) = p[j];
           r.weights(b, h, i, j) = p[j] * (options.drop ? (*options.drop)(b, h, i, j) : 1.0);
-          for (std::size_t d = 0; d < d_k; ++d) merged(b, i, h * d_k + d) += r.weights(b, h, i, j) * r.v(b, j, h * d_k + d);
+          for (std::size_t d = 0; d < d_k; ++d) {
+            merged(b, i, h * d_k + d) += r.weights(b, h, i, j) * r.v(b, j, h * d_k + d);
+          }
         }
       }
   r.out = project(merged, state, "proj");
@@ -314,8 +318,8 @@ Data random_data(const Case& c, std::uint64_t seed) {
 TEST(BatchFirstMultiHeadAttention, ParameterNamesFollowSeed003) {
   Generator gen(0);
   MultiHeadAttention<double> mha(kDModel, kHeads, gen);
-  EXPECT_EQ(names_of(mha), (std::vector<std::string>{"query.weight", "query.bias", "key.weight", "key.bias", "value.weight",
-                                                     "value.bias", "proj.weight", "proj.bias"}));
+  EXPECT_EQ(names_of(mha), (std::vector<std::string>{"query.weight", "query.bias", "key.weight", "key.bias",
+                                                     "value.weight", "value.bias", "proj.weight", "proj.bias"}));
   std::vector<std::string> generators;
   for (const auto& [name, g] : mha.named_generators()) generators.push_back(name);
   EXPECT_EQ(generators, (std::vector<std::string>{"attn_drop.stream"}));
@@ -397,15 +401,18 @@ TEST(BatchFirstMultiHeadAttention, WeightRowsSumToOneAndMaskedKeysGetExactlyZero
           for (std::size_t j = 0; j < c.seq_k; ++j) {
             const bool allowed = allowed_at(c.mask, {b, h, i, j});
             any_allowed = any_allowed || allowed;
-            if (!allowed) EXPECT_EQ(w(b, h, i, j), 0.0);
+            if (!allowed) {
+              EXPECT_EQ(w(b, h, i, j), 0.0);
+            }
             row += w(b, h, i, j);
           }
           EXPECT_NEAR(row, any_allowed ? 1.0 : 0.0, 1e-12);
           row_empty_in_every_head = row_empty_in_every_head && !any_allowed;
         }
         // A query with no key to attend to outputs exactly proj.bias (documented in the header).
-        if (row_empty_in_every_head)
+        if (row_empty_in_every_head) {
           for (std::size_t o = 0; o < kDModel; ++o) EXPECT_EQ(output.value()(b, i, o), mha.proj().bias().value()(o));
+        }
       }
   }
 }
@@ -455,8 +462,8 @@ TEST(BatchFirstMultiHeadAttention, DropoutIsActiveInTrainingAndIdentityInEval) {
   mha.eval();
   const auto eval1 = mha(x.query, x.key, x.value, c.mask);
   EXPECT_EQ(eval1.output.value(), mha(x.query, x.key, x.value, c.mask).output.value());
-  EXPECT_LT(max_abs_diff(eval1.output.value(), naive_mha(mha, x.query.value(), x.key.value(), x.value.value(), c.mask).out),
-            1e-12);
+  const Reference r = naive_mha(mha, x.query.value(), x.key.value(), x.value.value(), c.mask);
+  EXPECT_LT(max_abs_diff(eval1.output.value(), r.out), 1e-12);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -526,18 +533,17 @@ TEST_F(BatchFirstSeed003Bugs, E_AttentionDropoutIsAppliedInTraining) {
   // u >= p and then scaled by 1/(1-p) (the dropout op's documented contract).
   Generator gen2(33);
   MultiHeadAttention<double> train(kDModel, kHeads, gen2, 0.4);
-  const Generator stream = *train.named_generators().at(0).second;
+  Generator replay = *train.named_generators().at(0).second;  // the stream's state before the forward
   const auto result = train(x.query, x.key, x.value, c.mask);
-  const std::size_t n = 2 * kHeads * 4 * 5;
-  Array drop = xt::zeros<double>({std::size_t{2}, kHeads, std::size_t{4}, std::size_t{5}});
-  Generator replay = stream;
-  std::vector<double> u(n);
-  replay.fill_uniform(u.data(), n);
-  std::size_t dropped_allowed = 0;
-  for (std::size_t e = 0; e < n; ++e) drop.data()[e] = u[e] >= 0.4 ? 1.0 / 0.6 : 0.0;
-  const Reference r = naive_mha(train, x.query.value(), x.key.value(), x.value.value(), c.mask, {.drop = &drop});
-  for (std::size_t e = 0; e < n; ++e) dropped_allowed += u[e] < 0.4 && r.attn.data()[e] > 0.0;
-  EXPECT_GT(dropped_allowed, 0u);  // some weights that softmax made positive were zeroed
+  Array drop = xt::zeros<double>(Shape{2, kHeads, 4, 5});
+  std::vector<double> u(drop.size());
+  replay.fill_uniform(u.data(), u.size());
+  for (std::size_t e = 0; e < u.size(); ++e) drop.data()[e] = u[e] >= 0.4 ? 1.0 / 0.6 : 0.0;
+  const ReferenceOptions with_dropout{.scale = std::nullopt, .drop = &drop};
+  const Reference r = naive_mha(train, x.query.value(), x.key.value(), x.value.value(), c.mask, with_dropout);
+  std::size_t zeroed = 0;  // weights that softmax made positive and dropout zeroed
+  for (std::size_t e = 0; e < u.size(); ++e) zeroed += drop.data()[e] == 0.0 && r.attn.data()[e] > 0.0;
+  EXPECT_GT(zeroed, 0u);
   EXPECT_LT(max_abs_diff(result.attention_weights.value(), r.weights), 1e-12);
   EXPECT_LT(max_abs_diff(result.output.value(), r.out), 1e-12);
   train.eval();
@@ -563,7 +569,8 @@ TEST(BatchFirstMultiHeadAttention, DModelMustBeAMultipleOfNHeads) {
   Generator gen(0);
   EXPECT_TRUE(throws_with<ValueError>([&] { MultiHeadAttention<double>(6, 4, gen); },
                                       {"MultiHeadAttention", "d_model (6)", "n_heads (4)"}));
-  EXPECT_TRUE(throws_with<ValueError>([&] { MultiHeadAttention<double>(6, 0, gen); }, {"MultiHeadAttention", "n_heads (0)"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { MultiHeadAttention<double>(6, 0, gen); },
+                                      {"MultiHeadAttention", "n_heads (0)"}));
   EXPECT_TRUE(throws_with<ValueError>([&] { MultiHeadAttention<double>(6, 2, gen, -0.1); }, {"Dropout", "[0, 1)"}));
 }
 
@@ -574,7 +581,8 @@ TEST(BatchFirstMultiHeadAttention, BadInputShapesNameTheArgument) {
   EXPECT_TRUE(throws_with<ShapeError>([&] { mha(random_tensor({3, 2, 5}, 1), kv, kv); },
                                       {"MultiHeadAttention(d_model=6, n_heads=2)", "query", "[3,2,5]"}));
   EXPECT_TRUE(throws_with<ShapeError>([&] { mha(q, random_tensor({4, 6}, 1), kv); }, {"key", "[4,6]"}));
-  EXPECT_TRUE(throws_with<ShapeError>([&] { mha(q, kv, random_tensor({3, 5, 6}, 1)); }, {"key [3,4,6]", "value [3,5,6]"}));
+  EXPECT_TRUE(throws_with<ShapeError>([&] { mha(q, kv, random_tensor({3, 5, 6}, 1)); },
+                                      {"key [3,4,6]", "value [3,5,6]"}));
   EXPECT_TRUE(throws_with<ShapeError>([&] { mha(q, random_tensor({2, 4, 6}, 1), random_tensor({2, 4, 6}, 2)); },
                                       {"key [2,4,6]", "query [3,2,6]"}));
   EXPECT_TRUE(throws_with<ShapeError>([&] { mha(q, kv, kv, Mask::from_shape({2, 2})); },

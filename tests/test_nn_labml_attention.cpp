@@ -71,9 +71,14 @@ struct ReferenceOptions {
   const Array* drop = nullptr;  // dropout multiplier on attn (0 or 1/(1-p)), [seq_q, seq_k, batch, heads]
 };
 
+// mask[i, j, b] with a size-1 axis 0 (queries) or 2 (batch) broadcast; no mask allows every key.
+bool allowed_at(const std::optional<Mask>& mask, std::size_t i, std::size_t j, std::size_t b) {
+  return !mask || (*mask)(mask->shape()[0] == 1 ? 0 : i, j, mask->shape()[2] == 1 ? 0 : b);
+}
+
 // The seed's forward written with plain loops over the module's own parameter values.
 Reference naive_attention(const MultiHeadAttention<double>& m, const Array& query, const Array& key, const Array& value,
-                          const Mask* mask, const ReferenceOptions& options = {}) {
+                          const std::optional<Mask>& mask, const ReferenceOptions& options = {}) {
   const auto state = m.state_dict();
   const std::size_t heads = m.heads(), d_k = m.d_k();
   const std::size_t seq_q = query.shape()[0], seq_k = key.shape()[0], batch = query.shape()[1];
@@ -91,7 +96,7 @@ Reference naive_attention(const MultiHeadAttention<double>& m, const Array& quer
         for (std::size_t j = 0; j < seq_k; ++j) {
           for (std::size_t d = 0; d < d_k; ++d) r.scores(i, j, b, h) += q(i, b, h * d_k + d) * k(j, b, h * d_k + d);
           s[j] = r.scores(i, j, b, h) * scale;
-          if (mask) allowed[j] = (*mask)(mask->shape()[0] == 1 ? 0 : i, j, mask->shape()[2] == 1 ? 0 : b);
+          allowed[j] = allowed_at(mask, i, j, b);
           if (allowed[j]) top = std::max(top, s[j]);
         }
         double total = 0.0;
@@ -162,8 +167,6 @@ Data random_data(const Case& c, std::uint64_t seed) {
           random_tensor({c.seq_k, c.batch, kDModel}, seed + 2)};
 }
 
-const Mask* mask_of(const Case& c) { return c.mask ? &*c.mask : nullptr; }
-
 // ---------------------------------------------------------------------------------------------
 // PrepareForMultiHeadAttention
 
@@ -196,9 +199,12 @@ TEST(PrepareForMultiHeadAttention, NamesGradcheckAndErrors) {
   PrepareForMultiHeadAttention<double> prep(4, 2, 3, gen, true);
   EXPECT_EQ(names_of(prep), (std::vector<std::string>{"linear.weight", "linear.bias"}));
   EXPECT_EQ(prep.num_parameters(), 4u * 6 + 6);
-  EXPECT_EQ(names_of(PrepareForMultiHeadAttention<double>(4, 2, 3, gen, false)), (std::vector<std::string>{"linear.weight"}));
-  EXPECT_TRUE(passes_gradcheck([&](const Inputs& x) { return prep(x[0]); }, with_parameters({random_tensor({2, 4}, 3)}, prep)));
-  EXPECT_TRUE(throws_with<ShapeError>([&] { prep(random_tensor({2, 5}, 1)); }, {"PrepareForMultiHeadAttention", "[2,5]"}));
+  EXPECT_EQ(names_of(PrepareForMultiHeadAttention<double>(4, 2, 3, gen, false)),
+            (std::vector<std::string>{"linear.weight"}));
+  EXPECT_TRUE(passes_gradcheck([&](const Inputs& x) { return prep(x[0]); },
+                               with_parameters({random_tensor({2, 4}, 3)}, prep)));
+  EXPECT_TRUE(throws_with<ShapeError>([&] { prep(random_tensor({2, 5}, 1)); },
+                                      {"PrepareForMultiHeadAttention", "[2,5]"}));
   EXPECT_TRUE(throws_with<ValueError>([&] { PrepareForMultiHeadAttention<double>(4, 0, 3, gen, true); },
                                       {"PrepareForMultiHeadAttention", "heads=0"}));
 }
@@ -214,8 +220,9 @@ TEST(LabmlMultiHeadAttention, ParameterNamesFollowTheSeed) {
                                                      "output.weight", "output.bias"}));
   // bias = false drops the query and key biases only: value always has one, as in the seed.
   MultiHeadAttention<double> no_bias(kHeads, kDModel, gen, 0.1, /*bias=*/false);
-  EXPECT_EQ(names_of(no_bias), (std::vector<std::string>{"query.linear.weight", "key.linear.weight", "value.linear.weight",
-                                                         "value.linear.bias", "output.weight", "output.bias"}));
+  EXPECT_EQ(names_of(no_bias), (std::vector<std::string>{"query.linear.weight", "key.linear.weight",
+                                                         "value.linear.weight", "value.linear.bias", "output.weight",
+                                                         "output.bias"}));
   std::vector<std::string> generators;
   for (const auto& [name, g] : mha.named_generators()) generators.push_back(name);
   EXPECT_EQ(generators, (std::vector<std::string>{"dropout.stream"}));
@@ -268,7 +275,7 @@ TEST(LabmlMultiHeadAttention, ForwardMatchesTheNaiveReference) {
     mha.eval();
     const Data x = random_data(c, 20);
     const auto out = mha(x.query, x.key, x.value, c.mask);
-    const Reference r = naive_attention(mha, x.query.value(), x.key.value(), x.value.value(), mask_of(c));
+    const Reference r = naive_attention(mha, x.query.value(), x.key.value(), x.value.value(), c.mask);
     ASSERT_EQ(out.shape(), (Shape{c.seq_q, c.batch, kDModel}));
     ASSERT_EQ(mha.attention().shape(), (Shape{c.seq_q, c.seq_k, c.batch, kHeads}));
     EXPECT_LT(max_abs_diff(out.value(), r.out), 1e-12);
@@ -282,7 +289,7 @@ TEST(LabmlMultiHeadAttention, ForwardWithoutQueryKeyBiasMatchesTheReference) {
   mha.eval();
   const Case c = cases()[2];
   const Data x = random_data(c, 21);
-  const Reference r = naive_attention(mha, x.query.value(), x.key.value(), x.value.value(), mask_of(c));
+  const Reference r = naive_attention(mha, x.query.value(), x.key.value(), x.value.value(), c.mask);
   EXPECT_LT(max_abs_diff(mha(x.query, x.key, x.value, c.mask).value(), r.out), 1e-12);
 }
 
@@ -315,16 +322,19 @@ TEST(LabmlMultiHeadAttention, AttentionRowsSumToOneAndMaskedKeysGetExactlyZero) 
         for (std::size_t h = 0; h < kHeads; ++h) {
           double row = 0.0;
           for (std::size_t j = 0; j < c.seq_k; ++j) {
-            const bool allowed = !c.mask || (*c.mask)(c.mask->shape()[0] == 1 ? 0 : i, j, c.mask->shape()[2] == 1 ? 0 : b);
+            const bool allowed = allowed_at(c.mask, i, j, b);
             any_allowed = any_allowed || allowed;
-            if (!allowed) EXPECT_EQ(a(i, j, b, h), 0.0);
+            if (!allowed) {
+              EXPECT_EQ(a(i, j, b, h), 0.0);
+            }
             row += a(i, j, b, h);
           }
           EXPECT_NEAR(row, any_allowed ? 1.0 : 0.0, 1e-12);
         }
         // A query with no key to attend to outputs exactly output.bias (documented in the header).
-        if (!any_allowed)
+        if (!any_allowed) {
           for (std::size_t o = 0; o < kDModel; ++o) EXPECT_EQ(out.value()(i, b, o), mha.output().bias().value()(o));
+        }
       }
   }
 }
@@ -344,7 +354,7 @@ TEST(LabmlMultiHeadAttention, AttentionGradIsDLossDAttention) {
     ASSERT_TRUE(mha.attention().has_grad());
     // L = sum(R * output(ctx)), ctx[i, b, h*d_k + d] = sum_j A[i, j, b, h] v[j, b, h*d_k + d], so
     // dL/dA[i, j, b, h] = sum_d (sum_o R[i, b, o] W_out[o, h*d_k + d]) v[j, b, h*d_k + d].
-    const Reference r = naive_attention(mha, x.query.value(), x.key.value(), x.value.value(), mask_of(c));
+    const Reference r = naive_attention(mha, x.query.value(), x.key.value(), x.value.value(), c.mask);
     const Array& w_out = mha.output().weight().value();
     Array expected = xt::zeros<double>({c.seq_q, c.seq_k, c.batch, kHeads});
     for (std::size_t i = 0; i < c.seq_q; ++i)
@@ -380,7 +390,8 @@ TEST(LabmlMultiHeadAttention, DropoutIsActiveInTrainingAndIdentityInEval) {
   mha.eval();
   const auto eval1 = mha(x.query, x.key, x.value, c.mask).value();
   EXPECT_EQ(eval1, mha(x.query, x.key, x.value, c.mask).value());
-  EXPECT_LT(max_abs_diff(eval1, naive_attention(mha, x.query.value(), x.key.value(), x.value.value(), mask_of(c)).out), 1e-12);
+  EXPECT_LT(max_abs_diff(eval1, naive_attention(mha, x.query.value(), x.key.value(), x.value.value(), c.mask).out),
+            1e-12);
   EXPECT_GT(max_abs_diff(train1, eval1), 1e-6);
 }
 
@@ -398,7 +409,7 @@ class LabmlSeed003Bugs : public ::testing::Test {
   void SetUp() override { mha.eval(); }
   Array run() { return mha(x.query, x.key, x.value, c.mask).value(); }
   Reference reference(const ReferenceOptions& options = {}) {
-    return naive_attention(mha, x.query.value(), x.key.value(), x.value.value(), mask_of(c), options);
+    return naive_attention(mha, x.query.value(), x.key.value(), x.value.value(), c.mask, options);
   }
 };
 
@@ -430,8 +441,9 @@ TEST_F(LabmlSeed003Bugs, C_MaskedKeysGetExactlyZeroWeightNotAMultipliedScore) {
   for (std::size_t i = 0; i < 4; ++i)
     for (std::size_t j = 0; j < 5; ++j)
       for (std::size_t b = 0; b < 2; ++b)
-        if (!(*c.mask)(i, j, b))
+        if (!(*c.mask)(i, j, b)) {
           for (std::size_t h = 0; h < kHeads; ++h, ++masked) EXPECT_EQ(a(i, j, b, h), 0.0);
+        }
   EXPECT_GT(masked, 0u);
 }
 
@@ -448,27 +460,22 @@ TEST_F(LabmlSeed003Bugs, E_AttentionDropoutIsAppliedInTraining) {
   // kept when u >= p and then scaled by 1/(1-p) (the dropout op's documented contract).
   Generator gen2(33);
   MultiHeadAttention<double> train(kHeads, kDModel, gen2, 0.4);
-  const Generator stream = *train.named_generators().at(0).second;
+  Generator replay = *train.named_generators().at(0).second;  // the stream's state before the forward
   const Array out = train(x.query, x.key, x.value, c.mask).value();
-  const std::size_t n = 4 * 5 * 2 * kHeads;
-  Array drop = xt::zeros<double>({std::size_t{4}, std::size_t{5}, std::size_t{2}, kHeads});
-  Generator replay = stream;
-  std::vector<double> u(n);
-  replay.fill_uniform(u.data(), n);
-  std::size_t dropped = 0;
-  for (std::size_t e = 0; e < n; ++e) {
-    drop.data()[e] = u[e] >= 0.4 ? 1.0 / 0.6 : 0.0;
-    dropped += u[e] < 0.4;
-  }
-  EXPECT_GT(dropped, 0u);
-  EXPECT_LT(max_abs_diff(out, naive_attention(train, x.query.value(), x.key.value(), x.value.value(), mask_of(c),
-                                              {.drop = &drop})
-                                  .out),
-            1e-12);
+  Array drop = xt::zeros<double>(Shape{4, 5, 2, kHeads});
+  std::vector<double> u(drop.size());
+  replay.fill_uniform(u.data(), u.size());
+  for (std::size_t e = 0; e < u.size(); ++e) drop.data()[e] = u[e] >= 0.4 ? 1.0 / 0.6 : 0.0;
+  const Reference plain = naive_attention(train, x.query.value(), x.key.value(), x.value.value(), c.mask);
+  const ReferenceOptions with_dropout{.scale = std::nullopt, .drop = &drop};
+  const Reference dropped =
+      naive_attention(train, x.query.value(), x.key.value(), x.value.value(), c.mask, with_dropout);
+  std::size_t zeroed = 0;  // weights that softmax made positive and dropout zeroed
+  for (std::size_t e = 0; e < u.size(); ++e) zeroed += drop.data()[e] == 0.0 && plain.attn.data()[e] > 0.0;
+  EXPECT_GT(zeroed, 0u);
+  EXPECT_LT(max_abs_diff(out, dropped.out), 1e-12);
   // attention() is the map before dropout: still a distribution over the keys.
-  EXPECT_LT(max_abs_diff(train.attention().value(),
-                         naive_attention(train, x.query.value(), x.key.value(), x.value.value(), mask_of(c)).attn),
-            1e-12);
+  EXPECT_LT(max_abs_diff(train.attention().value(), plain.attn), 1e-12);
   train.eval();
   EXPECT_GT(max_abs_diff(out, train(x.query, x.key, x.value, c.mask).value()), 1e-6);
 }
@@ -494,7 +501,8 @@ TEST(LabmlMultiHeadAttention, DModelMustBeAMultipleOfHeads) {
   Generator gen(0);
   EXPECT_TRUE(throws_with<ValueError>([&] { MultiHeadAttention<double>(4, 6, gen); },
                                       {"MultiHeadAttention", "d_model (6)", "heads (4)"}));
-  EXPECT_TRUE(throws_with<ValueError>([&] { MultiHeadAttention<double>(0, 6, gen); }, {"MultiHeadAttention", "heads (0)"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { MultiHeadAttention<double>(0, 6, gen); },
+                                      {"MultiHeadAttention", "heads (0)"}));
   EXPECT_TRUE(throws_with<ValueError>([&] { MultiHeadAttention<double>(2, 6, gen, 1.0); }, {"Dropout", "[0, 1)"}));
 }
 
@@ -505,7 +513,8 @@ TEST(LabmlMultiHeadAttention, BadInputShapesNameTheArgument) {
   EXPECT_TRUE(throws_with<ShapeError>([&] { mha(random_tensor({2, 3, 5}, 1), kv, kv); },
                                       {"MultiHeadAttention(heads=2, d_model=6)", "query", "[2,3,5]"}));
   EXPECT_TRUE(throws_with<ShapeError>([&] { mha(q, random_tensor({4, 6}, 1), kv); }, {"key", "[4,6]"}));
-  EXPECT_TRUE(throws_with<ShapeError>([&] { mha(q, kv, random_tensor({5, 3, 6}, 1)); }, {"key [4,3,6]", "value [5,3,6]"}));
+  EXPECT_TRUE(throws_with<ShapeError>([&] { mha(q, kv, random_tensor({5, 3, 6}, 1)); },
+                                      {"key [4,3,6]", "value [5,3,6]"}));
   EXPECT_TRUE(throws_with<ShapeError>([&] { mha(q, random_tensor({4, 2, 6}, 1), random_tensor({4, 2, 6}, 2)); },
                                       {"key [4,2,6]", "query [2,3,6]"}));
 }

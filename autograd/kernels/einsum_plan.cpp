@@ -458,8 +458,10 @@ EinsumSizes einsum_sizes(std::string_view subscripts, const EinsumEquation& eq, 
   for (char c : eq.output) {
     if (sizes.count(c)) continue;
     const auto it = output_only.find(c);
-    if (it == output_only.end())
-      throw ValueError(where + ": output index '" + std::string(1, c) + "' appears in no operand, so its size is unknown");
+    if (it == output_only.end()) {
+      throw ValueError(where + ": output index '" + std::string(1, c) +
+                       "' appears in no operand, so its size is unknown");
+    }
     sizes[c] = it->second;
   }
   return sizes;

@@ -197,10 +197,11 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b) {
   auto out = xt::xarray<T>::from_shape(d.out_shape);
   broadcast_gemm(a.value().data(), d.a_batch, false, b.value().data(), d.b_batch, false, d.m, d.n, d.k, d.batch,
                  out.data());
-  return make_result("matmul", std::move(out), should_record(a, b), [a, b, d](const xt::xarray<T>& g, const xt::xarray<T>&) {
-    if (a.requires_grad()) accumulate(a, matmul_grad_a(g, b.value(), d, a.shape()));
-    if (b.requires_grad()) accumulate(b, matmul_grad_b(g, a.value(), d, b.shape()));
-  });
+  return make_result("matmul", std::move(out), should_record(a, b),
+                     [a, b, d](const xt::xarray<T>& g, const xt::xarray<T>&) {
+                       if (a.requires_grad()) accumulate(a, matmul_grad_a(g, b.value(), d, a.shape()));
+                       if (b.requires_grad()) accumulate(b, matmul_grad_b(g, a.value(), d, b.shape()));
+                     });
 }
 
 template <class T>

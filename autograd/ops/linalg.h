@@ -7,17 +7,29 @@
 
 namespace tapegrad {
 
-// torch.matmul: 1-D x 1-D is a dot product; 2-D x 2-D a matrix product; a 1-D operand gets a
-// size-1 axis prepended (left) or appended (right) that is removed after; batch axes (all but
-// the last two) broadcast.
+// torch.matmul. a [..., m, k] x b [..., k, n] -> [..., m, n], batch axes (all but the last two)
+// broadcasting from the right. A 1-D a [k] is taken as [1, k] and a 1-D b [k] as [k, 1], and that
+// axis is dropped from the result: [k] x [k] -> [] (dot product), [m, k] x [k] -> [m],
+// [k] x [k, n] -> [n], [2, 1, m, k] x [5, k, n] -> [2, 5, m, n]. Backward: da = g b^T and
+// db = a^T g, each summed over the batch axes its operand was broadcast along.
+// ShapeError (naming both shapes) for a 0-dim operand, k mismatch, or batch axes that do not broadcast.
 template <class T> Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b);
 
-// General einsum over one or more operands with explicit output ("ij,jk->ik") or implicit output
-// (indices that appear once, in alphabetical order). Subscripts are letters a-z, A-Z. A repeated
-// index in one operand takes its diagonal ("ii->i"); an index in one operand only and not in the
-// output is summed away; indices shared by operands and the output are batch indices; an index in
-// no operand's other places and in the output makes an outer product ("i,j->ij"). Two operands run
-// as one batched GEMM; more are contracted left to right.
+// einsum: out[output indices] = sum over every other index of prod_k operand_k[its indices].
+// Subscripts are letters a-z, A-Z, one group per operand, separated by ','; spaces are ignored.
+// The output follows "->" ("ij,jk->ik"); without it, it is the indices that appear exactly once,
+// in ASCII order (A-Z before a-z). A repeated index in one operand takes its diagonal
+// ("ii->i", "ii->"); an index in one operand only and not in the output is summed away ("ij->");
+// indices in both operands and the output are batch indices ("bij,bjk->bik"); an index in one
+// operand only but in the output gives outer products ("i,j->ij"). The seeds' attention scores
+// are einsum("ibhd,jbhd->ijbh", q, k): [i, b, h, d] x [j, b, h, d] -> [i, j, b, h].
+// One operand is one strided pass; two are one batched GEMM with strided passes around it (see
+// kernels/einsum_plan.h); more are contracted left to right, pairwise.
+// Backward: d operand = einsum(output, other operand -> operand's indices).
+// Errors quote the subscripts and name the operand: ValueError for a wrong operand count, an
+// invalid character, an ellipsis (not supported), a repeated output index, an output index in no
+// operand; ShapeError for an operand whose rank differs from its subscripts and for an index with
+// two sizes.
 template <class T> Tensor<T> einsum(std::string_view subscripts, const std::vector<Tensor<T>>& operands);
 template <class T> Tensor<T> einsum(std::string_view subscripts, const Tensor<T>& a) { return einsum(subscripts, std::vector<Tensor<T>>{a}); }
 template <class T> Tensor<T> einsum(std::string_view subscripts, const Tensor<T>& a, const Tensor<T>& b) {

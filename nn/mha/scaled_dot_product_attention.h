@@ -16,6 +16,7 @@
 // attention_weights are the weights that multiply v: the softmax in eval, with dropout's zeros and
 // 1/(1-p) rescaling in training. When the forward was recorded on a tape they are marked
 // retain_grad(), so after tape.backward(...) attention_weights.grad() is dL/dweights.
+#include <memory>
 #include <optional>
 #include <string>
 
