@@ -17,6 +17,7 @@
 #include "autograd/tape.h"
 #include "nn/masks.h"
 #include "nn/mha/multi_head_attention.h"
+#include "tests/support/nn_support.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {
@@ -25,6 +26,9 @@ namespace {
 using nn::mha::MultiHeadAttention;
 using nn::mha::ScaledDotProductAttention;
 using testing::max_abs_diff;
+using testing::names_of;
+using testing::parameter;
+using testing::with_parameters;
 using testing::passes_gradcheck;
 using testing::random_tensor;
 using testing::throws_with;
@@ -33,24 +37,8 @@ using Array = xt::xarray<double>;
 
 constexpr std::size_t kHeads = 2, kDModel = 6, kDk = 3;
 
-std::vector<std::string> names_of(const nn::Module<double>& m) {
-  std::vector<std::string> names;
-  for (const auto& [name, t] : m.named_parameters()) names.push_back(name);
-  return names;
-}
 
-Tensor<double> parameter(const nn::Module<double>& m, const std::string& name) {
-  for (const auto& [n, t] : m.named_parameters())
-    if (n == name) return t;
-  ADD_FAILURE() << "no parameter " << name;
-  return {};
-}
 
-Inputs with_parameters(const Inputs& xs, const nn::Module<double>& m) {
-  Inputs inputs = xs;
-  for (const auto& p : m.parameters()) inputs.push_back(p);
-  return inputs;
-}
 
 // A mask of `shape` from row-major 0/1 values.
 Mask mask_from(const Shape& shape, std::initializer_list<int> values) {

@@ -13,6 +13,7 @@
 #include "autograd/ops/reduce.h"
 #include "autograd/tape.h"
 #include "nn/labml/multi_head_attention.h"
+#include "tests/support/nn_support.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {
@@ -21,6 +22,9 @@ namespace {
 using nn::labml::MultiHeadAttention;
 using nn::labml::PrepareForMultiHeadAttention;
 using testing::max_abs_diff;
+using testing::names_of;
+using testing::parameter;
+using testing::with_parameters;
 using testing::passes_gradcheck;
 using testing::random_tensor;
 using testing::throws_with;
@@ -29,19 +33,7 @@ using Array = xt::xarray<double>;
 
 constexpr std::size_t kHeads = 2, kDModel = 6, kDk = 3;
 
-std::vector<std::string> names_of(const nn::Module<double>& m) {
-  std::vector<std::string> names;
-  for (const auto& [name, t] : m.named_parameters()) names.push_back(name);
-  return names;
-}
 
-// The parameter of m called `name` (a shared handle: changing its value changes the module).
-Tensor<double> parameter(const nn::Module<double>& m, const std::string& name) {
-  for (const auto& [n, t] : m.named_parameters())
-    if (n == name) return t;
-  ADD_FAILURE() << "no parameter " << name;
-  return {};
-}
 
 // x [s, b, in] -> x W^T + bias [s, b, out] with W = state[prefix + "weight"] (bias absent: none).
 Array project(const Array& x, const nn::StateDict<double>& state, const std::string& prefix) {
@@ -112,12 +104,6 @@ Reference naive_attention(const MultiHeadAttention<double>& m, const Array& quer
   return r;
 }
 
-// Inputs of a gradcheck: query, key, value, then every parameter.
-Inputs with_parameters(const Inputs& xs, const nn::Module<double>& m) {
-  Inputs inputs = xs;
-  for (const auto& p : m.parameters()) inputs.push_back(p);
-  return inputs;
-}
 
 // A mask case: shapes of query/key and the mask (empty: no mask), with the mask's values.
 struct Case {

@@ -16,22 +16,18 @@
 #include <xtensor/xsort.hpp>
 #include <xtensor/xview.hpp>
 
+#include "tests/support/nn_support.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {
 namespace {
 
+using testing::with_parameters;
 using testing::passes_gradcheck;
 using testing::random_tensor;
 using testing::throws_with;
 using Inputs = std::vector<Tensor<double>>;
 
-// Inputs for a gradcheck of a module: x first, then every parameter.
-Inputs with_parameters(const Tensor<double>& x, const nn::Module<double>& m) {
-  Inputs inputs{x};
-  for (const auto& p : m.parameters()) inputs.push_back(p);
-  return inputs;
-}
 
 TEST(Linear, ForwardMatchesANaiveLoopAndWeightIsOutByIn) {
   Generator gen(0);
@@ -54,7 +50,7 @@ TEST(Linear, GradcheckInputAndParametersOverLeadingShapes) {
       SCOPED_TRACE(format_shape(shape) + (bias ? " bias" : " no bias"));
       Generator gen(1);
       nn::Linear<double> lin(3, 2, gen, bias);
-      EXPECT_TRUE(passes_gradcheck([&](const Inputs& x) { return lin(x[0]); }, with_parameters(random_tensor(shape, 2), lin)));
+      EXPECT_TRUE(passes_gradcheck([&](const Inputs& x) { return lin(x[0]); }, with_parameters({random_tensor(shape, 2)}, lin)));
     }
   }
 }
@@ -114,7 +110,7 @@ TEST(LayerNormModule, ParametersAndGradcheck) {
   EXPECT_EQ(ln.state_dict().at("bias"), xt::zeros<double>({4}));
   Generator gen(5);
   nn::init::normal_(const_cast<Tensor<double>&>(ln.weight()), 1.0, 0.5, gen);
-  EXPECT_TRUE(passes_gradcheck([&](const Inputs& x) { return ln(x[0]); }, with_parameters(random_tensor({3, 4}, 6), ln)));
+  EXPECT_TRUE(passes_gradcheck([&](const Inputs& x) { return ln(x[0]); }, with_parameters({random_tensor({3, 4}, 6)}, ln)));
   nn::LayerNorm<double> plain(4, 1e-5, /*elementwise_affine=*/false);
   EXPECT_EQ(plain.num_parameters(), 0u);
 }
@@ -162,7 +158,7 @@ TEST(SequentialModule, ChainsChildrenAndNamesThemByPosition) {
   std::vector<std::string> names;
   for (const auto& [name, t] : seq.named_parameters()) names.push_back(name);
   EXPECT_EQ(names, (std::vector<std::string>{"0.weight", "0.bias", "2.weight", "2.bias"}));
-  EXPECT_TRUE(passes_gradcheck([&](const Inputs& x) { return seq(x[0]); }, with_parameters(random_tensor({2, 3}, 3, true, 0.2, 1.0), seq)));
+  EXPECT_TRUE(passes_gradcheck([&](const Inputs& x) { return seq(x[0]); }, with_parameters({random_tensor({2, 3}, 3, true, 0.2, 1.0)}, seq)));
 }
 
 TEST(PositionalEncodingModule, TableFollowsTheFormula) {

@@ -6,10 +6,13 @@
 #include "nn/containers.h"
 #include "nn/dropout.h"
 #include "nn/linear.h"
+#include "tests/support/nn_support.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {
 namespace {
+
+using testing::names_of;
 
 using testing::throws_with;
 
@@ -28,11 +31,6 @@ class TwoLayer : public nn::Module<double> {
   std::shared_ptr<nn::Linear<double>> fc2;
 };
 
-std::vector<std::string> names_of(const nn::Module<double>& m) {
-  std::vector<std::string> names;
-  for (const auto& [name, t] : m.named_parameters()) names.push_back(name);
-  return names;
-}
 
 TEST(Module, NamedParametersUseDottedNamesInRegistrationOrder) {
   Generator gen(0);

@@ -14,6 +14,7 @@
 #include "autograd/ops/shape.h"
 #include "autograd/tape.h"
 #include "nn/transformer/transformer.h"
+#include "tests/support/nn_support.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {
@@ -21,23 +22,14 @@ namespace {
 
 namespace tf = nn::transformer;
 using testing::max_abs_diff;
+using testing::names_of;
+using testing::with_parameters;
 using testing::passes_gradcheck;
 using testing::random_tensor;
 using testing::throws_with;
 using Inputs = std::vector<Tensor<double>>;
 using Names = std::vector<std::string>;
 
-// Inputs for a gradcheck of a module: the given inputs first, then every parameter.
-Inputs with_parameters(Inputs inputs, const nn::Module<double>& m) {
-  for (const auto& p : m.parameters()) inputs.push_back(p);
-  return inputs;
-}
-
-Names names_of(const nn::Module<double>& m) {
-  Names names;
-  for (const auto& [name, t] : m.named_parameters()) names.push_back(name);
-  return names;
-}
 
 // The entries of a state dict under "prefix." with the prefix removed.
 nn::StateDict<double> sub_state(const nn::StateDict<double>& state, const std::string& prefix) {
