@@ -1,0 +1,22 @@
+# `cmake --install` puts the libraries, the headers (under include/, laid out as in the source
+# tree: #include "autograd/tensor.h") and tapegradConfig.cmake in place, so that another project
+# can `find_package(tapegrad)` and link `tapegrad::tapegrad`.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+install(TARGETS tapegrad tapegrad_autograd tapegrad_nn tapegrad_optim
+        EXPORT tapegradTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        INCLUDES DESTINATION include)
+foreach(layer autograd nn optim)
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/${layer}/ DESTINATION include/${layer} FILES_MATCHING PATTERN "*.h")
+endforeach()
+
+set(TAPEGRAD_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/tapegrad)
+install(EXPORT tapegradTargets NAMESPACE tapegrad:: DESTINATION ${TAPEGRAD_CMAKE_DIR})
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/tapegradConfig.cmake.in
+                              ${PROJECT_BINARY_DIR}/tapegradConfig.cmake INSTALL_DESTINATION ${TAPEGRAD_CMAKE_DIR})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/tapegradConfigVersion.cmake COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/tapegradConfig.cmake ${PROJECT_BINARY_DIR}/tapegradConfigVersion.cmake
+        DESTINATION ${TAPEGRAD_CMAKE_DIR})

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Installs the built tapegrad into a temporary prefix, then configures, builds and runs
+# examples/downstream (a separate project using find_package(tapegrad)) against it.
+set -euo pipefail
+build_dir=$1 source_dir=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cmake --install "$build_dir" --prefix "$work/install" >/dev/null
+cmake -S "$source_dir/examples/downstream" -B "$work/build" -DCMAKE_PREFIX_PATH="$work/install" >/dev/null
+cmake --build "$work/build" -j2 >/dev/null
+"$work/build/two_layer"
