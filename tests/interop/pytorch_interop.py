@@ -1,0 +1,202 @@
+#!/usr/bin/python3
+"""Loads a tapegrad float64 copy-task checkpoint into the same architecture written in PyTorch
+(seed 004's modules, the same attribute names, so load_state_dict(strict=True) checks every name
+and shape), runs tapegrad's batch, and compares log-probabilities, the loss and every parameter
+gradient with tapegrad's (atol 1e-9). Exit 0: all match; 1: a mismatch; 77: PyTorch missing."""
+import json
+import math
+import struct
+import sys
+
+try:
+    import torch
+    from torch import nn
+except ImportError:
+    print("SKIPPED: python3-torch is not installed (apt-get install python3-torch)")
+    sys.exit(77)
+
+DTYPES = {"F64": torch.float64, "F32": torch.float32}
+
+
+def load_safetensors(path):
+    """The whole format: u64 little-endian header length, JSON header, raw little-endian data."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    (n,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + n])
+    data = blob[8 + n:]
+    metadata = header.pop("__metadata__", {})
+    tensors = {}
+    for name, info in header.items():
+        begin, end = info["data_offsets"]
+        t = torch.frombuffer(bytearray(data[begin:end]), dtype=DTYPES[info["dtype"]])
+        tensors[name] = t.reshape(info["shape"]).clone()
+    return tensors, metadata
+
+
+class ScaledDotProductAttention(nn.Module):
+    def __init__(self, d_k):
+        super().__init__()
+        self.d_k = d_k
+
+    def forward(self, q, k, v, mask):
+        w = torch.matmul(q, k.transpose(1, 2)) / math.sqrt(self.d_k)
+        w = w.masked_fill(~mask, torch.finfo(w.dtype).min)  # tapegrad: true = may attend
+        w = torch.softmax(w, dim=2)
+        return torch.matmul(w, v)
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model, h):
+        super().__init__()
+        self.h, self.d_k = h, d_model // h
+        self.W_k = nn.Parameter(torch.empty(h, d_model, self.d_k, dtype=torch.float64))
+        self.W_q = nn.Parameter(torch.empty(h, d_model, self.d_k, dtype=torch.float64))
+        self.W_v = nn.Parameter(torch.empty(h, d_model, self.d_k, dtype=torch.float64))
+        self.scaled_dot_product_attention = ScaledDotProductAttention(self.d_k)
+        self.linear = nn.Linear(h * self.d_k, d_model, dtype=torch.float64)
+
+    def forward(self, q, k, v, mask):
+        b = q.size(0)
+        # Seed 004: repeat over heads, then einsum "hijk,hkl->hijl"; each tensor keeps its own length.
+        q = torch.einsum("hijk,hkl->hijl", q.repeat(self.h, 1, 1, 1), self.W_q).reshape(self.h * b, q.size(1), self.d_k)
+        k = torch.einsum("hijk,hkl->hijl", k.repeat(self.h, 1, 1, 1), self.W_k).reshape(self.h * b, k.size(1), self.d_k)
+        v = torch.einsum("hijk,hkl->hijl", v.repeat(self.h, 1, 1, 1), self.W_v).reshape(self.h * b, v.size(1), self.d_k)
+        out = self.scaled_dot_product_attention(q, k, v, mask.repeat(self.h, 1, 1))
+        return self.linear(torch.cat(torch.chunk(out, self.h, dim=0), dim=2))
+
+
+class FFN(nn.Module):
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, d_ff, dtype=torch.float64)
+        self.linear2 = nn.Linear(d_ff, d_model, dtype=torch.float64)
+
+    def forward(self, x):
+        return self.linear2(torch.relu(self.linear1(x)))
+
+
+class Embedding(nn.Module):
+    def __init__(self, vocab, d_model, pad):
+        super().__init__()
+        self.embedding_layer = nn.Embedding(vocab, d_model, padding_idx=pad, dtype=torch.float64)
+
+    def forward(self, x):
+        return self.embedding_layer(x)
+
+
+def positional_table(max_len, d_model):
+    pe = torch.zeros(max_len, d_model, dtype=torch.float64)
+    for pos in range(max_len):
+        for i in range(d_model):
+            angle = pos / math.pow(10000.0, (i - i % 2) / d_model)
+            pe[pos, i] = math.sin(angle) if i % 2 == 0 else math.cos(angle)
+    return pe
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, d_model, d_ff, h, eps):
+        super().__init__()
+        self.multi_head_attention = MultiHeadAttention(d_model, h)
+        self.layer_norm_self_attention = nn.LayerNorm(d_model, eps=eps, dtype=torch.float64)
+        self.ffn = FFN(d_model, d_ff)
+        self.layer_norm_ffn = nn.LayerNorm(d_model, eps=eps, dtype=torch.float64)
+
+    def forward(self, x, mask):
+        x = self.layer_norm_self_attention(self.multi_head_attention(x, x, x, mask) + x)
+        return self.layer_norm_ffn(self.ffn(x) + x)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, d_model, d_ff, h, eps):
+        super().__init__()
+        self.self_attention = MultiHeadAttention(d_model, h)
+        self.layer_norm_self_attention = nn.LayerNorm(d_model, eps=eps, dtype=torch.float64)
+        self.src_tgt_attention = MultiHeadAttention(d_model, h)
+        self.layer_norm_src_tgt_attention = nn.LayerNorm(d_model, eps=eps, dtype=torch.float64)
+        self.ffn = FFN(d_model, d_ff)
+        self.layer_norm_ffn = nn.LayerNorm(d_model, eps=eps, dtype=torch.float64)
+
+    def forward(self, tgt, src, mask_src_tgt, mask_self):
+        tgt = self.layer_norm_self_attention(tgt + self.self_attention(tgt, tgt, tgt, mask_self))
+        x = self.layer_norm_src_tgt_attention(tgt + self.src_tgt_attention(tgt, src, src, mask_src_tgt))
+        return self.layer_norm_ffn(x + self.ffn(x))
+
+
+class Stack(nn.Module):
+    def __init__(self, vocab, max_len, pad, d_model, layer, n, name):
+        super().__init__()
+        self.embedding = Embedding(vocab, d_model, pad)
+        self.register_buffer("pe", positional_table(max_len, d_model), persistent=False)
+        setattr(self, name, nn.ModuleList([layer() for _ in range(n)]))
+        self.layers_name = name
+
+    def embed(self, tokens):
+        return self.embedding(tokens) + self.pe[: tokens.size(1)]
+
+
+class Generator(nn.Module):
+    def __init__(self, d_model, vocab):
+        super().__init__()
+        self.proj = nn.Linear(d_model, vocab, dtype=torch.float64)
+
+    def forward(self, x):
+        return torch.log_softmax(self.proj(x), dim=-1)
+
+
+class Transformer(nn.Module):
+    def __init__(self, vocab, max_len, pad, d_model, n, d_ff, h, eps=1e-5):
+        super().__init__()
+        self.encoder = Stack(vocab, max_len, pad, d_model, lambda: EncoderLayer(d_model, d_ff, h, eps), n, "encoder_layers")
+        self.decoder = Stack(vocab, max_len, pad, d_model, lambda: DecoderLayer(d_model, d_ff, h, eps), n, "decoder_layers")
+        self.generator = Generator(d_model, vocab)
+
+    def forward(self, src, tgt, src_mask, tgt_mask):
+        x = self.encoder.embed(src)
+        for layer in self.encoder.encoder_layers:
+            x = layer(x, src_mask)
+        y = self.decoder.embed(tgt)
+        for layer in self.decoder.decoder_layers:
+            y = layer(y, x, src_mask, tgt_mask)
+        return self.generator(y)
+
+
+def main(directory):
+    params, _ = load_safetensors(f"{directory}/model.safetensors")
+    expected, meta = load_safetensors(f"{directory}/expected.safetensors")
+    cfg = {k: int(v) for k, v in meta.items()}
+    model = Transformer(cfg["vocab"], cfg["max_len"], cfg["pad"], cfg["d_model"], cfg["layers"], cfg["d_ff"], cfg["heads"])
+    model.load_state_dict(params, strict=True)  # every name and shape must match
+
+    src, tgt_in, tgt_out = (expected[k].long() for k in ("src", "tgt_in", "tgt_out"))
+    pad = cfg["pad"]
+    src_mask = (src != pad).unsqueeze(1)                                   # [B, 1, S]
+    causal = torch.tril(torch.ones(tgt_in.size(1), tgt_in.size(1), dtype=torch.bool))
+    tgt_mask = (tgt_in != pad).unsqueeze(1) & causal                         # [B, St, St]
+    log_probs = model(src, tgt_in, src_mask, tgt_mask)
+    loss = nn.functional.cross_entropy(log_probs.reshape(-1, cfg["vocab"]), tgt_out.reshape(-1), ignore_index=pad)
+    loss.backward()
+
+    failures = []
+    def compare(name, ours, theirs):
+        diff = (ours - theirs).abs().max().item() if ours.numel() else 0.0
+        status = "ok" if diff <= 1e-9 else "MISMATCH"
+        if status != "ok":
+            failures.append(name)
+        return diff
+    worst = {"log_probs": compare("log_probs", expected["log_probs"], log_probs.detach()),
+             "loss": compare("loss", expected["loss"].reshape(()), loss.detach())}
+    grad_worst = 0.0
+    for name, p in model.named_parameters():
+        grad_worst = max(grad_worst, compare("grad." + name, expected["grad." + name], p.grad))
+    print(f"PyTorch {torch.__version__}: {len(params)} parameters loaded strictly; loss {loss.item():.12f}")
+    print(f"max |difference|: log_probs {worst['log_probs']:.3g}, loss {worst['loss']:.3g}, "
+          f"parameter gradients {grad_worst:.3g} (tolerance 1e-9)")
+    if failures:
+        print("MISMATCH in: " + ", ".join(failures))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
