@@ -17,7 +17,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op);
 bool broadcasts_to(const Shape& from, const Shape& to);
 
 // Sums g over the axes that broadcasting added or stretched, giving a tensor of `shape`.
-// Requires broadcasts_to(shape, g.shape()).
-template <class T> xt::xarray<T> sum_to(const xt::xarray<T>& g, const Shape& shape);
+// Requires broadcasts_to(shape, g.shape()). Taken by value: when nothing is reduced, a
+// temporary passed in is moved straight out again.
+template <class T> xt::xarray<T> sum_to(xt::xarray<T> g, const Shape& shape);
 
 }  // namespace tapegrad::kernels

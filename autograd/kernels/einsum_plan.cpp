@@ -104,7 +104,8 @@ struct EinsumPlan {
   bool swap = false;         // two operands: the GEMM's left operand is operands[1]
   GemmOperand left, right;   // [batch, M, K] and [batch, K, N]
   std::size_t batch = 1, m = 1, n = 1, k = 1;
-  std::optional<StridedPass> finish;  // GEMM result [batch, M, N] -> output; absent: it is the output
+  MatrixLayout result;       // where the GEMM writes [batch, M, N]: into the output, or for `finish`
+  std::optional<StridedPass> finish;  // GEMM result -> output; absent: the GEMM writes the output
   std::size_t copied = 0;    // elements written by prep and finish passes, to pick the cheapest plan
 };
 
@@ -165,25 +166,31 @@ StridedPass strided_pass(const std::string& src_letters, const Shape& src_shape,
   return pass;
 }
 
+// A contiguous array with letters `own` (row-major `shape`) read as [batch, rows, cols] matrices
+// in place, when it holds exactly those letters, each once, laid out so that BLAS can.
+std::optional<MatrixLayout> as_matrices(const std::string& own, const Shape& shape, const std::string& batch,
+                                        const std::string& rows, const std::string& cols, const EinsumSizes& sizes) {
+  if (own.size() != batch.size() + rows.size() + cols.size()) return std::nullopt;
+  const auto strides = letter_strides(own, shape);
+  const auto b = merge_axis(batch, sizes, strides), r = merge_axis(rows, sizes, strides),
+             c = merge_axis(cols, sizes, strides);
+  if (!b || !r || !c) return std::nullopt;
+  return in_place(*b, *r, *c);
+}
+
+// Contiguous [batch, rows, cols] matrices.
+MatrixLayout packed(const std::string& rows, const std::string& cols, const EinsumSizes& sizes) {
+  const std::size_t rows_size = product(sizes_of(rows, sizes)), cols_size = product(sizes_of(cols, sizes));
+  return {false, rows_size * cols_size, cols_size};
+}
+
 // One GEMM operand with letters `own` (batch, rows and cols are drawn from them): read in place
 // when it has no repeated letter, no letter to sum away, and its strides already describe
 // [batch, rows, cols] matrices; otherwise gathered into that layout.
 GemmOperand gemm_operand(const std::string& own, const Shape& shape, const std::string& batch, const std::string& rows,
                          const std::string& cols, const EinsumSizes& sizes) {
-  const std::string target = batch + rows + cols;
-  if (own.size() == target.size()) {
-    const auto strides = letter_strides(own, shape);
-    const auto b = merge_axis(batch, sizes, strides), r = merge_axis(rows, sizes, strides),
-               c = merge_axis(cols, sizes, strides);
-    if (b && r && c) {
-      if (auto layout = in_place(*b, *r, *c)) return {std::nullopt, *layout};
-    }
-  }
-  GemmOperand op;
-  op.prep = strided_pass(own, shape, target, sizes);
-  const std::size_t rows_size = product(sizes_of(rows, sizes)), cols_size = product(sizes_of(cols, sizes));
-  op.layout = {false, rows_size * cols_size, cols_size};
-  return op;
+  if (auto layout = as_matrices(own, shape, batch, rows, cols, sizes)) return {std::nullopt, *layout};
+  return {strided_pass(own, shape, batch + rows + cols, sizes), packed(rows, cols, sizes)};
 }
 
 // The two-operand plan with operands[swap] on the left and the contracted letters in the order of
@@ -210,8 +217,17 @@ EinsumPlan plan_pair(const EinsumEquation& eq, const std::vector<Shape>& shapes,
   plan.m = product(sizes_of(m, sizes));
   plan.n = product(sizes_of(n, sizes));
   plan.k = product(sizes_of(k, sizes));
-  const std::string gemm_letters = batch + m + n;
-  if (gemm_letters != out) plan.finish = strided_pass(gemm_letters, sizes_of(gemm_letters, sizes), out, sizes);
+  // The GEMM writes the output directly when the output's strides describe [batch, M, N]
+  // matrices (BLAS writes C untransposed); otherwise a final pass permutes, broadcasts or
+  // writes a diagonal.
+  const auto direct = as_matrices(out, sizes_of(out, sizes), batch, m, n, sizes);
+  if (direct && !direct->trans) {
+    plan.result = *direct;
+  } else {
+    const std::string gemm_letters = batch + m + n;
+    plan.result = packed(m, n, sizes);
+    plan.finish = strided_pass(gemm_letters, sizes_of(gemm_letters, sizes), out, sizes);
+  }
   for (const auto* pass : {plan.left.prep ? &*plan.left.prep : nullptr, plan.right.prep ? &*plan.right.prep : nullptr,
                            plan.finish ? &*plan.finish : nullptr})
     if (pass) plan.copied += pass->dst_size;
@@ -344,7 +360,7 @@ xt::xarray<T> run_plan(const EinsumPlan& plan, const std::vector<const xt::xarra
   const MatrixLayout& la = plan.left.layout;
   const MatrixLayout& lb = plan.right.layout;
   gemm_batched(plan.batch, la.trans, lb.trans, plan.m, plan.n, plan.k, T(1), a, la.batch_stride, la.ld, b,
-               lb.batch_stride, lb.ld, T(0), c, plan.m * plan.n, plan.n);
+               lb.batch_stride, lb.ld, T(0), c, plan.result.batch_stride, plan.result.ld);
   if (plan.finish) run_pass(*plan.finish, c, out.data());
   return out;
 }

@@ -17,8 +17,10 @@
 //      (both operands, not the output), left-free and right-free; the operands are brought to
 //      [batch, M, K] and [batch, K, N] (an explicit strided copy, skipped when the operand's own
 //      strides already describe such matrices, transposed or not);
-//   3. one kernels::gemm_batched call; 4. one strided pass to the output order (skipped when the
-//      GEMM result already is the output).
+//   3. one kernels::gemm_batched call, writing into the output when the output's strides
+//      describe [batch, M, N] matrices;
+//   4. otherwise one strided pass from the GEMM result to the output (a permutation, a broadcast
+//      along an output-only letter, a diagonal).
 // Steps 1 and 2 for one operand are a single strided pass; a one-operand einsum is one pass.
 // Every output element is produced by one thread in a fixed order: results do not depend on the
 // number of threads.
