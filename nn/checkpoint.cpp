@@ -51,8 +51,9 @@ void write_atomically(const char* op, const fs::path& path, const std::vector<st
   const fs::path temp = path.string() + ".tmp-" + std::to_string(::getpid());
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
-    fail(op, path, "cannot create the temp file '" + temp.string() + "': " + std::strerror(errno) +
-                       " (any previous file is unchanged)");
+    fail(op, path,
+         "cannot create the temp file '" + temp.string() + "': " + std::strerror(errno) +
+             " (any previous file is unchanged)");
   }
   const auto abandon = [&](const std::string& what, int err, bool close_fd) {
     if (close_fd) ::close(fd);
@@ -163,8 +164,8 @@ Metadata parse_metadata(const fs::path& path, const json& value) {
   Metadata out;
   for (const auto& [key, item] : value.items()) {
     if (!item.is_string()) {
-      fail(kLoad, path, "__metadata__ '" + key + "' is not a string but " + std::string(item.type_name()) + " " +
-                            item.dump());
+      fail(kLoad, path,
+           "__metadata__ '" + key + "' is not a string but " + std::string(item.type_name()) + " " + item.dump());
     }
     out[key] = item.get<std::string>();
   }
@@ -179,23 +180,27 @@ void check_layout(const fs::path& path, std::vector<Entry> entries, std::uint64_
   const Entry* previous = nullptr;
   for (const Entry& e : entries) {
     if (e.begin < covered) {
-      fail(kLoad, path, "tensors '" + previous->name + "' " + format_offsets(previous->begin, previous->end) + " and '" +
-                            e.name + "' " + format_offsets(e.begin, e.end) + " overlap");
+      fail(kLoad, path,
+           "tensors '" + previous->name + "' " + format_offsets(previous->begin, previous->end) + " and '" + e.name +
+               "' " + format_offsets(e.begin, e.end) + " overlap");
     }
     if (e.begin > covered) {
-      fail(kLoad, path, "hole in the data: bytes " + format_offsets(covered, e.begin) +
-                            " belong to no tensor (before '" + e.name + "')");
+      fail(kLoad, path,
+           "hole in the data: bytes " + format_offsets(covered, e.begin) + " belong to no tensor (before '" + e.name +
+               "')");
     }
     covered = e.end;
     previous = &e;
   }
   if (covered > data_size) {
-    fail(kLoad, path, "truncated: the tensors need " + std::to_string(covered) + " data bytes but only " +
-                          std::to_string(data_size) + " follow the header");
+    fail(kLoad, path,
+         "truncated: the tensors need " + std::to_string(covered) + " data bytes but only " +
+             std::to_string(data_size) + " follow the header");
   }
   if (covered < data_size) {
-    fail(kLoad, path, std::to_string(data_size - covered) + " bytes after the last tensor's end offset " +
-                          std::to_string(covered) + " belong to no tensor");
+    fail(kLoad, path,
+         std::to_string(data_size - covered) + " bytes after the last tensor's end offset " + std::to_string(covered) +
+             " belong to no tensor");
   }
 }
 
@@ -245,7 +250,8 @@ std::string generator_name(std::string_view key) {
   if (!key.starts_with(prefix)) return "";
   key.remove_prefix(prefix.size());
   for (std::string_view suffix : {std::string_view(".seed"), std::string_view(".offset")}) {
-    if (key.size() > suffix.size() && key.ends_with(suffix)) return std::string(key.substr(0, key.size() - suffix.size()));
+    if (key.size() > suffix.size() && key.ends_with(suffix))
+      return std::string(key.substr(0, key.size() - suffix.size()));
   }
   return "";
 }
@@ -293,12 +299,14 @@ SafetensorsFile<T> load_safetensors(const fs::path& path) {
   if (size < 8) fail(kLoad, path, "truncated: " + std::to_string(size) + " bytes, fewer than the 8-byte header length");
   const std::uint64_t header_len = read_u64_le(bytes.data());
   if (header_len > size) {
-    fail(kLoad, path, "header length " + std::to_string(header_len) + " is larger than the whole file (" +
-                          std::to_string(size) + " bytes): not a safetensors file");
+    fail(kLoad, path,
+         "header length " + std::to_string(header_len) + " is larger than the whole file (" + std::to_string(size) +
+             " bytes): not a safetensors file");
   }
   if (8 + header_len > size) {
-    fail(kLoad, path, "truncated: the header needs bytes [8," + std::to_string(8 + header_len) + ") but the file has " +
-                          std::to_string(size));
+    fail(kLoad, path,
+         "truncated: the header needs bytes [8," + std::to_string(8 + header_len) + ") but the file has " +
+             std::to_string(size));
   }
   json header;
   try {
@@ -306,7 +314,8 @@ SafetensorsFile<T> load_safetensors(const fs::path& path) {
   } catch (const json::parse_error& e) {
     fail(kLoad, path, std::string("malformed JSON header: ") + e.what());
   }
-  if (!header.is_object()) fail(kLoad, path, "the JSON header is " + std::string(header.type_name()) + ", not an object");
+  if (!header.is_object())
+    fail(kLoad, path, "the JSON header is " + std::string(header.type_name()) + ", not an object");
 
   SafetensorsFile<T> out;
   std::vector<Entry> entries;
@@ -361,8 +370,9 @@ LoadedCheckpoint<T> load_checkpoint(const fs::path& path, Module<T>& model, bool
   StateDict<T> parameters;
   for (auto& [name, value] : file.tensors) {
     if (file.dtypes.at(name) != dtype_of<T>()) {
-      fail(op, path, "tensor '" + name + "' is stored as " + dtype_name(file.dtypes.at(name)) + " but the model is " +
-                         dtype_name(dtype_of<T>()) + " (load_safetensors converts explicitly)");
+      fail(op, path,
+           "tensor '" + name + "' is stored as " + dtype_name(file.dtypes.at(name)) + " but the model is " +
+               dtype_name(dtype_of<T>()) + " (load_safetensors converts explicitly)");
     }
     if (name.starts_with(kOptimizerPrefix)) {
       out.optimizer_state.emplace(name.substr(kOptimizerPrefix.size()), std::move(value));
@@ -388,21 +398,23 @@ LoadedCheckpoint<T> load_checkpoint(const fs::path& path, Module<T>& model, bool
     } else if (seed == file.metadata.end() || offset == file.metadata.end()) {
       fail(op, path, "generator '" + name + "' has only one of '" + seed_key + "' and '" + offset_key + "'");
     } else {
-      restores.push_back({gen, parse_decimal(op, path, seed_key, seed->second),
-                          parse_decimal(op, path, offset_key, offset->second)});
+      restores.push_back(
+          {gen, parse_decimal(op, path, seed_key, seed->second), parse_decimal(op, path, offset_key, offset->second)});
     }
   }
   for (const auto& [key, text] : file.metadata) {
     const std::string name = generator_name(key);
-    const bool known = std::any_of(generators.begin(), generators.end(), [&](const auto& g) { return g.first == name; });
+    const bool known =
+        std::any_of(generators.begin(), generators.end(), [&](const auto& g) { return g.first == name; });
     auto& unexpected = out.unexpected_generators;
     if (!name.empty() && !known && std::find(unexpected.begin(), unexpected.end(), name) == unexpected.end()) {
       unexpected.push_back(name);
     }
   }
   if (strict && (!out.missing_generators.empty() || !out.unexpected_generators.empty())) {
-    fail(op, path, "missing generator states [" + join(out.missing_generators) + "], unexpected generator states [" +
-                       join(out.unexpected_generators) + "]");
+    fail(op, path,
+         "missing generator states [" + join(out.missing_generators) + "], unexpected generator states [" +
+             join(out.unexpected_generators) + "]");
   }
   out.parameters = model.load_state_dict(parameters, strict);
   for (const Restore& r : restores) r.gen->set_state(r.seed, r.offset);
@@ -422,7 +434,8 @@ xt::xarray<T> load_npy(const fs::path& path) {
   // xnpy trusts the prelude (magic, version, header length): check it here so a corrupt file is
   // an error, not undefined behaviour.
   constexpr std::string_view kMagic("\x93NUMPY", 6);
-  if (bytes.size() < 10 || std::string_view(bytes).substr(0, 6) != kMagic) fail(op, path, "not a .npy file (bad magic)");
+  if (bytes.size() < 10 || std::string_view(bytes).substr(0, 6) != kMagic)
+    fail(op, path, "not a .npy file (bad magic)");
   const auto byte = [&](std::size_t i) { return static_cast<std::size_t>(static_cast<unsigned char>(bytes[i])); };
   std::size_t data_start;
   if (byte(6) == 1 && byte(7) == 0) {
@@ -437,9 +450,9 @@ xt::xarray<T> load_npy(const fs::path& path) {
     std::istringstream in(bytes);
     xt::detail::npy_file file = xt::detail::load_npy_file(in);
     if (bytes.size() - data_start < file.m_n_bytes) {
-      fail(op, path, "truncated: the header's shape " + format_shape(file.m_shape) + " needs " +
-                         std::to_string(file.m_n_bytes) + " data bytes but the file has " +
-                         std::to_string(bytes.size() - data_start));
+      fail(op, path,
+           "truncated: the header's shape " + format_shape(file.m_shape) + " needs " + std::to_string(file.m_n_bytes) +
+               " data bytes but the file has " + std::to_string(bytes.size() - data_start));
     }
     // Assigning the (possibly column-major) adaptor to a row-major xarray converts layout and type.
     if (file.m_typestring == "<f4") return xt::xarray<T>(std::move(file).cast<float>());
@@ -452,13 +465,13 @@ xt::xarray<T> load_npy(const fs::path& path) {
   }
 }
 
-#define TAPEGRAD_INSTANTIATE_CHECKPOINT(T)                                                                         \
-  template void save_safetensors<T>(const fs::path&, const StateDict<T>&, const Metadata&);                        \
-  template SafetensorsFile<T> load_safetensors<T>(const fs::path&);                                                \
-  template void save_checkpoint<T>(const fs::path&, Module<T>&, const StateDict<T>&, std::uint64_t,               \
-                                   const NamedGenerators&);                                                        \
-  template LoadedCheckpoint<T> load_checkpoint<T>(const fs::path&, Module<T>&, bool, const NamedGenerators&);      \
-  template void save_npy<T>(const fs::path&, const xt::xarray<T>&);                                                \
+#define TAPEGRAD_INSTANTIATE_CHECKPOINT(T)                                                                    \
+  template void save_safetensors<T>(const fs::path&, const StateDict<T>&, const Metadata&);                   \
+  template SafetensorsFile<T> load_safetensors<T>(const fs::path&);                                           \
+  template void save_checkpoint<T>(const fs::path&, Module<T>&, const StateDict<T>&, std::uint64_t,           \
+                                   const NamedGenerators&);                                                   \
+  template LoadedCheckpoint<T> load_checkpoint<T>(const fs::path&, Module<T>&, bool, const NamedGenerators&); \
+  template void save_npy<T>(const fs::path&, const xt::xarray<T>&);                                           \
   template xt::xarray<T> load_npy<T>(const fs::path&);
 
 TAPEGRAD_INSTANTIATE_CHECKPOINT(float)

@@ -90,10 +90,10 @@ void save_checkpoint(const std::filesystem::path& path, Module<T>& model, const 
 
 template <class T>
 struct LoadedCheckpoint {
-  LoadResult parameters;                          // parameter keys a non-strict load did not match
-  StateDict<T> optimizer_state;                   // "optimizer." prefix removed; empty when none saved
-  std::uint64_t step = 0;                         // 0 when the file has no "step"
-  std::vector<std::string> missing_generators;    // non-strict: generators with no state in the file (left as they were)
+  LoadResult parameters;                        // parameter keys a non-strict load did not match
+  StateDict<T> optimizer_state;                 // "optimizer." prefix removed; empty when none saved
+  std::uint64_t step = 0;                       // 0 when the file has no "step"
+  std::vector<std::string> missing_generators;  // non-strict: generators with no state in the file (left as they were)
   std::vector<std::string> unexpected_generators;  // non-strict: generator states in the file that match no generator
 };
 

@@ -5,8 +5,14 @@
 #include "autograd/ops/loss.h"
 #include "autograd/ops/shape.h"
 #include "autograd/tape.h"
+#include "nn/checkpoint.h"
 
 namespace tapegrad::copy_task {
+
+namespace {
+// The Annotated Transformer: Adam(lr = 1, betas (0.9, 0.98), eps 1e-9); the Noam factor scales lr.
+constexpr double kBaseLr = 1.0;
+}  // namespace
 
 IndexArray random_sequences(std::size_t batch, std::size_t seq_len, std::size_t vocab, Generator& gen) {
   IndexArray data = IndexArray::from_shape({batch, seq_len});
@@ -60,11 +66,29 @@ Trainer::Trainer(const Config& config)
   model_ = std::make_unique<nn::transformer::Transformer<float>>(
       config.vocab, config.vocab, config.seq_len, kPad, config.d_model, config.layers, config.d_ff, config.heads,
       config.dropout, 1e-5, init_gen_);
-  // The Annotated Transformer: Adam(lr = 1, betas (0.9, 0.98), eps 1e-9) under the Noam rate.
-  optimizer_ = std::make_unique<optim::Adam<float>>(model_->named_parameters(),
-                                                    optim::AdamOptions{.lr = 1.0, .betas = {0.9, 0.98}, .eps = 1e-9});
-  scheduler_ = std::make_unique<optim::LRScheduler<float>>(*optimizer_,
-                                                           optim::noam(config.d_model, config.lr_factor, config.warmup));
+  optimizer_ = std::make_unique<optim::Adam<float>>(
+      model_->named_parameters(), optim::AdamOptions{.lr = kBaseLr, .betas = {0.9, 0.98}, .eps = 1e-9});
+  reset_schedule(0);
+}
+
+void Trainer::reset_schedule(std::size_t step) {
+  // LRScheduler takes the groups' current lr as their initial lr, and its lr is a pure function of
+  // its step count: restore the base lr, then replay `step` steps.
+  for (auto& group : optimizer_->param_groups()) group.lr = kBaseLr;
+  scheduler_ = std::make_unique<optim::LRScheduler<float>>(
+      *optimizer_, optim::noam(config_.d_model, config_.lr_factor, config_.warmup));
+  for (std::size_t i = 0; i < step; ++i) scheduler_->step();
+}
+
+void Trainer::save(const std::filesystem::path& path) {
+  nn::save_checkpoint(path, *model_, optimizer_->state(), steps_, {{"data", &data_gen_}});
+}
+
+void Trainer::load(const std::filesystem::path& path) {
+  const auto checkpoint = nn::load_checkpoint(path, *model_, /*strict=*/true, {{"data", &data_gen_}});
+  optimizer_->load_state(checkpoint.optimizer_state);
+  steps_ = checkpoint.step;
+  reset_schedule(steps_);
 }
 
 EpochStats Trainer::run_epoch(const std::function<void(std::size_t, double)>& on_step) {

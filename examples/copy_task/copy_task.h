@@ -3,6 +3,7 @@
 // Vocabulary 11: 0 = pad, 1 = start symbol, 2..10 = the random tokens. Every sequence starts with
 // the start symbol; the decoder reads tgt[:, :-1] and predicts tgt[:, 1:].
 #include <cstddef>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -62,10 +63,24 @@ class Trainer {
   // Share of n fresh sequences that greedy decoding reproduces exactly.
   double exact_match_accuracy(std::size_t n);
 
+  // Checkpoints (nn/checkpoint.h) everything a resumed run needs to continue bit for bit: the
+  // parameters, Adam's state, the step count (which positions the Noam schedule), the dropout
+  // streams and the data stream (as generator "data"). Atomic: a failed save keeps the old file.
+  void save(const std::filesystem::path& path);
+  // Restores a save() of a Trainer with the same model configuration (strict: every parameter and
+  // generator must match). Throws like nn::load_checkpoint, leaving the Trainer unchanged when the
+  // parameters or generators do not fit; optimiser state that does not fit the parameters (a file
+  // not written by save()) throws after they were loaded, so discard the Trainer then.
+  void load(const std::filesystem::path& path);
+
   nn::transformer::Transformer<float>& model() { return *model_; }
   Generator& data_generator() { return data_gen_; }
+  std::size_t steps() const { return steps_; }
 
  private:
+  // A fresh Noam scheduler advanced to `step`.
+  void reset_schedule(std::size_t step);
+
   Config config_;
   Generator init_gen_, data_gen_;
   std::unique_ptr<nn::transformer::Transformer<float>> model_;

@@ -1,10 +1,14 @@
 // copy_task: trains an encoder-decoder Transformer on The Annotated Transformer's copy task and
 // prints its progress like the notebook, then greedy decodes and the exact-match accuracy.
+// --checkpoint PATH saves the training state to PATH after every epoch (atomically) and, when
+// PATH exists at start, resumes from it.
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -37,6 +41,7 @@ int main(int argc, char** argv) {
   std::size_t threads = 0;
   bool paper = false;
   double expect_accuracy = -1.0;
+  std::string checkpoint;
   CLI::App app{"Train a Transformer on The Annotated Transformer's copy task"};
   app.add_option("--d-model", config.d_model, "model width")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--d-ff", config.d_ff, "feed-forward width")->capture_default_str()->check(CLI::PositiveNumber);
@@ -54,6 +59,8 @@ int main(int argc, char** argv) {
   app.add_flag("--paper", paper, "the paper-size model: d_model 512, d_ff 2048, 8 heads");
   app.add_option("--expect-accuracy", expect_accuracy, "exit 1 when the final exact-match accuracy is below this")
       ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--checkpoint", checkpoint,
+                 "save the training state here after every epoch; resume from it when it exists");
   CLI11_PARSE(app, argc, argv);
   if (paper) {
     config.d_model = 512;
@@ -72,9 +79,15 @@ int main(int argc, char** argv) {
                 "dropout=%.2f | %zu parameters | %zu threads\n",
                 config.vocab, config.seq_len, config.batch, config.batches_per_epoch, config.layers, config.d_model,
                 config.d_ff, config.heads, config.dropout, trainer.model().num_parameters(), tapegrad::num_threads());
+    std::size_t first_epoch = 1;
+    if (!checkpoint.empty() && std::filesystem::exists(checkpoint)) {
+      trainer.load(checkpoint);
+      first_epoch = trainer.steps() / config.batches_per_epoch + 1;
+      std::printf("Resumed from %s at step %zu\n", checkpoint.c_str(), trainer.steps());
+    }
     const bool live = isatty(STDERR_FILENO);
     const auto start = std::chrono::steady_clock::now();
-    for (std::size_t epoch = 1; epoch <= config.epochs; ++epoch) {
+    for (std::size_t epoch = first_epoch; epoch <= config.epochs; ++epoch) {
       const auto stats = trainer.run_epoch([&](std::size_t step, double loss) {
         if (live) std::fprintf(stderr, "\r  epoch %zu  step %zu/%zu  loss %.4f ", epoch, step, config.batches_per_epoch, loss);
       });
@@ -82,6 +95,7 @@ int main(int argc, char** argv) {
       std::printf("Epoch %3zu | Step %6zu | Loss %7.4f | Tokens / Sec %9.1f | Learning Rate %.1e\n", epoch, stats.steps,
                   stats.loss, stats.tokens_per_sec, stats.learning_rate);
       std::fflush(stdout);
+      if (!checkpoint.empty()) trainer.save(checkpoint);
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     print_decodes(trainer, config);
