@@ -38,6 +38,16 @@ Batch make_batch(const IndexArray& data) {
   return out;
 }
 
+Tensor<float> batch_loss(nn::transformer::Transformer<float>& model, const Batch& batch, double label_smoothing) {
+  const Tensor<float> out = model.forward(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask);
+  const Tensor<float> log_probs = model.generator(out);
+  // The generator gives log-probabilities; cross_entropy's log_softmax leaves them unchanged.
+  const Tensor<float> flat = reshape(log_probs, {-1, static_cast<Index>(log_probs.shape()[2])});
+  IndexArray targets = batch.tgt_out;
+  targets.reshape({targets.size()});
+  return cross_entropy(flat, targets, {.ignore_index = kPad, .label_smoothing = label_smoothing});
+}
+
 IndexArray greedy_decode(nn::transformer::Transformer<float>& model, const IndexArray& src, std::size_t max_len) {
   const std::size_t batch = src.shape()[0];
   const Mask src_mask = nn::transformer::make_src_mask(src, kPad);
@@ -101,13 +111,7 @@ EpochStats Trainer::run_epoch(const std::function<void(std::size_t, double)>& on
     double loss_value;
     {
       GradientTape tape;
-      const Tensor<float> out = model_->forward(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask);
-      // The generator gives log-probabilities; cross_entropy's log_softmax leaves them unchanged.
-      const Tensor<float> log_probs = reshape(model_->generator(out), {-1, static_cast<Index>(config_.vocab)});
-      IndexArray targets = batch.tgt_out;
-      targets.reshape({targets.size()});
-      const Tensor<float> loss =
-          cross_entropy(log_probs, targets, {.ignore_index = kPad, .label_smoothing = config_.label_smoothing});
+      const Tensor<float> loss = batch_loss(*model_, batch, config_.label_smoothing);
       loss_value = loss.item();
       tape.backward(loss);
     }

@@ -44,6 +44,10 @@ struct Batch {
 };
 Batch make_batch(const IndexArray& data);
 
+// The training loss of one batch: mean cross-entropy over the non-pad target tokens (recorded
+// when a tape is alive).
+Tensor<float> batch_loss(nn::transformer::Transformer<float>& model, const Batch& batch, double label_smoothing = 0.0);
+
 // Greedy decoding from the start symbol, all sequences of src at once: [B, max_len].
 IndexArray greedy_decode(nn::transformer::Transformer<float>& model, const IndexArray& src, std::size_t max_len);
 

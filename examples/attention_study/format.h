@@ -1,0 +1,11 @@
+#pragma once
+// Short number labels for charts and tables: 3 significant digits, fixed notation for
+// magnitudes in [0.001, 10000) ("0.734", "12.5", "-3.20", "0.00468"), scientific otherwise ("1.25e-04"), "0"
+// for zero. Only characters the 5x7 font has.
+#include <string>
+
+namespace tapegrad::attention_study {
+
+std::string format_number(double v);
+
+}  // namespace tapegrad::attention_study

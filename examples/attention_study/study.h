@@ -1,0 +1,72 @@
+#pragma once
+// The measurement: one copy-task batch through the Transformer under a GradientTape, the loss
+// L = mean cross-entropy over the batch's target tokens (the training loss, without label
+// smoothing), backward, then the attention maps A and their gradients dL/dA of every attention
+// module, and gradient norms per head and per sublayer.
+//
+// Per head h of an attention module (norms over the batch's sequences; "cells" are the (query,
+// key) pairs the mask lets attend, since a masked weight is exactly 0 and its dL/dA never reaches
+// anything):
+//   weights_grad = ||dL/dA[:, h]||                         over may-attend cells
+//   scores_grad  = ||dL/dS[:, h]||, dL/dS = A * (dL/dA - sum_k A dL/dA)   (S = the pre-softmax
+//                  scores, the gradient that actually passes through the softmax into the head)
+//   w_q, w_k, w_v = ||dL/dW_q[h]||, ||dL/dW_k[h]||, ||dL/dW_v[h]||   (the head's projections)
+// Per sublayer (every parameter's gradient, grouped by the module that owns it: an attention
+// module, an FFN, a LayerNorm, an embedding, the generator): the norm over its parameters. The
+// Transformer does not expose its sublayer outputs (no hooks), so the gradient reaching a
+// sublayer is measured on its parameters.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "nn/transformer/transformer.h"
+
+namespace tapegrad::attention_study {
+
+enum class AttentionKind { kEncoderSelf, kDecoderSelf, kDecoderCross };
+
+// "encoder" or "decoder"
+std::string stack_name(AttentionKind kind);
+// "self-attention" or "source-target attention"
+std::string attention_name(AttentionKind kind);
+
+// One attention module's maps for the batch.
+struct AttentionMaps {
+  std::string module;  // "decoder.decoder_layers.0.src_tgt_attention"
+  AttentionKind kind = AttentionKind::kEncoderSelf;
+  std::string short_name;  // "enc0 self", "dec0 self", "dec0 cross": chart labels and file stems
+  std::size_t layer = 0;
+  xt::xarray<float> weights;  // [batch, heads, seq_q, seq_k]
+  xt::xarray<float> grad;     // [batch, heads, seq_q, seq_k], dL/dA
+  Mask may_attend;            // [batch, seq_q, seq_k]
+  IndexArray query_tokens;    // [batch, seq_q]
+  IndexArray key_tokens;      // [batch, seq_k]
+};
+
+struct HeadGradNorms {
+  std::string module, short_name;
+  AttentionKind kind = AttentionKind::kEncoderSelf;
+  std::size_t head = 0;
+  double weights_grad = 0, scores_grad = 0, w_q = 0, w_k = 0, w_v = 0;
+};
+
+struct SublayerGradNorm {
+  std::string name;  // "encoder.encoder_layers.0.ffn"
+  double norm = 0;
+  std::size_t parameters = 0;
+};
+
+struct StudyResult {
+  double loss = 0;
+  std::vector<AttentionMaps> maps;  // encoder layers, then decoder layers (self, then source-target)
+  std::vector<HeadGradNorms> heads;
+  std::vector<SublayerGradNorm> sublayers;  // in parameter registration order
+};
+
+// data [batch, seq]: copy-task sequences (copy_task::random_sequences). Puts the model in eval
+// mode (no dropout) and leaves the batch's gradients in its parameters. Throws
+// std::runtime_error when an attention module is missing its gradient (the backward did not
+// reach it) or is named unlike the Transformer's.
+StudyResult study_batch(nn::transformer::Transformer<float>& model, const IndexArray& data);
+
+}  // namespace tapegrad::attention_study

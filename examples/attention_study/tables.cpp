@@ -1,0 +1,85 @@
+#include "examples/attention_study/tables.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace tapegrad::attention_study {
+
+namespace {
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+std::string csv_cell(const std::string& cell) {
+  if (cell.find_first_of(",\"\n") == std::string::npos) return cell;
+  std::string out = "\"";
+  for (const char c : cell) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string join_row(const std::vector<std::string>& cells, const std::string& open, const std::string& sep,
+                     const std::string& close, std::string (*cell)(const std::string&)) {
+  std::string out = open;
+  for (std::size_t i = 0; i < cells.size(); ++i) out += (i ? sep : "") + cell(cells[i]);
+  return out + close;
+}
+
+// A '|' inside a Markdown table cell must be escaped or it splits the cell.
+std::string markdown_cell(const std::string& cell) {
+  std::string out;
+  for (const char c : cell) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
+
+}  // namespace
+
+Table head_norms_table(const StudyResult& study) {
+  Table t{{"module", "head", "|dL/dA|", "|dL/dscores|", "|dL/dW_q[h]|", "|dL/dW_k[h]|", "|dL/dW_v[h]|"}, {}};
+  for (const auto& h : study.heads) {
+    t.rows.push_back({h.module, std::to_string(h.head), number(h.weights_grad), number(h.scores_grad), number(h.w_q),
+                      number(h.w_k), number(h.w_v)});
+  }
+  return t;
+}
+
+Table module_norms_table(const StudyResult& study) {
+  Table t{{"module", "heads", "|dL/dA|", "|dL/dscores|"}, {}};
+  for (const auto& maps : study.maps) {
+    double weights_sq = 0, scores_sq = 0;
+    std::size_t heads = 0;
+    for (const auto& h : study.heads) {
+      if (h.module != maps.module) continue;
+      weights_sq += h.weights_grad * h.weights_grad;
+      scores_sq += h.scores_grad * h.scores_grad;
+      ++heads;
+    }
+    t.rows.push_back({maps.module, std::to_string(heads), number(std::sqrt(weights_sq)), number(std::sqrt(scores_sq))});
+  }
+  return t;
+}
+
+Table sublayer_norms_table(const StudyResult& study) {
+  Table t{{"sublayer", "parameters", "|dL/dparameters|"}, {}};
+  for (const auto& s : study.sublayers) t.rows.push_back({s.name, std::to_string(s.parameters), number(s.norm)});
+  return t;
+}
+
+std::string to_csv(const Table& table) {
+  std::string out = join_row(table.header, "", ",", "\n", csv_cell);
+  for (const auto& row : table.rows) out += join_row(row, "", ",", "\n", csv_cell);
+  return out;
+}
+
+std::string to_markdown(const Table& table) {
+  std::string out = join_row(table.header, "| ", " | ", " |\n", markdown_cell);
+  out += "|";
+  for (std::size_t i = 0; i < table.header.size(); ++i) out += i == 0 ? " --- |" : " ---: |";
+  out += "\n";
+  for (const auto& row : table.rows) out += join_row(row, "| ", " | ", " |\n", markdown_cell);
+  return out;
+}
+
+}  // namespace tapegrad::attention_study

@@ -1,0 +1,27 @@
+#pragma once
+// The gradient-norm tables of a study (see study.h for what each norm is), as rows of strings
+// that go out as CSV (full precision), Markdown and HTML.
+#include <string>
+#include <vector>
+
+#include "examples/attention_study/study.h"
+
+namespace tapegrad::attention_study {
+
+struct Table {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+};
+
+// module, head, |dL/dA|, |dL/dscores|, |dL/dW_q[h]|, |dL/dW_k[h]|, |dL/dW_v[h]|
+Table head_norms_table(const StudyResult& study);
+// module, heads, |dL/dA| of all heads together (the root of the heads' squares)
+Table module_norms_table(const StudyResult& study);
+// sublayer, parameters, |dL/dparameters|
+Table sublayer_norms_table(const StudyResult& study);
+
+// RFC 4180: cells holding a comma, quote or newline are quoted.
+std::string to_csv(const Table& table);
+std::string to_markdown(const Table& table);
+
+}  // namespace tapegrad::attention_study
