@@ -1,0 +1,76 @@
+#pragma once
+// Shared pieces of the tapegrad_bench program: random inputs, the forward+backward harness, the
+// copy-task configurations, and the registration entry points of ops_bench.cpp and
+// model_bench.cpp. Workload names are shared with bench/peer/torch_bench.py: run_side_by_side
+// pairs rows by name, so a workload renamed here must be renamed there.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "autograd/tape.h"
+#include "autograd/tensor.h"
+#include "examples/copy_task/copy_task.h"
+
+namespace tapegrad::bench {
+
+// Normal(0, 1) float tensor from a fixed seed, so every run times the same numbers.
+inline Tensor<float> random_tensor(const Shape& shape, std::uint64_t seed, bool requires_grad = true) {
+  Generator gen(seed);
+  return Tensor<float>::randn(shape, gen, 0.0f, 1.0f, requires_grad);
+}
+
+// Times forward + backward of f(): each iteration records f() on a fresh tape, seeds its output
+// with a fixed random gradient, walks the tape, then drops the inputs' gradients (as PyTorch's
+// x.grad = None does in the peer script), so every iteration does the same work.
+template <class Forward>
+void time_forward_backward(benchmark::State& state, std::vector<Tensor<float>> inputs, Forward f) {
+  const xt::xarray<float> seed = random_tensor(f().shape(), 99, false).value();
+  for (auto _ : state) {
+    {
+      GradientTape tape;
+      const Tensor<float> y = f();
+      tape.backward(y, seed);
+    }
+    for (auto& x : inputs) x.zero_grad();
+  }
+}
+
+// Times f() alone; no tape is alive, so nothing is recorded.
+template <class Forward>
+void time_forward(benchmark::State& state, Forward f) {
+  for (auto _ : state) benchmark::DoNotOptimize(f());
+}
+
+// Registers a workload. Iteration counts follow wall-clock time; the CPU time reported is the
+// whole process's (the kernels run on TBB worker threads too), which on a shared machine is the
+// steadier measure of work at one thread.
+template <class Fn>
+benchmark::internal::Benchmark* add_workload(const std::string& name, Fn&& fn) {
+  return benchmark::RegisterBenchmark(name.c_str(), std::forward<Fn>(fn))
+      ->UseRealTime()
+      ->MeasureProcessCPUTime()
+      ->Unit(benchmark::kMicrosecond);
+}
+
+// Reports flops per iteration as a FLOP/s rate counter.
+inline void report_flops(benchmark::State& state, double flops) {
+  state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// The two copy-task sizes of the speed targets (seq 10, vocab 11, N = 2, dropout 0 as the
+// copy_task program's default). "tiny": d_model 64, d_ff 256, 4 heads, batch 32;
+// "paper": d_model 512, d_ff 2048, 8 heads, batch 80. ValueError for any other name.
+copy_task::Config copy_task_config(const std::string& size);
+
+void register_op_benchmarks();
+void register_model_benchmarks();
+
+// --rss=SIZE mode: builds the copy-task trainer of that size, runs `steps` training steps and
+// prints one JSON line with the process's peak resident set size at start, after building the
+// trainer, and at the end (KiB).
+int report_training_rss(const std::string& size, std::size_t steps);
+
+}  // namespace tapegrad::bench

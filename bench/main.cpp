@@ -1,0 +1,75 @@
+// tapegrad_bench: every workload of bench/, as Google Benchmark runs them, plus a peak-RSS mode.
+//
+//   tapegrad_bench [--threads=N] [Google Benchmark flags]   e.g. --benchmark_filter=softmax
+//   tapegrad_bench [--threads=N] --rss=tiny|paper [--rss-steps=S]
+//
+// Threads: --threads=N, else the TAPEGRAD_BENCH_THREADS environment variable, else all cores
+// (0). The count goes to tapegrad::set_num_threads and into the JSON context as "tapegrad_threads".
+#include <cstdlib>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "autograd/kernels/parallel.h"
+#include "bench/bench_util.h"
+
+namespace {
+
+struct Options {
+  std::size_t threads = 0;
+  std::optional<std::string> rss_size;
+  std::size_t rss_steps = 5;
+};
+
+// Takes this program's flags out of argv (leaving Google Benchmark's); throws on a bad value.
+Options take_own_flags(int& argc, char** argv) {
+  Options options;
+  if (const char* env = std::getenv("TAPEGRAD_BENCH_THREADS")) options.threads = std::stoul(env);
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    const auto value = [&](std::string_view flag) { return std::string(arg.substr(flag.size())); };
+    if (arg.starts_with("--threads=")) {
+      options.threads = std::stoul(value("--threads="));
+    } else if (arg.starts_with("--rss=")) {
+      options.rss_size = value("--rss=");
+    } else if (arg.starts_with("--rss-steps=")) {
+      options.rss_steps = std::stoul(value("--rss-steps="));
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
+  return options;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  try {
+    options = take_own_flags(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "tapegrad_bench: bad --threads, --rss-steps or TAPEGRAD_BENCH_THREADS value (" << e.what() << ")\n";
+    return 2;
+  }
+  tapegrad::set_num_threads(options.threads);
+  if (options.rss_size) {
+    try {
+      return tapegrad::bench::report_training_rss(*options.rss_size, options.rss_steps);
+    } catch (const std::exception& e) {
+      std::cerr << e.what() << "\n";
+      return 2;
+    }
+  }
+  benchmark::AddCustomContext("tapegrad_threads", std::to_string(tapegrad::num_threads()));
+  tapegrad::bench::register_op_benchmarks();
+  tapegrad::bench::register_model_benchmarks();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

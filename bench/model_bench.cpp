@@ -1,0 +1,108 @@
+// Model-level workloads: labml attention forward+backward, an Adam step over the paper-size
+// Transformer, and whole copy-task training steps; plus the peak-RSS mode.
+#include <sys/resource.h>
+
+#include <cstdio>
+
+#include "autograd/kernels/parallel.h"
+#include "bench/bench_util.h"
+#include "nn/labml/multi_head_attention.h"
+
+namespace tapegrad::bench {
+
+namespace {
+
+long peak_rss_kib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;  // KiB on Linux
+}
+
+// labml MultiHeadAttention(8 heads, d_model 512, no dropout) on x [10, 80, 512] with a causal
+// [10, 10, 1] mask; gradients into x and every parameter.
+void register_labml_attention() {
+  add_workload("labml_mha/s10_b80_d512_h8", [](benchmark::State& state) {
+    Generator gen(1);
+    nn::labml::MultiHeadAttention<float> mha(8, 512, gen, /*dropout_prob=*/0.0);
+    const Tensor<float> x = random_tensor({10, 80, 512}, 2);
+    Mask causal = Mask::from_shape({10, 10, 1});
+    for (std::size_t i = 0; i < 10; ++i)
+      for (std::size_t j = 0; j < 10; ++j) causal(i, j, 0) = j <= i;
+    std::vector<Tensor<float>> inputs = mha.parameters();
+    inputs.push_back(x);
+    time_forward_backward(state, inputs, [&] { return mha(x, x, x, causal); });
+    state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * 10 * 80));  // tokens
+  });
+}
+
+// One Adam step over the paper-size copy-task model, every parameter holding a gradient.
+void register_adam_step() {
+  add_workload("adam_step/paper", [](benchmark::State& state) {
+    Generator gen(1);
+    nn::transformer::Transformer<float> model(11, 11, 10, 0, 512, 2, 2048, 8, 0.1, 1e-5, gen);
+    std::size_t count = 0;
+    for (const Tensor<float>& p : model.parameters()) {
+      p.node()->grad = random_tensor(p.shape(), 3 + count, false).value();
+      count += p.numel();
+    }
+    optim::Adam<float> adam(model.named_parameters(), {.lr = 1e-4, .betas = {0.9, 0.98}, .eps = 1e-9});
+    adam.step();  // warm-up: the first step allocates the moment buffers
+    for (auto _ : state) adam.step();
+    state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * count));  // parameters
+  });
+}
+
+// forward, loss, backward, Adam step, zero_grad and the Noam schedule: Trainer::run_epoch with
+// one batch per epoch, fresh random data each step as in the copy_task program.
+void register_training_step(const std::string& size) {
+  add_workload("train_step/" + size, [size](benchmark::State& state) {
+    copy_task::Config config = copy_task_config(size);
+    copy_task::Trainer trainer(config);
+    trainer.run_epoch();  // warm-up: the first step also allocates Adam's buffers
+    for (auto _ : state) trainer.run_epoch();
+    state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * config.batch * (config.seq_len - 1)));
+  });
+}
+
+}  // namespace
+
+copy_task::Config copy_task_config(const std::string& size) {
+  copy_task::Config config;
+  config.batches_per_epoch = 1;
+  config.layers = 2;
+  config.dropout = 0.0;
+  if (size == "tiny") {
+    config.d_model = 64;
+    config.d_ff = 256;
+    config.heads = 4;
+    config.batch = 32;
+  } else if (size == "paper") {
+    config.d_model = 512;
+    config.d_ff = 2048;
+    config.heads = 8;
+    config.batch = 80;
+  } else {
+    throw ValueError("tapegrad_bench: unknown copy-task size \"" + size + "\" (tiny or paper)");
+  }
+  return config;
+}
+
+void register_model_benchmarks() {
+  register_labml_attention();
+  register_adam_step();
+  register_training_step("tiny");
+  register_training_step("paper");
+}
+
+int report_training_rss(const std::string& size, std::size_t steps) {
+  const long baseline = peak_rss_kib();
+  copy_task::Trainer trainer(copy_task_config(size));
+  const long after_init = peak_rss_kib();
+  for (std::size_t i = 0; i < steps; ++i) trainer.run_epoch();
+  std::printf("{\"workload\": \"train_step/%s\", \"threads\": %zu, \"steps\": %zu, \"baseline_rss_kib\": %ld, "
+              "\"after_init_rss_kib\": %ld, \"peak_rss_kib\": %ld}\n",
+              size.c_str(), num_threads(), steps, baseline, after_init, peak_rss_kib());
+  return 0;
+}
+
+}  // namespace tapegrad::bench
