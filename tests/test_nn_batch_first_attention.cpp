@@ -26,6 +26,8 @@ namespace {
 using nn::mha::MultiHeadAttention;
 using nn::mha::ScaledDotProductAttention;
 using testing::max_abs_diff;
+using testing::mask_from;
+using testing::naive_linear;
 using testing::names_of;
 using testing::parameter;
 using testing::with_parameters;
@@ -40,13 +42,6 @@ constexpr std::size_t kHeads = 2, kDModel = 6, kDk = 3;
 
 
 
-// A mask of `shape` from row-major 0/1 values.
-Mask mask_from(const Shape& shape, std::initializer_list<int> values) {
-  Mask m = Mask::from_shape(shape);
-  std::size_t e = 0;
-  for (int v : values) m.data()[e++] = v != 0;
-  return m;
-}
 
 Mask random_mask(const Shape& shape, std::uint64_t seed) {
   Generator gen(seed);
@@ -222,21 +217,6 @@ struct ReferenceOptions {
   const Array* drop = nullptr;  // dropout multiplier (0 or 1/(1-p)), [batch, heads, seq_q, seq_k]
 };
 
-// x [a, b, in] -> x W^T + bias [a, b, out] with W and bias the Linear child `prefix`.
-Array project(const Array& x, const nn::StateDict<double>& state, const std::string& prefix) {
-  const Array& w = state.at(prefix + ".weight");
-  const Array& bias = state.at(prefix + ".bias");
-  const std::size_t n0 = x.shape()[0], n1 = x.shape()[1], in = x.shape()[2], out = w.shape()[0];
-  Array y = xt::zeros<double>({n0, n1, out});
-  for (std::size_t a = 0; a < n0; ++a)
-    for (std::size_t b = 0; b < n1; ++b)
-      for (std::size_t o = 0; o < out; ++o) {
-        double acc = bias(o);
-        for (std::size_t m = 0; m < in; ++m) acc += x(a, b, m) * w(o, m);
-        y(a, b, o) = acc;
-      }
-  return y;
-}
 
 // Seed 003's corrected forward in plain loops over the module's own parameter values.
 Reference naive_mha(const MultiHeadAttention<double>& m, const Array& query, const Array& key, const Array& value,
@@ -245,9 +225,9 @@ Reference naive_mha(const MultiHeadAttention<double>& m, const Array& query, con
   const std::size_t heads = m.n_heads(), d_k = m.d_k(), d_model = heads * d_k;
   const std::size_t batch = query.shape()[0], seq_q = query.shape()[1], seq_k = key.shape()[1];
   const double scale = options.scale.value_or(1.0 / std::sqrt(static_cast<double>(d_k)));
-  const Array q = project(query, state, "query"), k = project(key, state, "key");
+  const Array q = naive_linear(query, state, "query."), k = naive_linear(key, state, "key.");
   Reference r{xt::zeros<double>({batch, heads, seq_q, seq_k}), xt::zeros<double>({batch, heads, seq_q, seq_k}),
-              project(value, state, "value"), {}};
+              naive_linear(value, state, "value."), {}};
   Array merged = xt::zeros<double>({batch, seq_q, d_model});
   for (std::size_t b = 0; b < batch; ++b)
     for (std::size_t h = 0; h < heads; ++h)
@@ -268,7 +248,7 @@ Reference naive_mha(const MultiHeadAttention<double>& m, const Array& query, con
           }
         }
       }
-  r.out = project(merged, state, "proj");
+  r.out = naive_linear(merged, state, "proj.");
   return r;
 }
 

@@ -22,6 +22,8 @@ namespace {
 using nn::labml::MultiHeadAttention;
 using nn::labml::PrepareForMultiHeadAttention;
 using testing::max_abs_diff;
+using testing::mask_from;
+using testing::naive_linear;
 using testing::names_of;
 using testing::parameter;
 using testing::with_parameters;
@@ -35,21 +37,6 @@ constexpr std::size_t kHeads = 2, kDModel = 6, kDk = 3;
 
 
 
-// x [s, b, in] -> x W^T + bias [s, b, out] with W = state[prefix + "weight"] (bias absent: none).
-Array project(const Array& x, const nn::StateDict<double>& state, const std::string& prefix) {
-  const Array& w = state.at(prefix + "weight");
-  const auto bias = state.find(prefix + "bias");
-  const std::size_t s_len = x.shape()[0], batch = x.shape()[1], in = x.shape()[2], out = w.shape()[0];
-  Array y = xt::zeros<double>({s_len, batch, out});
-  for (std::size_t s = 0; s < s_len; ++s)
-    for (std::size_t b = 0; b < batch; ++b)
-      for (std::size_t o = 0; o < out; ++o) {
-        double acc = bias == state.end() ? 0.0 : bias->second(o);
-        for (std::size_t m = 0; m < in; ++m) acc += x(s, b, m) * w(o, m);
-        y(s, b, o) = acc;
-      }
-  return y;
-}
 
 struct Reference {
   Array scores;  // [seq_q, seq_k, batch, heads], unscaled q.k
@@ -75,9 +62,9 @@ Reference naive_attention(const MultiHeadAttention<double>& m, const Array& quer
   const std::size_t heads = m.heads(), d_k = m.d_k();
   const std::size_t seq_q = query.shape()[0], seq_k = key.shape()[0], batch = query.shape()[1];
   const double scale = options.scale.value_or(1.0 / std::sqrt(static_cast<double>(d_k)));
-  const Array q = project(query, state, "query.linear."), k = project(key, state, "key.linear.");
+  const Array q = naive_linear(query, state, "query.linear."), k = naive_linear(key, state, "key.linear.");
   Reference r{xt::zeros<double>({seq_q, seq_k, batch, heads}), xt::zeros<double>({seq_q, seq_k, batch, heads}),
-              project(value, state, "value.linear."), {}};
+              naive_linear(value, state, "value.linear."), {}};
   Array ctx = xt::zeros<double>({seq_q, batch, heads * d_k});
   for (std::size_t i = 0; i < seq_q; ++i)
     for (std::size_t b = 0; b < batch; ++b)
@@ -100,7 +87,7 @@ Reference naive_attention(const MultiHeadAttention<double>& m, const Array& quer
           for (std::size_t d = 0; d < d_k; ++d) ctx(i, b, h * d_k + d) += a * r.v(j, b, h * d_k + d);
         }
       }
-  r.out = project(ctx, state, "output.");
+  r.out = naive_linear(ctx, state, "output.");
   return r;
 }
 
@@ -120,13 +107,6 @@ Mask random_mask(const Shape& shape, std::uint64_t seed) {
   return m;
 }
 
-// A mask of `shape` from row-major 0/1 values.
-Mask mask_from(const Shape& shape, std::initializer_list<int> values) {
-  Mask m = Mask::from_shape(shape);
-  std::size_t e = 0;
-  for (int v : values) m.data()[e++] = v != 0;
-  return m;
-}
 
 std::vector<Case> cases() {
   Mask full = random_mask({2, 3, 2}, 7);
