@@ -22,14 +22,14 @@ struct Config {
   std::size_t seq_len = 10;
   std::size_t batch = 80;
   std::size_t batches_per_epoch = 20;
-  std::size_t epochs = 20;
+  std::size_t epochs = 30;
   std::size_t d_model = 32;
   std::size_t d_ff = 64;
   std::size_t heads = 4;
   std::size_t layers = 2;
   double dropout = 0.0;
   double label_smoothing = 0.0;
-  double lr_factor = 1.0;
+  double lr_factor = 0.5;
   std::size_t warmup = 200;
   std::uint64_t seed = 1;
 };
