@@ -69,12 +69,15 @@ void GradientTape::walk() {
   NoGradGuard no_recording_inside_backward;
   // Entries are appended in creation order, which is a topological order: walking them newest
   // to oldest visits every output after all of its consumers.
+  // Once an entry's backward has run, every consumer of its output has been visited, so the
+  // output's gradient is final: it is dropped at once (unless retained), and a non-persistent
+  // tape drops the entry too, freeing what its closure saved. Peak memory during backward is
+  // then the forward's saved tensors plus the gradients still in flight, not all of them.
   for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
     const Entry& e = **it;
     if (e.output->has_grad()) e.backward();
-  }
-  for (const auto& e : entries_) {
-    if (!e->output->retains_grad) e->output->clear_grad();
+    if (!e.output->retains_grad) e.output->clear_grad();
+    if (!persistent_) it->reset();
   }
   used_ = true;
   if (!persistent_) entries_.clear();

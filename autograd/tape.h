@@ -7,9 +7,9 @@
 // Rules (each tested in tests/test_tape.cpp):
 // - backward(loss) seeds 1 for a single-element loss; backward(output, seed) any shape.
 // - The walk is iterative, newest entry to oldest; there is no recursion to overflow.
-// - Leaf gradients accumulate across backward calls until zero_grad(). Intermediate gradients are
-//   cleared when the walk ends, except on tensors marked retain_grad(), which keep the gradient
-//   of the latest walk.
+// - Leaf gradients accumulate across backward calls until zero_grad(). An intermediate's gradient
+//   is dropped as soon as the walk has used it, except on tensors marked retain_grad(), which
+//   keep the gradient of the latest walk.
 // - A non-persistent tape releases its entries (and everything they saved) after backward, so
 //   size() returns to 0; a second backward on it throws TapeError. A persistent tape keeps them.
 // - Nested tapes: an op records on every tape alive on the thread, so an outer tape also sees

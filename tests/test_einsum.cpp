@@ -103,6 +103,7 @@ const std::vector<Case> kSeedCases = {
     {"ibhd,jbhd->ijbh", {{3, 2, 2, 4}, {5, 2, 2, 4}}},
     {"ijbh,jbhd->ibhd", {{3, 5, 2, 2}, {5, 2, 2, 4}}},
     {"hijk,hkl->hijl", {{2, 3, 2, 4}, {2, 4, 3}}},
+    {"ijk,hkl->hijl", {{3, 2, 4}, {2, 4, 3}}},
     {"ij->", {{3, 4}}},
     {"i,j->ij", {{3}, {4}}},
     {"ii->i", {{3, 3}}},
@@ -131,6 +132,8 @@ const std::vector<Case> kMoreCases = {
     {"aBc,cBd->Bad", {{2, 3, 2}, {2, 3, 2}}},
     {"ij,jk,kl,lm->mi", {{2, 2}, {2, 3}, {3, 2}, {2, 2}}},
     {"i->", {{1}}},
+    {"hkl,ijk->hlij", {{2, 4, 3}, {3, 2, 4}}},
+    {"gik,hkj->ghij", {{2, 3, 4}, {2, 4, 3}}},
     {"", {{}}},
 };
 

@@ -167,11 +167,15 @@ StridedPass strided_pass(const std::string& src_letters, const Shape& src_shape,
 }
 
 // A contiguous array with letters `own` (row-major `shape`) read as [batch, rows, cols] matrices
-// in place, when it holds exactly those letters, each once, laid out so that BLAS can.
+// in place, when it holds those letters, each once, laid out so that BLAS can. Batch letters it
+// lacks get stride 0: one matrix serves that whole part of the batch.
 std::optional<MatrixLayout> as_matrices(const std::string& own, const Shape& shape, const std::string& batch,
                                         const std::string& rows, const std::string& cols, const EinsumSizes& sizes) {
-  if (own.size() != batch.size() + rows.size() + cols.size()) return std::nullopt;
-  const auto strides = letter_strides(own, shape);
+  const auto own_batch =
+      static_cast<std::size_t>(std::count_if(batch.begin(), batch.end(), [&](char c) { return contains(own, c); }));
+  if (own.size() != own_batch + rows.size() + cols.size()) return std::nullopt;
+  auto strides = letter_strides(own, shape);
+  for (char c : batch) strides.emplace(c, 0);
   const auto b = merge_axis(batch, sizes, strides), r = merge_axis(rows, sizes, strides),
              c = merge_axis(cols, sizes, strides);
   if (!b || !r || !c) return std::nullopt;
@@ -193,19 +197,41 @@ GemmOperand gemm_operand(const std::string& own, const Shape& shape, const std::
   return {strided_pass(own, shape, batch + rows + cols, sizes), packed(rows, cols, sizes)};
 }
 
+// The output's leading letters that can join the batch although only one operand has them: a
+// prefix of the output made of shared letters and free letters of a single operand. With them
+// in the batch, "ijk,hkl->hijl" is h products x[ij,k] W_h[k,l] written straight into the output,
+// x shared by all of them (batch stride 0), instead of one product between two permuting copies.
+std::string broadcast_batch_letters(const std::string& l, const std::string& r, const std::string& out) {
+  std::string letters;
+  int side = 0;  // 0: none yet, 1: free letters of l, 2: free letters of r
+  for (char c : out) {
+    const bool in_l = contains(l, c), in_r = contains(r, c);
+    if (in_l != in_r) {
+      const int own_side = in_l ? 1 : 2;
+      if (side != 0 && side != own_side) break;
+      side = own_side;
+    }
+    letters.push_back(c);
+  }
+  return side == 0 ? std::string() : letters;
+}
+
 // The two-operand plan with operands[swap] on the left and the contracted letters in the order of
 // the left (or right) operand. Batch, M and N letters follow the output's order, so that an
-// output laid out as [batch, M, N] needs no final pass.
+// output laid out as [batch, M, N] needs no final pass. With `broadcast_batch`, the output's
+// leading free letters join the batch too (broadcast_batch_letters).
 EinsumPlan plan_pair(const EinsumEquation& eq, const std::vector<Shape>& shapes, const EinsumSizes& sizes, bool swap,
-                     bool k_order_from_right) {
+                     bool k_order_from_right, bool broadcast_batch) {
   const std::string& l = eq.operands[swap ? 1 : 0];
   const std::string& r = eq.operands[swap ? 0 : 1];
   const Shape& l_shape = shapes[swap ? 1 : 0];
   const Shape& r_shape = shapes[swap ? 0 : 1];
   const std::string& out = eq.output;
-  const std::string batch = select(out, [&](char c) { return contains(l, c) && contains(r, c); });
-  const std::string m = select(out, [&](char c) { return contains(l, c) && !contains(r, c); });
-  const std::string n = select(out, [&](char c) { return contains(r, c) && !contains(l, c); });
+  const std::string extra = broadcast_batch ? broadcast_batch_letters(l, r, out) : std::string();
+  const auto in_batch = [&](char c) { return (contains(l, c) && contains(r, c)) || contains(extra, c); };
+  const std::string batch = select(out, in_batch);
+  const std::string m = select(out, [&](char c) { return contains(l, c) && !in_batch(c); });
+  const std::string n = select(out, [&](char c) { return contains(r, c) && !in_batch(c); });
   const std::string k = select(k_order_from_right ? r : l, [&](char c) {
     return contains(l, c) && contains(r, c) && !contains(out, c);
   });
@@ -243,12 +269,15 @@ EinsumPlan make_plan(const EinsumEquation& eq, const std::vector<Shape>& shapes,
     plan.single = strided_pass(eq.operands[0], shapes[0], eq.output, sizes);
     return plan;
   }
-  // Four candidates; the one that copies least wins (ties: the first).
+  // Eight candidates; the one that copies least wins (ties: the first, so a broadcast batch of
+  // many small products is taken only when it saves copying).
   std::optional<EinsumPlan> best;
-  for (bool swap : {false, true}) {
-    for (bool k_right : {false, true}) {
-      EinsumPlan candidate = plan_pair(eq, shapes, sizes, swap, k_right);
-      if (!best || candidate.copied < best->copied) best = std::move(candidate);
+  for (bool broadcast_batch : {false, true}) {
+    for (bool swap : {false, true}) {
+      for (bool k_right : {false, true}) {
+        EinsumPlan candidate = plan_pair(eq, shapes, sizes, swap, k_right, broadcast_batch);
+        if (!best || candidate.copied < best->copied) best = std::move(candidate);
+      }
     }
   }
   best->out_shape = plan.out_shape;
@@ -298,7 +327,13 @@ void run_pass_range(const StridedPass& p, const T* src, T* dst, std::size_t begi
   for (std::size_t e = begin; e < end;) {
     // A run along the last outer axis, then a carry into the axes before it.
     const std::size_t run = std::min(p.outer[last] - index[last], end - e);
-    for (std::size_t i = 0; i < run; ++i) dst[d + i * last_dst] = sum_inner(p, src + s + i * last_src);
+    if (!p.inner.empty()) {
+      for (std::size_t i = 0; i < run; ++i) dst[d + i * last_dst] = sum_inner(p, src + s + i * last_src);
+    } else if (last_src == 1 && last_dst == 1) {
+      std::copy_n(src + s, run, dst + d);
+    } else {  // a permutation or broadcast: nothing to sum
+      for (std::size_t i = 0; i < run; ++i) dst[d + i * last_dst] = src[s + i * last_src];
+    }
     e += run;
     index[last] += run;
     s += run * last_src;
