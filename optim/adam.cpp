@@ -1,9 +1,10 @@
 #include "optim/adam.h"
 
+#include <algorithm>
 #include <cmath>
 
-#include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+#include <xsimd/xsimd.hpp>
 
 namespace tapegrad::optim {
 
@@ -18,6 +19,59 @@ void check(const AdamOptions& o, const char* name) {
                      std::to_string(b2) + ")");
   }
   if (!(o.eps >= 0.0)) throw ValueError(std::string(name) + ": eps must be >= 0, got " + std::to_string(o.eps));
+}
+
+// Elements per task of the update.
+constexpr std::size_t kAdamChunk = 1 << 14;
+
+// The update's scalars, in the element type.
+template <class T>
+struct AdamCoefficients {
+  T beta1, one_minus_beta1, beta2, one_minus_beta2, bias_correction2_sqrt, step_size, eps, weight_decay, decay;
+  bool l2, decoupled, amsgrad;
+};
+
+// Parameter, gradient and moment buffers (max_exp_avg_sq only with amsgrad).
+template <class T>
+struct AdamSpans {
+  T* p;
+  const T* g;
+  T *m, *v, *v_max;
+};
+
+// The rule of adam.h for one element or one xsimd batch of elements (V is T or a batch).
+template <class T, class V>
+void adam_element(const AdamCoefficients<T>& c, V& p, V g, V& m, V& v, V& v_max) {
+  using std::max;
+  using std::sqrt;
+  if (c.l2) g = g + c.weight_decay * p;
+  if (c.decoupled) p = p * c.decay;
+  m = c.beta1 * m + c.one_minus_beta1 * g;
+  v = c.beta2 * v + c.one_minus_beta2 * g * g;
+  V second = v;
+  if (c.amsgrad) second = v_max = max(v_max, v);
+  p = p - c.step_size * m / (sqrt(second) / c.bias_correction2_sqrt + c.eps);
+}
+
+// Elements [begin, end): whole xsimd batches, then a scalar tail.
+template <class T>
+void adam_range(const AdamCoefficients<T>& c, const AdamSpans<T>& s, std::size_t begin, std::size_t end) {
+  using Batch = xsimd::batch<T>;
+  std::size_t i = begin;
+  for (; i + Batch::size <= end; i += Batch::size) {
+    Batch p = Batch::load_unaligned(s.p + i), m = Batch::load_unaligned(s.m + i), v = Batch::load_unaligned(s.v + i);
+    Batch v_max = c.amsgrad ? Batch::load_unaligned(s.v_max + i) : v;
+    adam_element(c, p, Batch::load_unaligned(s.g + i), m, v, v_max);
+    p.store_unaligned(s.p + i);
+    m.store_unaligned(s.m + i);
+    v.store_unaligned(s.v + i);
+    if (c.amsgrad) v_max.store_unaligned(s.v_max + i);
+  }
+  for (; i < end; ++i) {
+    T v_max = c.amsgrad ? s.v_max[i] : s.v[i];
+    adam_element(c, s.p[i], s.g[i], s.m[i], s.v[i], v_max);
+    if (c.amsgrad) s.v_max[i] = v_max;
+  }
 }
 
 template <class T>
@@ -60,30 +114,28 @@ void Adam<T>::update(const ParamGroup<T>& group, Tensor<T>& param, const xt::xar
 
   // Scalars in double, as PyTorch computes them on the host.
   const double beta1 = options_.betas.first, beta2 = options_.betas.second;
-  const double lr = group.lr, wd = group.weight_decay, eps = options_.eps;
-  const double bias_correction1 = 1.0 - std::pow(beta1, static_cast<double>(step));
-  const double bias_correction2_sqrt = std::sqrt(1.0 - std::pow(beta2, static_cast<double>(step)));
-  const T step_size = static_cast<T>(lr / bias_correction1);
-  const T decay = static_cast<T>(1.0 - lr * wd);
-  const bool l2 = !decoupled_ && wd != 0.0, decoupled = decoupled_ && wd != 0.0, amsgrad = options_.amsgrad;
+  const double lr = group.lr, wd = group.weight_decay;
+  AdamCoefficients<T> c;
+  c.beta1 = static_cast<T>(beta1);
+  c.one_minus_beta1 = static_cast<T>(1.0 - beta1);
+  c.beta2 = static_cast<T>(beta2);
+  c.one_minus_beta2 = static_cast<T>(1.0 - beta2);
+  c.bias_correction2_sqrt = static_cast<T>(std::sqrt(1.0 - std::pow(beta2, static_cast<double>(step))));
+  c.step_size = static_cast<T>(lr / (1.0 - std::pow(beta1, static_cast<double>(step))));
+  c.eps = static_cast<T>(options_.eps);
+  c.weight_decay = static_cast<T>(wd);
+  c.decay = static_cast<T>(1.0 - lr * wd);
+  c.l2 = !decoupled_ && wd != 0.0;
+  c.decoupled = decoupled_ && wd != 0.0;
+  c.amsgrad = options_.amsgrad;
 
-  T* p = param.mutable_value().data();
-  const T* g = grad.data();
-  T* m = buffers["exp_avg"].data();
-  T* v = buffers["exp_avg_sq"].data();
-  T* v_max = amsgrad ? buffers["max_exp_avg_sq"].data() : nullptr;
-  // Every element is independent: the fixed partition keeps results identical at any thread count.
-  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n, 1 << 14), [&](const tbb::blocked_range<std::size_t>& r) {
-    for (std::size_t i = r.begin(); i < r.end(); ++i) {
-      const T gi = l2 ? g[i] + static_cast<T>(wd) * p[i] : g[i];
-      if (decoupled) p[i] *= decay;
-      m[i] = static_cast<T>(beta1) * m[i] + static_cast<T>(1.0 - beta1) * gi;
-      v[i] = static_cast<T>(beta2) * v[i] + static_cast<T>(1.0 - beta2) * gi * gi;
-      T second = v[i];
-      if (amsgrad) second = v_max[i] = std::max(v_max[i], v[i]);
-      const T denom = std::sqrt(second) / static_cast<T>(bias_correction2_sqrt) + static_cast<T>(eps);
-      p[i] -= step_size * m[i] / denom;
-    }
+  AdamSpans<T> spans{param.mutable_value().data(), grad.data(), buffers["exp_avg"].data(),
+                     buffers["exp_avg_sq"].data(), c.amsgrad ? buffers["max_exp_avg_sq"].data() : nullptr};
+  // Every element is independent; fixed chunks (not TBB's adaptive split) put each element in the
+  // same place of the vector/tail split at any thread count, so results are identical.
+  const std::size_t chunks = (n + kAdamChunk - 1) / kAdamChunk;
+  tbb::parallel_for(std::size_t{0}, chunks, [&](std::size_t chunk) {
+    adam_range(c, spans, chunk * kAdamChunk, std::min(n, (chunk + 1) * kAdamChunk));
   });
 }
 

@@ -15,7 +15,17 @@ using testing::throws_with;
 const xt::xarray<double> kCurvature = {1.0, 0.5, 2.0, -0.3};
 const xt::xarray<double> kStart = {1.0, -2.0, 0.5, 3.0};
 
-void set_quadratic_grad(Tensor<double>& p) { p.node()->grad = xt::xarray<double>(kCurvature * p.value()); }
+void set_quadratic_grad(Tensor<double>& p, const xt::xarray<double>& curvature = kCurvature) {
+  p.node()->grad = xt::xarray<double>(curvature * p.value());
+}
+
+// The four values of `base` repeated and scaled to n elements: long enough for the optimisers'
+// vectorised loops and their scalar tails (37 = whole AVX-512 batches plus a remainder).
+xt::xarray<double> stretched(const xt::xarray<double>& base, std::size_t n) {
+  xt::xarray<double> out = xt::zeros<double>({n});
+  for (std::size_t i = 0; i < n; ++i) out(i) = base(i % 4) * (1.0 + 0.1 * static_cast<double>(i / 4));
+  return out;
+}
 
 // Scalar re-statement of the published Adam/AdamW algorithm (Kingma & Ba; Loshchilov & Hutter;
 // torch.optim docs), element by element, written independently of optim/adam.cpp.
@@ -53,7 +63,9 @@ TEST(Adam, FirstStepMovesEachWeightByLrTimesSignOfGradient) {
 }
 
 void expect_adam_trajectory(bool decoupled, bool amsgrad, double wd) {
-  Tensor<double> w(kStart, true);
+  constexpr std::size_t n = 37;
+  const xt::xarray<double> start = stretched(kStart, n), curvature = stretched(kCurvature, n);
+  Tensor<double> w(start, true);
   const double lr = 0.05, b1 = 0.8, b2 = 0.95, eps = 1e-6;
   std::unique_ptr<optim::Optimizer<double>> opt;
   if (decoupled) {
@@ -63,17 +75,20 @@ void expect_adam_trajectory(bool decoupled, bool amsgrad, double wd) {
     opt = std::make_unique<optim::Adam<double>>(optim::NamedParameters<double>{{"w", w}},
                                                 optim::AdamOptions{lr, {b1, b2}, eps, wd, amsgrad});
   }
-  ScalarAdam ref{lr, b1, b2, eps, wd, decoupled, amsgrad, as_vector(kStart), {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}};
+  const std::vector<double> zeros(n, 0.0);
+  ScalarAdam ref{lr, b1, b2, eps, wd, decoupled, amsgrad, as_vector(start), zeros, zeros, zeros};
   for (int t = 1; t <= 6; ++t) {
-    set_quadratic_grad(w);
+    set_quadratic_grad(w, curvature);
     opt->step();
-    ref.step(t, as_vector(kCurvature));
+    ref.step(t, as_vector(curvature));
     const auto state = opt->state();
-    for (std::size_t i = 0; i < 4; ++i) {
-      EXPECT_NEAR(w.value()(i), ref.p[i], 1e-12) << "step " << t;
-      EXPECT_NEAR(state.at("w.exp_avg")(i), ref.m[i], 1e-12) << "step " << t;
-      EXPECT_NEAR(state.at("w.exp_avg_sq")(i), ref.v[i], 1e-12) << "step " << t;
-      if (amsgrad) EXPECT_NEAR(state.at("w.max_exp_avg_sq")(i), ref.vmax[i], 1e-12);
+    for (std::size_t i = 0; i < n; ++i) {
+      EXPECT_NEAR(w.value()(i), ref.p[i], 1e-12) << "step " << t << ", element " << i;
+      EXPECT_NEAR(state.at("w.exp_avg")(i), ref.m[i], 1e-12) << "step " << t << ", element " << i;
+      EXPECT_NEAR(state.at("w.exp_avg_sq")(i), ref.v[i], 1e-12) << "step " << t << ", element " << i;
+      if (amsgrad) {
+        EXPECT_NEAR(state.at("w.max_exp_avg_sq")(i), ref.vmax[i], 1e-12) << "step " << t << ", element " << i;
+      }
     }
     EXPECT_EQ(state.at("w.step")(), t);
   }
