@@ -2,9 +2,7 @@
 
 #include <cmath>
 
-#include "autograd/ops/elementwise.h"
 #include "autograd/ops/linalg.h"
-#include "autograd/ops/shape.h"
 #include "nn/init.h"
 
 namespace tapegrad::nn {
@@ -31,8 +29,7 @@ Tensor<T> Linear<T>::forward(const Tensor<T>& x) {
     throw ShapeError("Linear(" + std::to_string(in_features_) + ", " + std::to_string(out_features_) + "): input " +
                      x.describe() + " must end in an axis of size " + std::to_string(in_features_));
   }
-  Tensor<T> y = matmul(x, transpose(weight_, 0, 1));
-  return bias_.defined() ? y + bias_ : y;
+  return linear(x, weight_, bias_);
 }
 
 template class Linear<float>;

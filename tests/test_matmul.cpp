@@ -189,5 +189,69 @@ TEST(Matmul, UndefinedInputThrows) {
   EXPECT_TRUE(throws_with<ValueError>([] { matmul(random_tensor({2}, 1), Tensor<double>()); }, {"matmul", "'b'"}));
 }
 
+// ---- linear: y = x W^T + b ----
+
+// Plain loops over the rows of x (all leading axes folded).
+xt::xarray<double> naive_linear(const xt::xarray<double>& x, const xt::xarray<double>& w, const xt::xarray<double>* b) {
+  const std::size_t in = w.shape()[1], out = w.shape()[0];
+  Shape shape(x.shape().begin(), x.shape().end());
+  shape.back() = out;
+  xt::xarray<double> y = xt::zeros<double>(shape);
+  for (std::size_t r = 0; r < y.size() / out; ++r)
+    for (std::size_t o = 0; o < out; ++o) {
+      double acc = b ? b->data()[o] : 0.0;
+      for (std::size_t i = 0; i < in; ++i) acc += x.data()[r * in + i] * w.data()[o * in + i];
+      y.data()[r * out + o] = acc;
+    }
+  return y;
+}
+
+// x shapes with 1, 2 and 3 axes, a size-1 feature axis, and a size-1 output.
+const std::vector<std::pair<Shape, Shape>> kLinearShapes = {
+    {{4}, {3, 4}}, {{2, 4}, {3, 4}}, {{2, 3, 4}, {5, 4}}, {{5, 1}, {2, 1}}, {{3, 2}, {1, 2}},
+};
+
+TEST(Linear, MatchesNaiveWithAndWithoutBias) {
+  for (const auto& [sx, sw] : kLinearShapes) {
+    SCOPED_TRACE(format_shape(sx) + " x " + format_shape(sw));
+    const auto x = random_tensor(sx, 1), w = random_tensor(sw, 2), b = random_tensor({sw[0]}, 3);
+    EXPECT_LT(max_abs_diff(linear(x, w, b).value(), naive_linear(x.value(), w.value(), &b.value())), 1e-12);
+    EXPECT_LT(max_abs_diff(linear(x, w).value(), naive_linear(x.value(), w.value(), nullptr)), 1e-12);
+  }
+}
+
+TEST(Linear, EmptyFeatureAxisGivesTheBias) {
+  const auto x = random_tensor({3, 0}, 1), w = random_tensor({2, 0}, 2), b = random_tensor({2}, 3);
+  EXPECT_EQ(linear(x, w, b).value(), naive_linear(x.value(), w.value(), &b.value()));
+  EXPECT_EQ(linear(x, w, b).value()(2, 1), b.value()(1));
+}
+
+TEST(Linear, GradcheckWithAndWithoutBias) {
+  for (const auto& [sx, sw] : kLinearShapes) {
+    SCOPED_TRACE(format_shape(sx) + " x " + format_shape(sw));
+    EXPECT_TRUE(passes_gradcheck([](const Inputs& v) { return linear(v[0], v[1], v[2]); },
+                                 {random_tensor(sx, 4), random_tensor(sw, 5), random_tensor({sw[0]}, 6)}));
+    EXPECT_TRUE(passes_gradcheck([](const Inputs& v) { return linear(v[0], v[1]); },
+                                 {random_tensor(sx, 7), random_tensor(sw, 8)}));
+  }
+  // Only the weight needs a gradient (a frozen input), and only the input (frozen layer).
+  EXPECT_TRUE(passes_gradcheck([](const Inputs& v) { return linear(v[0], v[1], v[2]); },
+                               {random_tensor({2, 3}, 9, false), random_tensor({4, 3}, 10), random_tensor({4}, 11, false)}));
+  EXPECT_TRUE(passes_gradcheck([](const Inputs& v) { return linear(v[0], v[1], v[2]); },
+                               {random_tensor({2, 3}, 12), random_tensor({4, 3}, 13, false), random_tensor({4}, 14, false)}));
+}
+
+TEST(Linear, BadShapesThrowNamingAllShapes) {
+  const auto w = random_tensor({3, 4}, 1);
+  EXPECT_TRUE(throws_with<ShapeError>([&] { linear(random_tensor({2, 5}, 2), w); }, {"linear", "[2,5]", "[3,4]"}));
+  EXPECT_TRUE(throws_with<ShapeError>([&] { linear(random_tensor({}, 2), w); }, {"linear", "x []"}));
+  EXPECT_TRUE(throws_with<ShapeError>([&] { linear(random_tensor({2, 4}, 2), random_tensor({4}, 3)); },
+                                      {"linear", "weight [4]", "[out, in]"}));
+  EXPECT_TRUE(throws_with<ShapeError>([&] { linear(random_tensor({2, 4}, 2), w, random_tensor({4}, 3)); },
+                                      {"linear", "bias [4]", "[3]"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { linear(Tensor<double>(), w); }, {"linear", "'x'"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { linear(random_tensor({2, 4}, 2), Tensor<double>()); }, {"linear", "'weight'"}));
+}
+
 }  // namespace
 }  // namespace tapegrad

@@ -205,6 +205,59 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b) {
 }
 
 template <class T>
+Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias) {
+  detail::require_defined(x, "linear", "x");
+  detail::require_defined(weight, "linear", "weight");
+  const auto shapes = [&] {
+    return "x " + x.describe() + ", weight " + weight.describe() + (bias.defined() ? ", bias " + bias.describe() : "");
+  };
+  if (weight.ndim() != 2 || x.ndim() == 0 || x.size(-1) != weight.size(1)) {
+    throw ShapeError("linear: weight must be [out, in] and x [..., in], got " + shapes());
+  }
+  const std::size_t in = weight.size(1), out_features = weight.size(0);
+  const Shape x_shape = x.shape();
+  const std::size_t rows = product(Shape(x_shape.begin(), x_shape.end() - 1));
+  if (bias.defined() && (bias.ndim() != 1 || bias.size(0) != out_features)) {
+    throw ShapeError("linear: bias must be [" + std::to_string(out_features) + "] (weight's out), got " + shapes());
+  }
+  Shape out_shape = x.shape();
+  out_shape.back() = out_features;
+  auto y = xt::xarray<T>::from_shape(out_shape);
+  T beta = T(0);
+  if (bias.defined()) {
+    for (std::size_t r = 0; r < rows; ++r) std::copy_n(bias.value().data(), out_features, y.data() + r * out_features);
+    beta = T(1);
+  }
+  kernels::gemm(false, true, rows, out_features, in, T(1), x.value().data(), in, weight.value().data(), in, beta,
+                y.data(), out_features);
+  return make_result("linear", std::move(y), should_record(x, weight, bias),
+                     [x, weight, bias, rows, in, out_features](const xt::xarray<T>& g, const xt::xarray<T>&) {
+                       if (x.requires_grad()) {
+                         auto dx = xt::xarray<T>::from_shape(x.shape());
+                         kernels::gemm(false, false, rows, in, out_features, T(1), g.data(), out_features,
+                                       weight.value().data(), in, T(0), dx.data(), in);
+                         accumulate(x, std::move(dx));
+                       }
+                       if (weight.requires_grad()) {
+                         auto dw = xt::xarray<T>::from_shape(weight.shape());
+                         kernels::gemm(true, false, out_features, in, rows, T(1), g.data(), out_features,
+                                       x.value().data(), in, T(0), dw.data(), in);
+                         accumulate(weight, std::move(dw));
+                       }
+                       if (bias.defined() && bias.requires_grad()) {
+                         // Rows added in order into one accumulator row: the same bits at any
+                         // thread count, and a contiguous (vectorised) inner loop.
+                         xt::xarray<T> db = xt::zeros<T>(bias.shape());
+                         for (std::size_t r = 0; r < rows; ++r) {
+                           const T* row = g.data() + r * out_features;
+                           for (std::size_t j = 0; j < out_features; ++j) db.data()[j] += row[j];
+                         }
+                         accumulate(bias, std::move(db));
+                       }
+                     });
+}
+
+template <class T>
 Tensor<T> einsum(std::string_view subscripts, const std::vector<Tensor<T>>& operands) {
   const std::string op = "einsum(\"" + std::string(subscripts) + "\")";
   for (std::size_t i = 0; i < operands.size(); ++i)
@@ -236,6 +289,7 @@ Tensor<T> einsum(std::string_view subscripts, const std::vector<Tensor<T>>& oper
 
 #define TAPEGRAD_INSTANTIATE_LINALG(T)                                  \
   template Tensor<T> matmul(const Tensor<T>&, const Tensor<T>&);        \
+  template Tensor<T> linear(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&); \
   template Tensor<T> einsum(std::string_view, const std::vector<Tensor<T>>&);
 TAPEGRAD_INSTANTIATE_LINALG(float)
 TAPEGRAD_INSTANTIATE_LINALG(double)

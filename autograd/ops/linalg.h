@@ -15,6 +15,14 @@ namespace tapegrad {
 // ShapeError (naming both shapes) for a 0-dim operand, k mismatch, or batch axes that do not broadcast.
 template <class T> Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b);
 
+// torch.nn.functional.linear: y = x weight^T + bias, x [..., in], weight [out, in], bias [out] or
+// undefined (no bias) -> y [..., out]. One GEMM reading weight transposed in place, the bias
+// written first and accumulated onto (no transposed copy, no separate add). Backward: dx = g weight,
+// dweight = g^T x over all leading axes folded into rows, dbias = g summed over those rows.
+// ShapeError (naming the shapes) when x is 0-dim or its last axis is not `in`, weight is not 2-D,
+// or bias is not [out].
+template <class T> Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias = {});
+
 // einsum: out[output indices] = sum over every other index of prod_k operand_k[its indices].
 // Subscripts are letters a-z, A-Z, one group per operand, separated by ','; spaces are ignored.
 // The output follows "->" ("ij,jk->ik"); without it, it is the indices that appear exactly once,
