@@ -1,6 +1,7 @@
 #pragma once
 // Every op, one include.
 #include "autograd/ops/activation.h"
+#include "autograd/ops/attention.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/embedding.h"
 #include "autograd/ops/linalg.h"

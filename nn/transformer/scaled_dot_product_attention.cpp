@@ -1,14 +1,10 @@
 #include "nn/transformer/scaled_dot_product_attention.h"
 
 #include <cmath>
-#include <limits>
 
-#include <xtensor/xoperation.hpp>
 
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/attention.h"
 #include "autograd/ops/linalg.h"
-#include "autograd/ops/shape.h"
-#include "autograd/ops/softmax.h"
 
 namespace tapegrad::nn::transformer {
 
@@ -62,12 +58,10 @@ Tensor<T> ScaledDotProductAttention<T>::forward(const Tensor<T>& q, const Tensor
                                                 const std::optional<Mask>& mask) {
   const Shape shape = scores_shape(d_k_, q, k, v);
   if (mask) check_mask(d_k_, *mask, shape);
-  Tensor<T> scores = matmul(q, transpose(k, 1, 2)) / static_cast<T>(std::sqrt(static_cast<double>(d_k_)));
-  if (mask) {
-    // true = may attend, so the scores to fill are where the mask is false.
-    scores = masked_fill(scores, Mask(!*mask), std::numeric_limits<T>::lowest());
-  }
-  last_weights_ = softmax(scores, 2);
+  // q k^T with k read transposed in place; then scale, mask (true = may attend) and softmax in
+  // one fused pass, equal to masked_fill(scores / sqrt(d_k), !mask, lowest) followed by softmax.
+  const Tensor<T> scores = einsum("bqd,bkd->bqk", q, k);
+  last_weights_ = attention_softmax(scores, mask, static_cast<T>(1.0 / std::sqrt(static_cast<double>(d_k_))));
   if (last_weights_.requires_grad()) last_weights_.retain_grad();
   return matmul(last_weights_, v);
 }

@@ -16,7 +16,7 @@
 // mask [batch, 1, seq_k]. Masked scores become std::numeric_limits<T>::lowest() (the seed's
 // -torch.finfo.max): the most negative finite value, so a masked weight underflows to exactly 0
 // after softmax, and a row whose every key is masked gets uniform weights instead of NaN (as in
-// the seed).
+// the seed). The scale, mask and softmax run as one fused op (attention_softmax) with that result.
 //
 // The weights of the last forward stay available (last_weights()); when the forward was recorded
 // they are marked retain_grad(), so dL/dweights can be read after backward.

@@ -1,0 +1,125 @@
+#include "autograd/ops/attention.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "autograd/detail/checks.h"
+#include "autograd/detail/record.h"
+#include "autograd/kernels/broadcast.h"
+#include "autograd/kernels/row_kernels.h"
+#include "autograd/kernels/simd_span.h"
+
+namespace tapegrad {
+
+namespace {
+
+using detail::accumulate;
+using detail::make_result;
+using detail::should_record;
+
+// Where each row's mask starts, and the step along the row (0 when the mask's last axis is 1):
+// the mask is read through broadcast strides instead of being expanded to the scores' shape.
+struct MaskRows {
+  std::vector<std::size_t> offset;
+  std::size_t step = 1;
+};
+
+MaskRows mask_rows(const Shape& mask_shape, const Shape& shape, std::size_t rows) {
+  const std::size_t nd = shape.size(), lead = nd - mask_shape.size();
+  std::vector<std::size_t> stride(nd, 0);  // stride of each scores axis in the mask (0: broadcast)
+  for (std::size_t d = nd, s = 1; d-- > lead;) {
+    if (mask_shape[d - lead] != 1) stride[d] = s;
+    s *= mask_shape[d - lead];
+  }
+  MaskRows m;
+  m.step = stride[nd - 1];
+  m.offset.resize(rows);
+  std::vector<std::size_t> index(nd, 0);
+  std::size_t at = 0;
+  for (std::size_t r = 0; r < rows; ++r) {
+    m.offset[r] = at;
+    for (std::size_t d = nd - 1; d-- > 0;) {  // odometer over the leading axes
+      at += stride[d];
+      if (++index[d] < shape[d]) break;
+      at -= stride[d] * index[d];
+      index[d] = 0;
+    }
+  }
+  return m;
+}
+
+// One row: y = softmax over the allowed positions of scale * x, 0 elsewhere; uniform when
+// nothing is allowed (returns false then).
+template <class T>
+bool attention_row(const T* x, const bool* allow, std::size_t step, std::size_t n, T scale, T* y) {
+  constexpr T neg_inf = -std::numeric_limits<T>::infinity();
+  if (allow) {
+    for (std::size_t k = 0; k < n; ++k) y[k] = allow[k * step] ? x[k] * scale : neg_inf;
+  } else {
+    for (std::size_t k = 0; k < n; ++k) y[k] = x[k] * scale;
+  }
+  const T m = kernels::simd::max(y, n);
+  if (m == neg_inf) {
+    std::fill_n(y, n, T(1) / static_cast<T>(n));
+    return false;
+  }
+  for (std::size_t k = 0; k < n; ++k) y[k] -= m;
+  kernels::simd::exp_inplace(y, n);  // exp(-inf) is exactly 0
+  const T inv = T(1) / kernels::simd::sum(y, n);
+  for (std::size_t k = 0; k < n; ++k) y[k] *= inv;
+  return true;
+}
+
+}  // namespace
+
+template <class T>
+Tensor<T> attention_softmax(const Tensor<T>& scores, const std::optional<Mask>& may_attend, T scale) {
+  detail::require_defined(scores, "attention_softmax", "scores");
+  const Shape shape = scores.shape();
+  if (shape.empty()) throw ShapeError("attention_softmax: scores must have at least 1 dim, got []");
+  if (!std::isfinite(static_cast<double>(scale)))
+    throw ValueError("attention_softmax: scale must be finite, got " + std::to_string(scale));
+  const std::size_t n = shape.back(), rows = n == 0 ? 0 : scores.numel() / n;
+  MaskRows mask;
+  if (may_attend) {
+    const Shape mask_shape(may_attend->shape().begin(), may_attend->shape().end());
+    if (!kernels::broadcasts_to(mask_shape, shape)) {
+      throw ShapeError("attention_softmax: may_attend of shape " + format_shape(mask_shape) +
+                       " does not broadcast to the scores' shape " + format_shape(shape));
+    }
+    mask = mask_rows(mask_shape, shape, rows);
+  }
+  auto y = xt::xarray<T>::from_shape(shape);
+  std::vector<std::uint8_t> live(rows);  // rows with an allowed position (the others get no gradient)
+  const T* x = scores.value().data();
+  kernels::parallel_items(rows, n, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t r = begin; r < end; ++r) {
+      const bool* allow = may_attend ? may_attend->data() + mask.offset[r] : nullptr;
+      live[r] = attention_row(x + r * n, allow, mask.step, n, scale, y.data() + r * n);
+    }
+  });
+  return make_result("attention_softmax", std::move(y), should_record(scores),
+                     [scores, live = std::move(live), n, scale](const xt::xarray<T>& g, const xt::xarray<T>& y) {
+                       auto dx = xt::xarray<T>::from_shape(g.shape());
+                       kernels::parallel_items(live.size(), n, [&](std::size_t begin, std::size_t end) {
+                         for (std::size_t r = begin; r < end; ++r) {
+                           const T *gr = g.data() + r * n, *yr = y.data() + r * n;
+                           T* dr = dx.data() + r * n;
+                           if (!live[r]) {
+                             std::fill_n(dr, n, T(0));
+                             continue;
+                           }
+                           const T dot = kernels::simd::sum_of<T>(n, [&](auto at) { return at(gr) * at(yr); });
+                           for (std::size_t k = 0; k < n; ++k) dr[k] = scale * yr[k] * (gr[k] - dot);
+                         }
+                       });
+                       accumulate(scores, std::move(dx));
+                     });
+}
+
+template Tensor<float> attention_softmax(const Tensor<float>&, const std::optional<Mask>&, float);
+template Tensor<double> attention_softmax(const Tensor<double>&, const std::optional<Mask>&, double);
+
+}  // namespace tapegrad
