@@ -133,34 +133,41 @@ TEST(Matmul, FloatBackwardMatchesDouble) {
 }
 
 TEST(Matmul, LargeProductUsesRowBlocksAndMatchesNaive) {
-  // 300 rows x 200 x 100: over kernels::gemm's split threshold, so it runs as TBB row blocks;
-  // the batched case folds its batch into the rows of one such product.
+  // 300 rows x 200 x 100: over kernels::gemm's split threshold, so it runs as TBB row blocks (and
+  // its transpose, with more columns than rows, as column blocks); the batched case folds its
+  // batch into the rows of one such product.
   const auto a = random_tensor({300, 200}, 1), b = random_tensor({200, 100}, 2);
   EXPECT_LT(max_abs_diff(matmul(a, b).value(), naive_matmul(a.value(), b.value())), 1e-10);
+  const auto wide_a = random_tensor({100, 200}, 4), wide_b = random_tensor({200, 300}, 5);
+  EXPECT_LT(max_abs_diff(matmul(wide_a, wide_b).value(), naive_matmul(wide_a.value(), wide_b.value())), 1e-10);
   const auto batched = random_tensor({3, 100, 200}, 3);
   EXPECT_LT(max_abs_diff(matmul(batched, b).value(), naive_matmul(batched.value(), b.value())), 1e-10);
 }
 
 TEST(Matmul, LargeProductSameBitsAtAnyThreadCount) {
-  Generator gen(8);
-  auto a = Tensor<float>::uniform({300, 200}, gen, -1.0f, 1.0f, true);
-  auto b = Tensor<float>::uniform({200, 100}, gen, -1.0f, 1.0f, true);
-  std::vector<xt::xarray<float>> runs;
-  for (std::size_t threads : {1, 2}) {
-    set_num_threads(threads);
-    a.zero_grad();
-    b.zero_grad();
-    GradientTape tape;
-    const auto y = matmul(a, b);
-    runs.push_back(y.value());
-    tape.backward(y, xt::xarray<float>(xt::ones<float>({300, 100})));
-    runs.push_back(a.grad());
-    runs.push_back(b.grad());
-  }
-  set_num_threads(0);
-  for (std::size_t i = 0; i < 3; ++i) {
-    ASSERT_EQ(runs[i].shape(), runs[i + 3].shape());
-    EXPECT_EQ(std::memcmp(runs[i].data(), runs[i + 3].data(), runs[i].size() * sizeof(float)), 0) << "result " << i;
+  // Row blocks (tall), column blocks (wide); the backward's products are split both ways too.
+  for (const auto& [sa, sb] : std::vector<std::pair<Shape, Shape>>{{{300, 200}, {200, 100}}, {{100, 200}, {200, 300}}}) {
+    SCOPED_TRACE(format_shape(sa) + " x " + format_shape(sb));
+    Generator gen(8);
+    auto a = Tensor<float>::uniform(sa, gen, -1.0f, 1.0f, true);
+    auto b = Tensor<float>::uniform(sb, gen, -1.0f, 1.0f, true);
+    std::vector<xt::xarray<float>> runs;
+    for (std::size_t threads : {1, 2}) {
+      set_num_threads(threads);
+      a.zero_grad();
+      b.zero_grad();
+      GradientTape tape;
+      const auto y = matmul(a, b);
+      runs.push_back(y.value());
+      tape.backward(y, xt::xarray<float>(xt::ones<float>({sa[0], sb[1]})));
+      runs.push_back(a.grad());
+      runs.push_back(b.grad());
+    }
+    set_num_threads(0);
+    for (std::size_t i = 0; i < 3; ++i) {
+      ASSERT_EQ(runs[i].shape(), runs[i + 3].shape());
+      EXPECT_EQ(std::memcmp(runs[i].data(), runs[i + 3].data(), runs[i].size() * sizeof(float)), 0) << "result " << i;
+    }
   }
 }
 

@@ -17,11 +17,21 @@ const bool openblas_single_threaded = [] {
   return true;
 }();
 
-// Row-block size for splitting one large product. Fixed, so the partition (and with it every
-// bit of the result) does not depend on the number of threads.
-constexpr std::size_t kRowBlock = 64;
+// One large product is split along its longer output side (rows of C, or columns) into at most
+// kMaxBlocks blocks of at least kMinBlock, a multiple of 16. Each block is a separate BLAS call
+// that packs the other operand again, so fewer, larger blocks waste less (64-row blocks made a
+// [800,512]x[512,2048] product pack its weight 13 times); four still let two threads even out.
+// The partition depends only on the shape, so every bit of the result is the same at any thread
+// count.
+constexpr std::size_t kMaxBlocks = 4;
+constexpr std::size_t kMinBlock = 64;
 // Below this many multiply-adds a product runs as one call: splitting would cost more than it saves.
 constexpr std::size_t kSplitThreshold = 1u << 18;
+
+std::size_t block_size(std::size_t extent) {
+  const std::size_t even_share = (extent + kMaxBlocks - 1) / kMaxBlocks;
+  return (std::max(kMinBlock, even_share) + 15) / 16 * 16;
+}
 
 void call_gemm(bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a,
                std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) {
@@ -57,17 +67,22 @@ template <class T>
 void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a,
           std::size_t lda, const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc) {
   (void)openblas_single_threaded;
-  if (m <= kRowBlock || m * n * k < kSplitThreshold) {
+  const bool split_rows = m >= n;
+  const std::size_t extent = split_rows ? m : n;
+  if (extent <= kMinBlock || m * n * k < kSplitThreshold) {
     gemm_serial(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
-  const std::size_t blocks = (m + kRowBlock - 1) / kRowBlock;
-  tbb::parallel_for(std::size_t{0}, blocks, [&](std::size_t blk) {
-    const std::size_t row = blk * kRowBlock;
-    const std::size_t rows = std::min(kRowBlock, m - row);
-    // Row block of op(A): rows of A when not transposed, columns of A when transposed.
-    const T* a_block = trans_a ? a + row : a + row * lda;
-    gemm_serial(trans_a, trans_b, rows, n, k, alpha, a_block, lda, b, ldb, beta, c + row * ldc, ldc);
+  const std::size_t block = block_size(extent);
+  tbb::parallel_for(std::size_t{0}, (extent + block - 1) / block, [&](std::size_t blk) {
+    const std::size_t first = blk * block, size = std::min(block, extent - first);
+    if (split_rows) {  // rows of op(A): rows of A, or its columns when transposed
+      const T* a_block = trans_a ? a + first : a + first * lda;
+      gemm_serial(trans_a, trans_b, size, n, k, alpha, a_block, lda, b, ldb, beta, c + first * ldc, ldc);
+    } else {  // columns of op(B): columns of B, or its rows when transposed
+      const T* b_block = trans_b ? b + first * ldb : b + first;
+      gemm_serial(trans_a, trans_b, m, size, k, alpha, a, lda, b_block, ldb, beta, c + first, ldc);
+    }
   });
 }
 

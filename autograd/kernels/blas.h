@@ -6,8 +6,8 @@
 namespace tapegrad::kernels {
 
 // C[m,n] = alpha * op(A) * op(B) + beta * C, where op(X) is X or X^T. lda/ldb/ldc are the row
-// strides of A, B, C as stored. Large products are split into fixed row blocks run by TBB, so the
-// result is the same bit for bit at any thread count.
+// strides of A, B, C as stored. Large products are split along their longer output side into a
+// few fixed blocks run by TBB, so the result is the same bit for bit at any thread count.
 template <class T>
 void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a,
           std::size_t lda, const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc);
