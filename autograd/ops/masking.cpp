@@ -1,6 +1,9 @@
 #include "autograd/ops/masking.h"
 
+#include <bit>
+#include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include <xtensor/xbroadcast.hpp>
 #include <xtensor/xoperation.hpp>
@@ -26,6 +29,23 @@ void for_each_element(std::size_t n, Fn&& fn) {
   });
 }
 
+// out[i] = mask[i] ? value : x[i] over [0, n), as a bitwise blend: all-ones or all-zeros from the
+// mask byte picks value's or x's bits. Written with `?:`, GCC 12 emits a branch per element,
+// mispredicted half the time on a random mask (4 ns per element); the blend vectorises.
+template <class T>
+void select_into(std::size_t n, const bool* mask, T value, const T* x, T* out) {
+  using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+  const Bits value_bits = std::bit_cast<Bits>(value);
+  const auto* m = reinterpret_cast<const std::uint8_t*>(mask);
+  kernels::parallel_items(n, 1, [=](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) {
+      const Bits pick_value = Bits(0) - Bits(m[i]);  // a bool's byte is 0 or 1
+      const Bits bits = (value_bits & pick_value) | (std::bit_cast<Bits>(x[i]) & ~pick_value);
+      out[i] = std::bit_cast<T>(bits);
+    }
+  });
+}
+
 }  // namespace
 
 template <class T>
@@ -40,17 +60,11 @@ Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, T value) {
   // The backward needs the mask at full size; materialise it once and save it.
   Mask full = mask_shape == shape ? mask : Mask(xt::broadcast(mask, shape));
   auto y = xt::xarray<T>::from_shape(shape);
-  const bool* m = full.data();
-  const T* x = a.value().data();
-  T* out = y.data();
-  for_each_element(y.size(), [&](std::size_t i) { out[i] = m[i] ? value : x[i]; });
+  select_into(y.size(), full.data(), value, a.value().data(), y.data());
   return make_result("masked_fill", std::move(y), should_record(a),
                      [a, full = std::move(full)](const xt::xarray<T>& g, const xt::xarray<T>&) {
                        auto dx = xt::xarray<T>::from_shape(g.shape());
-                       const bool* m = full.data();
-                       const T* pg = g.data();
-                       T* pd = dx.data();
-                       for_each_element(dx.size(), [&](std::size_t i) { pd[i] = m[i] ? T(0) : pg[i]; });
+                       select_into(dx.size(), full.data(), T(0), g.data(), dx.data());
                        accumulate(a, std::move(dx));
                      });
 }
