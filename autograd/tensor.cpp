@@ -2,7 +2,14 @@
 
 #include <xtensor/xbuilder.hpp>
 
+#include "autograd/malloc_policy.h"
+
 namespace tapegrad {
+
+namespace {
+// Every program that makes a tensor links this file, so the policy is applied at load time.
+[[maybe_unused]] const bool malloc_policy_applied = detail::apply_malloc_policy();
+}  // namespace
 
 template <class T>
 void Node<T>::accumulate_grad(xt::xarray<T>&& g) {

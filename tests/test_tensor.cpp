@@ -1,5 +1,6 @@
 #include <cmath>
 
+#include "autograd/malloc_policy.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/tape.h"
 #include "tests/support/reference.h"
@@ -102,6 +103,13 @@ TEST(Tensor, NamesAppearInDescriptions) {
   w.set_name("weight");
   EXPECT_EQ(w.describe(), "'weight' [3,4]");
 }
+
+#if defined(__GLIBC__)
+TEST(MallocPolicy, AppliedAtLoadUnlessOptedOut) {
+  // ctest does not set TAPEGRAD_MALLOC_DEFAULTS, so glibc accepted both thresholds at load time.
+  EXPECT_TRUE(detail::apply_malloc_policy());
+}
+#endif
 
 }  // namespace
 }  // namespace tapegrad

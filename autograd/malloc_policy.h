@@ -1,0 +1,20 @@
+#pragma once
+// How tapegrad asks glibc's malloc to treat the large, short-lived buffers of a training step.
+//
+// Every op returns a fresh array and every backward frees them again: a [4096, 512] float step
+// allocates and frees tens of MiB. With glibc's defaults, blocks over 128 KiB (raised dynamically,
+// but only up to the largest block freed so far) are mmap'ed and unmapped on free, and the heap top
+// is trimmed back to the OS beyond 2x that threshold, so each step pays the page faults of first
+// touching its memory again: measured, that was 60-70% of softmax / layer_norm / masked_fill
+// forward+backward on [4096, 512]. So at load time tapegrad serves blocks up to 32 MiB from the
+// heap (mmap threshold) and keeps up to 1 GiB of freed heap (trim threshold). Memory stays with
+// the process at its high-water mark rather than going back and forth; peak RSS is unchanged.
+//
+// The settings are process-wide. Set TAPEGRAD_MALLOC_DEFAULTS=1 in the environment to leave
+// glibc's defaults (or its GLIBC_TUNABLES) alone. No effect on non-glibc systems.
+namespace tapegrad::detail {
+
+// Applies the policy once (idempotent); returns whether it was applied.
+bool apply_malloc_policy();
+
+}  // namespace tapegrad::detail
