@@ -19,7 +19,8 @@ using Inputs = std::vector<Tensor<double>>;
 constexpr Index kIgnore = -100;
 
 // Logits shapes in PyTorch's class-axis convention: [C], [N, C], size-1 axes, [N, C, L], [N, C, d1, d2].
-const std::vector<Shape> kLogitShapes = {{4}, {3, 4}, {1, 5}, {3, 1}, {2, 3, 4}, {2, 3, 2, 2}};
+// {3, 37}: rows long enough for the xsimd passes of the last-axis kernel (batches and a tail).
+const std::vector<Shape> kLogitShapes = {{4}, {3, 4}, {1, 5}, {3, 1}, {2, 3, 4}, {2, 3, 2, 2}, {3, 37}};
 const std::vector<Reduction> kClassReductions = {Reduction::None, Reduction::Sum, Reduction::Mean};
 const std::vector<Reduction> kAllReductions = {Reduction::None, Reduction::Sum, Reduction::Mean, Reduction::BatchMean};
 

@@ -3,12 +3,14 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 #include "autograd/detail/checks.h"
 #include "autograd/detail/record.h"
 #include "autograd/kernels/chunked_sum.h"
 #include "autograd/kernels/indices.h"
 #include "autograd/kernels/row_kernels.h"
+#include "autograd/kernels/simd_span.h"
 
 namespace tapegrad {
 
@@ -142,6 +144,13 @@ ClassAxis check_class_targets(const Shape& input, const IndexArray& targets, Ind
   return axis;
 }
 
+// exp of a scalar or an xsimd batch.
+template <class V>
+V exp_of(V v) {
+  using std::exp;
+  return exp(v);
+}
+
 // The fused cross-entropy row kernel over one block of `width` lanes (see kernels::for_each_lane_block).
 // Per lane, in one pass for max and sum_c x_c and one for sum_c exp(x_c - max):
 //   lse  = max + log sum_c exp(x_c - max)                  (stable log-sum-exp)
@@ -152,21 +161,28 @@ void cross_entropy_lanes(const T* x, std::size_t offset, Stride stride, Width wi
                          std::size_t first_row, const Index* targets, Index ignore_index, T smoothing, T* loss,
                          T* lse) {
   T max[kernels::kLaneBlock], sum_x[kernels::kLaneBlock], sum_exp[kernels::kLaneBlock];
-  for (std::size_t j = 0; j < width; ++j) {
-    max[j] = -std::numeric_limits<T>::infinity();
-    sum_x[j] = T(0);
-    sum_exp[j] = T(0);
-  }
-  for (std::size_t c = 0; c < classes; ++c) {
-    const T* xc = x + offset + c * stride;
+  if constexpr (std::is_same_v<Width, kernels::One>) {  // one contiguous row: xsimd passes
+    const T* row = x + offset;
+    max[0] = kernels::simd::max(row, classes);
+    sum_x[0] = kernels::simd::sum(row, classes);
+    sum_exp[0] = kernels::simd::sum_of<T>(classes, [&](auto at) { return exp_of(at(row) - max[0]); });
+  } else {
     for (std::size_t j = 0; j < width; ++j) {
-      max[j] = std::max(max[j], xc[j]);
-      sum_x[j] += xc[j];
+      max[j] = -std::numeric_limits<T>::infinity();
+      sum_x[j] = T(0);
+      sum_exp[j] = T(0);
     }
-  }
-  for (std::size_t c = 0; c < classes; ++c) {
-    const T* xc = x + offset + c * stride;
-    for (std::size_t j = 0; j < width; ++j) sum_exp[j] += std::exp(xc[j] - max[j]);
+    for (std::size_t c = 0; c < classes; ++c) {
+      const T* xc = x + offset + c * stride;
+      for (std::size_t j = 0; j < width; ++j) {
+        max[j] = std::max(max[j], xc[j]);
+        sum_x[j] += xc[j];
+      }
+    }
+    for (std::size_t c = 0; c < classes; ++c) {
+      const T* xc = x + offset + c * stride;
+      for (std::size_t j = 0; j < width; ++j) sum_exp[j] += std::exp(xc[j] - max[j]);
+    }
   }
   for (std::size_t j = 0; j < width; ++j) {
     const std::size_t r = first_row + j;
@@ -194,6 +210,22 @@ void cross_entropy_backward_lanes(const T* x, T* dx, std::size_t offset, Stride 
     u[j] = targets[r] == ignore_index ? T(0) : upstream[r];
   }
   const T uniform = smoothing / static_cast<T>(classes);
+  if constexpr (std::is_same_v<Width, kernels::One>) {  // one contiguous row: xsimd exp
+    const Index t = targets[first_row];
+    T* d = dx + offset;
+    if (u[0] == T(0)) {
+      std::fill_n(d, classes, T(0));
+      return;
+    }
+    const T* row = x + offset;
+    const T shift = lse[first_row];
+    for (std::size_t c = 0; c < classes; ++c) d[c] = row[c] - shift;
+    kernels::simd::exp_inplace(d, classes);
+    const T p_t = d[t];
+    for (std::size_t c = 0; c < classes; ++c) d[c] = u[0] * (d[c] - uniform);
+    d[t] = u[0] * (p_t - uniform - (T(1) - smoothing));
+    return;
+  }
   for (std::size_t c = 0; c < classes; ++c) {
     const std::size_t at = offset + c * stride;
     for (std::size_t j = 0; j < width; ++j) {
