@@ -223,6 +223,16 @@ TEST(Einsum, NaiveReferenceSelfCheck) {
 
 TEST(Einsum, SeedStringsMatchNaiveReference) { expect_matches_naive(kSeedCases); }
 TEST(Einsum, MoreStringsMatchNaiveReference) { expect_matches_naive(kMoreCases); }
+// Permutations with two axes of 16 or more, one contiguous in the source and one in the result:
+// the strided pass copies these in tiles (a transpose; the labml scores' GEMM result [bh, i, j]
+// written as [i, j, bh]; a three-axis rotation; a batch the GEMM writes in place).
+TEST(Einsum, TiledPermutationsMatchNaiveReference) {
+  expect_matches_naive({{"ij->ji", {{20, 33}}},
+                        {"abc->cab", {{17, 3, 19}}},
+                        {"ibhd,jbhd->ijbh", {{17, 4, 5, 3}, {18, 4, 5, 3}}},
+                        {"ijbh,jbhd->ibhd", {{17, 18, 4, 5}, {18, 4, 5, 3}}}});
+}
+
 TEST(Einsum, RandomStringsMatchNaiveReference) { expect_matches_naive(random_cases()); }
 
 TEST(Einsum, GradcheckSeedStrings) { expect_gradcheck(kSeedCases); }

@@ -347,8 +347,69 @@ void run_pass_range(const StridedPass& p, const T* src, T* dst, std::size_t begi
   }
 }
 
+// Side of the square tiles of a tiled permutation: 16 floats fill one cache line.
+constexpr std::size_t kTile = 16;
+
+// One axis of a permutation: its size and its strides in the source and the destination.
+struct PermutedAxis {
+  std::size_t size, src, dst;
+};
+
+// A pass that only moves elements (no sum, no diagonal), with its size-1 axes dropped and each
+// axis merged into its outer neighbour where both arrays step over the pair contiguously.
+std::vector<PermutedAxis> merged_permutation(const StridedPass& p) {
+  std::vector<PermutedAxis> axes;
+  for (std::size_t d = 0; d < p.outer.size(); ++d) {
+    if (p.outer[d] == 1) continue;
+    const PermutedAxis axis{p.outer[d], p.outer_src[d], p.outer_dst[d]};
+    if (!axes.empty() && axes.back().src == axis.src * axis.size && axes.back().dst == axis.dst * axis.size) {
+      axes.back() = {axes.back().size * axis.size, axis.src, axis.dst};
+    } else {
+      axes.push_back(axis);
+    }
+  }
+  return axes;
+}
+
+// A permutation whose destination is contiguous along one axis and whose source is contiguous
+// along another (the GEMM result [bh, i, j] written as [i, j, bh], say): walking it in
+// destination order reads the source with a large stride, one cache line per element. Copied
+// instead in kTile x kTile tiles of those two axes, every line read or written is used whole.
+// Returns false (and does nothing) for any other pass.
+template <class T>
+bool run_tiled_permutation(const StridedPass& p, const T* src, T* dst) {
+  if (!p.inner.empty() || p.zero_fill) return false;
+  const std::vector<PermutedAxis> axes = merged_permutation(p);
+  if (axes.size() < 2 || axes.back().dst != 1 || axes.back().src == 1) return false;
+  const auto by_src = std::find_if(axes.begin(), axes.end(), [](const PermutedAxis& a) { return a.src == 1; });
+  if (by_src == axes.end() || by_src->size < kTile || axes.back().size < kTile) return false;
+  const PermutedAxis rows = *by_src, cols = axes.back();  // rows: source-contiguous; cols: destination
+  std::vector<PermutedAxis> rest(axes.begin(), axes.end() - 1);
+  rest.erase(rest.begin() + (by_src - axes.begin()));
+  std::size_t rest_count = 1;
+  for (const auto& a : rest) rest_count *= a.size;
+  const std::size_t row_blocks = (rows.size + kTile - 1) / kTile;
+  tbb::parallel_for(std::size_t{0}, rest_count * row_blocks, [&](std::size_t task) {
+    std::size_t s = 0, d = 0;
+    for (std::size_t ax = rest.size(), r = task / row_blocks; ax-- > 0;) {
+      const std::size_t i = r % rest[ax].size;
+      r /= rest[ax].size;
+      s += i * rest[ax].src;
+      d += i * rest[ax].dst;
+    }
+    const std::size_t row_begin = task % row_blocks * kTile, row_end = std::min(rows.size, row_begin + kTile);
+    for (std::size_t col_begin = 0; col_begin < cols.size; col_begin += kTile) {
+      const std::size_t col_end = std::min(cols.size, col_begin + kTile);
+      for (std::size_t r = row_begin; r < row_end; ++r)
+        for (std::size_t c = col_begin; c < col_end; ++c) dst[d + r * rows.dst + c] = src[s + r + c * cols.src];
+    }
+  });
+  return true;
+}
+
 template <class T>
 void run_pass(const StridedPass& p, const T* src, T* dst) {
+  if (run_tiled_permutation(p, src, dst)) return;
   if (p.zero_fill) std::fill_n(dst, p.dst_size, T(0));
   const std::size_t count = product(p.outer), per_element = std::max<std::size_t>(product(p.inner), 1);
   if (count * per_element < kParallelWork) {
