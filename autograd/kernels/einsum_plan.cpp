@@ -397,11 +397,21 @@ bool run_tiled_permutation(const StridedPass& p, const T* src, T* dst) {
       s += i * rest[ax].src;
       d += i * rest[ax].dst;
     }
-    const std::size_t row_begin = task % row_blocks * kTile, row_end = std::min(rows.size, row_begin + kTile);
+    const std::size_t row_begin = task % row_blocks * kTile, row_count = std::min(kTile, rows.size - row_begin);
+    // Through a local tile, so that both the reads and the writes run along cache lines: reading
+    // column by column straight into the destination would touch kTile source lines a power-of-two
+    // stride apart, which share one L1 set and evict each other.
+    T tile[kTile][kTile];
     for (std::size_t col_begin = 0; col_begin < cols.size; col_begin += kTile) {
-      const std::size_t col_end = std::min(cols.size, col_begin + kTile);
-      for (std::size_t r = row_begin; r < row_end; ++r)
-        for (std::size_t c = col_begin; c < col_end; ++c) dst[d + r * rows.dst + c] = src[s + r + c * cols.src];
+      const std::size_t col_count = std::min(kTile, cols.size - col_begin);
+      for (std::size_t c = 0; c < col_count; ++c) {
+        const T* line = src + s + row_begin + (col_begin + c) * cols.src;
+        for (std::size_t r = 0; r < row_count; ++r) tile[r][c] = line[r];
+      }
+      for (std::size_t r = 0; r < row_count; ++r) {
+        T* line = dst + d + (row_begin + r) * rows.dst + col_begin;
+        for (std::size_t c = 0; c < col_count; ++c) line[c] = tile[r][c];
+      }
     }
   });
   return true;
