@@ -2,6 +2,7 @@
 
 #include <xtensor/xbuilder.hpp>
 
+#include "autograd/kernels/row_kernels.h"
 #include "autograd/malloc_policy.h"
 
 namespace tapegrad {
@@ -19,7 +20,13 @@ void Node<T>::accumulate_grad(xt::xarray<T>&& g) {
                     (op ? std::string(" produced by ") + op : std::string()));
   }
   if (grad) {
-    *grad += g;
+    // Elementwise over TBB chunks: fan-out points (residual connections) add a gradient the size
+    // of an activation on every backward, serially with xtensor's +=.
+    T* acc = grad->data();
+    const T* add = g.data();
+    kernels::parallel_items(g.size(), 1, [acc, add](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i) acc[i] += add[i];
+    });
   } else {
     grad = std::move(g);
   }
