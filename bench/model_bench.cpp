@@ -3,8 +3,10 @@
 #include <sys/resource.h>
 
 #include <cstdio>
+#include <limits>
 
 #include "autograd/kernels/parallel.h"
+#include "autograd/ops.h"
 #include "bench/bench_util.h"
 #include "nn/labml/multi_head_attention.h"
 
@@ -31,6 +33,25 @@ void register_labml_attention() {
     std::vector<Tensor<float>> inputs = mha.parameters();
     inputs.push_back(x);
     time_forward_backward(state, inputs, [&] { return mha(x, x, x, causal); });
+    state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * 10 * 80));  // tokens
+  });
+}
+
+// The attention core of the same module, as the target defines it (seq 10, batch 80,
+// 8 heads, d_k 64): einsum scores, scale, causal mask, softmax over keys, einsum with the values;
+// gradients into q, k and v.
+void register_labml_attention_core() {
+  add_workload("labml_attention/s10_b80_h8_d64", [](benchmark::State& state) {
+    const Tensor<float> q = random_tensor({10, 80, 8, 64}, 3), k = random_tensor({10, 80, 8, 64}, 4),
+                        v = random_tensor({10, 80, 8, 64}, 5);
+    Mask masked_out = Mask::from_shape({10, 10, 1, 1});  // true = fill (j > i)
+    for (std::size_t i = 0; i < 10; ++i)
+      for (std::size_t j = 0; j < 10; ++j) masked_out(i, j, 0, 0) = j > i;
+    time_forward_backward(state, {q, k, v}, [&] {
+      const Tensor<float> scores = einsum("ibhd,jbhd->ijbh", q, k) * (1.0f / 8.0f);
+      const Tensor<float> attn = softmax(masked_fill(scores, masked_out, -std::numeric_limits<float>::infinity()), 1);
+      return einsum("ijbh,jbhd->ibhd", attn, v);
+    });
     state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * 10 * 80));  // tokens
   });
 }
@@ -89,6 +110,7 @@ copy_task::Config copy_task_config(const std::string& size) {
 
 void register_model_benchmarks() {
   register_labml_attention();
+  register_labml_attention_core();
   register_adam_step();
   register_training_step("tiny");
   register_training_step("paper");

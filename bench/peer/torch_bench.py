@@ -292,6 +292,16 @@ def model_workloads():
         causal = torch.tril(torch.ones(10, 10, dtype=torch.bool)).unsqueeze(-1)  # [10, 10, 1]
         return forward_backward(list(mha.parameters()) + [x], lambda: mha(x, x, x, causal))
 
+    def labml_core():
+        q, k, v = randn(10, 80, 8, 64, seed=3), randn(10, 80, 8, 64, seed=4), randn(10, 80, 8, 64, seed=5)
+        masked_out = ~torch.tril(torch.ones(10, 10, dtype=torch.bool)).view(10, 10, 1, 1)
+
+        def core():
+            scores = torch.einsum("ibhd,jbhd->ijbh", q, k) * (1.0 / 8.0)
+            attn = torch.softmax(scores.masked_fill(masked_out, -math.inf), dim=1)
+            return torch.einsum("ijbh,jbhd->ibhd", attn, v)
+        return forward_backward([q, k, v], core)
+
     def adam():
         torch.manual_seed(1)
         model = Transformer(VOCAB, SEQ, 512, 2, 2048, 8, dropout=0.1)
@@ -303,6 +313,7 @@ def model_workloads():
     paper_params = sum(p.numel() for p in Transformer(VOCAB, SEQ, 512, 2, 2048, 8).parameters())
     out = {
         "labml_mha/s10_b80_d512_h8": (labml, None, 10 * 80),
+        "labml_attention/s10_b80_h8_d64": (labml_core, None, 10 * 80),
         "adam_step/paper": (adam, None, paper_params),
     }
     for size in SIZES:
