@@ -1,5 +1,7 @@
 #include "autograd/errors.h"
 
+#include <sstream>
+
 namespace tapegrad {
 
 std::string format_shape(const Shape& shape) {
@@ -25,6 +27,12 @@ std::size_t normalize_axis(Index axis, std::size_t ndim, std::string_view op, co
                      format_shape(shape) + " (" + std::to_string(ndim) + " dims)");
   }
   return static_cast<std::size_t>(a);
+}
+
+std::string format_number(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
 }
 
 }  // namespace tapegrad::detail

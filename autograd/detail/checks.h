@@ -9,6 +9,9 @@ namespace tapegrad::detail {
 // Maps a possibly negative axis into [0, ndim); ValueError naming op, the axis and the shape.
 std::size_t normalize_axis(Index axis, std::size_t ndim, std::string_view op, const Shape& shape);
 
+// "0.5", "-1", "1e-08", "nan", "inf": how numbers (hyper-parameters, bounds) are printed in messages.
+std::string format_number(double value);
+
 // ValueError when t is undefined, naming op and argument.
 template <class T>
 void require_defined(const Tensor<T>& t, std::string_view op, std::string_view argument) {
