@@ -31,23 +31,6 @@ std::shared_ptr<Node<T>> checked(const std::shared_ptr<Node<T>>& node, const cha
   }
   return node;
 }
-
-// The shape a factory may allocate: ValueError when its elements would not fit in memory (a
-// negative size converted to size_t is the usual cause), instead of std::bad_alloc or an
-// overflowed element count.
-template <class T>
-const Shape& allocatable(const Shape& shape, const char* factory) {
-  constexpr std::size_t limit = (std::size_t{1} << 48) / sizeof(T);  // 256 TiB
-  std::size_t n = 1;
-  for (std::size_t d : shape) {
-    if (d != 0 && n > limit / d) {
-      throw ValueError(std::string(factory) + ": shape " + format_shape(shape) +
-                       " has more elements than fit in memory (a negative size converted to size_t?)");
-    }
-    n *= d;
-  }
-  return shape;
-}
 }  // namespace
 
 template <class T>
@@ -57,17 +40,17 @@ Tensor<T>::Tensor(xt::xarray<T> value, bool requires_grad) : node_(std::make_sha
 
 template <class T>
 Tensor<T> Tensor<T>::zeros(const Shape& shape, bool requires_grad) {
-  return Tensor(xt::xarray<T>(xt::zeros<T>(allocatable<T>(shape, "zeros"))), requires_grad);
+  return Tensor(xt::xarray<T>(xt::zeros<T>(detail::allocatable(shape, sizeof(T), "zeros"))), requires_grad);
 }
 
 template <class T>
 Tensor<T> Tensor<T>::ones(const Shape& shape, bool requires_grad) {
-  return Tensor(xt::xarray<T>(xt::ones<T>(allocatable<T>(shape, "ones"))), requires_grad);
+  return Tensor(xt::xarray<T>(xt::ones<T>(detail::allocatable(shape, sizeof(T), "ones"))), requires_grad);
 }
 
 template <class T>
 Tensor<T> Tensor<T>::full(const Shape& shape, T value, bool requires_grad) {
-  xt::xarray<T> v = xt::xarray<T>::from_shape(allocatable<T>(shape, "full"));
+  xt::xarray<T> v = xt::xarray<T>::from_shape(detail::allocatable(shape, sizeof(T), "full"));
   v.fill(value);
   return Tensor(std::move(v), requires_grad);
 }
@@ -92,7 +75,7 @@ Tensor<T> Tensor<T>::randn(const Shape& shape, Generator& gen, T mean, T std, bo
     throw ValueError("randn: mean and std must be finite and std >= 0, got mean " + detail::format_number(mean) +
                      ", std " + detail::format_number(std));
   }
-  xt::xarray<T> v = xt::xarray<T>::from_shape(allocatable<T>(shape, "randn"));
+  xt::xarray<T> v = xt::xarray<T>::from_shape(detail::allocatable(shape, sizeof(T), "randn"));
   gen.fill_normal(v.data(), v.size(), mean, std);
   return Tensor(std::move(v), requires_grad);
 }
@@ -103,7 +86,7 @@ Tensor<T> Tensor<T>::uniform(const Shape& shape, Generator& gen, T low, T high, 
     throw ValueError("uniform: low must be below high and both finite, got [" + detail::format_number(low) + ", " +
                      detail::format_number(high) + ")");
   }
-  xt::xarray<T> v = xt::xarray<T>::from_shape(allocatable<T>(shape, "uniform"));
+  xt::xarray<T> v = xt::xarray<T>::from_shape(detail::allocatable(shape, sizeof(T), "uniform"));
   gen.fill_uniform(v.data(), v.size(), low, high);
   return Tensor(std::move(v), requires_grad);
 }

@@ -73,6 +73,8 @@ BAD_INPUT_ROW(Ops, expand_to_fewer_dims, ShapeError, (expand(zeros({2, 3}), {3})
 BAD_INPUT_ROW(Ops, expand_non_singleton_axis, ShapeError, (expand(zeros({2, 3}), {2, 4})), "expand", "axis 1", "size 3",
               "4")
 BAD_INPUT_ROW(Ops, expand_inferred_new_axis, ValueError, (expand(zeros({3}), {-1, 3})), "expand", "size -1", "axis 0")
+BAD_INPUT_ROW(Ops, expand_to_huge_shape, ValueError, (expand(zeros({1}), {Index{1} << 40, Index{1} << 40})), "expand",
+              "[1099511627776,1099511627776]", "fit in memory")
 BAD_INPUT_ROW(Ops, slice_zero_step, ValueError, (slice(zeros({5}), 0, 0, 5, 0)), "slice", "step", "0")
 BAD_INPUT_ROW(Ops, slice_axis_out_of_range, ValueError, (slice(zeros({5}), 1, 0, 5)), "slice", "axis 1", "[5]")
 BAD_INPUT_ROW(Ops, narrow_past_the_end, ValueError, (narrow(zeros({5}), 0, 3, 4)), "narrow", "start 3", "length 4",
