@@ -21,7 +21,10 @@ void check_factor(const char* op, const char* what, double value,
 }  // namespace
 
 LrFactor noam(std::size_t model_size, double factor, std::size_t warmup) {
-  if (model_size == 0 || warmup == 0) throw ValueError("noam: model_size and warmup must be positive");
+  if (model_size == 0 || warmup == 0) {
+    throw ValueError("noam: model_size and warmup must be positive, got " + std::to_string(model_size) + " and " +
+                     std::to_string(warmup));
+  }
   check_factor("noam", "factor", factor);
   return [=](std::size_t step) {
     const double s = static_cast<double>(std::max<std::size_t>(step, 1));

@@ -63,7 +63,7 @@ BAD_INPUT_ROW(Nn, layer_norm_module_wrong_width, ShapeError, (LayerNorm<double>(
 BAD_INPUT_ROW(Nn, dropout_module_p_one, ValueError, (Dropout<double>(gen(), 1.0)), "Dropout", "p", "1.0")
 BAD_INPUT_ROW(Nn, dropout_module_p_nan, ValueError, (Dropout<double>(gen(), nan)), "Dropout", "p", "nan")
 BAD_INPUT_ROW(Nn, positional_encoding_zero_d_model, ValueError, (PositionalEncoding<double>(0)), "PositionalEncoding",
-              "d_model")
+              "d_model", "got 0 and 5000")
 BAD_INPUT_ROW(Nn, positional_encoding_sequence_too_long, ShapeError,
               (PositionalEncoding<double>(4, 3)(zeros({1, 5, 4}))), "PositionalEncoding", "max_len=3", "[1,5,4]")
 BAD_INPUT_ROW(Nn, positional_encoding_wrong_d_model, ShapeError, (PositionalEncoding<double>(4, 8)(zeros({1, 5, 3}))),

@@ -115,8 +115,8 @@ BAD_INPUT_ROW(Optim, clip_grad_norm_undefined_parameter, ValueError, (clip_grad_
               "clip_grad_norm", "parameter 0", "undefined")
 
 // ---- schedules ----------------------------------------------------------------------------
-BAD_INPUT_ROW(Optim, noam_zero_warmup, ValueError, (noam(32, 1.0, 0)), "noam", "warmup")
-BAD_INPUT_ROW(Optim, noam_zero_model_size, ValueError, (noam(0, 1.0, 10)), "noam", "model_size")
+BAD_INPUT_ROW(Optim, noam_zero_warmup, ValueError, (noam(32, 1.0, 0)), "noam", "warmup", "got 32 and 0")
+BAD_INPUT_ROW(Optim, noam_zero_model_size, ValueError, (noam(0, 1.0, 10)), "noam", "model_size", "got 0 and 10")
 BAD_INPUT_ROW(Optim, noam_negative_factor, ValueError, (noam(32, -1.0, 10)), "noam", "factor", "-1")
 BAD_INPUT_ROW(Optim, noam_nan_factor, ValueError, (noam(32, nan, 10)), "noam", "factor", "nan")
 BAD_INPUT_ROW(Optim, step_decay_zero_step_size, ValueError, (step_decay(0, 0.5)), "step_decay", "step_size")
