@@ -1,5 +1,7 @@
 #include "autograd/errors.h"
 
+#include <sstream>
+
 namespace tapegrad {
 
 std::string format_shape(const Shape& shape) {
@@ -25,6 +27,25 @@ std::size_t normalize_axis(Index axis, std::size_t ndim, std::string_view op, co
                      format_shape(shape) + " (" + std::to_string(ndim) + " dims)");
   }
   return static_cast<std::size_t>(a);
+}
+
+const Shape& allocatable(const Shape& shape, std::size_t element_size, std::string_view op) {
+  const std::size_t limit = (std::size_t{1} << 48) / element_size;  // 256 TiB
+  std::size_t n = 1;
+  for (std::size_t d : shape) {
+    if (d != 0 && n > limit / d) {
+      throw ValueError(std::string(op) + ": shape " + format_shape(shape) +
+                       " has more elements than fit in memory (a negative size converted to size_t?)");
+    }
+    n *= d;
+  }
+  return shape;
+}
+
+std::string format_number(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
 }
 
 }  // namespace tapegrad::detail

@@ -1,8 +1,10 @@
 #include "autograd/gradcheck.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
+#include "autograd/detail/checks.h"
 #include "autograd/kernels/indices.h"
 #include "autograd/tape.h"
 
@@ -42,10 +44,25 @@ GradcheckResult gradcheck(const GradcheckFunction& fn, const std::vector<Tensor<
       throw ValueError("gradcheck: " + input_label(i, inputs[i]) + " is the output of an op; pass leaf tensors");
     }
   }
+  // Nothing to compare would be a silent pass.
+  if (std::none_of(inputs.begin(), inputs.end(), [](const auto& x) { return x.requires_grad(); })) {
+    throw ValueError("gradcheck: no input requires a gradient (of " + std::to_string(inputs.size()) +
+                     " inputs); mark the ones to check with set_requires_grad(true)");
+  }
+  const auto check_option = [](const char* name, double value, bool positive) {
+    if (!std::isfinite(value) || value < 0.0 || (positive && value == 0.0)) {
+      throw ValueError(std::string("gradcheck: option ") + name + " must be finite and " + (positive ? "> 0" : ">= 0") +
+                       ", got " + detail::format_number(value));
+    }
+  };
+  check_option("eps", options.eps, true);
+  check_option("atol", options.atol, false);
+  check_option("rtol", options.rtol, false);
 
   // Analytic Jacobian, one row per output element: analytic[i] has shape [numel(out), numel(input i)].
   GradientTape tape(/*persistent=*/true);
   const Tensor<double> output = fn(inputs);
+  detail::require_defined(output, "gradcheck", "the function's result");
   const std::size_t out_numel = output.numel();
   std::vector<xt::xarray<double>> analytic(inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) {

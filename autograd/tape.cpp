@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "autograd/detail/checks.h"
+
 namespace tapegrad {
 
 namespace {
@@ -32,6 +34,7 @@ bool GradientTape::records(const NodeBase& node) const {
 
 template <class T>
 void GradientTape::backward(const Tensor<T>& loss) {
+  detail::require_defined(loss, "backward", "loss");
   if (loss.numel() != 1) {
     throw ShapeError("backward: the loss " + loss.describe() +
                      " has more than one element; pass a seed of its shape: backward(output, seed)");
@@ -43,6 +46,7 @@ void GradientTape::backward(const Tensor<T>& loss) {
 
 template <class T>
 void GradientTape::backward(const Tensor<T>& output, const xt::xarray<T>& seed) {
+  detail::require_defined(output, "backward", "output");
   if (used_ && !persistent_) {
     throw TapeError("backward: this tape was already used and released its entries; "
                     "make it GradientTape(/*persistent=*/true) to call backward more than once");
@@ -75,7 +79,13 @@ void GradientTape::walk() {
   // then the forward's saved tensors plus the gradients still in flight, not all of them.
   for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
     const Entry& e = **it;
-    if (e.output->has_grad()) e.backward();
+    if (e.output->has_grad()) {
+      try {
+        e.backward();
+      } catch (const TapeError& error) {  // e.g. a custom op's backward handing back a mis-shaped gradient
+        throw TapeError(std::string("backward of ") + e.op + ": " + error.what());
+      }
+    }
     if (!e.output->retains_grad) e.output->clear_grad();
     if (!persistent_) it->reset();
   }

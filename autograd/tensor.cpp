@@ -1,7 +1,10 @@
 #include "autograd/tensor.h"
 
+#include <cmath>
+
 #include <xtensor/xbuilder.hpp>
 
+#include "autograd/detail/checks.h"
 #include "autograd/kernels/row_kernels.h"
 #include "autograd/malloc_policy.h"
 
@@ -34,8 +37,11 @@ void Node<T>::accumulate_grad(xt::xarray<T>&& g) {
 
 namespace {
 template <class T>
-std::shared_ptr<Node<T>> checked(const std::shared_ptr<Node<T>>& node) {
-  if (!node) throw ValueError("Tensor: use of an undefined tensor (default-constructed, e.g. an absent bias)");
+std::shared_ptr<Node<T>> checked(const std::shared_ptr<Node<T>>& node, const char* accessor) {
+  if (!node) {
+    throw ValueError(std::string("Tensor::") + accessor +
+                     ": use of an undefined tensor (default-constructed, e.g. an absent bias)");
+  }
   return node;
 }
 }  // namespace
@@ -47,53 +53,68 @@ Tensor<T>::Tensor(xt::xarray<T> value, bool requires_grad) : node_(std::make_sha
 
 template <class T>
 Tensor<T> Tensor<T>::zeros(const Shape& shape, bool requires_grad) {
-  return Tensor(xt::xarray<T>(xt::zeros<T>(shape)), requires_grad);
+  return Tensor(xt::xarray<T>(xt::zeros<T>(detail::allocatable(shape, sizeof(T), "zeros"))), requires_grad);
 }
 
 template <class T>
 Tensor<T> Tensor<T>::ones(const Shape& shape, bool requires_grad) {
-  return Tensor(xt::xarray<T>(xt::ones<T>(shape)), requires_grad);
+  return Tensor(xt::xarray<T>(xt::ones<T>(detail::allocatable(shape, sizeof(T), "ones"))), requires_grad);
 }
 
 template <class T>
 Tensor<T> Tensor<T>::full(const Shape& shape, T value, bool requires_grad) {
-  xt::xarray<T> v = xt::xarray<T>::from_shape(shape);
+  xt::xarray<T> v = xt::xarray<T>::from_shape(detail::allocatable(shape, sizeof(T), "full"));
   v.fill(value);
   return Tensor(std::move(v), requires_grad);
 }
 
 template <class T>
 Tensor<T> Tensor<T>::arange(T start, T stop, T step) {
+  if (!std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step)) {
+    throw ValueError("arange: start, stop and step must be finite, got start " + detail::format_number(start) +
+                     ", stop " + detail::format_number(stop) + ", step " + detail::format_number(step));
+  }
   if (step == T(0)) throw ValueError("arange: step must not be 0");
+  if ((stop - start) * step < T(0)) {
+    throw ValueError("arange: step " + detail::format_number(step) + " moves away from stop " +
+                     detail::format_number(stop) + " (start " + detail::format_number(start) + ")");
+  }
   return Tensor(xt::xarray<T>(xt::arange<T>(start, stop, step)));
 }
 
 template <class T>
 Tensor<T> Tensor<T>::randn(const Shape& shape, Generator& gen, T mean, T std, bool requires_grad) {
-  xt::xarray<T> v = xt::xarray<T>::from_shape(shape);
+  if (!std::isfinite(mean) || !std::isfinite(std) || std < T(0)) {
+    throw ValueError("randn: mean and std must be finite and std >= 0, got mean " + detail::format_number(mean) +
+                     ", std " + detail::format_number(std));
+  }
+  xt::xarray<T> v = xt::xarray<T>::from_shape(detail::allocatable(shape, sizeof(T), "randn"));
   gen.fill_normal(v.data(), v.size(), mean, std);
   return Tensor(std::move(v), requires_grad);
 }
 
 template <class T>
 Tensor<T> Tensor<T>::uniform(const Shape& shape, Generator& gen, T low, T high, bool requires_grad) {
-  if (!(low < high)) throw ValueError("uniform: low must be below high, got [" + std::to_string(low) + ", " + std::to_string(high) + ")");
-  xt::xarray<T> v = xt::xarray<T>::from_shape(shape);
+  if (!(low < high) || !std::isfinite(low) || !std::isfinite(high)) {
+    throw ValueError("uniform: low must be below high and both finite, got [" + detail::format_number(low) + ", " +
+                     detail::format_number(high) + ")");
+  }
+  xt::xarray<T> v = xt::xarray<T>::from_shape(detail::allocatable(shape, sizeof(T), "uniform"));
   gen.fill_uniform(v.data(), v.size(), low, high);
   return Tensor(std::move(v), requires_grad);
 }
 
 template <class T>
 Shape Tensor<T>::shape() const {
-  const auto& s = checked(node_)->value.shape();
+  const auto& s = checked(node_, "shape")->value.shape();
   return Shape(s.begin(), s.end());
 }
 
 template <class T>
-std::size_t Tensor<T>::ndim() const { return checked(node_)->value.dimension(); }
+std::size_t Tensor<T>::ndim() const { return checked(node_, "ndim")->value.dimension(); }
 
 template <class T>
-std::size_t Tensor<T>::numel() const { return checked(node_)->value.size(); }
+std::size_t Tensor<T>::numel() const { return checked(node_, "numel")->value.size(); }
 
 template <class T>
 std::size_t Tensor<T>::size(Index axis) const {
@@ -106,17 +127,17 @@ std::size_t Tensor<T>::size(Index axis) const {
 }
 
 template <class T>
-const xt::xarray<T>& Tensor<T>::value() const { return checked(node_)->value; }
+const xt::xarray<T>& Tensor<T>::value() const { return checked(node_, "value")->value; }
 
 template <class T>
-xt::xarray<T>& Tensor<T>::mutable_value() { return checked(node_)->value; }
+xt::xarray<T>& Tensor<T>::mutable_value() { return checked(node_, "mutable_value")->value; }
 
 template <class T>
-bool Tensor<T>::has_grad() const { return checked(node_)->grad.has_value(); }
+bool Tensor<T>::has_grad() const { return checked(node_, "has_grad")->grad.has_value(); }
 
 template <class T>
 const xt::xarray<T>& Tensor<T>::grad() const {
-  if (!checked(node_)->grad) {
+  if (!checked(node_, "grad")->grad) {
     throw TapeError("grad: tensor " + describe() + " has no gradient" +
                     (node_->requires_grad ? " yet (run backward first, or it did not reach the loss)"
                                           : " (it does not require one)"));
@@ -125,14 +146,14 @@ const xt::xarray<T>& Tensor<T>::grad() const {
 }
 
 template <class T>
-void Tensor<T>::zero_grad() { checked(node_)->grad.reset(); }
+void Tensor<T>::zero_grad() { checked(node_, "zero_grad")->grad.reset(); }
 
 template <class T>
-bool Tensor<T>::requires_grad() const { return checked(node_)->requires_grad; }
+bool Tensor<T>::requires_grad() const { return checked(node_, "requires_grad")->requires_grad; }
 
 template <class T>
 Tensor<T>& Tensor<T>::set_requires_grad(bool requires_grad) {
-  if (!checked(node_)->is_leaf) {
+  if (!checked(node_, "set_requires_grad")->is_leaf) {
     throw TapeError("set_requires_grad: " + describe() + " is the output of " + node_->op +
                     "; only a leaf's flag can be set (use detach() for a new leaf)");
   }
@@ -142,19 +163,19 @@ Tensor<T>& Tensor<T>::set_requires_grad(bool requires_grad) {
 
 template <class T>
 Tensor<T>& Tensor<T>::retain_grad() {
-  checked(node_)->retains_grad = true;
+  checked(node_, "retain_grad")->retains_grad = true;
   return *this;
 }
 
 template <class T>
-bool Tensor<T>::is_leaf() const { return checked(node_)->is_leaf; }
+bool Tensor<T>::is_leaf() const { return checked(node_, "is_leaf")->is_leaf; }
 
 template <class T>
-const std::string& Tensor<T>::name() const { return checked(node_)->name; }
+const std::string& Tensor<T>::name() const { return checked(node_, "name")->name; }
 
 template <class T>
 Tensor<T>& Tensor<T>::set_name(std::string name) {
-  checked(node_)->name = std::move(name);
+  checked(node_, "set_name")->name = std::move(name);
   return *this;
 }
 
@@ -167,13 +188,15 @@ std::string Tensor<T>::describe() const {
 
 template <class T>
 T Tensor<T>::item() const {
-  if (numel() != 1) throw ValueError("item: tensor " + describe() + " has " + std::to_string(numel()) + " elements, not 1");
+  if (checked(node_, "item")->value.size() != 1) {
+    throw ValueError("item: tensor " + describe() + " has " + std::to_string(numel()) + " elements, not 1");
+  }
   return *node_->value.data();
 }
 
 template <class T>
 Tensor<T> Tensor<T>::detach() const {
-  Tensor out(value());
+  Tensor out(checked(node_, "detach")->value);
   out.node_->name = node_->name;
   return out;
 }

@@ -416,7 +416,14 @@ LoadedCheckpoint<T> load_checkpoint(const fs::path& path, Module<T>& model, bool
          "missing generator states [" + join(out.missing_generators) + "], unexpected generator states [" +
              join(out.unexpected_generators) + "]");
   }
-  out.parameters = model.load_state_dict(parameters, strict);
+  // Same exception type, with the file named: a mis-shaped or missing key is a problem of this file.
+  try {
+    out.parameters = model.load_state_dict(parameters, strict);
+  } catch (const ShapeError& e) {
+    throw ShapeError(std::string(op) + "('" + path.string() + "'): " + e.what());
+  } catch (const ValueError& e) {
+    fail(op, path, e.what());
+  }
   for (const Restore& r : restores) r.gen->set_state(r.seed, r.offset);
   return out;
 }

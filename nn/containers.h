@@ -40,7 +40,13 @@ class ModuleList : public Module<T> {
   }
   std::string type_name() const override { return "ModuleList"; }
   std::size_t size() const { return modules_.size(); }
-  M& operator[](std::size_t i) const { return *modules_.at(i); }
+  M& operator[](std::size_t i) const {
+    if (i >= modules_.size()) {
+      throw ValueError("ModuleList: index " + std::to_string(i) + " is out of range for " +
+                       std::to_string(modules_.size()) + " modules");
+    }
+    return *modules_[i];
+  }
   auto begin() const { return modules_.begin(); }
   auto end() const { return modules_.end(); }
 

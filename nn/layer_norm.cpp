@@ -1,5 +1,8 @@
 #include "nn/layer_norm.h"
 
+#include <cmath>
+
+#include "autograd/detail/checks.h"
 #include "autograd/ops/normalization.h"
 
 namespace tapegrad::nn {
@@ -7,6 +10,13 @@ namespace tapegrad::nn {
 template <class T>
 LayerNorm<T>::LayerNorm(Shape normalized_shape, double eps, bool elementwise_affine)
     : normalized_shape_(std::move(normalized_shape)), eps_(eps) {
+  // Checked here too, so a bad configuration fails where it is written rather than at the first forward.
+  if (normalized_shape_.empty())
+    throw ShapeError("LayerNorm: normalized_shape [] is empty; it must name at least one axis");
+  if (!(eps > 0.0) || !std::isfinite(eps)) {
+    throw ValueError("LayerNorm" + format_shape(normalized_shape_) + ": eps must be finite and > 0, got " +
+                     detail::format_number(eps));
+  }
   if (elementwise_affine) {
     weight_ = this->register_parameter("weight", Tensor<T>::ones(normalized_shape_));
     bias_ = this->register_parameter("bias", Tensor<T>::zeros(normalized_shape_));

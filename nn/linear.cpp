@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "autograd/detail/checks.h"
 #include "autograd/ops/linalg.h"
 #include "nn/init.h"
 
@@ -25,9 +26,10 @@ Linear<T>::Linear(std::size_t in_features, std::size_t out_features, Generator& 
 
 template <class T>
 Tensor<T> Linear<T>::forward(const Tensor<T>& x) {
+  const std::string who = "Linear(" + std::to_string(in_features_) + ", " + std::to_string(out_features_) + ")";
+  detail::require_defined(x, who, "x");
   if (x.ndim() == 0 || x.size(-1) != in_features_) {
-    throw ShapeError("Linear(" + std::to_string(in_features_) + ", " + std::to_string(out_features_) + "): input " +
-                     x.describe() + " must end in an axis of size " + std::to_string(in_features_));
+    throw ShapeError(who + ": input " + x.describe() + " must end in an axis of size " + std::to_string(in_features_));
   }
   return linear(x, weight_, bias_);
 }

@@ -24,7 +24,10 @@ xt::xarray<T> sinusoidal_table(std::size_t max_len, std::size_t d_model) {
 template <class T>
 PositionalEncoding<T>::PositionalEncoding(std::size_t d_model, std::size_t max_len)
     : d_model_(d_model), max_len_(max_len), table_(sinusoidal_table<T>(max_len, d_model)) {
-  if (d_model == 0 || max_len == 0) throw ValueError("PositionalEncoding: d_model and max_len must be positive");
+  if (d_model == 0 || max_len == 0) {
+    throw ValueError("PositionalEncoding: d_model and max_len must be positive, got " + std::to_string(d_model) +
+                     " and " + std::to_string(max_len));
+  }
 }
 
 template <class T>

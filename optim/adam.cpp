@@ -6,6 +6,8 @@
 #include <tbb/parallel_for.h>
 #include <xsimd/xsimd.hpp>
 
+#include "autograd/detail/checks.h"
+
 namespace tapegrad::optim {
 
 namespace {
@@ -15,10 +17,12 @@ AdamOptions as_adam(const AdamWOptions& o) { return {o.lr, o.betas, o.eps, o.wei
 void check(const AdamOptions& o, const char* name) {
   const auto [b1, b2] = o.betas;
   if (!(b1 >= 0.0 && b1 < 1.0) || !(b2 >= 0.0 && b2 < 1.0)) {
-    throw ValueError(std::string(name) + ": betas must be in [0, 1), got (" + std::to_string(b1) + ", " +
-                     std::to_string(b2) + ")");
+    throw ValueError(std::string(name) + ": betas must be in [0, 1), got (" + detail::format_number(b1) + ", " +
+                     detail::format_number(b2) + ")");
   }
-  if (!(o.eps >= 0.0)) throw ValueError(std::string(name) + ": eps must be >= 0, got " + std::to_string(o.eps));
+  if (!(o.eps >= 0.0) || !std::isfinite(o.eps)) {
+    throw ValueError(std::string(name) + ": eps must be finite and >= 0, got " + detail::format_number(o.eps));
+  }
 }
 
 // Elements per task of the update.
@@ -83,7 +87,9 @@ std::vector<ParamGroup<T>> one_group(NamedParameters<T> params, double lr, doubl
 
 template <class T>
 Adam<T>::Adam(std::vector<ParamGroup<T>> groups, const AdamOptions& options, bool decoupled_weight_decay)
-    : Optimizer<T>(std::move(groups)), options_(options), decoupled_(decoupled_weight_decay) {
+    : Optimizer<T>(std::move(groups), decoupled_weight_decay ? "AdamW" : "Adam"),
+      options_(options),
+      decoupled_(decoupled_weight_decay) {
   check(options, decoupled_weight_decay ? "AdamW" : "Adam");
 }
 

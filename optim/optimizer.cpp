@@ -1,26 +1,42 @@
 #include "optim/optimizer.h"
 
+#include <cmath>
+
+#include "autograd/detail/checks.h"
 #include "autograd/tape.h"
 
 namespace tapegrad::optim {
 
 template <class T>
-Optimizer<T>::Optimizer(std::vector<ParamGroup<T>> groups) : groups_(std::move(groups)) {
+Optimizer<T>::Optimizer(std::vector<ParamGroup<T>> groups, std::string name)
+    : groups_(std::move(groups)), name_(std::move(name)) {
   std::map<std::string, int> seen;
-  for (const auto& group : groups_) {
-    if (!(group.lr >= 0.0)) throw ValueError("Optimizer: learning rate must be >= 0, got " + std::to_string(group.lr));
-    if (!(group.weight_decay >= 0.0)) {
-      throw ValueError("Optimizer: weight_decay must be >= 0, got " + std::to_string(group.weight_decay));
-    }
-    for (const auto& [name, param] : group.params) {
-      if (!param.defined()) throw ValueError("Optimizer: parameter '" + name + "' is undefined");
-      if (seen[name]++) throw ValueError("Optimizer: parameter '" + name + "' appears twice");
+  for (std::size_t i = 0; i < groups_.size(); ++i) {
+    check_group(i);
+    for (const auto& [param_name, param] : groups_[i].params) {
+      if (!param.defined()) throw ValueError(name_ + ": parameter '" + param_name + "' is undefined");
+      if (seen[param_name]++) throw ValueError(name_ + ": parameter '" + param_name + "' appears twice");
     }
   }
+  if (seen.empty())
+    throw ValueError(name_ + ": no parameters to optimise (" + std::to_string(groups_.size()) + " groups)");
+}
+
+template <class T>
+void Optimizer<T>::check_group(std::size_t i) const {
+  const auto check = [&](const char* what, double value) {
+    if (!std::isfinite(value) || value < 0.0) {
+      throw ValueError(name_ + ": group " + std::to_string(i) + " " + what + " must be finite and >= 0, got " +
+                       detail::format_number(value));
+    }
+  };
+  check("lr", groups_[i].lr);
+  check("weight_decay", groups_[i].weight_decay);
 }
 
 template <class T>
 void Optimizer<T>::step() {
+  for (std::size_t i = 0; i < groups_.size(); ++i) check_group(i);
   NoGradGuard no_recording;
   for (const auto& group : groups_) {
     for (auto [name, param] : group.params) {
@@ -58,13 +74,21 @@ void Optimizer<T>::load_state(const StateMap<T>& state) {
     // Parameter names contain dots, buffer names do not: split at the last one.
     const auto dot = key.rfind('.');
     const auto it = dot == std::string::npos ? params.end() : params.find(key.substr(0, dot));
-    if (it == params.end()) throw ValueError("Optimizer::load_state: key '" + key + "' names no parameter of this optimiser");
+    const std::string who = name_ + "::load_state: '" + key + "'";
+    if (it == params.end()) {
+      throw ValueError(who + " names no parameter of this optimiser (keys are '<parameter>.<buffer>')");
+    }
     const std::string buffer = key.substr(dot + 1);
     if (buffer == "step") {
-      loaded[it->first].step = static_cast<std::size_t>(value.size() == 1 ? *value.data() : T(0));
+      if (value.dimension() != 0) throw ShapeError(who + " has shape " + format_shape(value.shape()) + ", not []");
+      const double step = static_cast<double>(value());
+      if (!(step >= 0.0) || step != std::floor(step) || step > 1e15) {
+        throw ValueError(who + " must be a whole number >= 0, got " + detail::format_number(step));
+      }
+      loaded[it->first].step = static_cast<std::size_t>(step);
     } else if (value.shape() != it->second->value().shape()) {
-      throw ShapeError("Optimizer::load_state: '" + key + "' has shape " + format_shape(value.shape()) +
-                       " but its parameter has " + format_shape(it->second->value().shape()));
+      throw ShapeError(who + " has shape " + format_shape(value.shape()) + " but its parameter has " +
+                       format_shape(it->second->value().shape()));
     } else {
       loaded[it->first].buffers[buffer] = value;
     }

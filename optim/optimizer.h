@@ -26,12 +26,15 @@ struct ParamGroup {
 template <class T>
 class Optimizer {
  public:
-  explicit Optimizer(std::vector<ParamGroup<T>> groups);
+  // ValueError (naming `name`, e.g. "Adam", the group and the value) for no parameters at all, an
+  // undefined or repeated parameter, or an lr or weight_decay that is negative or not finite.
+  explicit Optimizer(std::vector<ParamGroup<T>> groups, std::string name = "Optimizer");
   virtual ~Optimizer() = default;
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
 
-  // One update of every parameter that has a gradient.
+  // One update of every parameter that has a gradient. Each group's lr and weight_decay are
+  // checked again first (a schedule or the caller may have changed them).
   void step();
   // Drops every parameter's gradient.
   void zero_grad();
@@ -41,7 +44,7 @@ class Optimizer {
 
   // State buffers keyed "<parameter name>.<buffer>" (e.g. "fc1.weight.exp_avg") plus
   // "<parameter name>.step" as a 0-d array; load_state takes what state() gave (ValueError naming
-  // an unknown key, ShapeError naming a mis-shaped one).
+  // an unknown key, ShapeError naming a mis-shaped one; a step must be a 0-d whole number >= 0).
   StateMap<T> state() const;
   void load_state(const StateMap<T>& state);
 
@@ -56,7 +59,10 @@ class Optimizer {
     std::size_t step = 0;
     StateMap<T> buffers;
   };
+  void check_group(std::size_t i) const;
+
   std::vector<ParamGroup<T>> groups_;
+  std::string name_;
   std::map<std::string, ParamState> state_;
 };
 

@@ -1,11 +1,20 @@
 #include "optim/sgd.h"
 
+#include <cmath>
+
+#include "autograd/detail/checks.h"
+
 namespace tapegrad::optim {
 
 template <class T>
 SGD<T>::SGD(std::vector<ParamGroup<T>> groups, const SGDOptions& options)
-    : Optimizer<T>(std::move(groups)), options_(options) {
-  if (!(options.momentum >= 0.0)) throw ValueError("SGD: momentum must be >= 0, got " + std::to_string(options.momentum));
+    : Optimizer<T>(std::move(groups), "SGD"), options_(options) {
+  if (!(options.momentum >= 0.0) || !std::isfinite(options.momentum)) {
+    throw ValueError("SGD: momentum must be finite and >= 0, got " + detail::format_number(options.momentum));
+  }
+  if (!std::isfinite(options.dampening)) {
+    throw ValueError("SGD: dampening must be finite, got " + detail::format_number(options.dampening));
+  }
   if (options.nesterov && (options.momentum <= 0.0 || options.dampening != 0.0)) {
     throw ValueError("SGD: nesterov needs momentum > 0 and dampening 0");
   }

@@ -186,7 +186,7 @@ TEST(Optimizer, BadOptionsAreRejected) {
   EXPECT_TRUE(throws_with<ValueError>([&] { optim::Adam<double>({{"w", w}}, {.betas = {1.0, 0.9}}); }, {"Adam", "betas"}));
   EXPECT_TRUE(throws_with<ValueError>([&] { optim::Adam<double>({{"w", w}, {"w", w}}); }, {"'w'", "twice"}));
   EXPECT_TRUE(throws_with<ValueError>([&] { optim::SGD<double>({{"w", w}}, {.nesterov = true}); }, {"SGD", "nesterov"}));
-  EXPECT_TRUE(throws_with<ValueError>([&] { optim::SGD<double>({{"w", w}}, {.lr = -1.0}); }, {"learning rate"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { optim::SGD<double>({{"w", w}}, {.lr = -1.0}); }, {"SGD", "lr", "-1"}));
 }
 
 TEST(Schedule, NoamValuesAtChosenSteps) {

@@ -258,6 +258,7 @@ Tensor<T> expand(const Tensor<T>& a, const std::vector<Index>& shape) {
                        std::to_string(out[d]) + " (only size-1 axes stretch)" + context);
     }
   }
+  detail::allocatable(out, sizeof(T), "expand");
   return make_result("expand", kernels::broadcast_copy(a.value().data(), in, out), should_record(a),
                      [a](const xt::xarray<T>& g, const xt::xarray<T>&) { accumulate(a, kernels::sum_to(g, a.shape())); });
 }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -34,6 +35,24 @@ void print_decodes(tapegrad::copy_task::Trainer& trainer, const Config& config) 
   }
 }
 
+// A check that the flag's value parses as a number for which ok() holds. CLI11's PositiveNumber
+// says "Value 0 not in range 0.000000 to 1797...", and it and Range let "nan" through.
+CLI::Validator number_that(const std::string& wanted, bool (*ok)(double)) {
+  return CLI::Validator(
+      [=](std::string& text) {
+        double value = 0.0;
+        if (CLI::detail::lexical_cast(text, value) && std::isfinite(value) && ok(value)) return std::string();
+        return "must be " + wanted + ", got " + text;
+      },
+      wanted);
+}
+const CLI::Validator positive_integer =
+    number_that("a positive integer", [](double v) { return v >= 1.0 && v == std::floor(v); });
+const CLI::Validator positive_number = number_that("a positive number", [](double v) { return v > 0.0; });
+const CLI::Validator finite_number = number_that("a finite number", [](double) { return true; });
+const CLI::Validator thread_count = number_that("0 (all cores) or a thread count",
+                                                [](double v) { return v >= 0.0 && v <= 4096.0 && v == std::floor(v); });
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -43,22 +62,33 @@ int main(int argc, char** argv) {
   double expect_accuracy = -1.0;
   std::string checkpoint;
   CLI::App app{"Train a Transformer on The Annotated Transformer's copy task"};
-  app.add_option("--d-model", config.d_model, "model width")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--d-ff", config.d_ff, "feed-forward width")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--heads", config.heads, "attention heads")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--layers", config.layers, "encoder and decoder layers (N)")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--epochs", config.epochs, "epochs")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--batch", config.batch, "sequences per batch")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--batches-per-epoch", config.batches_per_epoch, "batches per epoch")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--lr-factor", config.lr_factor, "Noam factor")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--warmup", config.warmup, "Noam warm-up steps")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--dropout", config.dropout, "dropout rate")->capture_default_str()->check(CLI::Range(0.0, 0.99));
-  app.add_option("--label-smoothing", config.label_smoothing, "label smoothing")->capture_default_str()->check(CLI::Range(0.0, 1.0));
+  app.add_option("--d-model", config.d_model, "model width")->capture_default_str()->check(positive_integer);
+  app.add_option("--d-ff", config.d_ff, "feed-forward width")->capture_default_str()->check(positive_integer);
+  app.add_option("--heads", config.heads, "attention heads")->capture_default_str()->check(positive_integer);
+  app.add_option("--layers", config.layers, "encoder and decoder layers (N)")
+      ->capture_default_str()
+      ->check(positive_integer);
+  app.add_option("--epochs", config.epochs, "epochs")->capture_default_str()->check(positive_integer);
+  app.add_option("--batch", config.batch, "sequences per batch")->capture_default_str()->check(positive_integer);
+  app.add_option("--batches-per-epoch", config.batches_per_epoch, "batches per epoch")
+      ->capture_default_str()
+      ->check(positive_integer);
+  app.add_option("--lr-factor", config.lr_factor, "Noam factor")->capture_default_str()->check(positive_number);
+  app.add_option("--warmup", config.warmup, "Noam warm-up steps")->capture_default_str()->check(positive_integer);
+  app.add_option("--dropout", config.dropout, "dropout rate")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 0.99))
+      ->check(finite_number);
+  app.add_option("--label-smoothing", config.label_smoothing, "label smoothing")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0))
+      ->check(finite_number);
   app.add_option("--seed", config.seed, "seed of initialisation, data and dropout")->capture_default_str();
-  app.add_option("--threads", threads, "worker threads (0 = all cores)")->capture_default_str();
+  app.add_option("--threads", threads, "worker threads (0 = all cores)")->capture_default_str()->check(thread_count);
   app.add_flag("--paper", paper, "the paper-size model: d_model 512, d_ff 2048, 8 heads");
   app.add_option("--expect-accuracy", expect_accuracy, "exit 1 when the final exact-match accuracy is below this")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(CLI::Range(0.0, 1.0))
+      ->check(finite_number);
   app.add_option("--checkpoint", checkpoint,
                  "save the training state here after every epoch; resume from it when it exists");
   CLI11_PARSE(app, argc, argv);
@@ -71,9 +101,8 @@ int main(int argc, char** argv) {
     std::cerr << "copy_task: --d-model " << config.d_model << " must be divisible by --heads " << config.heads << "\n";
     return 2;
   }
-  tapegrad::set_num_threads(threads);
-
   try {
+    tapegrad::set_num_threads(threads);
     tapegrad::copy_task::Trainer trainer(config);
     std::printf("Copy task: vocab %zu, seq %zu, batch %zu x %zu per epoch | model N=%zu d_model=%zu d_ff=%zu heads=%zu "
                 "dropout=%.2f | %zu parameters | %zu threads\n",

@@ -1,0 +1,28 @@
+#pragma once
+// Small inputs the row files build their bad calls from.
+#include <cmath>
+#include <limits>
+
+#include "autograd/tensor.h"
+
+namespace tapegrad::bad_inputs {
+
+inline constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+inline constexpr double inf = std::numeric_limits<double>::infinity();
+
+// Zeros of a shape (no gradient), ones of a shape that require a gradient, an undefined tensor.
+inline Tensor<double> zeros(const Shape& shape) { return Tensor<double>::zeros(shape); }
+inline Tensor<double> leaf(const Shape& shape) { return Tensor<double>::ones(shape, true); }
+inline Tensor<double> undefined() { return {}; }
+inline Generator& gen() {
+  thread_local Generator g(0);
+  return g;
+}
+// Integer indices of a shape, all equal to value.
+inline IndexArray indices(const Shape& shape, Index value) {
+  IndexArray a = IndexArray::from_shape(shape);
+  a.fill(value);
+  return a;
+}
+
+}  // namespace tapegrad::bad_inputs
