@@ -294,7 +294,11 @@ void save_safetensors(const fs::path& path, const StateDict<T>& tensors, const M
 
 template <class T>
 SafetensorsFile<T> load_safetensors(const fs::path& path) {
-  const std::string bytes = read_file(kLoad, path);
+  return parse_safetensors<T>(read_file(kLoad, path), path);
+}
+
+template <class T>
+SafetensorsFile<T> parse_safetensors(std::string_view bytes, const fs::path& path) {
   const std::uint64_t size = bytes.size();
   if (size < 8) fail(kLoad, path, "truncated: " + std::to_string(size) + " bytes, fewer than the 8-byte header length");
   const std::uint64_t header_len = read_u64_le(bytes.data());
@@ -468,6 +472,7 @@ xt::xarray<T> load_npy(const fs::path& path) {
 #define TAPEGRAD_INSTANTIATE_CHECKPOINT(T)                                                                    \
   template void save_safetensors<T>(const fs::path&, const StateDict<T>&, const Metadata&);                   \
   template SafetensorsFile<T> load_safetensors<T>(const fs::path&);                                           \
+  template SafetensorsFile<T> parse_safetensors<T>(std::string_view, const fs::path&);                       \
   template void save_checkpoint<T>(const fs::path&, Module<T>&, const StateDict<T>&, std::uint64_t,           \
                                    const NamedGenerators&);                                                   \
   template LoadedCheckpoint<T> load_checkpoint<T>(const fs::path&, Module<T>&, bool, const NamedGenerators&); \
