@@ -62,11 +62,11 @@ Reference naive_einsum(const kernels::EinsumEquation& eq, const kernels::EinsumS
   for (const auto& [c, size] : sizes)
     if (size == 0) return ref;  // no assignment at all
   const std::size_t n = values.size();
+  std::vector<Shape> shapes;
+  for (const auto& v : values) shapes.emplace_back(v.shape().begin(), v.shape().end());
   std::vector<std::size_t> at(n);
   while (true) {
-    for (std::size_t k = 0; k < n; ++k) {
-      at[k] = flat_index(eq.operands[k], Shape(values[k].shape().begin(), values[k].shape().end()), value);
-    }
+    for (std::size_t k = 0; k < n; ++k) at[k] = flat_index(eq.operands[k], shapes[k], value);
     const std::size_t o = flat_index(eq.output, out_shape, value);
     double product = 1;
     for (std::size_t k = 0; k < n; ++k) product *= values[k].data()[at[k]];
@@ -132,7 +132,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   require(valid, "the op accepts what parse_einsum or einsum_sizes reject", input.subscripts);
 
-  const xt::xarray<double> seed = operand_values(Shape(out.shape().begin(), out.shape().end()), 5);
+  const xt::xarray<double> seed = operand_values(out.shape(), 5);
   tape.backward(out, seed);
   const Reference ref = naive_einsum(eq, sizes, values, seed);
   require(same(out.value(), ref.out), "forward equals the naive reference", input.subscripts);
