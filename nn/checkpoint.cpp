@@ -326,7 +326,7 @@ SafetensorsFile<T> parse_safetensors(std::string_view bytes, const fs::path& pat
   json header;
   try {
     header = json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(header_len));
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e400
     fail(kLoad, path, std::string("malformed JSON header: ") + e.what());
   }
   if (!header.is_object())

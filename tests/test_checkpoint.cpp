@@ -183,6 +183,10 @@ std::vector<MalformedCase> malformed_cases() {
       {"data cut short", safetensors_bytes(good_header, data12.substr(0, 8)),
        "truncated: the tensors need 12 data bytes but only 8"},
       {"malformed JSON", safetensors_bytes(R"({"a":{"dtype":"F32",)", data12), "malformed JSON header"},
+      // Found by fuzz/fuzz_safetensors: the JSON library reports a number too large for a double
+      // (1e400) as out_of_range, not parse_error, and it escaped the reader.
+      {"number overflow", safetensors_bytes(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,1e400]}})", data12),
+       "malformed JSON header: [json.exception.out_of_range.406] number overflow parsing '1e400'"},
       {"header not an object", safetensors_bytes("[1,2]", ""), "not an object"},
       {"entry not an object", safetensors_bytes(R"({"a":7})", ""), "tensor 'a' is not a JSON object"},
       {"unknown dtype", safetensors_bytes(R"({"a":{"dtype":"BF16","shape":[3],"data_offsets":[0,6]}})", data12),
