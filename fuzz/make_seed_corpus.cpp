@@ -49,7 +49,8 @@ void safetensors_seeds(const fs::path& dir) {
   nn::save_safetensors(dir / "f64_with_empty_tensor.safetensors", f64);
   nn::save_safetensors(dir / "no_tensors.safetensors", nn::StateDict<float>{});
 
-  // Our training checkpoint: parameters, optimiser state, step and generator states.
+  // Our training checkpoint: parameters, optimiser state, step and generator states; loaded back
+  // strictly, so the fuzzer starts from inputs that reach the end of load_checkpoint.
   for (bool f64_model : {false, true}) {
     const fs::path path = dir / (f64_model ? "checkpoint_f64.safetensors" : "checkpoint_f32.safetensors");
     Generator data(7);
@@ -57,10 +58,12 @@ void safetensors_seeds(const fs::path& dir) {
       auto model = fuzz::checkpoint_model<double>();
       nn::StateDict<double> adam{{"0.weight.exp_avg", xt::zeros<double>({2, 3})}, {"0.weight.step", xt::xarray<double>(3.0)}};
       nn::save_checkpoint<double>(path, *model, adam, 3, {{"data", &data}});
+      nn::load_checkpoint<double>(path, *fuzz::checkpoint_model<double>(), /*strict=*/true, {{"data", &data}});
     } else {
       auto model = fuzz::checkpoint_model<float>();
       nn::StateDict<float> adam{{"0.weight.exp_avg", xt::zeros<float>({2, 3})}, {"0.weight.step", xt::xarray<float>(3.0f)}};
       nn::save_checkpoint<float>(path, *model, adam, 3, {{"data", &data}});
+      nn::load_checkpoint<float>(path, *fuzz::checkpoint_model<float>(), /*strict=*/true, {{"data", &data}});
     }
   }
 
