@@ -105,6 +105,14 @@ std::string u64_le(std::uint64_t value) {
   return out;
 }
 
+// A JSON value for an error message: a scalar as written (cut short), an array or object by its
+// type only. dump() recurses once per nesting level, and a header may nest a million deep.
+std::string describe(const json& value) {
+  if (value.is_structured()) return value.type_name();
+  const std::string text = value.dump();
+  return text.size() <= 40 ? text : text.substr(0, 37) + "...";
+}
+
 // One tensor entry of a safetensors header, validated on its own.
 struct Entry {
   std::string name;
@@ -134,7 +142,7 @@ Entry parse_entry(const fs::path& path, const std::string& name, const json& val
   const auto shape = value.find("shape");
   if (shape == value.end() || !shape->is_array()) bad("has no \"shape\" array");
   for (const json& dim : *shape) {
-    if (!dim.is_number_unsigned()) bad("has a shape entry that is not a non-negative integer: " + dim.dump());
+    if (!dim.is_number_unsigned()) bad("has a shape entry that is not a non-negative integer: " + describe(dim));
     e.shape.push_back(dim.get<std::size_t>());
   }
 
@@ -165,7 +173,8 @@ Metadata parse_metadata(const fs::path& path, const json& value) {
   for (const auto& [key, item] : value.items()) {
     if (!item.is_string()) {
       fail(kLoad, path,
-           "__metadata__ '" + key + "' is not a string but " + std::string(item.type_name()) + " " + item.dump());
+           "__metadata__ '" + key + "' is not a string but " + std::string(item.type_name()) +
+               (item.is_structured() ? "" : " " + describe(item)));
     }
     out[key] = item.get<std::string>();
   }
@@ -206,6 +215,7 @@ void check_layout(const fs::path& path, std::vector<Entry> entries, std::uint64_
 
 template <class Stored, class T>
 void convert(const char* src, std::size_t n, T* dst) {
+  if (n == 0) return;  // an empty tensor's data() may be null, and memcpy from or to null is undefined
   if constexpr (std::is_same_v<Stored, T>) {
     std::memcpy(dst, src, n * sizeof(T));
   } else {
@@ -220,7 +230,8 @@ void convert(const char* src, std::size_t n, T* dst) {
 template <class T>
 NamedGenerators all_generators(const char* op, const fs::path& path, Module<T>& model, const NamedGenerators& extra) {
   NamedGenerators all = model.named_generators();
-  for (const auto& [name, gen] : extra) {
+  for (const auto& [name_binding, gen] : extra) {
+    const std::string& name = name_binding;  // clang 14 cannot capture a structured binding
     if (gen == nullptr) fail(op, path, "extra generator '" + name + "' is null");
     const bool taken = std::any_of(all.begin(), all.end(), [&](const auto& g) { return g.first == name; });
     if (taken) fail(op, path, "generator name '" + name + "' is used twice (model generators and extra generators)");
@@ -294,7 +305,11 @@ void save_safetensors(const fs::path& path, const StateDict<T>& tensors, const M
 
 template <class T>
 SafetensorsFile<T> load_safetensors(const fs::path& path) {
-  const std::string bytes = read_file(kLoad, path);
+  return parse_safetensors<T>(read_file(kLoad, path), path);
+}
+
+template <class T>
+SafetensorsFile<T> parse_safetensors(std::string_view bytes, const fs::path& path) {
   const std::uint64_t size = bytes.size();
   if (size < 8) fail(kLoad, path, "truncated: " + std::to_string(size) + " bytes, fewer than the 8-byte header length");
   const std::uint64_t header_len = read_u64_le(bytes.data());
@@ -311,7 +326,7 @@ SafetensorsFile<T> load_safetensors(const fs::path& path) {
   json header;
   try {
     header = json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(header_len));
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e400
     fail(kLoad, path, std::string("malformed JSON header: ") + e.what());
   }
   if (!header.is_object())
@@ -475,6 +490,7 @@ xt::xarray<T> load_npy(const fs::path& path) {
 #define TAPEGRAD_INSTANTIATE_CHECKPOINT(T)                                                                    \
   template void save_safetensors<T>(const fs::path&, const StateDict<T>&, const Metadata&);                   \
   template SafetensorsFile<T> load_safetensors<T>(const fs::path&);                                           \
+  template SafetensorsFile<T> parse_safetensors<T>(std::string_view, const fs::path&);                       \
   template void save_checkpoint<T>(const fs::path&, Module<T>&, const StateDict<T>&, std::uint64_t,           \
                                    const NamedGenerators&);                                                   \
   template LoadedCheckpoint<T> load_checkpoint<T>(const fs::path&, Module<T>&, bool, const NamedGenerators&); \

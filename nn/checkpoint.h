@@ -25,6 +25,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -63,6 +64,13 @@ struct SafetensorsFile {
 // than the largest end offset; metadata that is not an object of strings.
 template <class T>
 SafetensorsFile<T> load_safetensors(const std::filesystem::path& path);
+
+// The same parse and the same checks as load_safetensors, over a whole file already in memory
+// (load_safetensors reads the file and calls this). `name` stands for the file in messages:
+// load_safetensors('<name>'): .... Nothing is allocated for a tensor before the header has been
+// checked against the bytes actually present, so memory stays proportional to bytes.size().
+template <class T>
+SafetensorsFile<T> parse_safetensors(std::string_view bytes, const std::filesystem::path& name);
 
 // ---- training checkpoints -------------------------------------------------------------------
 //

@@ -127,7 +127,8 @@ LoadResult Module<T>::load_state_dict(const StateDict<T>& state, bool strict) {
                        " in the state dict but " + format_shape(tensor.value().shape()) + " in the " + type_name());
     }
   }
-  for (const auto& [name, value] : state) {
+  for (const auto& entry : state) {
+    const std::string& name = entry.first;  // not a structured binding: clang 14 cannot capture one
     const bool known = std::any_of(params.begin(), params.end(), [&](const auto& p) { return p.first == name; });
     if (!known) result.unexpected_keys.push_back(name);
   }

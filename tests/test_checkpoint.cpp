@@ -183,6 +183,10 @@ std::vector<MalformedCase> malformed_cases() {
       {"data cut short", safetensors_bytes(good_header, data12.substr(0, 8)),
        "truncated: the tensors need 12 data bytes but only 8"},
       {"malformed JSON", safetensors_bytes(R"({"a":{"dtype":"F32",)", data12), "malformed JSON header"},
+      // Found by fuzz/fuzz_safetensors: the JSON library reports a number too large for a double
+      // (1e400) as out_of_range, not parse_error, and it escaped the reader.
+      {"number overflow", safetensors_bytes(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,1e400]}})", data12),
+       "malformed JSON header: [json.exception.out_of_range.406] number overflow parsing '1e400'"},
       {"header not an object", safetensors_bytes("[1,2]", ""), "not an object"},
       {"entry not an object", safetensors_bytes(R"({"a":7})", ""), "tensor 'a' is not a JSON object"},
       {"unknown dtype", safetensors_bytes(R"({"a":{"dtype":"BF16","shape":[3],"data_offsets":[0,6]}})", data12),
@@ -212,8 +216,18 @@ std::vector<MalformedCase> malformed_cases() {
       {"non-string metadata", safetensors_bytes(R"({"__metadata__":{"step":3}})", ""),
        "__metadata__ 'step' is not a string but number"},
       {"metadata not an object", safetensors_bytes(R"({"__metadata__":"x"})", ""), "__metadata__ is not a JSON object"},
+      // Claims of huge tensors are refused before anything is allocated.
+      {"shape too large to address",
+       safetensors_bytes(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,12]}})", data12),
+       "tensor 'a' has shape [4294967296,4294967296] too large to address"},
+      {"huge tensor, few bytes",
+       safetensors_bytes(R"({"a":{"dtype":"F64","shape":[1099511627776],"data_offsets":[0,8796093022208]}})", data12),
+       "truncated: the tensors need 8796093022208 data bytes but only 12"},
   };
 }
+
+// A JSON value nested this deep: parsing it is iterative, so only a recursive walk could fail.
+std::string nested_array(std::size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
 
 TEST_F(CheckpointTest, SafetensorsRejectsEveryMalformedFile) {
   for (const MalformedCase& c : malformed_cases()) {
@@ -222,6 +236,37 @@ TEST_F(CheckpointTest, SafetensorsRejectsEveryMalformedFile) {
     EXPECT_TRUE(throws_with<ValueError>([&] { nn::load_safetensors<float>(file("bad.safetensors")); },
                                         {"load_safetensors", "bad.safetensors", c.problem}));
   }
+}
+
+TEST_F(CheckpointTest, SafetensorsParsesBytesInMemoryWithTheFileLoadersChecks) {
+  nn::save_safetensors(file("ok.safetensors"), sample_tensors<float>(), {{"k", "v"}});
+  const auto from_file = nn::load_safetensors<float>(file("ok.safetensors"));
+  const auto from_bytes = nn::parse_safetensors<float>(read_bytes(file("ok.safetensors")), "in memory");
+  EXPECT_EQ(from_bytes.metadata, from_file.metadata);
+  EXPECT_EQ(from_bytes.dtypes, from_file.dtypes);
+  ASSERT_EQ(from_bytes.tensors.size(), from_file.tensors.size());
+  for (const auto& [name, value] : from_file.tensors) EXPECT_TRUE(bit_equal(from_bytes.tensors.at(name), value)) << name;
+  for (const MalformedCase& c : malformed_cases()) {
+    SCOPED_TRACE(c.label);
+    EXPECT_TRUE(throws_with<ValueError>([&] { nn::parse_safetensors<double>(c.bytes, "in memory"); },
+                                        {"load_safetensors('in memory')", c.problem}));
+  }
+}
+
+// Found while preparing fuzz/fuzz_safetensors: the error message printed the offending JSON value
+// with dump(), which recurses once per nesting level, so a header nesting a million arrays
+// overflowed the stack (the fuzzer's inputs, 4 KB by default, nest too shallow to show it).
+TEST_F(CheckpointTest, SafetensorsRejectsDeeplyNestedJsonWithoutOverflowingTheStack) {
+  const std::string deep = nested_array(1'000'000);
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] {
+        nn::parse_safetensors<float>(
+            safetensors_bytes(R"({"a":{"dtype":"F32","shape":[)" + deep + R"(],"data_offsets":[0,0]}})", ""), "deep");
+      },
+      {"tensor 'a' has a shape entry that is not a non-negative integer: array"}));
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] { nn::parse_safetensors<float>(safetensors_bytes(R"({"__metadata__":{"m":)" + deep + "}}", ""), "deep"); },
+      {"__metadata__ 'm' is not a string but array"}));
 }
 
 TEST_F(CheckpointTest, SafetensorsRejectsAMissingFileOrADirectory) {

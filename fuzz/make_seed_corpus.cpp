@@ -1,0 +1,144 @@
+// Writes the seed corpus kept in fuzz/corpus/ (see README.md): `make_seed_corpus <dir>` creates
+// <dir>/safetensors/ and <dir>/einsum/. Valid safetensors seeds come from our own writers
+// (save_safetensors, save_checkpoint), so they follow the format exactly; the malformed ones are
+// written byte by byte, one defect each.
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fuzz/checkpoint_model.h"
+#include "fuzz/einsum_input.h"
+#include "nn/checkpoint.h"
+
+namespace {
+
+using namespace tapegrad;
+namespace fs = std::filesystem;
+
+void write_raw(const fs::path& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw std::runtime_error("cannot write " + path.string());
+}
+
+std::string read_raw(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// A safetensors file from a header written by hand, its length field saying `header_len`.
+std::string with_header(const std::string& header, const std::string& data, std::uint64_t header_len) {
+  std::string bytes;
+  for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>((header_len >> (8 * i)) & 0xff));
+  return bytes + header + data;
+}
+std::string with_header(const std::string& header, const std::string& data) {
+  return with_header(header, data, header.size());
+}
+
+void safetensors_seeds(const fs::path& dir) {
+  fs::create_directories(dir);
+  nn::StateDict<float> f32{{"w", xt::xarray<float>{{1.5f, -2.0f, 0.25f}, {3.0f, 4.0f, -0.0f}}},
+                           {"scalar", xt::xarray<float>(2.5f)}};
+  nn::save_safetensors(dir / "f32_with_metadata.safetensors", f32, {{"format", "pt"}});
+  nn::StateDict<double> f64{{"b", xt::xarray<double>{1.0, 2.0}}, {"empty", xt::xarray<double>::from_shape({0, 3})}};
+  nn::save_safetensors(dir / "f64_with_empty_tensor.safetensors", f64);
+  nn::save_safetensors(dir / "no_tensors.safetensors", nn::StateDict<float>{});
+
+  // Our training checkpoint: parameters, optimiser state, step and generator states; loaded back
+  // strictly, so the fuzzer starts from inputs that reach the end of load_checkpoint.
+  for (bool f64_model : {false, true}) {
+    const fs::path path = dir / (f64_model ? "checkpoint_f64.safetensors" : "checkpoint_f32.safetensors");
+    Generator data(7);
+    if (f64_model) {
+      auto model = fuzz::checkpoint_model<double>();
+      nn::StateDict<double> adam{{"0.weight.exp_avg", xt::zeros<double>({2, 3})}, {"0.weight.step", xt::xarray<double>(3.0)}};
+      nn::save_checkpoint<double>(path, *model, adam, 3, {{"data", &data}});
+      nn::load_checkpoint<double>(path, *fuzz::checkpoint_model<double>(), /*strict=*/true, {{"data", &data}});
+    } else {
+      auto model = fuzz::checkpoint_model<float>();
+      nn::StateDict<float> adam{{"0.weight.exp_avg", xt::zeros<float>({2, 3})}, {"0.weight.step", xt::xarray<float>(3.0f)}};
+      nn::save_checkpoint<float>(path, *model, adam, 3, {{"data", &data}});
+      nn::load_checkpoint<float>(path, *fuzz::checkpoint_model<float>(), /*strict=*/true, {{"data", &data}});
+    }
+  }
+
+  // One defect each.
+  const std::string checkpoint = read_raw(dir / "checkpoint_f32.safetensors");
+  write_raw(dir / "bad_truncated_data.safetensors", checkpoint.substr(0, checkpoint.size() - 5));
+  write_raw(dir / "bad_truncated_header.safetensors", checkpoint.substr(0, 40));
+  const std::string one = R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+  const std::string eight(8, '\x01');
+  write_raw(dir / "bad_header_length_too_large.safetensors", with_header(one, eight, std::uint64_t(1) << 62));
+  write_raw(dir / "bad_huge_shape_claim.safetensors",
+            with_header(R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", eight));
+  write_raw(dir / "bad_huge_offsets_claim.safetensors",
+            with_header(R"({"w":{"dtype":"F64","shape":[1099511627776],"data_offsets":[0,8796093022208]}})", eight));
+  write_raw(dir / "bad_overlap.safetensors",
+            with_header(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                        R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                        eight));
+  write_raw(dir / "bad_unknown_dtype.safetensors",
+            with_header(R"({"w":{"dtype":"I8","shape":[8],"data_offsets":[0,8]}})", eight));
+  write_raw(dir / "bad_nested_shape.safetensors",
+            with_header(R"({"w":{"dtype":"F32","shape":[[[[2]]]],"data_offsets":[0,8]}})", eight));
+  write_raw(dir / "bad_metadata_not_string.safetensors",
+            with_header(R"({"__metadata__":{"step":[1,{"a":null}]},)" + one.substr(1), eight));
+  write_raw(dir / "bad_json.safetensors", with_header(R"({"w":{"dtype":"F32",)", eight));
+  write_raw(dir / "bad_step_not_decimal.safetensors",
+            with_header(R"({"__metadata__":{"step":"-1","generator.1.seed":"9","generator.1.offset":"x"}})", ""));
+}
+
+void einsum_seeds(const fs::path& dir) {
+  fs::create_directories(dir);
+  struct Seed {
+    const char* name;
+    const char* subscripts;
+    std::vector<Shape> shapes;
+    bool alias = false;
+  };
+  const std::vector<Seed> seeds = {
+      {"attention_scores", "ibhd,jbhd->ijbh", {{3, 2, 2, 4}, {4, 2, 2, 4}}},
+      {"attention_values", "ijbh,jbhd->ibhd", {{3, 4, 2, 2}, {4, 2, 2, 3}}},
+      {"relative_positions", "ijk,hkl->hijl", {{2, 3, 4}, {2, 4, 3}}},
+      {"batched_matmul", "bij,bjk->bik", {{2, 3, 4}, {2, 4, 3}}},
+      {"matmul_implicit_output", "ij,jk", {{2, 3}, {3, 2}}},
+      {"chain_of_three", "ij,jk,kl->il", {{2, 3}, {3, 4}, {4, 2}}},
+      {"outer_product", "i,j->ij", {{3}, {4}}},
+      {"same_tensor_twice", "ij,ij->ij", {{2, 3}, {2, 3}}, true},
+      {"trace", "ii->", {{4, 4}}},
+      {"trace_implicit", "ii", {{3, 3}}},
+      {"diagonal", "ii->i", {{3, 3}}},
+      {"repeated_index_and_permute", "iij->ji", {{2, 2, 3}}},
+      {"transpose", "ij->ji", {{2, 3}}},
+      {"sum_all", "ij->", {{3, 4}}},
+      {"scalars", ",->", {{}, {}}},
+      {"empty_axis", "i,i->", {{0}, {0}}},
+      {"size_one_axes", "ab,bc->ac", {{1, 4}, {4, 1}}},
+      {"spaces", " ij , jk -> ik ", {{2, 3}, {3, 2}}},
+      {"bad_ellipsis", "...ij,...jk->...ik", {{2, 3, 4}, {2, 4, 3}}},
+      {"bad_size_mismatch", "ij,jk->ik", {{2, 3}, {4, 2}}},
+      {"bad_rank", "ibhd,jbhd->ijbh", {{3, 2, 2, 4}, {4, 2, 2}}},
+      {"bad_repeated_output", "ij->ii", {{2, 2}}},
+      {"bad_output_letter_in_no_operand", "ij->k", {{2, 2}}},
+      {"bad_operand_count", "ij,jk->ik", {{2, 3}}},
+      {"bad_arrow", "ij-k", {{2, 3}}},
+  };
+  for (const Seed& s : seeds) write_raw(dir / s.name, fuzz::encode_einsum_input(s.subscripts, s.shapes, s.alias));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::cerr << "usage: make_seed_corpus <dir>  (writes <dir>/safetensors/ and <dir>/einsum/)\n";
+    return 2;
+  }
+  safetensors_seeds(fs::path(argv[1]) / "safetensors");
+  einsum_seeds(fs::path(argv[1]) / "einsum");
+  return 0;
+}
