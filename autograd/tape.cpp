@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "autograd/anomaly.h"
+
 namespace tapegrad {
 
 namespace {
@@ -61,6 +63,7 @@ void GradientTape::backward(const Tensor<T>& output, const xt::xarray<T>& seed) 
   // Intermediates start every walk clean: a gradient retained from an earlier walk must not
   // flow back a second time.
   for (const auto& e : entries_) e->output->clear_grad();
+  if (is_anomaly_enabled()) [[unlikely]] detail::check_gradient(output, seed, "the seed passed to backward");
   output.node()->accumulate_grad(xt::xarray<T>(seed));
   walk();
 }
@@ -71,7 +74,10 @@ void GradientTape::walk() {
   // to oldest visits every output after all of its consumers.
   for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
     const Entry& e = **it;
-    if (e.output->has_grad()) e.backward();
+    if (e.output->has_grad()) {
+      const detail::BackwardSite site(e.op, e.where);  // names this op in anomaly reports
+      e.backward();
+    }
   }
   for (const auto& e : entries_) {
     if (!e->output->retains_grad) e->output->clear_grad();

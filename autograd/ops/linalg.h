@@ -1,5 +1,6 @@
 #pragma once
 // Matrix products, through CBLAS.
+#include <source_location>
 #include <string_view>
 #include <vector>
 
@@ -13,7 +14,8 @@ namespace tapegrad {
 // [k] x [k, n] -> [n], [2, 1, m, k] x [5, k, n] -> [2, 5, m, n]. Backward: da = g b^T and
 // db = a^T g, each summed over the batch axes its operand was broadcast along.
 // ShapeError (naming both shapes) for a 0-dim operand, k mismatch, or batch axes that do not broadcast.
-template <class T> Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b);
+template <class T> Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b,
+    std::source_location where = std::source_location::current());
 
 // einsum: out[output indices] = sum over every other index of prod_k operand_k[its indices].
 // Subscripts are letters a-z, A-Z, one group per operand, separated by ','; spaces are ignored.
@@ -30,10 +32,17 @@ template <class T> Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b);
 // invalid character, an ellipsis (not supported), a repeated output index, an output index in no
 // operand; ShapeError for an operand whose rank differs from its subscripts and for an index with
 // two sizes.
-template <class T> Tensor<T> einsum(std::string_view subscripts, const std::vector<Tensor<T>>& operands);
-template <class T> Tensor<T> einsum(std::string_view subscripts, const Tensor<T>& a) { return einsum(subscripts, std::vector<Tensor<T>>{a}); }
-template <class T> Tensor<T> einsum(std::string_view subscripts, const Tensor<T>& a, const Tensor<T>& b) {
-  return einsum(subscripts, std::vector<Tensor<T>>{a, b});
+template <class T> Tensor<T> einsum(std::string_view subscripts, const std::vector<Tensor<T>>& operands,
+    std::source_location where = std::source_location::current());
+template <class T>
+Tensor<T> einsum(std::string_view subscripts, const Tensor<T>& a,
+    std::source_location where = std::source_location::current()) {
+  return einsum(subscripts, std::vector<Tensor<T>>{a}, where);
+}
+template <class T>
+Tensor<T> einsum(std::string_view subscripts, const Tensor<T>& a, const Tensor<T>& b,
+    std::source_location where = std::source_location::current()) {
+  return einsum(subscripts, std::vector<Tensor<T>>{a, b}, where);
 }
 
 }  // namespace tapegrad

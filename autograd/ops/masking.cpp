@@ -29,7 +29,7 @@ void for_each_element(std::size_t n, Fn&& fn) {
 }  // namespace
 
 template <class T>
-Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, T value) {
+Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, T value, std::source_location where) {
   detail::require_defined(a, "masked_fill", "a");
   const Shape shape = a.shape();
   const Shape mask_shape(mask.shape().begin(), mask.shape().end());
@@ -44,7 +44,7 @@ Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, T value) {
   const T* x = a.value().data();
   T* out = y.data();
   for_each_element(y.size(), [&](std::size_t i) { out[i] = m[i] ? value : x[i]; });
-  return make_result("masked_fill", std::move(y), should_record(a),
+  return make_result("masked_fill", where, std::move(y), should_record(a, value),
                      [a, full = std::move(full)](const xt::xarray<T>& g, const xt::xarray<T>&) {
                        auto dx = xt::xarray<T>::from_shape(g.shape());
                        const bool* m = full.data();
@@ -56,16 +56,16 @@ Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, T value) {
 }
 
 template <class T>
-Tensor<T> masked_fill(const Tensor<T>& a, const xt::xarray<std::uint8_t>& mask, T value) {
-  return masked_fill(a, Mask(xt::not_equal(mask, std::uint8_t{0})), value);
+Tensor<T> masked_fill(const Tensor<T>& a, const xt::xarray<std::uint8_t>& mask, T value, std::source_location where) {
+  return masked_fill(a, Mask(xt::not_equal(mask, std::uint8_t{0})), value, where);
 }
 
 template <class T>
-Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen) {
+Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen, std::source_location where) {
   detail::require_defined(a, "dropout", "a");
   if (!(p >= 0.0 && p < 1.0)) throw ValueError("dropout: p must be in [0, 1), got p = " + std::to_string(p));
   if (!training || p == 0.0) {
-    return make_result("dropout", xt::xarray<T>(a.value()), should_record(a),
+    return make_result("dropout", where, xt::xarray<T>(a.value()), should_record(a),
                        [a](const xt::xarray<T>& g, const xt::xarray<T>&) { accumulate(a, xt::xarray<T>(g)); });
   }
   const T scale = static_cast<T>(1.0 / (1.0 - p));
@@ -79,7 +79,7 @@ Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen) {
     k[i] = static_cast<double>(out[i]) >= p;
     out[i] = k[i] ? x[i] * scale : T(0);
   });
-  return make_result("dropout", std::move(y), should_record(a),
+  return make_result("dropout", where, std::move(y), should_record(a),
                      [a, keep = std::move(keep), scale](const xt::xarray<T>& g, const xt::xarray<T>&) {
                        auto dx = xt::xarray<T>::from_shape(g.shape());
                        const bool* k = keep.data();
@@ -91,9 +91,9 @@ Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen) {
 }
 
 #define TAPEGRAD_INSTANTIATE_MASKING(T)                                                 \
-  template Tensor<T> masked_fill(const Tensor<T>&, const Mask&, T);                     \
-  template Tensor<T> masked_fill(const Tensor<T>&, const xt::xarray<std::uint8_t>&, T); \
-  template Tensor<T> dropout(const Tensor<T>&, double, bool, Generator&);
+  template Tensor<T> masked_fill(const Tensor<T>&, const Mask&, T, std::source_location);                     \
+  template Tensor<T> masked_fill(const Tensor<T>&, const xt::xarray<std::uint8_t>&, T, std::source_location); \
+  template Tensor<T> dropout(const Tensor<T>&, double, bool, Generator&, std::source_location);
 TAPEGRAD_INSTANTIATE_MASKING(float)
 TAPEGRAD_INSTANTIATE_MASKING(double)
 
