@@ -1,5 +1,5 @@
 // Property tests over the whole op set, in float64:
-//  1. Random compositions: 100 chains of 3-5 ops drawn from elementwise / activation / reduce /
+//  1. Random compositions: 300 chains of 3-5 ops drawn from elementwise / activation / reduce /
 //     shape / matmul / einsum / softmax / layer_norm / masked_fill, on random shapes with
 //     broadcasting, each ending in a weighted sum, pass gradcheck. Every draw comes from a fixed
 //     seed; a failure prints the seed and the chain, e.g.
@@ -374,7 +374,7 @@ class CompositionBuilder {
 };
 
 TEST(Properties, RandomCompositionsPassGradcheck) {
-  constexpr std::uint64_t kCompositions = 100;
+  constexpr std::uint64_t kCompositions = 300;
   std::size_t checked_elements = 0;
   for (std::uint64_t seed = 1; seed <= kCompositions; ++seed) {
     const Composition c = CompositionBuilder(seed).build();
