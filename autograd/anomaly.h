@@ -15,9 +15,9 @@
 // - Backward: every gradient a backward closure adds into an input is checked (NaN or infinity;
 //   no gradient is infinite by design). The error names the op whose backward produced it, where
 //   that op was called, and the input the gradient was for. The seed of backward is checked too.
-// "Where" is the op function's call site, captured by a defaulted std::source_location parameter:
-// a user's own line for a direct call or an operator, an nn module's .cpp line for ops the module
-// calls, custom_op's caller for a custom op.
+// "Where" is the op function's call site, captured by its trailing defaulted CallSite parameter
+// (autograd/call_site.h): a user's own line for a direct call or an operator, an nn module's .cpp
+// line for ops the module calls, custom_op's caller for a custom op.
 //
 // The switch is per thread, like GradientTape and NoGradGuard: a thread debugging its model with
 // anomaly mode on neither slows down nor throws in another thread training its own model, and the

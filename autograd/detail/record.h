@@ -3,8 +3,8 @@
 //   1. validate the inputs (throw ShapeError/ValueError naming the op, argument and shapes);
 //   2. compute the forward value with a kernel;
 //   3. return make_result(op, where, value, should_record(inputs...), backward), where `where` is
-//      the op's trailing `std::source_location where = std::source_location::current()` parameter
-//      (its caller's file and line, for anomaly reports) and backward is
+//      the op's trailing `CallSite where = std::source_location::current()` parameter (its
+//      caller's file and line, for anomaly reports; autograd/call_site.h) and backward is
 //      void(const xt::xarray<T>& grad_of_output, const xt::xarray<T>& output_value) and calls
 //      accumulate(input, vjp) for each input that requires_grad(). A scalar the output holds by
 //      design goes to should_record too (masked_fill's fill value): anomaly mode lets an infinity

@@ -68,7 +68,7 @@ template <class T> T gelu_tanh_grad(T x) {
 }  // namespace
 
 template <class T>
-Tensor<T> relu(const Tensor<T>& a, std::source_location where) {
+Tensor<T> relu(const Tensor<T>& a, CallSite where) {
   detail::require_defined(a, "relu", "a");
   // NaN passes through (as PyTorch) so anomaly mode still sees it. y > 0 exactly where x > 0, so
   // the output is all the backward needs (gradient 0 at x == 0).
@@ -80,7 +80,7 @@ Tensor<T> relu(const Tensor<T>& a, std::source_location where) {
 }
 
 template <class T>
-Tensor<T> sigmoid(const Tensor<T>& a, std::source_location where) {
+Tensor<T> sigmoid(const Tensor<T>& a, CallSite where) {
   detail::require_defined(a, "sigmoid", "a");
   // exp of a non-positive argument only, so no overflow for large |x|.
   const auto forward = [](T x) {
@@ -96,7 +96,7 @@ Tensor<T> sigmoid(const Tensor<T>& a, std::source_location where) {
 }
 
 template <class T>
-Tensor<T> tanh(const Tensor<T>& a, std::source_location where) {
+Tensor<T> tanh(const Tensor<T>& a, CallSite where) {
   detail::require_defined(a, "tanh", "a");
   // dy/dx = 1 - y^2.
   return make_result("tanh", where, map_elements(a.value(), [](T x) { return std::tanh(x); }), should_record(a),
@@ -106,7 +106,7 @@ Tensor<T> tanh(const Tensor<T>& a, std::source_location where) {
 }
 
 template <class T>
-Tensor<T> gelu(const Tensor<T>& a, GeluApproximation approximate, std::source_location where) {
+Tensor<T> gelu(const Tensor<T>& a, GeluApproximation approximate, CallSite where) {
   detail::require_defined(a, "gelu", "a");
   const bool use_tanh = approximate == GeluApproximation::Tanh;
   xt::xarray<T> y = use_tanh ? map_elements(a.value(), gelu_tanh<T>) : map_elements(a.value(), gelu_erf<T>);
@@ -117,10 +117,10 @@ Tensor<T> gelu(const Tensor<T>& a, GeluApproximation approximate, std::source_lo
 }
 
 #define TAPEGRAD_INSTANTIATE_ACTIVATION(T)      \
-  template Tensor<T> relu(const Tensor<T>&, std::source_location);    \
-  template Tensor<T> sigmoid(const Tensor<T>&, std::source_location); \
-  template Tensor<T> tanh(const Tensor<T>&, std::source_location);    \
-  template Tensor<T> gelu(const Tensor<T>&, GeluApproximation, std::source_location);
+  template Tensor<T> relu(const Tensor<T>&, CallSite);    \
+  template Tensor<T> sigmoid(const Tensor<T>&, CallSite); \
+  template Tensor<T> tanh(const Tensor<T>&, CallSite);    \
+  template Tensor<T> gelu(const Tensor<T>&, GeluApproximation, CallSite);
 TAPEGRAD_INSTANTIATE_ACTIVATION(float)
 TAPEGRAD_INSTANTIATE_ACTIVATION(double)
 

@@ -12,38 +12,38 @@ namespace tapegrad {
 template <class T> using Scalar = std::type_identity_t<T>;
 
 template <class T> Tensor<T> add(const Tensor<T>& a, const Tensor<T>& b,
-    std::source_location where = std::source_location::current());
+    CallSite where = std::source_location::current());
 template <class T> Tensor<T> sub(const Tensor<T>& a, const Tensor<T>& b,
-    std::source_location where = std::source_location::current());
+    CallSite where = std::source_location::current());
 template <class T> Tensor<T> mul(const Tensor<T>& a, const Tensor<T>& b,
-    std::source_location where = std::source_location::current());
+    CallSite where = std::source_location::current());
 template <class T> Tensor<T> div(const Tensor<T>& a, const Tensor<T>& b,
-    std::source_location where = std::source_location::current());
+    CallSite where = std::source_location::current());
 // a^b elementwise, broadcasting; d/db = a^b log a (defined for a > 0).
 template <class T> Tensor<T> pow(const Tensor<T>& a, const Tensor<T>& b,
-    std::source_location where = std::source_location::current());
+    CallSite where = std::source_location::current());
 
 template <class T> Tensor<T> add(const Tensor<T>& a, Scalar<T> s,
-    std::source_location where = std::source_location::current());
+    CallSite where = std::source_location::current());
 template <class T> Tensor<T> mul(const Tensor<T>& a, Scalar<T> s,
-    std::source_location where = std::source_location::current());
+    CallSite where = std::source_location::current());
 // s - a and s / a.
 template <class T> Tensor<T> rsub(const Tensor<T>& a, Scalar<T> s,
-    std::source_location where = std::source_location::current());
+    CallSite where = std::source_location::current());
 template <class T> Tensor<T> rdiv(const Tensor<T>& a, Scalar<T> s,
-    std::source_location where = std::source_location::current());
+    CallSite where = std::source_location::current());
 template <class T> Tensor<T> pow(const Tensor<T>& a, Scalar<T> exponent,
-    std::source_location where = std::source_location::current());
+    CallSite where = std::source_location::current());
 
-template <class T> Tensor<T> neg(const Tensor<T>& a, std::source_location where = std::source_location::current());
-template <class T> Tensor<T> exp(const Tensor<T>& a, std::source_location where = std::source_location::current());
-template <class T> Tensor<T> log(const Tensor<T>& a, std::source_location where = std::source_location::current());
-template <class T> Tensor<T> sqrt(const Tensor<T>& a, std::source_location where = std::source_location::current());
-template <class T> Tensor<T> abs(const Tensor<T>& a, std::source_location where = std::source_location::current());
+template <class T> Tensor<T> neg(const Tensor<T>& a, CallSite where = std::source_location::current());
+template <class T> Tensor<T> exp(const Tensor<T>& a, CallSite where = std::source_location::current());
+template <class T> Tensor<T> log(const Tensor<T>& a, CallSite where = std::source_location::current());
+template <class T> Tensor<T> sqrt(const Tensor<T>& a, CallSite where = std::source_location::current());
+template <class T> Tensor<T> abs(const Tensor<T>& a, CallSite where = std::source_location::current());
 
 // Differentiable element-type conversion (what Tensor<T>::to<U>() calls).
 template <class To, class From> Tensor<To> cast(const Tensor<From>& a,
-    std::source_location where = std::source_location::current());
+    CallSite where = std::source_location::current());
 
 // An operator cannot take a defaulted extra parameter, so operators learn their call site from the
 // conversion of one operand: a converting constructor's default argument is evaluated where the
@@ -51,13 +51,13 @@ template <class To, class From> Tensor<To> cast(const Tensor<From>& a,
 // (type_identity_t), so T still comes from the plain Tensor operand.
 namespace detail {
 template <class T> struct TensorAt {
-  TensorAt(const Tensor<T>& tensor, std::source_location where = std::source_location::current())
+  TensorAt(const Tensor<T>& tensor, CallSite where = std::source_location::current())
       : tensor(tensor), where(where) {}
   const Tensor<T>& tensor;
   std::source_location where;
 };
 template <class T> struct ScalarAt {
-  ScalarAt(T value, std::source_location where = std::source_location::current()) : value(value), where(where) {}
+  ScalarAt(T value, CallSite where = std::source_location::current()) : value(value), where(where) {}
   T value;
   std::source_location where;
 };

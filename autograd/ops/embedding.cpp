@@ -63,7 +63,7 @@ void check_indices(const IndexArray& indices, const Shape& weight_shape) {
 }  // namespace
 
 template <class T>
-Tensor<T> embedding(const Tensor<T>& weight, const IndexArray& indices, std::optional<Index> padding_idx, std::source_location where) {
+Tensor<T> embedding(const Tensor<T>& weight, const IndexArray& indices, std::optional<Index> padding_idx, CallSite where) {
   detail::require_defined(weight, "embedding", "weight");
   const Shape weight_shape = weight.shape();
   if (weight_shape.size() != 2) {
@@ -105,7 +105,7 @@ Tensor<T> embedding(const Tensor<T>& weight, const IndexArray& indices, std::opt
                      });
 }
 
-template Tensor<float> embedding(const Tensor<float>&, const IndexArray&, std::optional<Index>, std::source_location);
-template Tensor<double> embedding(const Tensor<double>&, const IndexArray&, std::optional<Index>, std::source_location);
+template Tensor<float> embedding(const Tensor<float>&, const IndexArray&, std::optional<Index>, CallSite);
+template Tensor<double> embedding(const Tensor<double>&, const IndexArray&, std::optional<Index>, CallSite);
 
 }  // namespace tapegrad

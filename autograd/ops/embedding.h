@@ -3,7 +3,6 @@
 // the output has shape indices.shape + [dim]. The backward scatter-adds into the picked rows;
 // the padding_idx row (when given) gets no gradient, as in PyTorch.
 #include <optional>
-#include <source_location>
 
 #include "autograd/tensor.h"
 
@@ -11,6 +10,6 @@ namespace tapegrad {
 
 template <class T>
 Tensor<T> embedding(const Tensor<T>& weight, const IndexArray& indices, std::optional<Index> padding_idx = std::nullopt,
-    std::source_location where = std::source_location::current());
+    CallSite where = std::source_location::current());
 
 }  // namespace tapegrad

@@ -169,7 +169,7 @@ xt::xarray<T> matmul_grad_b(const xt::xarray<T>& g, const xt::xarray<T>& a, cons
 // operand_i gets the gradient on its diagonal.
 template <class T>
 Tensor<T> einsum_node(const kernels::EinsumEquation& eq, const std::vector<Tensor<T>>& operands,
-                      const kernels::EinsumSizes& sizes, std::source_location where) {
+                      const kernels::EinsumSizes& sizes, CallSite where) {
   std::vector<const xt::xarray<T>*> values;
   for (const auto& x : operands) values.push_back(&x.value());
   return make_result("einsum", where, kernels::einsum(eq, values), detail::should_record_any(operands),
@@ -190,7 +190,7 @@ Tensor<T> einsum_node(const kernels::EinsumEquation& eq, const std::vector<Tenso
 }  // namespace
 
 template <class T>
-Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b, std::source_location where) {
+Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b, CallSite where) {
   detail::require_defined(a, "matmul", "a");
   detail::require_defined(b, "matmul", "b");
   const MatmulDims d = matmul_dims(a.shape(), b.shape());
@@ -205,7 +205,7 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b, std::source_location wh
 }
 
 template <class T>
-Tensor<T> einsum(std::string_view subscripts, const std::vector<Tensor<T>>& operands, std::source_location where) {
+Tensor<T> einsum(std::string_view subscripts, const std::vector<Tensor<T>>& operands, CallSite where) {
   const std::string op = "einsum(\"" + std::string(subscripts) + "\")";
   for (std::size_t i = 0; i < operands.size(); ++i)
     detail::require_defined(operands[i], op, "operand " + std::to_string(i));
@@ -235,8 +235,8 @@ Tensor<T> einsum(std::string_view subscripts, const std::vector<Tensor<T>>& oper
 }
 
 #define TAPEGRAD_INSTANTIATE_LINALG(T)                                  \
-  template Tensor<T> matmul(const Tensor<T>&, const Tensor<T>&, std::source_location);        \
-  template Tensor<T> einsum(std::string_view, const std::vector<Tensor<T>>&, std::source_location);
+  template Tensor<T> matmul(const Tensor<T>&, const Tensor<T>&, CallSite);        \
+  template Tensor<T> einsum(std::string_view, const std::vector<Tensor<T>>&, CallSite);
 TAPEGRAD_INSTANTIATE_LINALG(float)
 TAPEGRAD_INSTANTIATE_LINALG(double)
 

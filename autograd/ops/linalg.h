@@ -1,6 +1,5 @@
 #pragma once
 // Matrix products, through CBLAS.
-#include <source_location>
 #include <string_view>
 #include <vector>
 
@@ -15,7 +14,7 @@ namespace tapegrad {
 // db = a^T g, each summed over the batch axes its operand was broadcast along.
 // ShapeError (naming both shapes) for a 0-dim operand, k mismatch, or batch axes that do not broadcast.
 template <class T> Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b,
-    std::source_location where = std::source_location::current());
+    CallSite where = std::source_location::current());
 
 // einsum: out[output indices] = sum over every other index of prod_k operand_k[its indices].
 // Subscripts are letters a-z, A-Z, one group per operand, separated by ','; spaces are ignored.
@@ -33,15 +32,15 @@ template <class T> Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b,
 // operand; ShapeError for an operand whose rank differs from its subscripts and for an index with
 // two sizes.
 template <class T> Tensor<T> einsum(std::string_view subscripts, const std::vector<Tensor<T>>& operands,
-    std::source_location where = std::source_location::current());
+    CallSite where = std::source_location::current());
 template <class T>
 Tensor<T> einsum(std::string_view subscripts, const Tensor<T>& a,
-    std::source_location where = std::source_location::current()) {
+    CallSite where = std::source_location::current()) {
   return einsum(subscripts, std::vector<Tensor<T>>{a}, where);
 }
 template <class T>
 Tensor<T> einsum(std::string_view subscripts, const Tensor<T>& a, const Tensor<T>& b,
-    std::source_location where = std::source_location::current()) {
+    CallSite where = std::source_location::current()) {
   return einsum(subscripts, std::vector<Tensor<T>>{a, b}, where);
 }
 

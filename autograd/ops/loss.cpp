@@ -208,7 +208,7 @@ void cross_entropy_backward_lanes(const T* x, T* dx, std::size_t offset, Stride 
 }  // namespace
 
 template <class T>
-Tensor<T> cross_entropy(const Tensor<T>& logits, const IndexArray& targets, const CrossEntropyOptions& options, std::source_location where) {
+Tensor<T> cross_entropy(const Tensor<T>& logits, const IndexArray& targets, const CrossEntropyOptions& options, CallSite where) {
   detail::require_defined(logits, "cross_entropy", "logits");
   reject_batchmean(options.reduction, "cross_entropy", "logits", logits.shape());
   if (!(options.label_smoothing >= 0.0 && options.label_smoothing <= 1.0)) {
@@ -249,7 +249,7 @@ Tensor<T> cross_entropy(const Tensor<T>& logits, const IndexArray& targets, cons
 }
 
 template <class T>
-Tensor<T> nll_loss(const Tensor<T>& log_probs, const IndexArray& targets, const NllLossOptions& options, std::source_location where) {
+Tensor<T> nll_loss(const Tensor<T>& log_probs, const IndexArray& targets, const NllLossOptions& options, CallSite where) {
   detail::require_defined(log_probs, "nll_loss", "log_probs");
   reject_batchmean(options.reduction, "nll_loss", "log_probs", log_probs.shape());
   const ClassAxis axis = check_class_targets(log_probs.shape(), targets, options.ignore_index, "nll_loss", "log_probs");
@@ -278,7 +278,7 @@ Tensor<T> nll_loss(const Tensor<T>& log_probs, const IndexArray& targets, const 
 }
 
 template <class T>
-Tensor<T> kl_div(const Tensor<T>& log_input, const Tensor<T>& target, Reduction reduction, std::source_location where) {
+Tensor<T> kl_div(const Tensor<T>& log_input, const Tensor<T>& target, Reduction reduction, CallSite where) {
   require_same_shape(log_input, target, "kl_div", "log_input", "target");
   const Shape shape = log_input.shape();
   const T* x = log_input.value().data();
@@ -307,7 +307,7 @@ Tensor<T> kl_div(const Tensor<T>& log_input, const Tensor<T>& target, Reduction 
 }
 
 template <class T>
-Tensor<T> mse_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction reduction, std::source_location where) {
+Tensor<T> mse_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction reduction, CallSite where) {
   require_same_shape(input, target, "mse_loss", "input", "target");
   reject_batchmean(reduction, "mse_loss", "input", input.shape());
   const Shape shape = input.shape();
@@ -329,10 +329,10 @@ Tensor<T> mse_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction re
 }
 
 #define TAPEGRAD_INSTANTIATE_LOSS(T)                                                                   \
-  template Tensor<T> cross_entropy(const Tensor<T>&, const IndexArray&, const CrossEntropyOptions&, std::source_location); \
-  template Tensor<T> nll_loss(const Tensor<T>&, const IndexArray&, const NllLossOptions&, std::source_location);           \
-  template Tensor<T> kl_div(const Tensor<T>&, const Tensor<T>&, Reduction, std::source_location);                          \
-  template Tensor<T> mse_loss(const Tensor<T>&, const Tensor<T>&, Reduction, std::source_location);
+  template Tensor<T> cross_entropy(const Tensor<T>&, const IndexArray&, const CrossEntropyOptions&, CallSite); \
+  template Tensor<T> nll_loss(const Tensor<T>&, const IndexArray&, const NllLossOptions&, CallSite);           \
+  template Tensor<T> kl_div(const Tensor<T>&, const Tensor<T>&, Reduction, CallSite);                          \
+  template Tensor<T> mse_loss(const Tensor<T>&, const Tensor<T>&, Reduction, CallSite);
 TAPEGRAD_INSTANTIATE_LOSS(float)
 TAPEGRAD_INSTANTIATE_LOSS(double)
 

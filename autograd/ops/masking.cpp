@@ -29,7 +29,7 @@ void for_each_element(std::size_t n, Fn&& fn) {
 }  // namespace
 
 template <class T>
-Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, T value, std::source_location where) {
+Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, T value, CallSite where) {
   detail::require_defined(a, "masked_fill", "a");
   const Shape shape = a.shape();
   const Shape mask_shape(mask.shape().begin(), mask.shape().end());
@@ -56,12 +56,12 @@ Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, T value, std::source
 }
 
 template <class T>
-Tensor<T> masked_fill(const Tensor<T>& a, const xt::xarray<std::uint8_t>& mask, T value, std::source_location where) {
+Tensor<T> masked_fill(const Tensor<T>& a, const xt::xarray<std::uint8_t>& mask, T value, CallSite where) {
   return masked_fill(a, Mask(xt::not_equal(mask, std::uint8_t{0})), value, where);
 }
 
 template <class T>
-Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen, std::source_location where) {
+Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen, CallSite where) {
   detail::require_defined(a, "dropout", "a");
   if (!(p >= 0.0 && p < 1.0)) throw ValueError("dropout: p must be in [0, 1), got p = " + std::to_string(p));
   if (!training || p == 0.0) {
@@ -91,9 +91,9 @@ Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen, s
 }
 
 #define TAPEGRAD_INSTANTIATE_MASKING(T)                                                 \
-  template Tensor<T> masked_fill(const Tensor<T>&, const Mask&, T, std::source_location);                     \
-  template Tensor<T> masked_fill(const Tensor<T>&, const xt::xarray<std::uint8_t>&, T, std::source_location); \
-  template Tensor<T> dropout(const Tensor<T>&, double, bool, Generator&, std::source_location);
+  template Tensor<T> masked_fill(const Tensor<T>&, const Mask&, T, CallSite);                     \
+  template Tensor<T> masked_fill(const Tensor<T>&, const xt::xarray<std::uint8_t>&, T, CallSite); \
+  template Tensor<T> dropout(const Tensor<T>&, double, bool, Generator&, CallSite);
 TAPEGRAD_INSTANTIATE_MASKING(float)
 TAPEGRAD_INSTANTIATE_MASKING(double)
 

@@ -1,7 +1,6 @@
 #pragma once
 // masked_fill and dropout.
 #include <cstdint>
-#include <source_location>
 
 #include "autograd/generator.h"
 #include "autograd/tensor.h"
@@ -18,15 +17,15 @@ using Mask = xt::xarray<bool>;
 // otherwise ShapeError. The uint8 overload treats every nonzero byte as true. The gradient is 0
 // where the output was filled and passes through unchanged elsewhere.
 template <class T> Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, T value,
-    std::source_location where = std::source_location::current());
+    CallSite where = std::source_location::current());
 template <class T> Tensor<T> masked_fill(const Tensor<T>& a, const xt::xarray<std::uint8_t>& mask, T value,
-    std::source_location where = std::source_location::current());
+    CallSite where = std::source_location::current());
 
 // Inverted dropout: in training with p > 0, each element is zeroed with probability p and the
 // rest scaled by 1/(1-p); the keep-mask comes from gen (deterministic given its state). Identity
 // (and no draw from gen) when !training or p == 0. ValueError unless 0 <= p < 1. An element is kept
 // when its uniform draw u in [0, 1) from gen (one per element, row-major) satisfies u >= p.
 template <class T> Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen,
-    std::source_location where = std::source_location::current());
+    CallSite where = std::source_location::current());
 
 }  // namespace tapegrad

@@ -125,7 +125,7 @@ void layer_norm_backward(const T* g, const T* x, const RowStats<T>& stats, std::
 
 template <class T>
 Tensor<T> layer_norm(const Tensor<T>& x, const Shape& normalized_shape, const Tensor<T>& weight, const Tensor<T>& bias,
-                     double eps, std::source_location where) {
+                     double eps, CallSite where) {
   detail::require_defined(x, "layer_norm", "x");
   const Shape x_shape = x.shape();
   const Shape w_shape = weight.defined() ? weight.shape() : Shape{};
@@ -163,7 +163,7 @@ Tensor<T> layer_norm(const Tensor<T>& x, const Shape& normalized_shape, const Te
 }
 
 #define TAPEGRAD_INSTANTIATE_NORMALIZATION(T) \
-  template Tensor<T> layer_norm(const Tensor<T>&, const Shape&, const Tensor<T>&, const Tensor<T>&, double, std::source_location);
+  template Tensor<T> layer_norm(const Tensor<T>&, const Shape&, const Tensor<T>&, const Tensor<T>&, double, CallSite);
 TAPEGRAD_INSTANTIATE_NORMALIZATION(float)
 TAPEGRAD_INSTANTIATE_NORMALIZATION(double)
 

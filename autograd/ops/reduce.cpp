@@ -156,48 +156,48 @@ Tensor<T> max_impl(std::source_location where, const Tensor<T>& a, const std::ve
 }  // namespace
 
 template <class T>
-Tensor<T> sum(const Tensor<T>& a, std::source_location where) {
+Tensor<T> sum(const Tensor<T>& a, CallSite where) {
   detail::require_defined(a, "sum", "a");
   return sum_or_mean("sum", where, a, all_axes(a.shape()), false, false);
 }
 
 template <class T>
-Tensor<T> sum(const Tensor<T>& a, const Axes& axes, bool keepdims, std::source_location where) {
+Tensor<T> sum(const Tensor<T>& a, const Axes& axes, bool keepdims, CallSite where) {
   detail::require_defined(a, "sum", "a");
   return sum_or_mean("sum", where, a, axes_mask("sum", a.shape(), axes), keepdims, false);
 }
 
 template <class T>
-Tensor<T> mean(const Tensor<T>& a, std::source_location where) {
+Tensor<T> mean(const Tensor<T>& a, CallSite where) {
   detail::require_defined(a, "mean", "a");
   return sum_or_mean("mean", where, a, all_axes(a.shape()), false, true);
 }
 
 template <class T>
-Tensor<T> mean(const Tensor<T>& a, const Axes& axes, bool keepdims, std::source_location where) {
+Tensor<T> mean(const Tensor<T>& a, const Axes& axes, bool keepdims, CallSite where) {
   detail::require_defined(a, "mean", "a");
   return sum_or_mean("mean", where, a, axes_mask("mean", a.shape(), axes), keepdims, true);
 }
 
 template <class T>
-Tensor<T> max(const Tensor<T>& a, std::source_location where) {
+Tensor<T> max(const Tensor<T>& a, CallSite where) {
   detail::require_defined(a, "max", "a");
   return max_impl(where, a, all_axes(a.shape()), false);
 }
 
 template <class T>
-Tensor<T> max(const Tensor<T>& a, const Axes& axes, bool keepdims, std::source_location where) {
+Tensor<T> max(const Tensor<T>& a, const Axes& axes, bool keepdims, CallSite where) {
   detail::require_defined(a, "max", "a");
   return max_impl(where, a, axes_mask("max", a.shape(), axes), keepdims);
 }
 
 #define TAPEGRAD_INSTANTIATE_REDUCE(T)                            \
-  template Tensor<T> sum(const Tensor<T>&, std::source_location);                       \
-  template Tensor<T> sum(const Tensor<T>&, const Axes&, bool, std::source_location);    \
-  template Tensor<T> mean(const Tensor<T>&, std::source_location);                      \
-  template Tensor<T> mean(const Tensor<T>&, const Axes&, bool, std::source_location);   \
-  template Tensor<T> max(const Tensor<T>&, std::source_location);                       \
-  template Tensor<T> max(const Tensor<T>&, const Axes&, bool, std::source_location);
+  template Tensor<T> sum(const Tensor<T>&, CallSite);                       \
+  template Tensor<T> sum(const Tensor<T>&, const Axes&, bool, CallSite);    \
+  template Tensor<T> mean(const Tensor<T>&, CallSite);                      \
+  template Tensor<T> mean(const Tensor<T>&, const Axes&, bool, CallSite);   \
+  template Tensor<T> max(const Tensor<T>&, CallSite);                       \
+  template Tensor<T> max(const Tensor<T>&, const Axes&, bool, CallSite);
 TAPEGRAD_INSTANTIATE_REDUCE(float)
 TAPEGRAD_INSTANTIATE_REDUCE(double)
 

@@ -16,7 +16,6 @@
 //         ValueError.
 // Each group is summed in index order by one thread, in double (float sums over long axes keep
 // their precision), so results are the same bit for bit at any thread count.
-#include <source_location>
 #include <vector>
 
 #include "autograd/tensor.h"
@@ -26,15 +25,15 @@ namespace tapegrad {
 using Axes = std::vector<Index>;
 
 template <class T> Tensor<T> sum(const Tensor<T>& a,
-    std::source_location where = std::source_location::current());  // shape []
+    CallSite where = std::source_location::current());  // shape []
 template <class T> Tensor<T> sum(const Tensor<T>& a, const Axes& axes, bool keepdims = false,
-    std::source_location where = std::source_location::current());
-template <class T> Tensor<T> mean(const Tensor<T>& a, std::source_location where = std::source_location::current());
+    CallSite where = std::source_location::current());
+template <class T> Tensor<T> mean(const Tensor<T>& a, CallSite where = std::source_location::current());
 template <class T> Tensor<T> mean(const Tensor<T>& a, const Axes& axes, bool keepdims = false,
-    std::source_location where = std::source_location::current());
+    CallSite where = std::source_location::current());
 // Maximum; the gradient is split evenly between tied maxima (PyTorch's amax rule).
-template <class T> Tensor<T> max(const Tensor<T>& a, std::source_location where = std::source_location::current());
+template <class T> Tensor<T> max(const Tensor<T>& a, CallSite where = std::source_location::current());
 template <class T> Tensor<T> max(const Tensor<T>& a, const Axes& axes, bool keepdims = false,
-    std::source_location where = std::source_location::current());
+    CallSite where = std::source_location::current());
 
 }  // namespace tapegrad

@@ -134,7 +134,7 @@ std::vector<std::size_t> even_sizes(std::size_t n, std::size_t size) {
 }  // namespace
 
 template <class T>
-Tensor<T> reshape(const Tensor<T>& a, const std::vector<Index>& shape, std::source_location where) {
+Tensor<T> reshape(const Tensor<T>& a, const std::vector<Index>& shape, CallSite where) {
   detail::require_defined(a, "reshape", "a");
   const Shape in = a.shape();
   const std::size_t numel = a.numel();
@@ -168,7 +168,7 @@ Tensor<T> reshape(const Tensor<T>& a, const std::vector<Index>& shape, std::sour
 }
 
 template <class T>
-Tensor<T> permute(const Tensor<T>& a, const std::vector<Index>& dims, std::source_location where) {
+Tensor<T> permute(const Tensor<T>& a, const std::vector<Index>& dims, CallSite where) {
   detail::require_defined(a, "permute", "a");
   const Shape in = a.shape();
   if (dims.size() != in.size()) {
@@ -189,7 +189,7 @@ Tensor<T> permute(const Tensor<T>& a, const std::vector<Index>& dims, std::sourc
 }
 
 template <class T>
-Tensor<T> transpose(const Tensor<T>& a, Index dim0, Index dim1, std::source_location where) {
+Tensor<T> transpose(const Tensor<T>& a, Index dim0, Index dim1, CallSite where) {
   detail::require_defined(a, "transpose", "a");
   const Shape in = a.shape();
   std::vector<std::size_t> perm(in.size());
@@ -200,7 +200,7 @@ Tensor<T> transpose(const Tensor<T>& a, Index dim0, Index dim1, std::source_loca
 }
 
 template <class T>
-Tensor<T> unsqueeze(const Tensor<T>& a, Index axis, std::source_location where) {
+Tensor<T> unsqueeze(const Tensor<T>& a, Index axis, CallSite where) {
   detail::require_defined(a, "unsqueeze", "a");
   Shape shape = a.shape();
   const auto n = static_cast<Index>(shape.size());
@@ -213,7 +213,7 @@ Tensor<T> unsqueeze(const Tensor<T>& a, Index axis, std::source_location where) 
 }
 
 template <class T>
-Tensor<T> squeeze(const Tensor<T>& a, std::source_location where) {
+Tensor<T> squeeze(const Tensor<T>& a, CallSite where) {
   detail::require_defined(a, "squeeze", "a");
   Shape shape = a.shape();
   std::erase(shape, std::size_t{1});
@@ -221,7 +221,7 @@ Tensor<T> squeeze(const Tensor<T>& a, std::source_location where) {
 }
 
 template <class T>
-Tensor<T> squeeze(const Tensor<T>& a, Index axis, std::source_location where) {
+Tensor<T> squeeze(const Tensor<T>& a, Index axis, CallSite where) {
   detail::require_defined(a, "squeeze", "a");
   Shape shape = a.shape();
   const std::size_t d = detail::normalize_axis(axis, shape.size(), "squeeze", shape);
@@ -230,7 +230,7 @@ Tensor<T> squeeze(const Tensor<T>& a, Index axis, std::source_location where) {
 }
 
 template <class T>
-Tensor<T> expand(const Tensor<T>& a, const std::vector<Index>& shape, std::source_location where) {
+Tensor<T> expand(const Tensor<T>& a, const std::vector<Index>& shape, CallSite where) {
   detail::require_defined(a, "expand", "a");
   const Shape in = a.shape();
   const std::string context = " (input " + format_shape(in) + ", target " + format_dims(shape) + ")";
@@ -263,7 +263,7 @@ Tensor<T> expand(const Tensor<T>& a, const std::vector<Index>& shape, std::sourc
 }
 
 template <class T>
-Tensor<T> slice(const Tensor<T>& a, Index axis, Index start, Index end, Index step, std::source_location where) {
+Tensor<T> slice(const Tensor<T>& a, Index axis, Index start, Index end, Index step, CallSite where) {
   detail::require_defined(a, "slice", "a");
   const Shape in = a.shape();
   const std::size_t d = detail::normalize_axis(axis, in.size(), "slice", in);
@@ -284,7 +284,7 @@ Tensor<T> slice(const Tensor<T>& a, Index axis, Index start, Index end, Index st
 }
 
 template <class T>
-Tensor<T> narrow(const Tensor<T>& a, Index axis, Index start, Index length, std::source_location where) {
+Tensor<T> narrow(const Tensor<T>& a, Index axis, Index start, Index length, CallSite where) {
   detail::require_defined(a, "narrow", "a");
   const Shape in = a.shape();
   const std::size_t d = detail::normalize_axis(axis, in.size(), "narrow", in);
@@ -300,7 +300,7 @@ Tensor<T> narrow(const Tensor<T>& a, Index axis, Index start, Index length, std:
 }
 
 template <class T>
-Tensor<T> concat(const std::vector<Tensor<T>>& tensors, Index axis, std::source_location where) {
+Tensor<T> concat(const std::vector<Tensor<T>>& tensors, Index axis, CallSite where) {
   if (tensors.empty()) throw ValueError("concat: needs at least one tensor, got an empty list");
   for (std::size_t i = 0; i < tensors.size(); ++i)
     detail::require_defined(tensors[i], "concat", "tensors[" + std::to_string(i) + "]");
@@ -342,7 +342,7 @@ Tensor<T> concat(const std::vector<Tensor<T>>& tensors, Index axis, std::source_
 }
 
 template <class T>
-std::vector<Tensor<T>> chunk(const Tensor<T>& a, std::size_t chunks, Index axis, std::source_location where) {
+std::vector<Tensor<T>> chunk(const Tensor<T>& a, std::size_t chunks, Index axis, CallSite where) {
   detail::require_defined(a, "chunk", "a");
   const Shape in = a.shape();
   const std::size_t d = detail::normalize_axis(axis, in.size(), "chunk", in);
@@ -354,7 +354,7 @@ std::vector<Tensor<T>> chunk(const Tensor<T>& a, std::size_t chunks, Index axis,
 }
 
 template <class T>
-std::vector<Tensor<T>> split(const Tensor<T>& a, std::size_t split_size, Index axis, std::source_location where) {
+std::vector<Tensor<T>> split(const Tensor<T>& a, std::size_t split_size, Index axis, CallSite where) {
   detail::require_defined(a, "split", "a");
   const Shape in = a.shape();
   const std::size_t d = detail::normalize_axis(axis, in.size(), "split", in);
@@ -368,7 +368,7 @@ std::vector<Tensor<T>> split(const Tensor<T>& a, std::size_t split_size, Index a
 }
 
 template <class T>
-std::vector<Tensor<T>> split(const Tensor<T>& a, const std::vector<std::size_t>& sizes, Index axis, std::source_location where) {
+std::vector<Tensor<T>> split(const Tensor<T>& a, const std::vector<std::size_t>& sizes, Index axis, CallSite where) {
   detail::require_defined(a, "split", "a");
   const Shape in = a.shape();
   const std::size_t d = detail::normalize_axis(axis, in.size(), "split", in);
@@ -381,7 +381,7 @@ std::vector<Tensor<T>> split(const Tensor<T>& a, const std::vector<std::size_t>&
 }
 
 template <class T>
-Tensor<T> index_select(const Tensor<T>& a, Index axis, const IndexArray& index, std::source_location where) {
+Tensor<T> index_select(const Tensor<T>& a, Index axis, const IndexArray& index, CallSite where) {
   detail::require_defined(a, "index_select", "a");
   const Shape in = a.shape();
   const std::size_t d = detail::normalize_axis(axis, in.size(), "index_select", in);
@@ -436,20 +436,20 @@ Tensor<T> index_select(const Tensor<T>& a, Index axis, const IndexArray& index, 
 }
 
 #define TAPEGRAD_INSTANTIATE_SHAPE(T)                                                                    \
-  template Tensor<T> reshape(const Tensor<T>&, const std::vector<Index>&, std::source_location);                               \
-  template Tensor<T> permute(const Tensor<T>&, const std::vector<Index>&, std::source_location);                               \
-  template Tensor<T> transpose(const Tensor<T>&, Index, Index, std::source_location);                                          \
-  template Tensor<T> unsqueeze(const Tensor<T>&, Index, std::source_location);                                                 \
-  template Tensor<T> squeeze(const Tensor<T>&, std::source_location);                                                          \
-  template Tensor<T> squeeze(const Tensor<T>&, Index, std::source_location);                                                   \
-  template Tensor<T> expand(const Tensor<T>&, const std::vector<Index>&, std::source_location);                                \
-  template Tensor<T> slice(const Tensor<T>&, Index, Index, Index, Index, std::source_location);                                \
-  template Tensor<T> narrow(const Tensor<T>&, Index, Index, Index, std::source_location);                                      \
-  template Tensor<T> concat(const std::vector<Tensor<T>>&, Index, std::source_location);                                       \
-  template std::vector<Tensor<T>> chunk(const Tensor<T>&, std::size_t, Index, std::source_location);                           \
-  template std::vector<Tensor<T>> split(const Tensor<T>&, std::size_t, Index, std::source_location);                           \
-  template std::vector<Tensor<T>> split(const Tensor<T>&, const std::vector<std::size_t>&, Index, std::source_location);       \
-  template Tensor<T> index_select(const Tensor<T>&, Index, const IndexArray&, std::source_location);
+  template Tensor<T> reshape(const Tensor<T>&, const std::vector<Index>&, CallSite);                               \
+  template Tensor<T> permute(const Tensor<T>&, const std::vector<Index>&, CallSite);                               \
+  template Tensor<T> transpose(const Tensor<T>&, Index, Index, CallSite);                                          \
+  template Tensor<T> unsqueeze(const Tensor<T>&, Index, CallSite);                                                 \
+  template Tensor<T> squeeze(const Tensor<T>&, CallSite);                                                          \
+  template Tensor<T> squeeze(const Tensor<T>&, Index, CallSite);                                                   \
+  template Tensor<T> expand(const Tensor<T>&, const std::vector<Index>&, CallSite);                                \
+  template Tensor<T> slice(const Tensor<T>&, Index, Index, Index, Index, CallSite);                                \
+  template Tensor<T> narrow(const Tensor<T>&, Index, Index, Index, CallSite);                                      \
+  template Tensor<T> concat(const std::vector<Tensor<T>>&, Index, CallSite);                                       \
+  template std::vector<Tensor<T>> chunk(const Tensor<T>&, std::size_t, Index, CallSite);                           \
+  template std::vector<Tensor<T>> split(const Tensor<T>&, std::size_t, Index, CallSite);                           \
+  template std::vector<Tensor<T>> split(const Tensor<T>&, const std::vector<std::size_t>&, Index, CallSite);       \
+  template Tensor<T> index_select(const Tensor<T>&, Index, const IndexArray&, CallSite);
 TAPEGRAD_INSTANTIATE_SHAPE(float)
 TAPEGRAD_INSTANTIATE_SHAPE(double)
 

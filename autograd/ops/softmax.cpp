@@ -169,7 +169,7 @@ AxisLayout checked_layout(const Tensor<T>& a, Index axis, const char* op) {
 }  // namespace
 
 template <class T>
-Tensor<T> softmax(const Tensor<T>& a, Index axis, std::source_location where) {
+Tensor<T> softmax(const Tensor<T>& a, Index axis, CallSite where) {
   const AxisLayout l = checked_layout(a, axis, "softmax");
   return make_result(
       "softmax", where, softmax_forward(a.value(), l), should_record(a),
@@ -177,7 +177,7 @@ Tensor<T> softmax(const Tensor<T>& a, Index axis, std::source_location where) {
 }
 
 template <class T>
-Tensor<T> log_softmax(const Tensor<T>& a, Index axis, std::source_location where) {
+Tensor<T> log_softmax(const Tensor<T>& a, Index axis, CallSite where) {
   const AxisLayout l = checked_layout(a, axis, "log_softmax");
   return make_result(
       "log_softmax", where, log_softmax_forward(a.value(), l), should_record(a),
@@ -185,8 +185,8 @@ Tensor<T> log_softmax(const Tensor<T>& a, Index axis, std::source_location where
 }
 
 #define TAPEGRAD_INSTANTIATE_SOFTMAX(T)                \
-  template Tensor<T> softmax(const Tensor<T>&, Index, std::source_location); \
-  template Tensor<T> log_softmax(const Tensor<T>&, Index, std::source_location);
+  template Tensor<T> softmax(const Tensor<T>&, Index, CallSite); \
+  template Tensor<T> log_softmax(const Tensor<T>&, Index, CallSite);
 TAPEGRAD_INSTANTIATE_SOFTMAX(float)
 TAPEGRAD_INSTANTIATE_SOFTMAX(double)
 
