@@ -14,17 +14,30 @@
 // The backward closure gets the gradient of the result and the result itself, and adds the
 // vector-Jacobian product of each input into it with add_gradient. It runs on plain arrays; it is
 // not recorded. Check it with gradcheck (autograd/gradcheck.h) in float64.
+#include <source_location>
 #include <utility>
 
 #include "autograd/detail/record.h"
 
 namespace tapegrad {
 
+// A custom op's name and the place custom_op was called from (for anomaly reports). A parameter
+// pack cannot be followed by a defaulted std::source_location, so the call site is captured by
+// this implicit conversion from the name instead: its default argument is evaluated at the call.
+struct CustomOpName {
+  CustomOpName(const char* name, std::source_location where = std::source_location::current())
+      : name(name), where(where) {}
+  const char* name;
+  std::source_location where;
+};
+
 // Records `name` on the active tapes when any of `inputs` requires a gradient, and returns the
-// result tensor holding `value`.
+// result tensor holding `value`. In anomaly mode, a NaN or a new infinity in `value` throws
+// AnomalyError, and so does one in a gradient `backward` adds (autograd/anomaly.h).
 template <class T, class Backward, class... Inputs>
-Tensor<T> custom_op(const char* name, xt::xarray<T> value, Backward&& backward, const Inputs&... inputs) {
-  return detail::make_result(name, std::move(value), detail::should_record(inputs...), std::forward<Backward>(backward));
+Tensor<T> custom_op(CustomOpName name, xt::xarray<T> value, Backward&& backward, const Inputs&... inputs) {
+  return detail::make_result(name.name, name.where, std::move(value), detail::should_record(inputs...),
+                             std::forward<Backward>(backward));
 }
 
 // Adds g into x's gradient when x requires one (g must have x's shape).

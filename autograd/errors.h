@@ -34,6 +34,12 @@ class TapeError : public Error {
   using Error::Error;
 };
 
+// Anomaly mode (autograd/anomaly.h) found a NaN or an infinity an op produced, forward or backward.
+class AnomalyError : public Error {
+ public:
+  using Error::Error;
+};
+
 // "[2,3,4]" — the one way shapes are printed in messages.
 std::string format_shape(const Shape& shape);
 

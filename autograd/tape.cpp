@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "autograd/anomaly.h"
 #include "autograd/detail/checks.h"
 
 namespace tapegrad {
@@ -65,6 +66,7 @@ void GradientTape::backward(const Tensor<T>& output, const xt::xarray<T>& seed) 
   // Intermediates start every walk clean: a gradient retained from an earlier walk must not
   // flow back a second time.
   for (const auto& e : entries_) e->output->clear_grad();
+  if (is_anomaly_enabled()) [[unlikely]] detail::check_gradient(output, seed, "the seed passed to backward");
   output.node()->accumulate_grad(xt::xarray<T>(seed));
   walk();
 }
@@ -80,6 +82,7 @@ void GradientTape::walk() {
   for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
     const Entry& e = **it;
     if (e.output->has_grad()) {
+      const detail::BackwardSite site(e.op, e.where);  // names this op in anomaly reports
       try {
         e.backward();
       } catch (const TapeError& error) {  // e.g. a custom op's backward handing back a mis-shaped gradient

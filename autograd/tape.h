@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <source_location>
 #include <vector>
 
 #include "autograd/tensor.h"
@@ -45,6 +46,7 @@ class GradientTape {
     std::shared_ptr<NodeBase> output;
     const char* op;
     std::function<void()> backward;  // reads the output's gradient, accumulates into inputs
+    std::source_location where;       // the op's call site, for anomaly reports
   };
   // Used by ops (through detail::make_result): appends to every tape alive on this thread.
   static void record(std::shared_ptr<const Entry> entry);

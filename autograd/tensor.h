@@ -11,6 +11,7 @@
 
 #include <xtensor/xarray.hpp>
 
+#include "autograd/call_site.h"
 #include "autograd/errors.h"
 #include "autograd/generator.h"
 
@@ -101,7 +102,7 @@ class Tensor {
   // A new leaf with a copy of the value and no gradient history.
   Tensor detach() const;
   // Differentiable conversion to another element type (float <-> double).
-  template <class U> Tensor<U> to() const;
+  template <class U> Tensor<U> to(CallSite where = std::source_location::current()) const;
 
   // Whether two handles share one node.
   bool same_node(const Tensor& other) const { return node_ == other.node_; }

@@ -24,8 +24,9 @@ using Inputs = std::vector<Tensor<double>>;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 using SoftmaxOp = Tensor<double> (*)(const Tensor<double>&, Index);
-const std::vector<std::pair<const char*, SoftmaxOp>> kOps = {{"softmax", softmax<double>},
-                                                             {"log_softmax", log_softmax<double>}};
+const std::vector<std::pair<const char*, SoftmaxOp>> kOps = {
+    {"softmax", [](const Tensor<double>& x, Index axis) { return softmax(x, axis); }},
+    {"log_softmax", [](const Tensor<double>& x, Index axis) { return log_softmax(x, axis); }}};
 
 // Shapes every axis of which is checked: vectors, size-1 axes, lanes wider than one lane block
 // (the kernel handles 64 neighbouring lanes at a time) and one big enough to run in parallel.

@@ -68,19 +68,19 @@ template <class T> T gelu_tanh_grad(T x) {
 }  // namespace
 
 template <class T>
-Tensor<T> relu(const Tensor<T>& a) {
+Tensor<T> relu(const Tensor<T>& a, CallSite where) {
   detail::require_defined(a, "relu", "a");
   // NaN passes through (as PyTorch) so anomaly mode still sees it. y > 0 exactly where x > 0, so
   // the output is all the backward needs (gradient 0 at x == 0).
   const auto forward = [](T x) { return x > T(0) || std::isnan(x) ? x : T(0); };
-  return make_result("relu", map_elements(a.value(), forward), should_record(a),
+  return make_result("relu", where, map_elements(a.value(), forward), should_record(a),
                      [a](const xt::xarray<T>& g, const xt::xarray<T>& y) {
                        accumulate(a, scale_by(g, y, [](T v) { return v > T(0) ? T(1) : T(0); }));
                      });
 }
 
 template <class T>
-Tensor<T> sigmoid(const Tensor<T>& a) {
+Tensor<T> sigmoid(const Tensor<T>& a, CallSite where) {
   detail::require_defined(a, "sigmoid", "a");
   // exp of a non-positive argument only, so no overflow for large |x|.
   const auto forward = [](T x) {
@@ -89,38 +89,38 @@ Tensor<T> sigmoid(const Tensor<T>& a) {
     return e / (T(1) + e);
   };
   // dy/dx = y (1 - y).
-  return make_result("sigmoid", map_elements(a.value(), forward), should_record(a),
+  return make_result("sigmoid", where, map_elements(a.value(), forward), should_record(a),
                      [a](const xt::xarray<T>& g, const xt::xarray<T>& y) {
                        accumulate(a, scale_by(g, y, [](T v) { return v * (T(1) - v); }));
                      });
 }
 
 template <class T>
-Tensor<T> tanh(const Tensor<T>& a) {
+Tensor<T> tanh(const Tensor<T>& a, CallSite where) {
   detail::require_defined(a, "tanh", "a");
   // dy/dx = 1 - y^2.
-  return make_result("tanh", map_elements(a.value(), [](T x) { return std::tanh(x); }), should_record(a),
+  return make_result("tanh", where, map_elements(a.value(), [](T x) { return std::tanh(x); }), should_record(a),
                      [a](const xt::xarray<T>& g, const xt::xarray<T>& y) {
                        accumulate(a, scale_by(g, y, [](T v) { return T(1) - v * v; }));
                      });
 }
 
 template <class T>
-Tensor<T> gelu(const Tensor<T>& a, GeluApproximation approximate) {
+Tensor<T> gelu(const Tensor<T>& a, GeluApproximation approximate, CallSite where) {
   detail::require_defined(a, "gelu", "a");
   const bool use_tanh = approximate == GeluApproximation::Tanh;
   xt::xarray<T> y = use_tanh ? map_elements(a.value(), gelu_tanh<T>) : map_elements(a.value(), gelu_erf<T>);
   // The derivative needs x, which the handle `a` already holds.
-  return make_result("gelu", std::move(y), should_record(a), [a, use_tanh](const xt::xarray<T>& g, const xt::xarray<T>&) {
+  return make_result("gelu", where, std::move(y), should_record(a), [a, use_tanh](const xt::xarray<T>& g, const xt::xarray<T>&) {
     accumulate(a, use_tanh ? scale_by(g, a.value(), gelu_tanh_grad<T>) : scale_by(g, a.value(), gelu_erf_grad<T>));
   });
 }
 
 #define TAPEGRAD_INSTANTIATE_ACTIVATION(T)      \
-  template Tensor<T> relu(const Tensor<T>&);    \
-  template Tensor<T> sigmoid(const Tensor<T>&); \
-  template Tensor<T> tanh(const Tensor<T>&);    \
-  template Tensor<T> gelu(const Tensor<T>&, GeluApproximation);
+  template Tensor<T> relu(const Tensor<T>&, CallSite);    \
+  template Tensor<T> sigmoid(const Tensor<T>&, CallSite); \
+  template Tensor<T> tanh(const Tensor<T>&, CallSite);    \
+  template Tensor<T> gelu(const Tensor<T>&, GeluApproximation, CallSite);
 TAPEGRAD_INSTANTIATE_ACTIVATION(float)
 TAPEGRAD_INSTANTIATE_ACTIVATION(double)
 

@@ -1,16 +1,17 @@
 #pragma once
 // Activations, elementwise: the output has the input's shape. The backward of relu, sigmoid and
 // tanh reads only the saved output; gelu's reads the input.
+
 #include "autograd/tensor.h"
 
 namespace tapegrad {
 
 // relu(x) = max(x, 0); d/dx = 1 for x > 0, else 0 (0 at x == 0, as PyTorch). NaN passes through.
-template <class T> Tensor<T> relu(const Tensor<T>& a);
+template <class T> Tensor<T> relu(const Tensor<T>& a, CallSite where = std::source_location::current());
 // sigmoid(x) = 1 / (1 + exp(-x)), computed without overflow for large |x|; d/dx = y (1 - y).
-template <class T> Tensor<T> sigmoid(const Tensor<T>& a);
+template <class T> Tensor<T> sigmoid(const Tensor<T>& a, CallSite where = std::source_location::current());
 // tanh(x); d/dx = 1 - y^2.
-template <class T> Tensor<T> tanh(const Tensor<T>& a);
+template <class T> Tensor<T> tanh(const Tensor<T>& a, CallSite where = std::source_location::current());
 
 enum class GeluApproximation { None, Tanh };
 // GELU, PyTorch's two forms:
@@ -18,6 +19,7 @@ enum class GeluApproximation { None, Tanh };
 //                   d/dx = Phi(x) + x exp(-x^2 / 2) / sqrt(2 pi).
 //   Tanh:           y = x (1 + tanh u) / 2,  u = sqrt(2/pi) (x + 0.044715 x^3);
 //                   d/dx = (1 + t) / 2 + x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2) / 2, t = tanh u.
-template <class T> Tensor<T> gelu(const Tensor<T>& a, GeluApproximation approximate = GeluApproximation::None);
+template <class T> Tensor<T> gelu(const Tensor<T>& a, GeluApproximation approximate = GeluApproximation::None,
+    CallSite where = std::source_location::current());
 
 }  // namespace tapegrad

@@ -75,7 +75,7 @@ bool attention_row(const T* x, const bool* allow, std::size_t step, std::size_t 
 }  // namespace
 
 template <class T>
-Tensor<T> attention_softmax(const Tensor<T>& scores, const std::optional<Mask>& may_attend, T scale) {
+Tensor<T> attention_softmax(const Tensor<T>& scores, const std::optional<Mask>& may_attend, T scale, CallSite where) {
   detail::require_defined(scores, "attention_softmax", "scores");
   const Shape shape = scores.shape();
   if (shape.empty()) throw ShapeError("attention_softmax: scores must have at least 1 dim, got []");
@@ -100,7 +100,7 @@ Tensor<T> attention_softmax(const Tensor<T>& scores, const std::optional<Mask>& 
       live[r] = attention_row(x + r * n, allow, mask.step, n, scale, y.data() + r * n);
     }
   });
-  return make_result("attention_softmax", std::move(y), should_record(scores),
+  return make_result("attention_softmax", where, std::move(y), should_record(scores),
                      [scores, live = std::move(live), n, scale](const xt::xarray<T>& g, const xt::xarray<T>& y) {
                        auto dx = xt::xarray<T>::from_shape(g.shape());
                        kernels::parallel_items(live.size(), n, [&](std::size_t begin, std::size_t end) {
@@ -119,7 +119,7 @@ Tensor<T> attention_softmax(const Tensor<T>& scores, const std::optional<Mask>& 
                      });
 }
 
-template Tensor<float> attention_softmax(const Tensor<float>&, const std::optional<Mask>&, float);
-template Tensor<double> attention_softmax(const Tensor<double>&, const std::optional<Mask>&, double);
+template Tensor<float> attention_softmax(const Tensor<float>&, const std::optional<Mask>&, float, CallSite);
+template Tensor<double> attention_softmax(const Tensor<double>&, const std::optional<Mask>&, double, CallSite);
 
 }  // namespace tapegrad

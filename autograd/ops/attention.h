@@ -14,12 +14,14 @@
 // broadcast or the scores are 0-dim; ValueError for a non-finite scale.
 #include <optional>
 
+#include "autograd/call_site.h"
 #include "autograd/ops/masking.h"
 #include "autograd/tensor.h"
 
 namespace tapegrad {
 
 template <class T>
-Tensor<T> attention_softmax(const Tensor<T>& scores, const std::optional<Mask>& may_attend, T scale);
+Tensor<T> attention_softmax(const Tensor<T>& scores, const std::optional<Mask>& may_attend, T scale,
+                            CallSite where = std::source_location::current());
 
 }  // namespace tapegrad

@@ -25,9 +25,9 @@ void check_binary(const Tensor<T>& a, const Tensor<T>& b, const char* op) {
 }  // namespace
 
 template <class T>
-Tensor<T> add(const Tensor<T>& a, const Tensor<T>& b) {
+Tensor<T> add(const Tensor<T>& a, const Tensor<T>& b, CallSite where) {
   check_binary(a, b, "add");
-  return make_result("add", xt::xarray<T>(a.value() + b.value()), should_record(a, b),
+  return make_result("add", where, xt::xarray<T>(a.value() + b.value()), should_record(a, b),
                      [a, b](const xt::xarray<T>& g, const xt::xarray<T>&) {
                        if (a.requires_grad()) accumulate(a, sum_to(g, a.shape()));
                        if (b.requires_grad()) accumulate(b, sum_to(g, b.shape()));
@@ -35,9 +35,9 @@ Tensor<T> add(const Tensor<T>& a, const Tensor<T>& b) {
 }
 
 template <class T>
-Tensor<T> sub(const Tensor<T>& a, const Tensor<T>& b) {
+Tensor<T> sub(const Tensor<T>& a, const Tensor<T>& b, CallSite where) {
   check_binary(a, b, "sub");
-  return make_result("sub", xt::xarray<T>(a.value() - b.value()), should_record(a, b),
+  return make_result("sub", where, xt::xarray<T>(a.value() - b.value()), should_record(a, b),
                      [a, b](const xt::xarray<T>& g, const xt::xarray<T>&) {
                        if (a.requires_grad()) accumulate(a, sum_to(g, a.shape()));
                        if (b.requires_grad()) accumulate(b, sum_to(xt::xarray<T>(-g), b.shape()));
@@ -45,9 +45,9 @@ Tensor<T> sub(const Tensor<T>& a, const Tensor<T>& b) {
 }
 
 template <class T>
-Tensor<T> mul(const Tensor<T>& a, const Tensor<T>& b) {
+Tensor<T> mul(const Tensor<T>& a, const Tensor<T>& b, CallSite where) {
   check_binary(a, b, "mul");
-  return make_result("mul", xt::xarray<T>(a.value() * b.value()), should_record(a, b),
+  return make_result("mul", where, xt::xarray<T>(a.value() * b.value()), should_record(a, b),
                      [a, b](const xt::xarray<T>& g, const xt::xarray<T>&) {
                        if (a.requires_grad()) accumulate(a, sum_to(xt::xarray<T>(g * b.value()), a.shape()));
                        if (b.requires_grad()) accumulate(b, sum_to(xt::xarray<T>(g * a.value()), b.shape()));
@@ -55,9 +55,9 @@ Tensor<T> mul(const Tensor<T>& a, const Tensor<T>& b) {
 }
 
 template <class T>
-Tensor<T> div(const Tensor<T>& a, const Tensor<T>& b) {
+Tensor<T> div(const Tensor<T>& a, const Tensor<T>& b, CallSite where) {
   check_binary(a, b, "div");
-  return make_result("div", xt::xarray<T>(a.value() / b.value()), should_record(a, b),
+  return make_result("div", where, xt::xarray<T>(a.value() / b.value()), should_record(a, b),
                      [a, b](const xt::xarray<T>& g, const xt::xarray<T>& y) {
                        if (a.requires_grad()) accumulate(a, sum_to(xt::xarray<T>(g / b.value()), a.shape()));
                        // d(a/b)/db = -a/b^2 = -y/b
@@ -66,9 +66,9 @@ Tensor<T> div(const Tensor<T>& a, const Tensor<T>& b) {
 }
 
 template <class T>
-Tensor<T> pow(const Tensor<T>& a, const Tensor<T>& b) {
+Tensor<T> pow(const Tensor<T>& a, const Tensor<T>& b, CallSite where) {
   check_binary(a, b, "pow");
-  return make_result("pow", xt::xarray<T>(xt::pow(a.value(), b.value())), should_record(a, b),
+  return make_result("pow", where, xt::xarray<T>(xt::pow(a.value(), b.value())), should_record(a, b),
                      [a, b](const xt::xarray<T>& g, const xt::xarray<T>& y) {
                        if (a.requires_grad()) {
                          accumulate(a, sum_to(xt::xarray<T>(g * b.value() * xt::pow(a.value(), b.value() - T(1))), a.shape()));
@@ -78,117 +78,117 @@ Tensor<T> pow(const Tensor<T>& a, const Tensor<T>& b) {
 }
 
 template <class T>
-Tensor<T> add(const Tensor<T>& a, Scalar<T> s) {
+Tensor<T> add(const Tensor<T>& a, Scalar<T> s, CallSite where) {
   detail::require_defined(a, "add", "a");
-  return make_result("add_scalar", xt::xarray<T>(a.value() + s), should_record(a),
+  return make_result("add_scalar", where, xt::xarray<T>(a.value() + s), should_record(a),
                      [a](const xt::xarray<T>& g, const xt::xarray<T>&) { accumulate(a, xt::xarray<T>(g)); });
 }
 
 template <class T>
-Tensor<T> mul(const Tensor<T>& a, Scalar<T> s) {
+Tensor<T> mul(const Tensor<T>& a, Scalar<T> s, CallSite where) {
   detail::require_defined(a, "mul", "a");
-  return make_result("mul_scalar", xt::xarray<T>(a.value() * s), should_record(a),
+  return make_result("mul_scalar", where, xt::xarray<T>(a.value() * s), should_record(a),
                      [a, s](const xt::xarray<T>& g, const xt::xarray<T>&) { accumulate(a, xt::xarray<T>(g * s)); });
 }
 
 template <class T>
-Tensor<T> rsub(const Tensor<T>& a, Scalar<T> s) {
+Tensor<T> rsub(const Tensor<T>& a, Scalar<T> s, CallSite where) {
   detail::require_defined(a, "rsub", "a");
-  return make_result("rsub_scalar", xt::xarray<T>(s - a.value()), should_record(a),
+  return make_result("rsub_scalar", where, xt::xarray<T>(s - a.value()), should_record(a),
                      [a](const xt::xarray<T>& g, const xt::xarray<T>&) { accumulate(a, xt::xarray<T>(-g)); });
 }
 
 template <class T>
-Tensor<T> rdiv(const Tensor<T>& a, Scalar<T> s) {
+Tensor<T> rdiv(const Tensor<T>& a, Scalar<T> s, CallSite where) {
   detail::require_defined(a, "rdiv", "a");
   // d(s/a)/da = -s/a^2 = -y/a
-  return make_result("rdiv_scalar", xt::xarray<T>(s / a.value()), should_record(a),
+  return make_result("rdiv_scalar", where, xt::xarray<T>(s / a.value()), should_record(a),
                      [a](const xt::xarray<T>& g, const xt::xarray<T>& y) { accumulate(a, xt::xarray<T>(-g * y / a.value())); });
 }
 
 template <class T>
-Tensor<T> pow(const Tensor<T>& a, Scalar<T> exponent) {
+Tensor<T> pow(const Tensor<T>& a, Scalar<T> exponent, CallSite where) {
   detail::require_defined(a, "pow", "a");
-  return make_result("pow_scalar", xt::xarray<T>(xt::pow(a.value(), exponent)), should_record(a),
+  return make_result("pow_scalar", where, xt::xarray<T>(xt::pow(a.value(), exponent)), should_record(a),
                      [a, exponent](const xt::xarray<T>& g, const xt::xarray<T>&) {
                        accumulate(a, xt::xarray<T>(g * exponent * xt::pow(a.value(), exponent - T(1))));
                      });
 }
 
 template <class T>
-Tensor<T> neg(const Tensor<T>& a) {
+Tensor<T> neg(const Tensor<T>& a, CallSite where) {
   detail::require_defined(a, "neg", "a");
-  return make_result("neg", xt::xarray<T>(-a.value()), should_record(a),
+  return make_result("neg", where, xt::xarray<T>(-a.value()), should_record(a),
                      [a](const xt::xarray<T>& g, const xt::xarray<T>&) { accumulate(a, xt::xarray<T>(-g)); });
 }
 
 template <class T>
-Tensor<T> exp(const Tensor<T>& a) {
+Tensor<T> exp(const Tensor<T>& a, CallSite where) {
   detail::require_defined(a, "exp", "a");
-  return make_result("exp", xt::xarray<T>(xt::exp(a.value())), should_record(a),
+  return make_result("exp", where, xt::xarray<T>(xt::exp(a.value())), should_record(a),
                      [a](const xt::xarray<T>& g, const xt::xarray<T>& y) { accumulate(a, xt::xarray<T>(g * y)); });
 }
 
 template <class T>
-Tensor<T> log(const Tensor<T>& a) {
+Tensor<T> log(const Tensor<T>& a, CallSite where) {
   detail::require_defined(a, "log", "a");
-  return make_result("log", xt::xarray<T>(xt::log(a.value())), should_record(a),
+  return make_result("log", where, xt::xarray<T>(xt::log(a.value())), should_record(a),
                      [a](const xt::xarray<T>& g, const xt::xarray<T>&) { accumulate(a, xt::xarray<T>(g / a.value())); });
 }
 
 template <class T>
-Tensor<T> sqrt(const Tensor<T>& a) {
+Tensor<T> sqrt(const Tensor<T>& a, CallSite where) {
   detail::require_defined(a, "sqrt", "a");
-  return make_result("sqrt", xt::xarray<T>(xt::sqrt(a.value())), should_record(a),
+  return make_result("sqrt", where, xt::xarray<T>(xt::sqrt(a.value())), should_record(a),
                      [a](const xt::xarray<T>& g, const xt::xarray<T>& y) { accumulate(a, xt::xarray<T>(g / (T(2) * y))); });
 }
 
 template <class T>
-Tensor<T> abs(const Tensor<T>& a) {
+Tensor<T> abs(const Tensor<T>& a, CallSite where) {
   detail::require_defined(a, "abs", "a");
-  return make_result("abs", xt::xarray<T>(xt::abs(a.value())), should_record(a),
+  return make_result("abs", where, xt::xarray<T>(xt::abs(a.value())), should_record(a),
                      [a](const xt::xarray<T>& g, const xt::xarray<T>&) { accumulate(a, xt::xarray<T>(g * xt::sign(a.value()))); });
 }
 
 template <class To, class From>
-Tensor<To> cast(const Tensor<From>& a) {
+Tensor<To> cast(const Tensor<From>& a, CallSite where) {
   detail::require_defined(a, "cast", "a");
-  return make_result("cast", xt::xarray<To>(xt::cast<To>(a.value())), should_record(a),
+  return make_result("cast", where, xt::xarray<To>(xt::cast<To>(a.value())), should_record(a),
                      [a](const xt::xarray<To>& g, const xt::xarray<To>&) { accumulate(a, xt::xarray<From>(xt::cast<From>(g))); });
 }
 
 template <class T>
 template <class U>
-Tensor<U> Tensor<T>::to() const {
-  return cast<U>(*this);
+Tensor<U> Tensor<T>::to(CallSite where) const {
+  return cast<U>(*this, where);
 }
 
 #define TAPEGRAD_INSTANTIATE_ELEMENTWISE(T)                          \
-  template Tensor<T> add(const Tensor<T>&, const Tensor<T>&);        \
-  template Tensor<T> sub(const Tensor<T>&, const Tensor<T>&);        \
-  template Tensor<T> mul(const Tensor<T>&, const Tensor<T>&);        \
-  template Tensor<T> div(const Tensor<T>&, const Tensor<T>&);        \
-  template Tensor<T> pow(const Tensor<T>&, const Tensor<T>&);        \
-  template Tensor<T> add(const Tensor<T>&, Scalar<T>);               \
-  template Tensor<T> mul(const Tensor<T>&, Scalar<T>);               \
-  template Tensor<T> rsub(const Tensor<T>&, Scalar<T>);              \
-  template Tensor<T> rdiv(const Tensor<T>&, Scalar<T>);              \
-  template Tensor<T> pow(const Tensor<T>&, Scalar<T>);               \
-  template Tensor<T> neg(const Tensor<T>&);                          \
-  template Tensor<T> exp(const Tensor<T>&);                          \
-  template Tensor<T> log(const Tensor<T>&);                          \
-  template Tensor<T> sqrt(const Tensor<T>&);                         \
-  template Tensor<T> abs(const Tensor<T>&);
+  template Tensor<T> add(const Tensor<T>&, const Tensor<T>&, CallSite);        \
+  template Tensor<T> sub(const Tensor<T>&, const Tensor<T>&, CallSite);        \
+  template Tensor<T> mul(const Tensor<T>&, const Tensor<T>&, CallSite);        \
+  template Tensor<T> div(const Tensor<T>&, const Tensor<T>&, CallSite);        \
+  template Tensor<T> pow(const Tensor<T>&, const Tensor<T>&, CallSite);        \
+  template Tensor<T> add(const Tensor<T>&, Scalar<T>, CallSite);               \
+  template Tensor<T> mul(const Tensor<T>&, Scalar<T>, CallSite);               \
+  template Tensor<T> rsub(const Tensor<T>&, Scalar<T>, CallSite);              \
+  template Tensor<T> rdiv(const Tensor<T>&, Scalar<T>, CallSite);              \
+  template Tensor<T> pow(const Tensor<T>&, Scalar<T>, CallSite);               \
+  template Tensor<T> neg(const Tensor<T>&, CallSite);                          \
+  template Tensor<T> exp(const Tensor<T>&, CallSite);                          \
+  template Tensor<T> log(const Tensor<T>&, CallSite);                          \
+  template Tensor<T> sqrt(const Tensor<T>&, CallSite);                         \
+  template Tensor<T> abs(const Tensor<T>&, CallSite);
 TAPEGRAD_INSTANTIATE_ELEMENTWISE(float)
 TAPEGRAD_INSTANTIATE_ELEMENTWISE(double)
 
-template Tensor<double> cast<double, float>(const Tensor<float>&);
-template Tensor<float> cast<float, double>(const Tensor<double>&);
-template Tensor<float> cast<float, float>(const Tensor<float>&);
-template Tensor<double> cast<double, double>(const Tensor<double>&);
-template Tensor<double> Tensor<float>::to<double>() const;
-template Tensor<float> Tensor<double>::to<float>() const;
-template Tensor<float> Tensor<float>::to<float>() const;
-template Tensor<double> Tensor<double>::to<double>() const;
+template Tensor<double> cast<double, float>(const Tensor<float>&, CallSite);
+template Tensor<float> cast<float, double>(const Tensor<double>&, CallSite);
+template Tensor<float> cast<float, float>(const Tensor<float>&, CallSite);
+template Tensor<double> cast<double, double>(const Tensor<double>&, CallSite);
+template Tensor<double> Tensor<float>::to<double>(CallSite) const;
+template Tensor<float> Tensor<double>::to<float>(CallSite) const;
+template Tensor<float> Tensor<float>::to<float>(CallSite) const;
+template Tensor<double> Tensor<double>::to<double>(CallSite) const;
 
 }  // namespace tapegrad

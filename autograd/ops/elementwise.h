@@ -2,6 +2,7 @@
 // Elementwise arithmetic and math. Binary ops broadcast as PyTorch/NumPy do (shapes aligned from
 // the right; an axis of size 1 stretches); their backward sums the gradient back to each input's
 // shape with kernels::sum_to. Scalars are plain T (not deduced, so `x * 2.0` works for float).
+#include <source_location>
 #include <type_traits>
 
 #include "autograd/tensor.h"
@@ -10,41 +11,74 @@ namespace tapegrad {
 
 template <class T> using Scalar = std::type_identity_t<T>;
 
-template <class T> Tensor<T> add(const Tensor<T>& a, const Tensor<T>& b);
-template <class T> Tensor<T> sub(const Tensor<T>& a, const Tensor<T>& b);
-template <class T> Tensor<T> mul(const Tensor<T>& a, const Tensor<T>& b);
-template <class T> Tensor<T> div(const Tensor<T>& a, const Tensor<T>& b);
+template <class T> Tensor<T> add(const Tensor<T>& a, const Tensor<T>& b,
+    CallSite where = std::source_location::current());
+template <class T> Tensor<T> sub(const Tensor<T>& a, const Tensor<T>& b,
+    CallSite where = std::source_location::current());
+template <class T> Tensor<T> mul(const Tensor<T>& a, const Tensor<T>& b,
+    CallSite where = std::source_location::current());
+template <class T> Tensor<T> div(const Tensor<T>& a, const Tensor<T>& b,
+    CallSite where = std::source_location::current());
 // a^b elementwise, broadcasting; d/db = a^b log a (defined for a > 0).
-template <class T> Tensor<T> pow(const Tensor<T>& a, const Tensor<T>& b);
+template <class T> Tensor<T> pow(const Tensor<T>& a, const Tensor<T>& b,
+    CallSite where = std::source_location::current());
 
-template <class T> Tensor<T> add(const Tensor<T>& a, Scalar<T> s);
-template <class T> Tensor<T> mul(const Tensor<T>& a, Scalar<T> s);
+template <class T> Tensor<T> add(const Tensor<T>& a, Scalar<T> s,
+    CallSite where = std::source_location::current());
+template <class T> Tensor<T> mul(const Tensor<T>& a, Scalar<T> s,
+    CallSite where = std::source_location::current());
 // s - a and s / a.
-template <class T> Tensor<T> rsub(const Tensor<T>& a, Scalar<T> s);
-template <class T> Tensor<T> rdiv(const Tensor<T>& a, Scalar<T> s);
-template <class T> Tensor<T> pow(const Tensor<T>& a, Scalar<T> exponent);
+template <class T> Tensor<T> rsub(const Tensor<T>& a, Scalar<T> s,
+    CallSite where = std::source_location::current());
+template <class T> Tensor<T> rdiv(const Tensor<T>& a, Scalar<T> s,
+    CallSite where = std::source_location::current());
+template <class T> Tensor<T> pow(const Tensor<T>& a, Scalar<T> exponent,
+    CallSite where = std::source_location::current());
 
-template <class T> Tensor<T> neg(const Tensor<T>& a);
-template <class T> Tensor<T> exp(const Tensor<T>& a);
-template <class T> Tensor<T> log(const Tensor<T>& a);
-template <class T> Tensor<T> sqrt(const Tensor<T>& a);
-template <class T> Tensor<T> abs(const Tensor<T>& a);
+template <class T> Tensor<T> neg(const Tensor<T>& a, CallSite where = std::source_location::current());
+template <class T> Tensor<T> exp(const Tensor<T>& a, CallSite where = std::source_location::current());
+template <class T> Tensor<T> log(const Tensor<T>& a, CallSite where = std::source_location::current());
+template <class T> Tensor<T> sqrt(const Tensor<T>& a, CallSite where = std::source_location::current());
+template <class T> Tensor<T> abs(const Tensor<T>& a, CallSite where = std::source_location::current());
 
 // Differentiable element-type conversion (what Tensor<T>::to<U>() calls).
-template <class To, class From> Tensor<To> cast(const Tensor<From>& a);
+template <class To, class From> Tensor<To> cast(const Tensor<From>& a,
+    CallSite where = std::source_location::current());
 
-template <class T> Tensor<T> operator+(const Tensor<T>& a, const Tensor<T>& b) { return add(a, b); }
-template <class T> Tensor<T> operator-(const Tensor<T>& a, const Tensor<T>& b) { return sub(a, b); }
-template <class T> Tensor<T> operator*(const Tensor<T>& a, const Tensor<T>& b) { return mul(a, b); }
-template <class T> Tensor<T> operator/(const Tensor<T>& a, const Tensor<T>& b) { return div(a, b); }
-template <class T> Tensor<T> operator-(const Tensor<T>& a) { return neg(a); }
-template <class T> Tensor<T> operator+(const Tensor<T>& a, Scalar<T> s) { return add(a, s); }
-template <class T> Tensor<T> operator+(Scalar<T> s, const Tensor<T>& a) { return add(a, s); }
-template <class T> Tensor<T> operator-(const Tensor<T>& a, Scalar<T> s) { return add(a, -s); }
-template <class T> Tensor<T> operator-(Scalar<T> s, const Tensor<T>& a) { return rsub(a, s); }
-template <class T> Tensor<T> operator*(const Tensor<T>& a, Scalar<T> s) { return mul(a, s); }
-template <class T> Tensor<T> operator*(Scalar<T> s, const Tensor<T>& a) { return mul(a, s); }
-template <class T> Tensor<T> operator/(const Tensor<T>& a, Scalar<T> s) { return mul(a, Scalar<T>(1) / s); }
-template <class T> Tensor<T> operator/(Scalar<T> s, const Tensor<T>& a) { return rdiv(a, s); }
+// An operator cannot take a defaulted extra parameter, so operators learn their call site from the
+// conversion of one operand: a converting constructor's default argument is evaluated where the
+// conversion happens, i.e. where the operator is used. TensorAt/ScalarAt are not deduced
+// (type_identity_t), so T still comes from the plain Tensor operand.
+namespace detail {
+template <class T> struct TensorAt {
+  TensorAt(const Tensor<T>& tensor, CallSite where = std::source_location::current())
+      : tensor(tensor), where(where) {}
+  const Tensor<T>& tensor;
+  std::source_location where;
+};
+template <class T> struct ScalarAt {
+  ScalarAt(T value, CallSite where = std::source_location::current()) : value(value), where(where) {}
+  T value;
+  std::source_location where;
+};
+}  // namespace detail
+template <class T> using TensorAt = std::type_identity_t<detail::TensorAt<T>>;
+template <class T> using ScalarAt = std::type_identity_t<detail::ScalarAt<T>>;
+
+template <class T> Tensor<T> operator+(const Tensor<T>& a, TensorAt<T> b) { return add(a, b.tensor, b.where); }
+template <class T> Tensor<T> operator-(const Tensor<T>& a, TensorAt<T> b) { return sub(a, b.tensor, b.where); }
+template <class T> Tensor<T> operator*(const Tensor<T>& a, TensorAt<T> b) { return mul(a, b.tensor, b.where); }
+template <class T> Tensor<T> operator/(const Tensor<T>& a, TensorAt<T> b) { return div(a, b.tensor, b.where); }
+// Unary minus has no other operand to deduce T from: one overload per element type.
+inline Tensor<float> operator-(detail::TensorAt<float> a) { return neg(a.tensor, a.where); }
+inline Tensor<double> operator-(detail::TensorAt<double> a) { return neg(a.tensor, a.where); }
+template <class T> Tensor<T> operator+(const Tensor<T>& a, ScalarAt<T> s) { return add(a, s.value, s.where); }
+template <class T> Tensor<T> operator+(ScalarAt<T> s, const Tensor<T>& a) { return add(a, s.value, s.where); }
+template <class T> Tensor<T> operator-(const Tensor<T>& a, ScalarAt<T> s) { return add(a, -s.value, s.where); }
+template <class T> Tensor<T> operator-(ScalarAt<T> s, const Tensor<T>& a) { return rsub(a, s.value, s.where); }
+template <class T> Tensor<T> operator*(const Tensor<T>& a, ScalarAt<T> s) { return mul(a, s.value, s.where); }
+template <class T> Tensor<T> operator*(ScalarAt<T> s, const Tensor<T>& a) { return mul(a, s.value, s.where); }
+template <class T> Tensor<T> operator/(const Tensor<T>& a, ScalarAt<T> s) { return mul(a, T(1) / s.value, s.where); }
+template <class T> Tensor<T> operator/(ScalarAt<T> s, const Tensor<T>& a) { return rdiv(a, s.value, s.where); }
 
 }  // namespace tapegrad

@@ -63,7 +63,7 @@ void check_indices(const IndexArray& indices, const Shape& weight_shape) {
 }  // namespace
 
 template <class T>
-Tensor<T> embedding(const Tensor<T>& weight, const IndexArray& indices, std::optional<Index> padding_idx) {
+Tensor<T> embedding(const Tensor<T>& weight, const IndexArray& indices, std::optional<Index> padding_idx, CallSite where) {
   detail::require_defined(weight, "embedding", "weight");
   const Shape weight_shape = weight.shape();
   if (weight_shape.size() != 2) {
@@ -83,7 +83,7 @@ Tensor<T> embedding(const Tensor<T>& weight, const IndexArray& indices, std::opt
     for (std::size_t k = begin; k < end; ++k) std::copy_n(w + static_cast<std::size_t>(idx[k]) * dim, dim, o + k * dim);
   });
 
-  return make_result("embedding", std::move(out), should_record(weight),
+  return make_result("embedding", where, std::move(out), should_record(weight),
                      [weight, indices, pad, num, dim](const xt::xarray<T>& g, const xt::xarray<T>&) {
                        // Each weight row is summed by one task over the positions that picked it, in
                        // position order: the same bits at any thread count, and no atomics.
@@ -105,7 +105,7 @@ Tensor<T> embedding(const Tensor<T>& weight, const IndexArray& indices, std::opt
                      });
 }
 
-template Tensor<float> embedding(const Tensor<float>&, const IndexArray&, std::optional<Index>);
-template Tensor<double> embedding(const Tensor<double>&, const IndexArray&, std::optional<Index>);
+template Tensor<float> embedding(const Tensor<float>&, const IndexArray&, std::optional<Index>, CallSite);
+template Tensor<double> embedding(const Tensor<double>&, const IndexArray&, std::optional<Index>, CallSite);
 
 }  // namespace tapegrad

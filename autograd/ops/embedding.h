@@ -9,6 +9,7 @@
 namespace tapegrad {
 
 template <class T>
-Tensor<T> embedding(const Tensor<T>& weight, const IndexArray& indices, std::optional<Index> padding_idx = std::nullopt);
+Tensor<T> embedding(const Tensor<T>& weight, const IndexArray& indices, std::optional<Index> padding_idx = std::nullopt,
+    CallSite where = std::source_location::current());
 
 }  // namespace tapegrad

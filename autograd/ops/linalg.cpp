@@ -169,10 +169,10 @@ xt::xarray<T> matmul_grad_b(const xt::xarray<T>& g, const xt::xarray<T>& a, cons
 // operand_i gets the gradient on its diagonal.
 template <class T>
 Tensor<T> einsum_node(const kernels::EinsumEquation& eq, const std::vector<Tensor<T>>& operands,
-                      const kernels::EinsumSizes& sizes) {
+                      const kernels::EinsumSizes& sizes, CallSite where) {
   std::vector<const xt::xarray<T>*> values;
   for (const auto& x : operands) values.push_back(&x.value());
-  return make_result("einsum", kernels::einsum(eq, values), detail::should_record_any(operands),
+  return make_result("einsum", where, kernels::einsum(eq, values), detail::should_record_any(operands),
                      [eq, operands, sizes](const xt::xarray<T>& g, const xt::xarray<T>&) {
                        for (std::size_t i = 0; i < operands.size(); ++i) {
                          if (!operands[i].requires_grad()) continue;
@@ -190,14 +190,14 @@ Tensor<T> einsum_node(const kernels::EinsumEquation& eq, const std::vector<Tenso
 }  // namespace
 
 template <class T>
-Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b) {
+Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b, CallSite where) {
   detail::require_defined(a, "matmul", "a");
   detail::require_defined(b, "matmul", "b");
   const MatmulDims d = matmul_dims(a.shape(), b.shape());
   auto out = xt::xarray<T>::from_shape(d.out_shape);
   broadcast_gemm(a.value().data(), d.a_batch, false, b.value().data(), d.b_batch, false, d.m, d.n, d.k, d.batch,
                  out.data());
-  return make_result("matmul", std::move(out), should_record(a, b),
+  return make_result("matmul", where, std::move(out), should_record(a, b),
                      [a, b, d](const xt::xarray<T>& g, const xt::xarray<T>&) {
                        if (a.requires_grad()) accumulate(a, matmul_grad_a(g, b.value(), d, a.shape()));
                        if (b.requires_grad()) accumulate(b, matmul_grad_b(g, a.value(), d, b.shape()));
@@ -205,7 +205,7 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b) {
 }
 
 template <class T>
-Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias) {
+Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias, CallSite where) {
   detail::require_defined(x, "linear", "x");
   detail::require_defined(weight, "linear", "weight");
   const auto shapes = [&] {
@@ -230,7 +230,7 @@ Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& b
   }
   kernels::gemm(false, true, rows, out_features, in, T(1), x.value().data(), in, weight.value().data(), in, beta,
                 y.data(), out_features);
-  return make_result("linear", std::move(y), should_record(x, weight, bias),
+  return make_result("linear", where, std::move(y), should_record(x, weight, bias),
                      [x, weight, bias, rows, in, out_features](const xt::xarray<T>& g, const xt::xarray<T>&) {
                        if (x.requires_grad()) {
                          auto dx = xt::xarray<T>::from_shape(x.shape());
@@ -258,7 +258,7 @@ Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& b
 }
 
 template <class T>
-Tensor<T> einsum(std::string_view subscripts, const std::vector<Tensor<T>>& operands) {
+Tensor<T> einsum(std::string_view subscripts, const std::vector<Tensor<T>>& operands, CallSite where) {
   const std::string op = "einsum(\"" + std::string(subscripts) + "\")";
   for (std::size_t i = 0; i < operands.size(); ++i)
     detail::require_defined(operands[i], op, "operand " + std::to_string(i));
@@ -266,7 +266,7 @@ Tensor<T> einsum(std::string_view subscripts, const std::vector<Tensor<T>>& oper
   std::vector<Shape> shapes;
   for (const auto& x : operands) shapes.push_back(x.shape());
   const kernels::EinsumSizes sizes = kernels::einsum_sizes(subscripts, eq, shapes);
-  if (operands.size() <= 2) return einsum_node(eq, operands, sizes);
+  if (operands.size() <= 2) return einsum_node(eq, operands, sizes, where);
   // Left to right, one recorded pair at a time; each intermediate keeps the letters that a later
   // operand or the output still needs, in order of first appearance.
   Tensor<T> acc = operands[0];
@@ -281,16 +281,16 @@ Tensor<T> einsum(std::string_view subscripts, const std::vector<Tensor<T>>& oper
         if (later.find(c) != std::string::npos && keep.find(c) == std::string::npos) keep.push_back(c);
     }
     acc = einsum_node(kernels::EinsumEquation{{acc_letters, eq.operands[i]}, keep},
-                      std::vector<Tensor<T>>{acc, operands[i]}, sizes);
+                      std::vector<Tensor<T>>{acc, operands[i]}, sizes, where);
     acc_letters = keep;
   }
   return acc;
 }
 
 #define TAPEGRAD_INSTANTIATE_LINALG(T)                                  \
-  template Tensor<T> matmul(const Tensor<T>&, const Tensor<T>&);        \
-  template Tensor<T> linear(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&); \
-  template Tensor<T> einsum(std::string_view, const std::vector<Tensor<T>>&);
+  template Tensor<T> matmul(const Tensor<T>&, const Tensor<T>&, CallSite);                          \
+  template Tensor<T> linear(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, CallSite);       \
+  template Tensor<T> einsum(std::string_view, const std::vector<Tensor<T>>&, CallSite);
 TAPEGRAD_INSTANTIATE_LINALG(float)
 TAPEGRAD_INSTANTIATE_LINALG(double)
 

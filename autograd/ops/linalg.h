@@ -13,7 +13,8 @@ namespace tapegrad {
 // [k] x [k, n] -> [n], [2, 1, m, k] x [5, k, n] -> [2, 5, m, n]. Backward: da = g b^T and
 // db = a^T g, each summed over the batch axes its operand was broadcast along.
 // ShapeError (naming both shapes) for a 0-dim operand, k mismatch, or batch axes that do not broadcast.
-template <class T> Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b);
+template <class T> Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b,
+    CallSite where = std::source_location::current());
 
 // torch.nn.functional.linear: y = x weight^T + bias, x [..., in], weight [out, in], bias [out] or
 // undefined (no bias) -> y [..., out]. One GEMM reading weight transposed in place, the bias
@@ -21,7 +22,9 @@ template <class T> Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b);
 // dweight = g^T x over all leading axes folded into rows, dbias = g summed over those rows.
 // ShapeError (naming the shapes) when x is 0-dim or its last axis is not `in`, weight is not 2-D,
 // or bias is not [out].
-template <class T> Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias = {});
+template <class T>
+Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias = {},
+                 CallSite where = std::source_location::current());
 
 // einsum: out[output indices] = sum over every other index of prod_k operand_k[its indices].
 // Subscripts are letters a-z, A-Z, one group per operand, separated by ','; spaces are ignored.
@@ -38,10 +41,17 @@ template <class T> Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight,
 // invalid character, an ellipsis (not supported), a repeated output index, an output index in no
 // operand; ShapeError for an operand whose rank differs from its subscripts and for an index with
 // two sizes.
-template <class T> Tensor<T> einsum(std::string_view subscripts, const std::vector<Tensor<T>>& operands);
-template <class T> Tensor<T> einsum(std::string_view subscripts, const Tensor<T>& a) { return einsum(subscripts, std::vector<Tensor<T>>{a}); }
-template <class T> Tensor<T> einsum(std::string_view subscripts, const Tensor<T>& a, const Tensor<T>& b) {
-  return einsum(subscripts, std::vector<Tensor<T>>{a, b});
+template <class T> Tensor<T> einsum(std::string_view subscripts, const std::vector<Tensor<T>>& operands,
+    CallSite where = std::source_location::current());
+template <class T>
+Tensor<T> einsum(std::string_view subscripts, const Tensor<T>& a,
+    CallSite where = std::source_location::current()) {
+  return einsum(subscripts, std::vector<Tensor<T>>{a}, where);
+}
+template <class T>
+Tensor<T> einsum(std::string_view subscripts, const Tensor<T>& a, const Tensor<T>& b,
+    CallSite where = std::source_location::current()) {
+  return einsum(subscripts, std::vector<Tensor<T>>{a, b}, where);
 }
 
 }  // namespace tapegrad

@@ -240,7 +240,7 @@ void cross_entropy_backward_lanes(const T* x, T* dx, std::size_t offset, Stride 
 }  // namespace
 
 template <class T>
-Tensor<T> cross_entropy(const Tensor<T>& logits, const IndexArray& targets, const CrossEntropyOptions& options) {
+Tensor<T> cross_entropy(const Tensor<T>& logits, const IndexArray& targets, const CrossEntropyOptions& options, CallSite where) {
   detail::require_defined(logits, "cross_entropy", "logits");
   reject_batchmean(options.reduction, "cross_entropy", "logits", logits.shape());
   if (!(options.label_smoothing >= 0.0 && options.label_smoothing <= 1.0)) {
@@ -265,7 +265,7 @@ Tensor<T> cross_entropy(const Tensor<T>& logits, const IndexArray& targets, cons
   }
   const std::size_t divisor = options.reduction == Reduction::Mean ? axis.counted : 1;
   return make_result(
-      "cross_entropy", reduce(std::move(losses), options.reduction, divisor), should_record(logits),
+      "cross_entropy", where, reduce(std::move(losses), options.reduction, divisor), should_record(logits),
       [logits, targets, axis, ignore, smoothing, lse = std::move(lse), reduction = options.reduction, divisor](
           const xt::xarray<T>& g, const xt::xarray<T>&) {
         const Upstream<T> upstream(g, reduction, divisor);
@@ -281,7 +281,7 @@ Tensor<T> cross_entropy(const Tensor<T>& logits, const IndexArray& targets, cons
 }
 
 template <class T>
-Tensor<T> nll_loss(const Tensor<T>& log_probs, const IndexArray& targets, const NllLossOptions& options) {
+Tensor<T> nll_loss(const Tensor<T>& log_probs, const IndexArray& targets, const NllLossOptions& options, CallSite where) {
   detail::require_defined(log_probs, "nll_loss", "log_probs");
   reject_batchmean(options.reduction, "nll_loss", "log_probs", log_probs.shape());
   const ClassAxis axis = check_class_targets(log_probs.shape(), targets, options.ignore_index, "nll_loss", "log_probs");
@@ -294,7 +294,7 @@ Tensor<T> nll_loss(const Tensor<T>& log_probs, const IndexArray& targets, const 
     return t[r] == ignore ? T(0) : -lp[axis.lane_start(r) + static_cast<std::size_t>(t[r]) * inner];
   });
   const std::size_t divisor = options.reduction == Reduction::Mean ? axis.counted : 1;
-  return make_result("nll_loss", reduce(std::move(losses), options.reduction, divisor), should_record(log_probs),
+  return make_result("nll_loss", where, reduce(std::move(losses), options.reduction, divisor), should_record(log_probs),
                      [log_probs, targets, axis, ignore, reduction = options.reduction, divisor](const xt::xarray<T>& g,
                                                                                                const xt::xarray<T>&) {
                        // One entry per target: -u at its class; a serial scatter of `rows` writes.
@@ -310,7 +310,7 @@ Tensor<T> nll_loss(const Tensor<T>& log_probs, const IndexArray& targets, const 
 }
 
 template <class T>
-Tensor<T> kl_div(const Tensor<T>& log_input, const Tensor<T>& target, Reduction reduction) {
+Tensor<T> kl_div(const Tensor<T>& log_input, const Tensor<T>& target, Reduction reduction, CallSite where) {
   require_same_shape(log_input, target, "kl_div", "log_input", "target");
   const Shape shape = log_input.shape();
   const T* x = log_input.value().data();
@@ -320,7 +320,7 @@ Tensor<T> kl_div(const Tensor<T>& log_input, const Tensor<T>& target, Reduction 
   xt::xarray<T> losses =
       generate<T>(shape, [&](std::size_t i) { return p[i] == T(0) ? T(0) : p[i] * (std::log(p[i]) - x[i]); });
   const std::size_t divisor = pointwise_divisor(reduction, shape, log_input.numel());
-  return make_result("kl_div", reduce(std::move(losses), reduction, divisor), should_record(log_input, target),
+  return make_result("kl_div", where, reduce(std::move(losses), reduction, divisor), should_record(log_input, target),
                      [log_input, target, reduction, divisor](const xt::xarray<T>& g, const xt::xarray<T>&) {
                        const Upstream<T> upstream(g, reduction, divisor);
                        const T* x = log_input.value().data();
@@ -339,7 +339,7 @@ Tensor<T> kl_div(const Tensor<T>& log_input, const Tensor<T>& target, Reduction 
 }
 
 template <class T>
-Tensor<T> mse_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction reduction) {
+Tensor<T> mse_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction reduction, CallSite where) {
   require_same_shape(input, target, "mse_loss", "input", "target");
   reject_batchmean(reduction, "mse_loss", "input", input.shape());
   const Shape shape = input.shape();
@@ -347,7 +347,7 @@ Tensor<T> mse_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction re
   const T* y = target.value().data();
   xt::xarray<T> losses = generate<T>(shape, [&](std::size_t i) { return (x[i] - y[i]) * (x[i] - y[i]); });
   const std::size_t divisor = pointwise_divisor(reduction, shape, input.numel());
-  return make_result("mse_loss", reduce(std::move(losses), reduction, divisor), should_record(input, target),
+  return make_result("mse_loss", where, reduce(std::move(losses), reduction, divisor), should_record(input, target),
                      [input, target, reduction, divisor](const xt::xarray<T>& g, const xt::xarray<T>&) {
                        const Upstream<T> upstream(g, reduction, divisor);
                        const T* x = input.value().data();
@@ -361,10 +361,10 @@ Tensor<T> mse_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction re
 }
 
 #define TAPEGRAD_INSTANTIATE_LOSS(T)                                                                   \
-  template Tensor<T> cross_entropy(const Tensor<T>&, const IndexArray&, const CrossEntropyOptions&); \
-  template Tensor<T> nll_loss(const Tensor<T>&, const IndexArray&, const NllLossOptions&);           \
-  template Tensor<T> kl_div(const Tensor<T>&, const Tensor<T>&, Reduction);                          \
-  template Tensor<T> mse_loss(const Tensor<T>&, const Tensor<T>&, Reduction);
+  template Tensor<T> cross_entropy(const Tensor<T>&, const IndexArray&, const CrossEntropyOptions&, CallSite); \
+  template Tensor<T> nll_loss(const Tensor<T>&, const IndexArray&, const NllLossOptions&, CallSite);           \
+  template Tensor<T> kl_div(const Tensor<T>&, const Tensor<T>&, Reduction, CallSite);                          \
+  template Tensor<T> mse_loss(const Tensor<T>&, const Tensor<T>&, Reduction, CallSite);
 TAPEGRAD_INSTANTIATE_LOSS(float)
 TAPEGRAD_INSTANTIATE_LOSS(double)
 

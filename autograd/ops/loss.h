@@ -1,5 +1,6 @@
 #pragma once
 // Loss functions with PyTorch's definitions and defaults.
+
 #include "autograd/tensor.h"
 
 namespace tapegrad {
@@ -24,12 +25,16 @@ struct NllLossOptions {
 
 // Class axis as in PyTorch: logits [C] with a scalar target, [N, C] with targets [N], or
 // [N, C, d1, ...] with targets [N, d1, ...]. Targets are class indices in [0, C) or ignore_index.
-template <class T> Tensor<T> cross_entropy(const Tensor<T>& logits, const IndexArray& targets, const CrossEntropyOptions& options = {});
+template <class T> Tensor<T> cross_entropy(const Tensor<T>& logits, const IndexArray& targets, const CrossEntropyOptions& options = {},
+    CallSite where = std::source_location::current());
 // Negative log-likelihood of log-probabilities, same shapes as cross_entropy.
-template <class T> Tensor<T> nll_loss(const Tensor<T>& log_probs, const IndexArray& targets, const NllLossOptions& options = {});
+template <class T> Tensor<T> nll_loss(const Tensor<T>& log_probs, const IndexArray& targets, const NllLossOptions& options = {},
+    CallSite where = std::source_location::current());
 // KL divergence with input as log-probabilities and target as probabilities (torch's KLDivLoss,
 // log_target = false): target * (log target - input), 0 where target == 0. Same shapes.
-template <class T> Tensor<T> kl_div(const Tensor<T>& log_input, const Tensor<T>& target, Reduction reduction = Reduction::Mean);
-template <class T> Tensor<T> mse_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction reduction = Reduction::Mean);
+template <class T> Tensor<T> kl_div(const Tensor<T>& log_input, const Tensor<T>& target, Reduction reduction = Reduction::Mean,
+    CallSite where = std::source_location::current());
+template <class T> Tensor<T> mse_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction reduction = Reduction::Mean,
+    CallSite where = std::source_location::current());
 
 }  // namespace tapegrad

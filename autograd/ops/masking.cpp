@@ -49,7 +49,7 @@ void select_into(std::size_t n, const bool* mask, T value, const T* x, T* out) {
 }  // namespace
 
 template <class T>
-Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, T value) {
+Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, T value, CallSite where) {
   detail::require_defined(a, "masked_fill", "a");
   const Shape shape = a.shape();
   const Shape mask_shape(mask.shape().begin(), mask.shape().end());
@@ -61,7 +61,7 @@ Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, T value) {
   Mask full = mask_shape == shape ? mask : Mask(xt::broadcast(mask, shape));
   auto y = xt::xarray<T>::from_shape(shape);
   select_into(y.size(), full.data(), value, a.value().data(), y.data());
-  return make_result("masked_fill", std::move(y), should_record(a),
+  return make_result("masked_fill", where, std::move(y), should_record(a, value),
                      [a, full = std::move(full)](const xt::xarray<T>& g, const xt::xarray<T>&) {
                        auto dx = xt::xarray<T>::from_shape(g.shape());
                        select_into(dx.size(), full.data(), T(0), g.data(), dx.data());
@@ -70,16 +70,16 @@ Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, T value) {
 }
 
 template <class T>
-Tensor<T> masked_fill(const Tensor<T>& a, const xt::xarray<std::uint8_t>& mask, T value) {
-  return masked_fill(a, Mask(xt::not_equal(mask, std::uint8_t{0})), value);
+Tensor<T> masked_fill(const Tensor<T>& a, const xt::xarray<std::uint8_t>& mask, T value, CallSite where) {
+  return masked_fill(a, Mask(xt::not_equal(mask, std::uint8_t{0})), value, where);
 }
 
 template <class T>
-Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen) {
+Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen, CallSite where) {
   detail::require_defined(a, "dropout", "a");
   if (!(p >= 0.0 && p < 1.0)) throw ValueError("dropout: p must be in [0, 1), got p = " + std::to_string(p));
   if (!training || p == 0.0) {
-    return make_result("dropout", xt::xarray<T>(a.value()), should_record(a),
+    return make_result("dropout", where, xt::xarray<T>(a.value()), should_record(a),
                        [a](const xt::xarray<T>& g, const xt::xarray<T>&) { accumulate(a, xt::xarray<T>(g)); });
   }
   const T scale = static_cast<T>(1.0 / (1.0 - p));
@@ -93,7 +93,7 @@ Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen) {
     k[i] = static_cast<double>(out[i]) >= p;
     out[i] = k[i] ? x[i] * scale : T(0);
   });
-  return make_result("dropout", std::move(y), should_record(a),
+  return make_result("dropout", where, std::move(y), should_record(a),
                      [a, keep = std::move(keep), scale](const xt::xarray<T>& g, const xt::xarray<T>&) {
                        auto dx = xt::xarray<T>::from_shape(g.shape());
                        const bool* k = keep.data();
@@ -105,9 +105,9 @@ Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen) {
 }
 
 #define TAPEGRAD_INSTANTIATE_MASKING(T)                                                 \
-  template Tensor<T> masked_fill(const Tensor<T>&, const Mask&, T);                     \
-  template Tensor<T> masked_fill(const Tensor<T>&, const xt::xarray<std::uint8_t>&, T); \
-  template Tensor<T> dropout(const Tensor<T>&, double, bool, Generator&);
+  template Tensor<T> masked_fill(const Tensor<T>&, const Mask&, T, CallSite);                     \
+  template Tensor<T> masked_fill(const Tensor<T>&, const xt::xarray<std::uint8_t>&, T, CallSite); \
+  template Tensor<T> dropout(const Tensor<T>&, double, bool, Generator&, CallSite);
 TAPEGRAD_INSTANTIATE_MASKING(float)
 TAPEGRAD_INSTANTIATE_MASKING(double)
 

@@ -16,13 +16,16 @@ using Mask = xt::xarray<bool>;
 // round): e.g. a [batch, 1, 1, keys] padding mask over [batch, heads, queries, keys] scores;
 // otherwise ShapeError. The uint8 overload treats every nonzero byte as true. The gradient is 0
 // where the output was filled and passes through unchanged elsewhere.
-template <class T> Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, T value);
-template <class T> Tensor<T> masked_fill(const Tensor<T>& a, const xt::xarray<std::uint8_t>& mask, T value);
+template <class T> Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, T value,
+    CallSite where = std::source_location::current());
+template <class T> Tensor<T> masked_fill(const Tensor<T>& a, const xt::xarray<std::uint8_t>& mask, T value,
+    CallSite where = std::source_location::current());
 
 // Inverted dropout: in training with p > 0, each element is zeroed with probability p and the
 // rest scaled by 1/(1-p); the keep-mask comes from gen (deterministic given its state). Identity
 // (and no draw from gen) when !training or p == 0. ValueError unless 0 <= p < 1. An element is kept
 // when its uniform draw u in [0, 1) from gen (one per element, row-major) satisfies u >= p.
-template <class T> Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen);
+template <class T> Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen,
+    CallSite where = std::source_location::current());
 
 }  // namespace tapegrad

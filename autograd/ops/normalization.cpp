@@ -125,7 +125,7 @@ void layer_norm_backward(const T* g, const T* x, const RowStats<T>& stats, std::
 
 template <class T>
 Tensor<T> layer_norm(const Tensor<T>& x, const Shape& normalized_shape, const Tensor<T>& weight, const Tensor<T>& bias,
-                     double eps) {
+                     double eps, CallSite where) {
   detail::require_defined(x, "layer_norm", "x");
   const Shape x_shape = x.shape();
   const Shape w_shape = weight.defined() ? weight.shape() : Shape{};
@@ -144,7 +144,7 @@ Tensor<T> layer_norm(const Tensor<T>& x, const Shape& normalized_shape, const Te
   RowStats<T> stats = layer_norm_forward(x.value().data(), y.data(), rows, n, w, b, static_cast<T>(eps));
 
   return make_result(
-      "layer_norm", std::move(y), should_record(x, weight, bias),
+      "layer_norm", where, std::move(y), should_record(x, weight, bias),
       [x, weight, bias, stats = std::move(stats), rows, n](const xt::xarray<T>& g, const xt::xarray<T>&) {
         const bool want_x = x.requires_grad();
         const bool want_w = weight.defined() && weight.requires_grad();
@@ -163,7 +163,7 @@ Tensor<T> layer_norm(const Tensor<T>& x, const Shape& normalized_shape, const Te
 }
 
 #define TAPEGRAD_INSTANTIATE_NORMALIZATION(T) \
-  template Tensor<T> layer_norm(const Tensor<T>&, const Shape&, const Tensor<T>&, const Tensor<T>&, double);
+  template Tensor<T> layer_norm(const Tensor<T>&, const Shape&, const Tensor<T>&, const Tensor<T>&, double, CallSite);
 TAPEGRAD_INSTANTIATE_NORMALIZATION(float)
 TAPEGRAD_INSTANTIATE_NORMALIZATION(double)
 

@@ -6,12 +6,14 @@
 // x is [..., *normalized_shape] and y has its shape. The forward saves mean and 1/std per row for
 // the backward. ShapeError when normalized_shape is empty or not x's trailing dims, or when weight
 // or bias does not have normalized_shape; ValueError unless eps > 0.
+
 #include "autograd/tensor.h"
 
 namespace tapegrad {
 
 template <class T>
 Tensor<T> layer_norm(const Tensor<T>& x, const Shape& normalized_shape, const Tensor<T>& weight = {},
-                     const Tensor<T>& bias = {}, double eps = 1e-5);
+                     const Tensor<T>& bias = {}, double eps = 1e-5,
+                     CallSite where = std::source_location::current());
 
 }  // namespace tapegrad

@@ -76,7 +76,7 @@ const T* as_rows(const xt::xarray<T>& x, const ReducePlan& p, xt::xarray<T>& sto
 // Sum (divisor 1) or mean (divisor cols). Rows are summed in index order in double, so float sums
 // over long axes keep their precision; mean over zero elements is 0/0 = NaN, as PyTorch.
 template <class T>
-Tensor<T> sum_or_mean(const char* op, const Tensor<T>& a, const std::vector<bool>& reduced, bool keepdims, bool mean) {
+Tensor<T> sum_or_mean(const char* op, std::source_location where, const Tensor<T>& a, const std::vector<bool>& reduced, bool keepdims, bool mean) {
   const ReducePlan p = plan_reduction(a.shape(), reduced, keepdims);
   xt::xarray<T> storage;
   const T* x = as_rows(a.value(), p, storage);
@@ -92,7 +92,7 @@ Tensor<T> sum_or_mean(const char* op, const Tensor<T>& a, const std::vector<bool
       y[r] = static_cast<T>(acc / divisor);
     }
   });
-  return make_result(op, std::move(out), should_record(a),
+  return make_result(op, where, std::move(out), should_record(a),
                      [a, kept = p.kept_shape, divisor](const xt::xarray<T>& g, const xt::xarray<T>&) {
                        // Every input element of a group receives its group's gradient (/ count).
                        xt::xarray<T> grad = kernels::broadcast_copy(g.data(), kept, a.shape());
@@ -105,7 +105,7 @@ Tensor<T> sum_or_mean(const char* op, const Tensor<T>& a, const std::vector<bool
 // since NaN equals nothing). The backward splits g evenly between the elements equal to the
 // maximum, so `counts` (ties per group) is saved.
 template <class T>
-Tensor<T> max_impl(const Tensor<T>& a, const std::vector<bool>& reduced, bool keepdims) {
+Tensor<T> max_impl(std::source_location where, const Tensor<T>& a, const std::vector<bool>& reduced, bool keepdims) {
   const Shape shape = a.shape();
   const ReducePlan p = plan_reduction(shape, reduced, keepdims);
   if (p.cols == 0) {
@@ -136,7 +136,7 @@ Tensor<T> max_impl(const Tensor<T>& a, const std::vector<bool>& reduced, bool ke
       c[r] = static_cast<T>(ties);
     }
   });
-  return make_result("max", std::move(out), should_record(a),
+  return make_result("max", where, std::move(out), should_record(a),
                      [a, kept = p.kept_shape, counts = std::move(counts)](const xt::xarray<T>& g, const xt::xarray<T>& y) {
                        const Shape in_shape = a.shape();
                        const xt::xarray<T> share = g / counts;
@@ -156,48 +156,48 @@ Tensor<T> max_impl(const Tensor<T>& a, const std::vector<bool>& reduced, bool ke
 }  // namespace
 
 template <class T>
-Tensor<T> sum(const Tensor<T>& a) {
+Tensor<T> sum(const Tensor<T>& a, CallSite where) {
   detail::require_defined(a, "sum", "a");
-  return sum_or_mean("sum", a, all_axes(a.shape()), false, false);
+  return sum_or_mean("sum", where, a, all_axes(a.shape()), false, false);
 }
 
 template <class T>
-Tensor<T> sum(const Tensor<T>& a, const Axes& axes, bool keepdims) {
+Tensor<T> sum(const Tensor<T>& a, const Axes& axes, bool keepdims, CallSite where) {
   detail::require_defined(a, "sum", "a");
-  return sum_or_mean("sum", a, axes_mask("sum", a.shape(), axes), keepdims, false);
+  return sum_or_mean("sum", where, a, axes_mask("sum", a.shape(), axes), keepdims, false);
 }
 
 template <class T>
-Tensor<T> mean(const Tensor<T>& a) {
+Tensor<T> mean(const Tensor<T>& a, CallSite where) {
   detail::require_defined(a, "mean", "a");
-  return sum_or_mean("mean", a, all_axes(a.shape()), false, true);
+  return sum_or_mean("mean", where, a, all_axes(a.shape()), false, true);
 }
 
 template <class T>
-Tensor<T> mean(const Tensor<T>& a, const Axes& axes, bool keepdims) {
+Tensor<T> mean(const Tensor<T>& a, const Axes& axes, bool keepdims, CallSite where) {
   detail::require_defined(a, "mean", "a");
-  return sum_or_mean("mean", a, axes_mask("mean", a.shape(), axes), keepdims, true);
+  return sum_or_mean("mean", where, a, axes_mask("mean", a.shape(), axes), keepdims, true);
 }
 
 template <class T>
-Tensor<T> max(const Tensor<T>& a) {
+Tensor<T> max(const Tensor<T>& a, CallSite where) {
   detail::require_defined(a, "max", "a");
-  return max_impl(a, all_axes(a.shape()), false);
+  return max_impl(where, a, all_axes(a.shape()), false);
 }
 
 template <class T>
-Tensor<T> max(const Tensor<T>& a, const Axes& axes, bool keepdims) {
+Tensor<T> max(const Tensor<T>& a, const Axes& axes, bool keepdims, CallSite where) {
   detail::require_defined(a, "max", "a");
-  return max_impl(a, axes_mask("max", a.shape(), axes), keepdims);
+  return max_impl(where, a, axes_mask("max", a.shape(), axes), keepdims);
 }
 
 #define TAPEGRAD_INSTANTIATE_REDUCE(T)                            \
-  template Tensor<T> sum(const Tensor<T>&);                       \
-  template Tensor<T> sum(const Tensor<T>&, const Axes&, bool);    \
-  template Tensor<T> mean(const Tensor<T>&);                      \
-  template Tensor<T> mean(const Tensor<T>&, const Axes&, bool);   \
-  template Tensor<T> max(const Tensor<T>&);                       \
-  template Tensor<T> max(const Tensor<T>&, const Axes&, bool);
+  template Tensor<T> sum(const Tensor<T>&, CallSite);                       \
+  template Tensor<T> sum(const Tensor<T>&, const Axes&, bool, CallSite);    \
+  template Tensor<T> mean(const Tensor<T>&, CallSite);                      \
+  template Tensor<T> mean(const Tensor<T>&, const Axes&, bool, CallSite);   \
+  template Tensor<T> max(const Tensor<T>&, CallSite);                       \
+  template Tensor<T> max(const Tensor<T>&, const Axes&, bool, CallSite);
 TAPEGRAD_INSTANTIATE_REDUCE(float)
 TAPEGRAD_INSTANTIATE_REDUCE(double)
 

@@ -24,12 +24,16 @@ namespace tapegrad {
 
 using Axes = std::vector<Index>;
 
-template <class T> Tensor<T> sum(const Tensor<T>& a);  // shape []
-template <class T> Tensor<T> sum(const Tensor<T>& a, const Axes& axes, bool keepdims = false);
-template <class T> Tensor<T> mean(const Tensor<T>& a);
-template <class T> Tensor<T> mean(const Tensor<T>& a, const Axes& axes, bool keepdims = false);
+template <class T> Tensor<T> sum(const Tensor<T>& a,
+    CallSite where = std::source_location::current());  // shape []
+template <class T> Tensor<T> sum(const Tensor<T>& a, const Axes& axes, bool keepdims = false,
+    CallSite where = std::source_location::current());
+template <class T> Tensor<T> mean(const Tensor<T>& a, CallSite where = std::source_location::current());
+template <class T> Tensor<T> mean(const Tensor<T>& a, const Axes& axes, bool keepdims = false,
+    CallSite where = std::source_location::current());
 // Maximum; the gradient is split evenly between tied maxima (PyTorch's amax rule).
-template <class T> Tensor<T> max(const Tensor<T>& a);
-template <class T> Tensor<T> max(const Tensor<T>& a, const Axes& axes, bool keepdims = false);
+template <class T> Tensor<T> max(const Tensor<T>& a, CallSite where = std::source_location::current());
+template <class T> Tensor<T> max(const Tensor<T>& a, const Axes& axes, bool keepdims = false,
+    CallSite where = std::source_location::current());
 
 }  // namespace tapegrad

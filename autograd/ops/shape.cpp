@@ -46,18 +46,18 @@ xt::xarray<T> with_shape(const xt::xarray<T>& x, const Shape& shape) {
 // The ops that only rename the shape (reshape, unsqueeze, squeeze): a copy forward; the gradient
 // is renamed back.
 template <class T>
-Tensor<T> reshaped(const char* op, const Tensor<T>& a, const Shape& shape) {
-  return make_result(op, with_shape(a.value(), shape), should_record(a),
+Tensor<T> reshaped(const char* op, std::source_location where, const Tensor<T>& a, const Shape& shape) {
+  return make_result(op, where, with_shape(a.value(), shape), should_record(a),
                      [a](const xt::xarray<T>& g, const xt::xarray<T>&) { accumulate(a, with_shape(g, a.shape())); });
 }
 
 // The ops that reorder axes (permute, transpose): output axis i is input axis perm[i]; the
 // gradient goes back through the inverse permutation.
 template <class T>
-Tensor<T> permuted(const char* op, const Tensor<T>& a, const std::vector<std::size_t>& perm) {
+Tensor<T> permuted(const char* op, std::source_location where, const Tensor<T>& a, const std::vector<std::size_t>& perm) {
   std::vector<std::size_t> inverse(perm.size());
   for (std::size_t i = 0; i < perm.size(); ++i) inverse[perm[i]] = i;
-  return make_result(op, kernels::permute_copy(a.value(), perm), should_record(a),
+  return make_result(op, where, kernels::permute_copy(a.value(), perm), should_record(a),
                      [a, inverse](const xt::xarray<T>& g, const xt::xarray<T>&) {
                        accumulate(a, kernels::permute_copy(g, inverse));
                      });
@@ -103,8 +103,8 @@ void scatter(const xt::xarray<T>& part, const Window& w, xt::xarray<T>& whole) {
 // One window of `a` as a tensor of its own (slice, narrow, split, chunk); the gradient lands in
 // the window of a zero gradient of a's shape.
 template <class T>
-Tensor<T> windowed(const char* op, const Tensor<T>& a, const Window& w) {
-  return make_result(op, gather(a.value(), w), should_record(a), [a, w](const xt::xarray<T>& g, const xt::xarray<T>&) {
+Tensor<T> windowed(const char* op, std::source_location where, const Tensor<T>& a, const Window& w) {
+  return make_result(op, where, gather(a.value(), w), should_record(a), [a, w](const xt::xarray<T>& g, const xt::xarray<T>&) {
     xt::xarray<T> grad = xt::zeros<T>(a.shape());
     scatter(g, w, grad);
     accumulate(a, std::move(grad));
@@ -113,12 +113,12 @@ Tensor<T> windowed(const char* op, const Tensor<T>& a, const Window& w) {
 
 // Consecutive windows of the given sizes along axis (split, chunk).
 template <class T>
-std::vector<Tensor<T>> pieces(const char* op, const Tensor<T>& a, std::size_t axis, const std::vector<std::size_t>& sizes) {
+std::vector<Tensor<T>> pieces(const char* op, std::source_location where, const Tensor<T>& a, std::size_t axis, const std::vector<std::size_t>& sizes) {
   std::vector<Tensor<T>> out;
   out.reserve(sizes.size());
   std::size_t start = 0;
   for (const std::size_t size : sizes) {
-    out.push_back(windowed(op, a, Window{axis, start, size, 1}));
+    out.push_back(windowed(op, where, a, Window{axis, start, size, 1}));
     start += size;
   }
   return out;
@@ -134,7 +134,7 @@ std::vector<std::size_t> even_sizes(std::size_t n, std::size_t size) {
 }  // namespace
 
 template <class T>
-Tensor<T> reshape(const Tensor<T>& a, const std::vector<Index>& shape) {
+Tensor<T> reshape(const Tensor<T>& a, const std::vector<Index>& shape, CallSite where) {
   detail::require_defined(a, "reshape", "a");
   const Shape in = a.shape();
   const std::size_t numel = a.numel();
@@ -164,11 +164,11 @@ Tensor<T> reshape(const Tensor<T>& a, const std::vector<Index>& shape) {
     throw ShapeError("reshape: cannot reshape " + source + " into " + format_shape(out) + " (" + std::to_string(known) +
                      " elements)");
   }
-  return reshaped("reshape", a, out);
+  return reshaped("reshape", where, a, out);
 }
 
 template <class T>
-Tensor<T> permute(const Tensor<T>& a, const std::vector<Index>& dims) {
+Tensor<T> permute(const Tensor<T>& a, const std::vector<Index>& dims, CallSite where) {
   detail::require_defined(a, "permute", "a");
   const Shape in = a.shape();
   if (dims.size() != in.size()) {
@@ -185,22 +185,22 @@ Tensor<T> permute(const Tensor<T>& a, const std::vector<Index>& dims) {
     }
     seen[perm[i]] = true;
   }
-  return permuted("permute", a, perm);
+  return permuted("permute", where, a, perm);
 }
 
 template <class T>
-Tensor<T> transpose(const Tensor<T>& a, Index dim0, Index dim1) {
+Tensor<T> transpose(const Tensor<T>& a, Index dim0, Index dim1, CallSite where) {
   detail::require_defined(a, "transpose", "a");
   const Shape in = a.shape();
   std::vector<std::size_t> perm(in.size());
   std::iota(perm.begin(), perm.end(), std::size_t{0});
   std::swap(perm[detail::normalize_axis(dim0, in.size(), "transpose", in)],
             perm[detail::normalize_axis(dim1, in.size(), "transpose", in)]);
-  return permuted("transpose", a, perm);
+  return permuted("transpose", where, a, perm);
 }
 
 template <class T>
-Tensor<T> unsqueeze(const Tensor<T>& a, Index axis) {
+Tensor<T> unsqueeze(const Tensor<T>& a, Index axis, CallSite where) {
   detail::require_defined(a, "unsqueeze", "a");
   Shape shape = a.shape();
   const auto n = static_cast<Index>(shape.size());
@@ -209,28 +209,28 @@ Tensor<T> unsqueeze(const Tensor<T>& a, Index axis) {
                      std::to_string(n) + "] for a tensor of shape " + format_shape(shape));
   }
   shape.insert(shape.begin() + (axis < 0 ? axis + n + 1 : axis), 1);
-  return reshaped("unsqueeze", a, shape);
+  return reshaped("unsqueeze", where, a, shape);
 }
 
 template <class T>
-Tensor<T> squeeze(const Tensor<T>& a) {
+Tensor<T> squeeze(const Tensor<T>& a, CallSite where) {
   detail::require_defined(a, "squeeze", "a");
   Shape shape = a.shape();
   std::erase(shape, std::size_t{1});
-  return reshaped("squeeze", a, shape);
+  return reshaped("squeeze", where, a, shape);
 }
 
 template <class T>
-Tensor<T> squeeze(const Tensor<T>& a, Index axis) {
+Tensor<T> squeeze(const Tensor<T>& a, Index axis, CallSite where) {
   detail::require_defined(a, "squeeze", "a");
   Shape shape = a.shape();
   const std::size_t d = detail::normalize_axis(axis, shape.size(), "squeeze", shape);
   if (shape[d] == 1) shape.erase(shape.begin() + static_cast<std::ptrdiff_t>(d));
-  return reshaped("squeeze", a, shape);
+  return reshaped("squeeze", where, a, shape);
 }
 
 template <class T>
-Tensor<T> expand(const Tensor<T>& a, const std::vector<Index>& shape) {
+Tensor<T> expand(const Tensor<T>& a, const std::vector<Index>& shape, CallSite where) {
   detail::require_defined(a, "expand", "a");
   const Shape in = a.shape();
   const std::string context = " (input " + format_shape(in) + ", target " + format_dims(shape) + ")";
@@ -259,12 +259,12 @@ Tensor<T> expand(const Tensor<T>& a, const std::vector<Index>& shape) {
     }
   }
   detail::allocatable(out, sizeof(T), "expand");
-  return make_result("expand", kernels::broadcast_copy(a.value().data(), in, out), should_record(a),
+  return make_result("expand", where, kernels::broadcast_copy(a.value().data(), in, out), should_record(a),
                      [a](const xt::xarray<T>& g, const xt::xarray<T>&) { accumulate(a, kernels::sum_to(g, a.shape())); });
 }
 
 template <class T>
-Tensor<T> slice(const Tensor<T>& a, Index axis, Index start, Index end, Index step) {
+Tensor<T> slice(const Tensor<T>& a, Index axis, Index start, Index end, Index step, CallSite where) {
   detail::require_defined(a, "slice", "a");
   const Shape in = a.shape();
   const std::size_t d = detail::normalize_axis(axis, in.size(), "slice", in);
@@ -279,13 +279,13 @@ Tensor<T> slice(const Tensor<T>& a, Index axis, Index start, Index end, Index st
   const Index length = last > first ? (last - first - 1) / step + 1 : 0;
   // With fewer than two elements the step is never taken; 1 keeps a huge step out of the strides.
   const Index taken_step = length > 1 ? step : 1;
-  return windowed("slice", a,
+  return windowed("slice", where, a,
                   Window{d, static_cast<std::size_t>(first), static_cast<std::size_t>(length),
                          static_cast<std::size_t>(taken_step)});
 }
 
 template <class T>
-Tensor<T> narrow(const Tensor<T>& a, Index axis, Index start, Index length) {
+Tensor<T> narrow(const Tensor<T>& a, Index axis, Index start, Index length, CallSite where) {
   detail::require_defined(a, "narrow", "a");
   const Shape in = a.shape();
   const std::size_t d = detail::normalize_axis(axis, in.size(), "narrow", in);
@@ -297,11 +297,11 @@ Tensor<T> narrow(const Tensor<T>& a, Index axis, Index start, Index length) {
                      " do not fit in axis " + std::to_string(axis) + " of size " + std::to_string(n) + " (shape " +
                      format_shape(in) + ")");
   }
-  return windowed("narrow", a, Window{d, static_cast<std::size_t>(first), static_cast<std::size_t>(length), 1});
+  return windowed("narrow", where, a, Window{d, static_cast<std::size_t>(first), static_cast<std::size_t>(length), 1});
 }
 
 template <class T>
-Tensor<T> concat(const std::vector<Tensor<T>>& tensors, Index axis) {
+Tensor<T> concat(const std::vector<Tensor<T>>& tensors, Index axis, CallSite where) {
   if (tensors.empty()) throw ValueError("concat: needs at least one tensor, got an empty list");
   for (std::size_t i = 0; i < tensors.size(); ++i)
     detail::require_defined(tensors[i], "concat", "tensors[" + std::to_string(i) + "]");
@@ -335,7 +335,7 @@ Tensor<T> concat(const std::vector<Tensor<T>>& tensors, Index axis) {
     scatter(t.value(), windows.back(), out);
     start += windows.back().length;
   }
-  return make_result("concat", std::move(out), detail::should_record_any(tensors),
+  return make_result("concat", where, std::move(out), detail::should_record_any(tensors),
                      [tensors, windows](const xt::xarray<T>& g, const xt::xarray<T>&) {
                        for (std::size_t i = 0; i < tensors.size(); ++i)
                          if (tensors[i].requires_grad()) accumulate(tensors[i], gather(g, windows[i]));
@@ -343,19 +343,19 @@ Tensor<T> concat(const std::vector<Tensor<T>>& tensors, Index axis) {
 }
 
 template <class T>
-std::vector<Tensor<T>> chunk(const Tensor<T>& a, std::size_t chunks, Index axis) {
+std::vector<Tensor<T>> chunk(const Tensor<T>& a, std::size_t chunks, Index axis, CallSite where) {
   detail::require_defined(a, "chunk", "a");
   const Shape in = a.shape();
   const std::size_t d = detail::normalize_axis(axis, in.size(), "chunk", in);
   if (chunks == 0) throw ValueError("chunk: chunks must be at least 1, got 0 (shape " + format_shape(in) + ")");
   const std::size_t n = in[d];
   // PyTorch: an empty axis gives `chunks` empty pieces; otherwise pieces of ceil(n / chunks).
-  if (n == 0) return pieces("chunk", a, d, std::vector<std::size_t>(chunks, 0));
-  return pieces("chunk", a, d, even_sizes(n, (n + chunks - 1) / chunks));
+  if (n == 0) return pieces("chunk", where, a, d, std::vector<std::size_t>(chunks, 0));
+  return pieces("chunk", where, a, d, even_sizes(n, (n + chunks - 1) / chunks));
 }
 
 template <class T>
-std::vector<Tensor<T>> split(const Tensor<T>& a, std::size_t split_size, Index axis) {
+std::vector<Tensor<T>> split(const Tensor<T>& a, std::size_t split_size, Index axis, CallSite where) {
   detail::require_defined(a, "split", "a");
   const Shape in = a.shape();
   const std::size_t d = detail::normalize_axis(axis, in.size(), "split", in);
@@ -365,11 +365,11 @@ std::vector<Tensor<T>> split(const Tensor<T>& a, std::size_t split_size, Index a
                      std::to_string(n) + " (shape " + format_shape(in) + ")");
   }
   // PyTorch: an empty axis gives one empty piece.
-  return pieces("split", a, d, n == 0 ? std::vector<std::size_t>{0} : even_sizes(n, split_size));
+  return pieces("split", where, a, d, n == 0 ? std::vector<std::size_t>{0} : even_sizes(n, split_size));
 }
 
 template <class T>
-std::vector<Tensor<T>> split(const Tensor<T>& a, const std::vector<std::size_t>& sizes, Index axis) {
+std::vector<Tensor<T>> split(const Tensor<T>& a, const std::vector<std::size_t>& sizes, Index axis, CallSite where) {
   detail::require_defined(a, "split", "a");
   const Shape in = a.shape();
   const std::size_t d = detail::normalize_axis(axis, in.size(), "split", in);
@@ -378,11 +378,11 @@ std::vector<Tensor<T>> split(const Tensor<T>& a, const std::vector<std::size_t>&
     throw ValueError("split: sizes " + format_shape(sizes) + " sum to " + std::to_string(total) + " but axis " +
                      std::to_string(axis) + " of shape " + format_shape(in) + " has size " + std::to_string(in[d]));
   }
-  return pieces("split", a, d, sizes);
+  return pieces("split", where, a, d, sizes);
 }
 
 template <class T>
-Tensor<T> index_select(const Tensor<T>& a, Index axis, const IndexArray& index) {
+Tensor<T> index_select(const Tensor<T>& a, Index axis, const IndexArray& index, CallSite where) {
   detail::require_defined(a, "index_select", "a");
   const Shape in = a.shape();
   const std::size_t d = detail::normalize_axis(axis, in.size(), "index_select", in);
@@ -412,7 +412,7 @@ Tensor<T> index_select(const Tensor<T>& a, Index axis, const IndexArray& index) 
       std::copy_n(x + (o * l.n + static_cast<std::size_t>(idx[k])) * l.inner, l.inner, y + r * l.inner);
     }
   });
-  return make_result("index_select", std::move(out), should_record(a),
+  return make_result("index_select", where, std::move(out), should_record(a),
                      [a, idx, l](const xt::xarray<T>& g, const xt::xarray<T>&) {
                        // Each task owns a tile of columns of one outer slice and adds the rows of
                        // g into it in index order, so repeated indices sum without races and in
@@ -437,20 +437,20 @@ Tensor<T> index_select(const Tensor<T>& a, Index axis, const IndexArray& index) 
 }
 
 #define TAPEGRAD_INSTANTIATE_SHAPE(T)                                                                    \
-  template Tensor<T> reshape(const Tensor<T>&, const std::vector<Index>&);                               \
-  template Tensor<T> permute(const Tensor<T>&, const std::vector<Index>&);                               \
-  template Tensor<T> transpose(const Tensor<T>&, Index, Index);                                          \
-  template Tensor<T> unsqueeze(const Tensor<T>&, Index);                                                 \
-  template Tensor<T> squeeze(const Tensor<T>&);                                                          \
-  template Tensor<T> squeeze(const Tensor<T>&, Index);                                                   \
-  template Tensor<T> expand(const Tensor<T>&, const std::vector<Index>&);                                \
-  template Tensor<T> slice(const Tensor<T>&, Index, Index, Index, Index);                                \
-  template Tensor<T> narrow(const Tensor<T>&, Index, Index, Index);                                      \
-  template Tensor<T> concat(const std::vector<Tensor<T>>&, Index);                                       \
-  template std::vector<Tensor<T>> chunk(const Tensor<T>&, std::size_t, Index);                           \
-  template std::vector<Tensor<T>> split(const Tensor<T>&, std::size_t, Index);                           \
-  template std::vector<Tensor<T>> split(const Tensor<T>&, const std::vector<std::size_t>&, Index);       \
-  template Tensor<T> index_select(const Tensor<T>&, Index, const IndexArray&);
+  template Tensor<T> reshape(const Tensor<T>&, const std::vector<Index>&, CallSite);                               \
+  template Tensor<T> permute(const Tensor<T>&, const std::vector<Index>&, CallSite);                               \
+  template Tensor<T> transpose(const Tensor<T>&, Index, Index, CallSite);                                          \
+  template Tensor<T> unsqueeze(const Tensor<T>&, Index, CallSite);                                                 \
+  template Tensor<T> squeeze(const Tensor<T>&, CallSite);                                                          \
+  template Tensor<T> squeeze(const Tensor<T>&, Index, CallSite);                                                   \
+  template Tensor<T> expand(const Tensor<T>&, const std::vector<Index>&, CallSite);                                \
+  template Tensor<T> slice(const Tensor<T>&, Index, Index, Index, Index, CallSite);                                \
+  template Tensor<T> narrow(const Tensor<T>&, Index, Index, Index, CallSite);                                      \
+  template Tensor<T> concat(const std::vector<Tensor<T>>&, Index, CallSite);                                       \
+  template std::vector<Tensor<T>> chunk(const Tensor<T>&, std::size_t, Index, CallSite);                           \
+  template std::vector<Tensor<T>> split(const Tensor<T>&, std::size_t, Index, CallSite);                           \
+  template std::vector<Tensor<T>> split(const Tensor<T>&, const std::vector<std::size_t>&, Index, CallSite);       \
+  template Tensor<T> index_select(const Tensor<T>&, Index, const IndexArray&, CallSite);
 TAPEGRAD_INSTANTIATE_SHAPE(float)
 TAPEGRAD_INSTANTIATE_SHAPE(double)
 

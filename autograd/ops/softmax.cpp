@@ -169,24 +169,24 @@ AxisLayout checked_layout(const Tensor<T>& a, Index axis, const char* op) {
 }  // namespace
 
 template <class T>
-Tensor<T> softmax(const Tensor<T>& a, Index axis) {
+Tensor<T> softmax(const Tensor<T>& a, Index axis, CallSite where) {
   const AxisLayout l = checked_layout(a, axis, "softmax");
   return make_result(
-      "softmax", softmax_forward(a.value(), l), should_record(a),
+      "softmax", where, softmax_forward(a.value(), l), should_record(a),
       [a, l](const xt::xarray<T>& g, const xt::xarray<T>& y) { accumulate(a, softmax_backward(g, y, l)); });
 }
 
 template <class T>
-Tensor<T> log_softmax(const Tensor<T>& a, Index axis) {
+Tensor<T> log_softmax(const Tensor<T>& a, Index axis, CallSite where) {
   const AxisLayout l = checked_layout(a, axis, "log_softmax");
   return make_result(
-      "log_softmax", log_softmax_forward(a.value(), l), should_record(a),
+      "log_softmax", where, log_softmax_forward(a.value(), l), should_record(a),
       [a, l](const xt::xarray<T>& g, const xt::xarray<T>& y) { accumulate(a, log_softmax_backward(g, y, l)); });
 }
 
 #define TAPEGRAD_INSTANTIATE_SOFTMAX(T)                \
-  template Tensor<T> softmax(const Tensor<T>&, Index); \
-  template Tensor<T> log_softmax(const Tensor<T>&, Index);
+  template Tensor<T> softmax(const Tensor<T>&, Index, CallSite); \
+  template Tensor<T> log_softmax(const Tensor<T>&, Index, CallSite);
 TAPEGRAD_INSTANTIATE_SOFTMAX(float)
 TAPEGRAD_INSTANTIATE_SOFTMAX(double)
 

@@ -10,11 +10,14 @@
 // where PyTorch gives NaN: softmax gives all zeros and log_softmax all -inf, and the gradient
 // flowing back into such a row is zero. Rows with at least one finite entry are exact: their -inf
 // entries get probability exactly 0 (log-probability -inf). A NaN makes its whole row NaN.
+
 #include "autograd/tensor.h"
 
 namespace tapegrad {
 
-template <class T> Tensor<T> softmax(const Tensor<T>& a, Index axis);
-template <class T> Tensor<T> log_softmax(const Tensor<T>& a, Index axis);
+template <class T> Tensor<T> softmax(const Tensor<T>& a, Index axis,
+    CallSite where = std::source_location::current());
+template <class T> Tensor<T> log_softmax(const Tensor<T>& a, Index axis,
+    CallSite where = std::source_location::current());
 
 }  // namespace tapegrad

@@ -1,0 +1,17 @@
+#pragma once
+// CallSite: where an op was called from, for anomaly reports (autograd/anomaly.h). Every op takes
+// a trailing `CallSite where = std::source_location::current()`; a default argument is evaluated
+// at each call, so it holds the caller's file and line. A wrapper rather than std::source_location
+// itself because std::source_location is constructible from `{}`, which would make `sum(x, {})`
+// (an empty axis list) ambiguous with `sum(x, where)`; CallSite has no default constructor.
+#include <source_location>
+
+namespace tapegrad {
+
+struct CallSite {
+  CallSite(std::source_location where) : where(where) {}  // NOLINT: implicit on purpose
+  operator std::source_location() const { return where; }
+  std::source_location where;
+};
+
+}  // namespace tapegrad
