@@ -206,6 +206,8 @@ void check_layout(const fs::path& path, std::vector<Entry> entries, std::uint64_
 
 template <class Stored, class T>
 void convert(const char* src, std::size_t n, T* dst) {
+  // An empty tensor's data() may be null, and memcpy from or to null is undefined even for 0 bytes.
+  if (n == 0) return;
   if constexpr (std::is_same_v<Stored, T>) {
     std::memcpy(dst, src, n * sizeof(T));
   } else {
