@@ -5,13 +5,13 @@
 #include <string>
 #include <type_traits>
 
-#include <xtensor/xbroadcast.hpp>
 #include <xtensor/xoperation.hpp>
 
 #include "autograd/detail/checks.h"
 #include "autograd/detail/record.h"
 #include "autograd/kernels/broadcast.h"
 #include "autograd/kernels/row_kernels.h"
+#include "autograd/kernels/strided_copy.h"
 
 namespace tapegrad {
 
@@ -57,8 +57,9 @@ Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, T value, CallSite wh
     throw ShapeError("masked_fill: mask of shape " + format_shape(mask_shape) +
                      " does not broadcast to the input's shape " + format_shape(shape));
   }
-  // The backward needs the mask at full size; materialise it once and save it.
-  Mask full = mask_shape == shape ? mask : Mask(xt::broadcast(mask, shape));
+  // The backward needs the mask at full size; materialise it once (one strided copy; xtensor's
+  // broadcast assignment took longer than the fill itself) and save it.
+  Mask full = mask_shape == shape ? mask : kernels::broadcast_copy(mask.data(), mask_shape, shape);
   auto y = xt::xarray<T>::from_shape(shape);
   select_into(y.size(), full.data(), value, a.value().data(), y.data());
   return make_result("masked_fill", where, std::move(y), should_record(a, value),
