@@ -248,6 +248,31 @@ TEST(Linear, GradcheckWithAndWithoutBias) {
                                {random_tensor({2, 3}, 12), random_tensor({4, 3}, 13, false), random_tensor({4}, 14, false)}));
 }
 
+TEST(Linear, WideLayerGradientsMatchNaiveAndSameBitsAtAnyThreadCount) {
+  // 600 outputs: the bias gradient is summed in several parallel column blocks; 300 rows: the
+  // products are split into blocks.
+  auto x = random_tensor({300, 40}, 1), w = random_tensor({600, 40}, 2), b = random_tensor({600}, 3);
+  const auto seed = random_tensor({300, 600}, 4, false).value();
+  std::vector<xt::xarray<double>> runs;
+  for (std::size_t threads : {1, 2}) {
+    set_num_threads(threads);
+    for (auto* t : {&x, &w, &b}) t->zero_grad();
+    GradientTape tape;
+    tape.backward(linear(x, w, b), seed);
+    runs.insert(runs.end(), {x.grad(), w.grad(), b.grad()});
+  }
+  set_num_threads(0);
+  for (std::size_t i = 0; i < 3; ++i)
+    EXPECT_EQ(std::memcmp(runs[i].data(), runs[i + 3].data(), runs[i].size() * sizeof(double)), 0) << "gradient " << i;
+  for (std::size_t j = 0; j < 600; j += 37) {
+    double column = 0.0;
+    for (std::size_t r = 0; r < 300; ++r) column += seed(r, j);
+    EXPECT_NEAR(b.grad()(j), column, 1e-12) << "bias " << j;
+  }
+  const xt::xarray<double> dw_expected = naive_matmul(xt::transpose(seed), x.value());
+  EXPECT_LT(max_abs_diff(w.grad(), dw_expected), 1e-10);
+}
+
 TEST(Linear, BadShapesThrowNamingAllShapes) {
   const auto w = random_tensor({3, 4}, 1);
   EXPECT_TRUE(throws_with<ShapeError>([&] { linear(random_tensor({2, 5}, 2), w); }, {"linear", "[2,5]", "[3,4]"}));

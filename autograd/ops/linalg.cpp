@@ -7,6 +7,7 @@
 #include "autograd/kernels/blas.h"
 #include "autograd/kernels/broadcast.h"
 #include "autograd/kernels/einsum_plan.h"
+#include "autograd/kernels/row_kernels.h"
 
 namespace tapegrad {
 
@@ -21,6 +22,9 @@ std::size_t product(const Shape& shape) {
   for (std::size_t s : shape) n *= s;
   return n;
 }
+
+// Columns per task of linear's bias gradient.
+constexpr std::size_t kBiasColumns = 256;
 
 // ---- matmul ----
 
@@ -225,7 +229,11 @@ Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& b
   auto y = xt::xarray<T>::from_shape(out_shape);
   T beta = T(0);
   if (bias.defined()) {
-    for (std::size_t r = 0; r < rows; ++r) std::copy_n(bias.value().data(), out_features, y.data() + r * out_features);
+    const T* b = bias.value().data();
+    T* out = y.data();
+    kernels::parallel_items(rows, out_features, [=](std::size_t begin, std::size_t end) {
+      for (std::size_t r = begin; r < end; ++r) std::copy_n(b, out_features, out + r * out_features);
+    });
     beta = T(1);
   }
   kernels::gemm(false, true, rows, out_features, in, T(1), x.value().data(), in, weight.value().data(), in, beta,
@@ -245,13 +253,21 @@ Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& b
                          accumulate(weight, std::move(dw));
                        }
                        if (bias.defined() && bias.requires_grad()) {
-                         // Rows added in order into one accumulator row: the same bits at any
-                         // thread count, and a contiguous (vectorised) inner loop.
+                         // Column blocks in parallel; within one, rows are added in order with a
+                         // contiguous (vectorised) inner loop: the same bits at any thread count.
                          xt::xarray<T> db = xt::zeros<T>(bias.shape());
-                         for (std::size_t r = 0; r < rows; ++r) {
-                           const T* row = g.data() + r * out_features;
-                           for (std::size_t j = 0; j < out_features; ++j) db.data()[j] += row[j];
-                         }
+                         T* sums = db.data();
+                         const T* grad = g.data();
+                         kernels::parallel_items(
+                             (out_features + kBiasColumns - 1) / kBiasColumns, rows * kBiasColumns,
+                             [=](std::size_t first_block, std::size_t end_block) {
+                               const std::size_t begin = first_block * kBiasColumns;
+                               const std::size_t end = std::min(out_features, end_block * kBiasColumns);
+                               for (std::size_t r = 0; r < rows; ++r) {
+                                 const T* row = grad + r * out_features;
+                                 for (std::size_t j = begin; j < end; ++j) sums[j] += row[j];
+                               }
+                             });
                          accumulate(bias, std::move(db));
                        }
                      });
