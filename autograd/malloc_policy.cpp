@@ -18,7 +18,7 @@ bool apply_malloc_policy() {
   static const bool applied = [] {
     const char* opt_out = std::getenv("TAPEGRAD_MALLOC_DEFAULTS");
     if (opt_out && std::strcmp(opt_out, "1") == 0) return false;
-#if defined(__GLIBC__)
+#if defined(__GLIBC__) && !defined(TAPEGRAD_UNDER_ASAN)
     return mallopt(M_MMAP_THRESHOLD, kMmapThreshold) == 1 && mallopt(M_TRIM_THRESHOLD, kTrimThreshold) == 1;
 #else
     return false;

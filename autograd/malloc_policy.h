@@ -11,8 +11,25 @@
 // the process at its high-water mark rather than going back and forth; peak RSS is unchanged.
 //
 // The settings are process-wide. Set TAPEGRAD_MALLOC_DEFAULTS=1 in the environment to leave
-// glibc's defaults (or its GLIBC_TUNABLES) alone. No effect on non-glibc systems.
+// glibc's defaults (or its GLIBC_TUNABLES) alone. No effect on non-glibc systems, nor under
+// AddressSanitizer, whose own allocator replaces malloc (its mallopt does nothing).
+#include <cstdlib>  // defines __GLIBC__ on glibc systems
+
 namespace tapegrad::detail {
+
+// Whether the policy can take effect in this build: glibc's malloc, not a sanitizer's.
+#if defined(__SANITIZE_ADDRESS__)
+#define TAPEGRAD_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TAPEGRAD_UNDER_ASAN 1
+#endif
+#endif
+#if defined(__GLIBC__) && !defined(TAPEGRAD_UNDER_ASAN)
+inline constexpr bool kMallocPolicySupported = true;
+#else
+inline constexpr bool kMallocPolicySupported = false;
+#endif
 
 // Applies the policy once (idempotent); returns whether it was applied.
 bool apply_malloc_policy();
