@@ -32,7 +32,7 @@
 // 505,542,636 instructions over 3 training steps (+0.008%, about 14k per step), labml_mha
 // (d512, h8) 1,619,654,192 -> 1,619,654,776. On, every op's output and every gradient is
 // scanned once.
-#include <source_location>
+#include "autograd/source_location.h"
 
 #include "autograd/tensor.h"
 

@@ -4,7 +4,7 @@
 // at each call, so it holds the caller's file and line. A wrapper rather than std::source_location
 // itself because std::source_location is constructible from `{}`, which would make `sum(x, {})`
 // (an empty axis list) ambiguous with `sum(x, where)`; CallSite has no default constructor.
-#include <source_location>
+#include "autograd/source_location.h"
 
 namespace tapegrad {
 

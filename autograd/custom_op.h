@@ -14,7 +14,7 @@
 // The backward closure gets the gradient of the result and the result itself, and adds the
 // vector-Jacobian product of each input into it with add_gradient. It runs on plain arrays; it is
 // not recorded. Check it with gradcheck (autograd/gradcheck.h) in float64.
-#include <source_location>
+#include "autograd/source_location.h"
 #include <utility>
 
 #include "autograd/detail/record.h"

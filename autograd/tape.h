@@ -19,7 +19,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
-#include <source_location>
+#include "autograd/source_location.h"
 #include <vector>
 
 #include "autograd/tensor.h"

@@ -14,7 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <concepts>
-#include <source_location>
+#include "autograd/source_location.h"
 #include <utility>
 #include <vector>
 

@@ -2,7 +2,7 @@
 // Elementwise arithmetic and math. Binary ops broadcast as PyTorch/NumPy do (shapes aligned from
 // the right; an axis of size 1 stretches); their backward sums the gradient back to each input's
 // shape with kernels::sum_to. Scalars are plain T (not deduced, so `x * 2.0` works for float).
-#include <source_location>
+#include "autograd/source_location.h"
 #include <type_traits>
 
 #include "autograd/tensor.h"
