@@ -3,6 +3,7 @@
 #include <cxxabi.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -25,6 +26,12 @@ std::string type_name(const std::exception& e) {
   const std::string prefix = "tapegrad::";
   if (name.rfind(prefix, 0) == 0) name.erase(0, prefix.size());
   return name;
+}
+
+void exit_with(const ::testing::AssertionResult& result) {
+  if (!result) std::fprintf(stderr, "%s\n", result.message());
+  std::fflush(stderr);
+  std::_Exit(result ? 0 : 1);
 }
 
 std::filesystem::path scratch(const std::string& name) {

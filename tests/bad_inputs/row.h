@@ -34,6 +34,9 @@ std::string type_name(const std::exception& e);
 std::filesystem::path scratch(const std::string& name);
 std::filesystem::path write_scratch(const std::string& name, const std::string& bytes);
 
+// Ends a death test's child: exit 0 when `result` holds, else its message on stderr and exit 1.
+[[noreturn]] void exit_with(const ::testing::AssertionResult& result);
+
 template <class Fn>
 Outcome outcome_of(Fn&& fn) {
   try {
@@ -45,6 +48,19 @@ Outcome outcome_of(Fn&& fn) {
 }
 
 }  // namespace tapegrad::bad_inputs
+
+// BAD_INPUT_CRASH_ROW: the same for an input that once crashed the process (segfault, abort,
+// SIGFPE). The test body runs the call in a child process (a GoogleTest death test), so a
+// regression fails this one test with the signal instead of taking the whole suite down.
+#define BAD_INPUT_CRASH_ROW(area, id, Exception, call, ...)                                       \
+  static const bool bad_input_registered_##id = ::tapegrad::bad_inputs::register_row(             \
+      #id, [] { return ::tapegrad::bad_inputs::outcome_of([] { (void)call; }); });                \
+  TEST(BadInput##area, id) {                                                                      \
+    GTEST_FLAG_SET(death_test_style, "threadsafe");                                               \
+    EXPECT_EXIT(::tapegrad::bad_inputs::exit_with(                                                \
+                    ::tapegrad::testing::throws_with<Exception>([] { (void)call; }, {__VA_ARGS__})), \
+                ::testing::ExitedWithCode(0), "");                                                \
+  }
 
 #define BAD_INPUT_ROW(area, id, Exception, call, ...)                                            \
   static const bool bad_input_registered_##id = ::tapegrad::bad_inputs::register_row(            \
