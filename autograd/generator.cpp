@@ -62,19 +62,18 @@ void Generator::fill_uniform(T* out, std::size_t n, T low, T high) {
   constexpr std::size_t per = kValuesPerBlock<T>;
   const std::size_t blocks = (n + per - 1) / per;
   const T span = high - low;
-  for_each_block(seed_, offset_, blocks, [&](std::size_t b, const detail::PhiloxBlock& block) {
+  for_each_block(seed_, reserve(blocks), blocks, [&](std::size_t b, const detail::PhiloxBlock& block) {
     for (std::size_t lane = 0; lane < per && b * per + lane < n; ++lane) {
       out[b * per + lane] = low + span * unit_uniform<T>(block, lane);
     }
   });
-  offset_ += blocks;
 }
 
 template <class T>
 void Generator::fill_normal(T* out, std::size_t n, T mean, T std) {
   constexpr std::size_t per = kValuesPerBlock<T>;  // an even number: Box-Muller makes values in pairs
   const std::size_t blocks = (n + per - 1) / per;
-  for_each_block(seed_, offset_, blocks, [&](std::size_t b, const detail::PhiloxBlock& block) {
+  for_each_block(seed_, reserve(blocks), blocks, [&](std::size_t b, const detail::PhiloxBlock& block) {
     for (std::size_t pair = 0; pair < per / 2; ++pair) {
       // 1 - u lies in (0, 1], so the logarithm is finite.
       const double u1 = 1.0 - static_cast<double>(unit_uniform<T>(block, 2 * pair));
@@ -86,11 +85,10 @@ void Generator::fill_normal(T* out, std::size_t n, T mean, T std) {
       if (i + 1 < n) out[i + 1] = mean + std * static_cast<T>(radius * std::sin(angle));
     }
   });
-  offset_ += blocks;
 }
 
 std::uint64_t Generator::next_u64() {
-  const auto block = detail::philox(seed_, offset_++);
+  const auto block = detail::philox(seed_, reserve(1));
   return (std::uint64_t{block.word[0]} << 32) | block.word[1];
 }
 

@@ -3,6 +3,11 @@
 // so a draw of n numbers is a pure function of (seed, offset): parallel fills give the same values
 // whatever the thread count, and the state is two integers that a checkpoint can save.
 // Not xt::random: that is a lazy global generator (reading an element twice gives two values).
+// Threads: draws from one Generator shared by several threads never repeat a number (each draw
+// reserves its counter blocks atomically), but which thread gets which numbers depends on timing;
+// give each thread its own Generator for reproducible runs. set_state and copies are not
+// synchronised with concurrent draws.
+#include <atomic>
 #include <cstdint>
 #include <cstddef>
 
@@ -11,11 +16,19 @@ namespace tapegrad {
 class Generator {
  public:
   explicit Generator(std::uint64_t seed = 0) : seed_(seed) {}
+  Generator(const Generator& other) : seed_(other.seed_), offset_(other.offset()) {}
+  Generator& operator=(const Generator& other) {
+    set_state(other.seed_, other.offset());
+    return *this;
+  }
 
   std::uint64_t seed() const { return seed_; }
   // Number of 128-bit Philox blocks consumed so far; with the seed, the whole state.
-  std::uint64_t offset() const { return offset_; }
-  void set_state(std::uint64_t seed, std::uint64_t offset) { seed_ = seed; offset_ = offset; }
+  std::uint64_t offset() const { return offset_.load(std::memory_order_relaxed); }
+  void set_state(std::uint64_t seed, std::uint64_t offset) {
+    seed_ = seed;
+    offset_.store(offset, std::memory_order_relaxed);
+  }
 
   // Fills out[0..n) with uniform values in [low, high).
   template <class T> void fill_uniform(T* out, std::size_t n, T low = T(0), T high = T(1));
@@ -27,8 +40,11 @@ class Generator {
   std::uint64_t next_u64();
 
  private:
+  // The first block of a draw of `blocks` blocks, reserved so no other draw uses them.
+  std::uint64_t reserve(std::uint64_t blocks) { return offset_.fetch_add(blocks, std::memory_order_relaxed); }
+
   std::uint64_t seed_;
-  std::uint64_t offset_ = 0;
+  std::atomic<std::uint64_t> offset_{0};
 };
 
 namespace detail {

@@ -1,36 +1,83 @@
 #include "autograd/tape.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "autograd/anomaly.h"
 #include "autograd/detail/checks.h"
 
 namespace tapegrad {
 
+struct GradientTape::Recorder {
+  std::vector<std::shared_ptr<const Entry>> entries;  // shared: nested tapes may hold one entry
+  std::vector<std::uint64_t> ids;                     // entries[i]->id, increasing; kept after release
+  // Set by a destructor that ran on another thread; the owning thread drops the recorder.
+  std::atomic<bool> ended{false};
+  // Why backward cannot run: empty while it can.
+  std::string spent;
+};
+
 namespace {
-thread_local std::vector<GradientTape*> active_tapes;
+thread_local std::vector<std::shared_ptr<GradientTape::Recorder>> active_recorders;
 thread_local int pause_depth = 0;
+
+// Drops recorders whose tape was destroyed on another thread.
+void forget_ended_recorders() {
+  std::erase_if(active_recorders, [](const auto& r) { return r->ended.load(std::memory_order_acquire); });
+}
+
+std::string describe_node(const NodeBase& node) {
+  return node.describe() + (node.op ? std::string(" (output of ") + node.op + ")" : " (a leaf)");
+}
+
+std::string describe_site(const GradientTape::Entry& e) {
+  return std::string(e.op) + " (called at " + e.where.file_name() + ":" + std::to_string(e.where.line()) + ")";
+}
 }  // namespace
 
-bool is_recording() { return !active_tapes.empty() && pause_depth == 0; }
+bool is_recording() {
+  if (active_recorders.empty() || pause_depth != 0) return false;
+  forget_ended_recorders();
+  return !active_recorders.empty();
+}
 
 NoGradGuard::NoGradGuard() { ++pause_depth; }
 NoGradGuard::~NoGradGuard() { --pause_depth; }
 
-GradientTape::GradientTape(bool persistent) : persistent_(persistent) { active_tapes.push_back(this); }
+GradientTape::GradientTape(bool persistent)
+    : recorder_(std::make_shared<Recorder>()), owner_(std::this_thread::get_id()), persistent_(persistent) {
+  active_recorders.push_back(recorder_);
+}
 
 GradientTape::~GradientTape() {
+  if (std::this_thread::get_id() != owner_) {
+    recorder_->ended.store(true, std::memory_order_release);
+    return;
+  }
   // Tapes normally die in reverse order of creation, but nothing requires it.
-  const auto it = std::find(active_tapes.begin(), active_tapes.end(), this);
-  if (it != active_tapes.end()) active_tapes.erase(it);
+  const auto it = std::find(active_recorders.begin(), active_recorders.end(), recorder_);
+  if (it != active_recorders.end()) active_recorders.erase(it);
+}
+
+std::size_t GradientTape::size() const { return recorder_->entries.size(); }
+
+void GradientTape::clear() {
+  recorder_->entries.clear();
+  recorder_->ids.clear();
+  recorder_->spent.clear();
+}
+
+std::uint64_t GradientTape::next_entry_id() {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
 }
 
 void GradientTape::record(std::shared_ptr<const Entry> entry) {
-  for (GradientTape* tape : active_tapes) tape->entries_.push_back(entry);
-}
-
-bool GradientTape::records(const NodeBase& node) const {
-  return std::any_of(entries_.begin(), entries_.end(), [&](const auto& e) { return e->output.get() == &node; });
+  forget_ended_recorders();
+  for (const auto& recorder : active_recorders) {
+    recorder->entries.push_back(entry);
+    recorder->ids.push_back(entry->id);
+  }
 }
 
 template <class T>
@@ -46,42 +93,88 @@ void GradientTape::backward(const Tensor<T>& loss) {
 }
 
 template <class T>
-void GradientTape::backward(const Tensor<T>& output, const xt::xarray<T>& seed) {
-  detail::require_defined(output, "backward", "output");
-  if (used_ && !persistent_) {
-    throw TapeError("backward: this tape was already used and released its entries; "
-                    "make it GradientTape(/*persistent=*/true) to call backward more than once");
+void GradientTape::check_can_walk(const Tensor<T>& output) const {
+  if (std::this_thread::get_id() != owner_) {
+    throw TapeError("backward: this tape belongs to the thread that created it; run backward on that thread "
+                    "(each thread records its own ops on its own tapes)");
   }
+  if (!recorder_->spent.empty()) throw TapeError("backward: " + recorder_->spent);
   if (!output.requires_grad()) {
     throw TapeError("backward: output " + output.describe() +
                     " does not require a gradient (no input required one, or no tape was recording)");
   }
+  const NodeBase& root = *output.node();
+  if (!root.is_leaf && !std::binary_search(recorder_->ids.begin(), recorder_->ids.end(), root.producer)) {
+    throw TapeError("backward: output " + output.describe() + " (from " + root.op + ") was not recorded by this tape");
+  }
+}
+
+template <class T>
+void GradientTape::backward(const Tensor<T>& output, const xt::xarray<T>& seed) {
+  detail::require_defined(output, "backward", "output");
+  check_can_walk(output);
   if (!std::equal(seed.shape().begin(), seed.shape().end(), output.value().shape().begin(), output.value().shape().end())) {
     throw ShapeError("backward: seed of shape " + format_shape(seed.shape()) + " does not match output " + output.describe());
   }
-  NodeBase& root = *output.node();
-  if (!root.is_leaf && !records(root)) {
-    throw TapeError("backward: output " + output.describe() + " (from " + root.op + ") was not recorded by this tape");
-  }
   // Intermediates start every walk clean: a gradient retained from an earlier walk must not
   // flow back a second time.
-  for (const auto& e : entries_) e->output->clear_grad();
+  for (const auto& e : recorder_->entries) e->output->clear_grad();
   if (is_anomaly_enabled()) [[unlikely]] detail::check_gradient(output, seed, "the seed passed to backward");
   output.node()->accumulate_grad(xt::xarray<T>(seed));
-  walk();
+  try {
+    walk();
+  } catch (...) {
+    // The walk stopped half-way: some entries are released, some gradients are in flight. Nothing
+    // can resume it, so a later backward says why instead of reading released entries.
+    recorder_->entries.clear();
+    recorder_->ids.clear();
+    recorder_->spent = "an earlier backward on this tape threw, and the tape released its entries; record the "
+                       "computation again under a new tape";
+    throw;
+  }
 }
+
+namespace {
+
+// TapeError when an input of `e` was written in place after the op ran, or when a gradient is
+// about to reach a non-leaf whose producer is not among `ids` (the entries older than `e` on
+// this tape). Runs just before e's backward, which is the last moment the answer can still be
+// right.
+void check_entry(const GradientTape::Entry& e, const std::uint64_t* ids_begin, const std::uint64_t* ids_end) {
+  const auto modified = [&](const NodeBase& node, std::uint64_t saved) {
+    return TapeError("backward: tensor " + describe_node(node) + " was modified in place (now version " +
+                     std::to_string(node.version) + ") after " + describe_site(e) + " read it at version " +
+                     std::to_string(saved) + "; its backward would use the new value. Run the forward again "
+                     "after the in-place edit, or edit a detach()ed copy");
+  };
+  if (e.output->version != 0) throw modified(*e.output, 0);
+  for (const auto& input : e.inputs) {
+    if (input.node->version != input.version) throw modified(*input.node, input.version);
+    if (input.node->requires_grad && !input.node->is_leaf && !std::binary_search(ids_begin, ids_end, input.node->producer)) {
+      throw TapeError("backward: the gradient flowing back through " + describe_site(e) + " reaches tensor " +
+                      describe_node(*input.node) + ", whose op is not on this tape (it ran before this tape began, "
+                      "or under a tape that has ended), so the gradient would stop there silently. Compute it "
+                      "while this tape is alive, or detach() it to use it as a constant");
+    }
+  }
+}
+
+}  // namespace
 
 void GradientTape::walk() {
   NoGradGuard no_recording_inside_backward;
+  auto& entries = recorder_->entries;
+  const std::uint64_t* ids = recorder_->ids.data();
   // Entries are appended in creation order, which is a topological order: walking them newest
   // to oldest visits every output after all of its consumers.
   // Once an entry's backward has run, every consumer of its output has been visited, so the
   // output's gradient is final: it is dropped at once (unless retained), and a non-persistent
   // tape drops the entry too, freeing what its closure saved. Peak memory during backward is
   // then the forward's saved tensors plus the gradients still in flight, not all of them.
-  for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
-    const Entry& e = **it;
+  for (std::size_t i = entries.size(); i-- > 0;) {
+    const Entry& e = *entries[i];
     if (e.output->has_grad()) {
+      check_entry(e, ids, ids + i);
       const detail::BackwardSite site(e.op, e.where);  // names this op in anomaly reports
       try {
         e.backward();
@@ -90,10 +183,14 @@ void GradientTape::walk() {
       }
     }
     if (!e.output->retains_grad) e.output->clear_grad();
-    if (!persistent_) it->reset();
+    if (!persistent_) entries[i].reset();
   }
-  used_ = true;
-  if (!persistent_) entries_.clear();
+  if (!persistent_) {
+    entries.clear();
+    recorder_->ids.clear();
+    recorder_->spent = "this tape was already used and released its entries; make it "
+                       "GradientTape(/*persistent=*/true) to call backward more than once";
+  }
 }
 
 template void GradientTape::backward<float>(const Tensor<float>&);

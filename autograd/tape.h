@@ -4,23 +4,39 @@
 // a backward closure that adds vector-Jacobian products into its inputs' gradients. With no tape
 // alive, nothing is recorded and nothing is saved, so inference and optimiser steps cost nothing.
 //
-// Rules (each tested in tests/test_tape.cpp):
+// Rules (each tested in tests/test_tape.cpp or tests/test_trust.cpp):
 // - backward(loss) seeds 1 for a single-element loss; backward(output, seed) any shape.
 // - The walk is iterative, newest entry to oldest; there is no recursion to overflow.
 // - Leaf gradients accumulate across backward calls until zero_grad(). An intermediate's gradient
 //   is dropped as soon as the walk has used it, except on tensors marked retain_grad(), which
 //   keep the gradient of the latest walk.
 // - A non-persistent tape releases its entries (and everything they saved) after backward, so
-//   size() returns to 0; a second backward on it throws TapeError. A persistent tape keeps them.
+//   size() returns to 0; a second backward on it throws TapeError. A persistent tape keeps them
+//   until clear() or its end: kept across training steps it grows without bound.
+// - In-place writes: an entry remembers the version (Tensor::version) of each tensor input and
+//   of its output; backward throws TapeError naming the tensor, the op and its call site when
+//   one has been written in place since (mutable_value(), an optimiser step, load_state_dict).
+// - Lifetimes: ops with no tape alive are constants. A gradient that reaches a non-leaf whose
+//   producing op is not on the walking tape (recorded before the tape began, or by a tape that
+//   has ended) throws TapeError instead of stopping there silently.
 // - Nested tapes: an op records on every tape alive on the thread, so an outer tape also sees
 //   what was computed while an inner one was alive. Backward closures are not themselves
 //   recorded: there are no higher-order gradients.
+// - Threads: a tape belongs to the thread that made it: it records that thread's ops, and
+//   backward from another thread throws TapeError. Destroying it on another thread is safe (it
+//   stops recording). Gradient accumulation into a leaf shared by threads is serialised.
+// - A backward that throws (anomaly mode, a custom op's closure) leaves a non-persistent tape
+//   spent: the next backward throws TapeError saying why. Leaf gradients may hold part of the
+//   failed walk's contributions.
 // - NoGradGuard pauses recording on this thread for its lifetime.
 #include <cstddef>
 #include <functional>
 #include <memory>
-#include "autograd/source_location.h"
+#include <string>
+#include <thread>
 #include <vector>
+
+#include "autograd/source_location.h"
 
 #include "autograd/tensor.h"
 
@@ -39,25 +55,41 @@ class GradientTape {
   template <class T> void backward(const Tensor<T>& output, const xt::xarray<T>& seed);
 
   // Number of recorded entries not yet released.
-  std::size_t size() const { return entries_.size(); }
+  std::size_t size() const;
   bool persistent() const { return persistent_; }
+  // Releases every entry (and what it saved) and makes the tape usable again, e.g. a persistent
+  // tape kept across training steps.
+  void clear();
 
+  // A tensor an entry read, with its version when the op ran.
+  struct Saved {
+    std::shared_ptr<NodeBase> node;
+    std::uint64_t version;
+  };
   struct Entry {
     std::shared_ptr<NodeBase> output;
     const char* op;
     std::function<void()> backward;  // reads the output's gradient, accumulates into inputs
     std::source_location where;       // the op's call site, for anomaly reports
+    std::vector<Saved> inputs;        // the op's defined tensor inputs
+    std::uint64_t id;                 // from next_entry_id(); output->producer
   };
   // Used by ops (through detail::make_result): appends to every tape alive on this thread.
   static void record(std::shared_ptr<const Entry> entry);
+  // A process-wide unique id, increasing in creation order.
+  static std::uint64_t next_entry_id();
+
+  // What the tape owns, shared with this thread's list of live tapes, so that a tape destroyed
+  // on another thread never leaves that list pointing at freed memory.
+  struct Recorder;
 
  private:
+  template <class T> void check_can_walk(const Tensor<T>& output) const;
   void walk();
-  bool records(const NodeBase& node) const;
 
-  std::vector<std::shared_ptr<const Entry>> entries_;  // shared: nested tapes may hold one entry
+  std::shared_ptr<Recorder> recorder_;
+  std::thread::id owner_;
   bool persistent_;
-  bool used_ = false;
 };
 
 // Pauses recording on this thread while alive.

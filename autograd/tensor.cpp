@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include <tbb/task_arena.h>
 #include <xtensor/xbuilder.hpp>
 
 #include "autograd/detail/checks.h"
@@ -16,19 +17,49 @@ namespace {
 }  // namespace
 
 template <class T>
+bool Node<T>::has_grad() const {
+  const std::lock_guard lock(grad_mutex_);
+  return grad.has_value();
+}
+
+template <class T>
+void Node<T>::clear_grad() {
+  const std::lock_guard lock(grad_mutex_);
+  grad.reset();
+}
+
+template <class T>
+std::string Node<T>::describe() const {
+  const std::string shape_text = format_shape(value.shape());
+  return name.empty() ? shape_text : "'" + name + "' " + shape_text;
+}
+
+template <class T>
+std::optional<xt::xarray<T>> Node<T>::take_grad() {
+  const std::lock_guard lock(grad_mutex_);
+  std::optional<xt::xarray<T>> out = std::move(grad);
+  grad.reset();
+  return out;
+}
+
+template <class T>
 void Node<T>::accumulate_grad(xt::xarray<T>&& g) {
   if (!std::equal(g.shape().begin(), g.shape().end(), value.shape().begin(), value.shape().end())) {
     throw TapeError(std::string("gradient of shape ") + format_shape(g.shape()) + " does not match tensor" +
                     (name.empty() ? "" : " '" + name + "'") + " of shape " + format_shape(value.shape()) +
                     (op ? std::string(" produced by ") + op : std::string()));
   }
+  const std::lock_guard lock(grad_mutex_);
   if (grad) {
     // Elementwise over TBB chunks: fan-out points (residual connections) add a gradient the size
-    // of an activation on every backward, serially with xtensor's +=.
+    // of an activation on every backward, serially with xtensor's +=. Isolated, so that while this
+    // thread holds the lock it never picks up another task that could wait for the same lock.
     T* acc = grad->data();
     const T* add = g.data();
-    kernels::parallel_items(g.size(), 1, [acc, add](std::size_t begin, std::size_t end) {
-      for (std::size_t i = begin; i < end; ++i) acc[i] += add[i];
+    tbb::this_task_arena::isolate([&] {
+      kernels::parallel_items(g.size(), 1, [acc, add](std::size_t begin, std::size_t end) {
+        for (std::size_t i = begin; i < end; ++i) acc[i] += add[i];
+      });
     });
   } else {
     grad = std::move(g);
@@ -130,10 +161,16 @@ template <class T>
 const xt::xarray<T>& Tensor<T>::value() const { return checked(node_, "value")->value; }
 
 template <class T>
-xt::xarray<T>& Tensor<T>::mutable_value() { return checked(node_, "mutable_value")->value; }
+xt::xarray<T>& Tensor<T>::mutable_value() {
+  ++checked(node_, "mutable_value")->version;
+  return node_->value;
+}
 
 template <class T>
-bool Tensor<T>::has_grad() const { return checked(node_, "has_grad")->grad.has_value(); }
+std::uint64_t Tensor<T>::version() const { return checked(node_, "version")->version; }
+
+template <class T>
+bool Tensor<T>::has_grad() const { return checked(node_, "has_grad")->has_grad(); }
 
 template <class T>
 const xt::xarray<T>& Tensor<T>::grad() const {
@@ -146,7 +183,7 @@ const xt::xarray<T>& Tensor<T>::grad() const {
 }
 
 template <class T>
-void Tensor<T>::zero_grad() { checked(node_, "zero_grad")->grad.reset(); }
+void Tensor<T>::zero_grad() { checked(node_, "zero_grad")->clear_grad(); }
 
 template <class T>
 bool Tensor<T>::requires_grad() const { return checked(node_, "requires_grad")->requires_grad; }
@@ -180,11 +217,7 @@ Tensor<T>& Tensor<T>::set_name(std::string name) {
 }
 
 template <class T>
-std::string Tensor<T>::describe() const {
-  if (!node_) return "<undefined>";
-  const std::string shape_text = format_shape(node_->value.shape());
-  return node_->name.empty() ? shape_text : "'" + node_->name + "' " + shape_text;
-}
+std::string Tensor<T>::describe() const { return node_ ? node_->describe() : "<undefined>"; }
 
 template <class T>
 T Tensor<T>::item() const {

@@ -5,6 +5,7 @@
 // tensor.cpp. Ops never alias: every op returns a tensor with storage of its own.
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -26,23 +27,43 @@ class NodeBase {
   virtual ~NodeBase() = default;
   virtual bool has_grad() const = 0;
   virtual void clear_grad() = 0;
+  // "'name' [2,3]" or "[2,3]": how a tensor is named in messages.
+  virtual std::string describe() const = 0;
 
   bool requires_grad = false;
   bool is_leaf = true;        // made by the user, not by a recorded op
   bool retains_grad = false;  // an intermediate whose gradient survives backward (retain_grad())
   std::string name;           // optional, used in messages
   const char* op = nullptr;   // the op that produced it, for messages; null for a leaf
+  // Counts in-place writes of the value (every mutable_value() call: optimiser steps,
+  // load_state_dict, initialisers). A recorded op remembers the versions of the tensors it read,
+  // and backward refuses to run its closure once one has changed (PyTorch's rule): the closure
+  // would compute with the new value and return a silently wrong gradient.
+  std::uint64_t version = 0;
+  // The id of the tape entry that produced this node (0: a leaf, or an output nothing recorded).
+  // The backward walk checks that every non-leaf it hands a gradient to has its producer on the
+  // walking tape; otherwise the gradient would stop there without a word.
+  std::uint64_t producer = 0;
+
+ protected:
+  // Serialises gradient writes: two threads running backward into one shared parameter (or one
+  // zeroing it while another accumulates) must not lose updates or corrupt the buffer.
+  mutable std::mutex grad_mutex_;
 };
 
 template <class T>
 class Node final : public NodeBase {
  public:
   explicit Node(xt::xarray<T> v) : value(std::move(v)) {}
-  bool has_grad() const override { return grad.has_value(); }
-  void clear_grad() override { grad.reset(); }
-  // Adds g into the gradient (the first contribution is moved in). Throws TapeError naming both
-  // shapes when g does not have the value's shape: that is a bug in some op's backward.
+  bool has_grad() const override;
+  void clear_grad() override;
+  std::string describe() const override;
+  // Adds g into the gradient (the first contribution is moved in), under the node's lock. Throws
+  // TapeError naming both shapes when g does not have the value's shape: that is a bug in some
+  // op's backward.
   void accumulate_grad(xt::xarray<T>&& g);
+  // Moves the gradient out (the node is left without one), under the node's lock.
+  std::optional<xt::xarray<T>> take_grad();
 
   xt::xarray<T> value;
   std::optional<xt::xarray<T>> grad;
@@ -75,14 +96,19 @@ class Tensor {
   std::size_t size(Index axis) const;
 
   const xt::xarray<T>& value() const;
-  // In-place access for optimisers and initialisers. Only outside a recorded computation that
-  // still needs this value for its backward.
+  // In-place access for optimisers and initialisers. Each call counts as one in-place write (it
+  // bumps the tensor's version), so a backward through an op that read the old value throws
+  // TapeError instead of using the new one. Write through the reference right away: a reference
+  // kept across later ops bypasses the check. The shape must stay the same.
   xt::xarray<T>& mutable_value();
+  // How many in-place writes the value has had (see NodeBase::version).
+  std::uint64_t version() const;
 
   bool has_grad() const;
   // The accumulated gradient; throws TapeError when there is none yet.
   const xt::xarray<T>& grad() const;
-  // Drops the gradient (leaves accumulate across backward calls until this).
+  // Drops the gradient (leaves accumulate across backward calls until this). Safe while another
+  // thread's backward accumulates into the same tensor.
   void zero_grad();
 
   bool requires_grad() const;

@@ -149,18 +149,30 @@ TEST(Tape, NestedTapesBothRecordAndEachCanRunBackward) {
   auto x = scalar(2.0);
   GradientTape outer;
   const auto a = x * 3.0;  // only the outer tape sees this
-  Tensor<double> b;
+  Tensor<double> b, c;
   {
     GradientTape inner;
     b = a * x;  // both tapes record this
-    EXPECT_EQ(inner.size(), 1u);
-    EXPECT_EQ(outer.size(), 2u);
-    inner.backward(b);  // inner sees b = a * x with a a constant-like intermediate: db/dx = a
-    EXPECT_DOUBLE_EQ(x.grad()(0), 6.0);
+    c = x * x;  // and this
+    EXPECT_EQ(inner.size(), 2u);
+    EXPECT_EQ(outer.size(), 3u);
+    inner.backward(c);  // everything c depends on is on the inner tape: dc/dx = 2x
+    EXPECT_DOUBLE_EQ(x.grad()(0), 4.0);
   }
   x.zero_grad();
   outer.backward(b);  // full graph: b = 3x^2, db/dx = 6x
   EXPECT_DOUBLE_EQ(x.grad()(0), 12.0);
+}
+
+TEST(Tape, InnerTapeRefusesAGradientThatWouldStopAtAnOuterTapesIntermediate) {
+  auto x = scalar(2.0);
+  GradientTape outer;
+  const auto a = x * 3.0;  // recorded before the inner tape began
+  GradientTape inner;
+  const auto b = a * x;
+  // The inner tape cannot carry db/da on to x: it used to stop there silently (db/dx = a = 6
+  // instead of 12).
+  EXPECT_TRUE(throws_with<TapeError>([&] { inner.backward(b); }, {"mul_scalar", "not on this tape"}));
 }
 
 TEST(Tape, OutputFromAnotherTapeIsRejected) {

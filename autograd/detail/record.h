@@ -28,7 +28,15 @@ namespace tapegrad::detail {
 struct Recording {
   bool record = false;           // a tape is recording and an input requires a gradient
   bool inputs_hold_inf = false;  // anomaly mode only: an input already held an infinity
+  // When recording: every defined tensor input with its version now, for backward's checks.
+  std::vector<GradientTape::Saved> inputs;
 };
+
+template <class T>
+void save_input(std::vector<GradientTape::Saved>& saved, const Tensor<T>& x) {
+  if (x.defined()) saved.push_back({x.node(), x.node()->version});
+}
+template <std::floating_point S> void save_input(std::vector<GradientTape::Saved>&, S) {}
 
 template <class T> bool wants_grad(const Tensor<T>& x) { return x.defined() && x.requires_grad(); }
 template <std::floating_point S> bool wants_grad(S) { return false; }
@@ -38,14 +46,24 @@ template <std::floating_point S> bool holds_inf(S s) { return std::isinf(s); }
 // Inputs are tensors or scalar arguments.
 template <class... Inputs>
 Recording should_record(const Inputs&... inputs) {
-  Recording r{is_recording() && (... || wants_grad(inputs))};
+  Recording r;
+  r.record = (... || wants_grad(inputs)) && is_recording();
+  if (r.record) {
+    r.inputs.reserve(sizeof...(inputs));
+    (save_input(r.inputs, inputs), ...);
+  }
   if (is_anomaly_enabled()) [[unlikely]] r.inputs_hold_inf = (... || holds_inf(inputs));
   return r;
 }
 
 template <class T>
 Recording should_record_any(const std::vector<Tensor<T>>& inputs) {
-  Recording r{is_recording() && std::any_of(inputs.begin(), inputs.end(), [](const auto& x) { return wants_grad(x); })};
+  Recording r;
+  r.record = std::any_of(inputs.begin(), inputs.end(), [](const auto& x) { return wants_grad(x); }) && is_recording();
+  if (r.record) {
+    r.inputs.reserve(inputs.size());
+    for (const auto& x : inputs) save_input(r.inputs, x);
+  }
   if (is_anomaly_enabled()) [[unlikely]] {
     r.inputs_hold_inf = std::any_of(inputs.begin(), inputs.end(), [](const auto& x) { return holds_inf(x); });
   }
@@ -70,9 +88,17 @@ Tensor<T> make_result(const char* op, std::source_location where, xt::xarray<T> 
   node->requires_grad = true;
   node->is_leaf = false;
   node->op = op;
+  node->producer = GradientTape::next_entry_id();
   Node<T>* raw = node.get();  // kept alive by the entry's `output`
-  GradientTape::record(std::make_shared<const GradientTape::Entry>(GradientTape::Entry{
-      node, op, [raw, fn = std::forward<Backward>(backward)]() { fn(*raw->grad, raw->value); }, where}));
+  // The closure gets the gradient moved out of the node, so it stays valid for the whole call
+  // even if the closure clears the output's gradient; a retained gradient is put back after.
+  auto run = [raw, fn = std::forward<Backward>(backward)]() {
+    std::optional<xt::xarray<T>> grad = raw->take_grad();
+    fn(*grad, raw->value);
+    if (raw->retains_grad) raw->accumulate_grad(std::move(*grad));
+  };
+  GradientTape::record(std::make_shared<const GradientTape::Entry>(
+      GradientTape::Entry{node, op, std::move(run), where, std::move(recording.inputs), node->producer}));
   return out;
 }
 
