@@ -336,6 +336,20 @@ void expect_pytorch_masked_rows() {
 TEST(CrossEntropy, MaskedAndHugeLogitsMatchPyTorchInFloat) { expect_pytorch_masked_rows<float>(); }
 TEST(CrossEntropy, MaskedAndHugeLogitsMatchPyTorchInDouble) { expect_pytorch_masked_rows<double>(); }
 
+TEST(CrossEntropy, FullLabelSmoothingWithAMaskedTargetIsInfNotNaN) {
+  // PyTorch 1.13: F.cross_entropy(x, torch.tensor([1]), label_smoothing=1.0) for x = [[1, -inf, 2]]
+  // gives nan (0 * inf in its nll term) and x.grad [[-0.0644, -0.3333, 0.3977]]; here the nll term
+  // has weight 0 and is left out, so the loss is the smoothing term's inf.
+  const double inf = std::numeric_limits<double>::infinity();
+  const Tensor<double> x(xt::xarray<double>{{1.0, -inf, 2.0}}, true);
+  GradientTape tape;
+  const auto loss = cross_entropy(x, IndexArray{1}, {.label_smoothing = 1.0});
+  EXPECT_EQ(loss.item(), inf);
+  tape.backward(loss);
+  const double p0 = 1.0 / (1.0 + std::exp(1.0)), third = 1.0 / 3.0;  // softmax([1, 2]) = [p0, 1 - p0]
+  EXPECT_LT(max_abs_diff(x.grad(), xt::xarray<double>{{p0 - third, -third, 1.0 - p0 - third}}), 1e-15);
+}
+
 TEST(CrossEntropy, FullyMaskedRowGivesInfAndNoGradient) {
   // PyTorch gives NaN for a row of only -inf; here it follows softmax.h's rule for such rows:
   // log p_t = -inf, so the loss is inf, and no gradient flows into the row.

@@ -186,14 +186,18 @@ std::pair<T, T> shifted_sums(const T* row, std::size_t n, T m) {
 //   loss = (1 - s)(-log p_t) + s * mean_c(-log p_c) = log_sum - (1 - s)(x_t - m) - s * mean_c(x_c - m).
 // Nothing is subtracted from a value near the logits' size, so large logits keep their precision.
 // A -inf logit has p_c = 0: it adds nothing to the first term, and makes the smoothing term inf
-// (as PyTorch 1.13), which is why that term is only formed when s != 0 (0 * inf is NaN). A target
-// whose own logit is -inf gives inf. A fully masked row (every logit -inf, sum_exp == 0) gives inf
-// where PyTorch gives NaN, and no gradient (softmax.h's rule for such rows).
+// (as PyTorch 1.13). A target whose own logit is -inf gives inf. Each term is formed only when its
+// weight is not 0, since 0 * -inf would be NaN (s = 0 with any -inf logit; s = 1 with a -inf
+// target, where PyTorch gives NaN and the loss here is the smoothing term's inf). A fully masked
+// row (every logit -inf, sum_exp == 0) gives inf where PyTorch gives NaN, and no gradient
+// (softmax.h's rule for such rows).
 template <class T>
 T row_loss(T x_t_shifted, T sum_exp, T sum_shifted, T log_sum, T smoothing, std::size_t classes) {
   if (sum_exp == T(0)) return std::numeric_limits<T>::infinity();
-  if (smoothing == T(0)) return log_sum - x_t_shifted;
-  return log_sum - (T(1) - smoothing) * x_t_shifted - smoothing * sum_shifted / static_cast<T>(classes);
+  T loss = log_sum;
+  if (smoothing != T(1)) loss -= (T(1) - smoothing) * x_t_shifted;
+  if (smoothing != T(0)) loss -= smoothing * sum_shifted / static_cast<T>(classes);
+  return loss;
 }
 
 // The fused cross-entropy row kernel over one block of `width` lanes (see kernels::for_each_lane_block):
