@@ -196,8 +196,9 @@ TEST(SharedParameters, LoadWithDifferentValuesUnderTheTwoNamesThrowsAndChangesNo
   const auto before = lm.state_dict();
   auto state = before;
   state["generator.weight"] = xt::zeros<double>({5, 3});
-  EXPECT_TRUE(throws_with<ValueError>([&] { lm.load_state_dict(state); },
-                                      {"TiedLm", "'embed.weight' and 'generator.weight'", "shared", "different values"}));
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] { lm.load_state_dict(state); },
+      {"TiedLm", "'embed.weight' and 'generator.weight'", "shared", "different values"}));
   EXPECT_EQ(lm.state_dict(), before);
   // NaN equals NaN here: one tensor holding a NaN saves the same bits under both names.
   state["generator.weight"](0, 0) = std::nan("");

@@ -78,7 +78,8 @@ BAD_INPUT_ROW(Sharing, optimizer_one_tensor_under_two_names, ValueError,
 BAD_INPUT_ROW(Sharing, optimizer_one_tensor_in_two_groups, ValueError,
               ([] {
                 const auto w = leaf({2, 3});
-                optim::SGD<double>(std::vector<optim::ParamGroup<double>>{{{{"a", w}}, 0.1, 0.0}, {{{"b", w}}, 0.2, 0.0}});
+                using Groups = std::vector<optim::ParamGroup<double>>;
+                optim::SGD<double>(Groups{{{{"a", w}}, 0.1, 0.0}, {{{"b", w}}, 0.2, 0.0}});
               }()),
               "SGD", "'a' (group 0) and 'b' (group 1) are one shared tensor")
 BAD_INPUT_ROW(Sharing, load_state_dict_tied_names_disagree, ValueError, (load_tied_with_second_bias({5.0, 5.0})),
