@@ -1,6 +1,7 @@
 #include "nn/module.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace tapegrad::nn {
 
@@ -21,6 +22,25 @@ std::string with_thousands(std::size_t n) {
   return out;
 }
 
+// Every name of one shared tensor must carry the same value in `state` (NaN equal to NaN): the
+// tensor holds one value, and keeping either silently would load something the file does not say.
+template <class T>
+void check_shared_values(const std::vector<std::pair<std::string, Tensor<T>>>& params, const StateDict<T>& state,
+                         const std::string& module) {
+  std::unordered_map<const Node<T>*, typename StateDict<T>::const_iterator> first;
+  const auto same = [](T a, T b) { return a == b || (a != a && b != b); };
+  for (const auto& [name, tensor] : params) {
+    const auto it = state.find(name);
+    if (it == state.end()) continue;
+    const auto [seen, inserted] = first.emplace(tensor.node().get(), it);
+    const xt::xarray<T>& a = seen->second->second;
+    if (!inserted && !std::equal(a.begin(), a.end(), it->second.begin(), same)) {
+      throw ValueError("load_state_dict into " + module + ": '" + seen->second->first + "' and '" + name +
+                       "' are one shared (tied) parameter but hold different values in the state dict");
+    }
+  }
+}
+
 }  // namespace
 
 template <class T>
@@ -38,7 +58,7 @@ template <class T>
 Tensor<T> Module<T>::register_parameter(const std::string& name, Tensor<T> value) {
   check_new_name(name);
   value.set_requires_grad(true);
-  value.set_name(name);
+  if (value.name().empty()) value.set_name(name);  // a tied tensor keeps its first name in messages
   parameters_.emplace_back(name, value);
   return value;
 }
@@ -47,7 +67,21 @@ template <class T>
 void Module<T>::add_child(const std::string& name, std::shared_ptr<Module> child) {
   if (!child) throw ValueError(type_name() + ": child module '" + name + "' is null");
   check_new_name(name);
+  std::unordered_set<const Module*> visited;
+  if (child->contains(this, visited)) {
+    throw ValueError(type_name() + ": module '" + name + "' (" + child->type_name() + ") " +
+                     (child.get() == this ? "is this " + type_name() + " itself" : "contains this " + type_name()) +
+                     "; a module cannot be its own descendant (its tree of parameters would be infinite)");
+  }
   children_.emplace_back(name, std::move(child));
+}
+
+template <class T>
+bool Module<T>::contains(const Module* target, std::unordered_set<const Module*>& visited) const {
+  if (this == target) return true;
+  if (!visited.insert(this).second) return false;  // a shared sub-tree is walked once
+  return std::any_of(children_.begin(), children_.end(),
+                     [&](const auto& entry) { return entry.second->contains(target, visited); });
 }
 
 template <class T>
@@ -56,15 +90,28 @@ void Module<T>::register_generator(const std::string& name, Generator* generator
 }
 
 template <class T>
-void Module<T>::collect_parameters(const std::string& prefix, std::vector<std::pair<std::string, Tensor<T>>>& out) const {
-  for (const auto& [name, tensor] : parameters_) out.emplace_back(prefix + name, tensor);
-  for (const auto& [name, child] : children_) child->collect_parameters(prefix + name + ".", out);
+struct Module<T>::Seen {
+  std::unordered_set<const Module*> modules;
+  std::unordered_set<const Node<T>*> tensors;
+};
+
+// Depth first; with `seen`, a module or tensor met again (shared) adds nothing: it was listed
+// under its first name already (PyTorch's memo in named_modules / named_parameters).
+template <class T>
+void Module<T>::collect_parameters(const std::string& prefix, std::vector<std::pair<std::string, Tensor<T>>>& out,
+                                   Seen* seen) const {
+  if (seen != nullptr && !seen->modules.insert(this).second) return;
+  for (const auto& [name, tensor] : parameters_) {
+    if (seen == nullptr || seen->tensors.insert(tensor.node().get()).second) out.emplace_back(prefix + name, tensor);
+  }
+  for (const auto& [name, child] : children_) child->collect_parameters(prefix + name + ".", out, seen);
 }
 
 template <class T>
-std::vector<std::pair<std::string, Tensor<T>>> Module<T>::named_parameters() const {
+std::vector<std::pair<std::string, Tensor<T>>> Module<T>::named_parameters(bool remove_duplicate) const {
   std::vector<std::pair<std::string, Tensor<T>>> out;
-  collect_parameters("", out);
+  Seen seen;
+  collect_parameters("", out, remove_duplicate ? &seen : nullptr);
   return out;
 }
 
@@ -109,14 +156,14 @@ void Module<T>::zero_grad() {
 template <class T>
 StateDict<T> Module<T>::state_dict() const {
   StateDict<T> state;
-  for (const auto& [name, tensor] : named_parameters()) state.emplace(name, tensor.value());
+  for (const auto& [name, tensor] : named_parameters(false)) state.emplace(name, tensor.value());
   return state;
 }
 
 template <class T>
 LoadResult Module<T>::load_state_dict(const StateDict<T>& state, bool strict) {
   LoadResult result;
-  const auto params = named_parameters();
+  const auto params = named_parameters(false);
   for (const auto& [name, tensor] : params) {
     const auto it = state.find(name);
     if (it == state.end()) {
@@ -136,6 +183,7 @@ LoadResult Module<T>::load_state_dict(const StateDict<T>& state, bool strict) {
     throw ValueError("load_state_dict into " + type_name() + ": missing keys [" + join(result.missing_keys) +
                      "], unexpected keys [" + join(result.unexpected_keys) + "]");
   }
+  check_shared_values(params, state, type_name());
   // Checked everything first, so a failed load changes nothing.
   for (auto [name, tensor] : params) {
     const auto it = state.find(name);

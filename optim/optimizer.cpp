@@ -11,11 +11,21 @@ template <class T>
 Optimizer<T>::Optimizer(std::vector<ParamGroup<T>> groups, std::string name)
     : groups_(std::move(groups)), name_(std::move(name)) {
   std::map<std::string, int> seen;
+  // A tensor given twice (a tied weight under two names) would be updated twice per step.
+  std::map<const Node<T>*, std::pair<std::string, std::size_t>> owner;  // tensor -> (first name, group)
   for (std::size_t i = 0; i < groups_.size(); ++i) {
     check_group(i);
     for (const auto& [param_name, param] : groups_[i].params) {
       if (!param.defined()) throw ValueError(name_ + ": parameter '" + param_name + "' is undefined");
       if (seen[param_name]++) throw ValueError(name_ + ": parameter '" + param_name + "' appears twice");
+      const auto [first, inserted] = owner.emplace(param.node().get(), std::make_pair(param_name, i));
+      if (!inserted) {
+        const auto& [first_name, first_group] = first->second;
+        throw ValueError(name_ + ": parameters '" + first_name + "' (group " + std::to_string(first_group) +
+                         ") and '" + param_name + "' (group " + std::to_string(i) +
+                         ") are one shared tensor; give it once (Module::named_parameters() lists a shared "
+                         "parameter once)");
+      }
     }
   }
   if (seen.empty())

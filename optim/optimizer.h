@@ -27,7 +27,9 @@ template <class T>
 class Optimizer {
  public:
   // ValueError (naming `name`, e.g. "Adam", the group and the value) for no parameters at all, an
-  // undefined or repeated parameter, or an lr or weight_decay that is negative or not finite.
+  // undefined parameter, a name given twice, one tensor given twice under two names (a shared,
+  // tied parameter: in one group or across groups, as PyTorch rejects), or an lr or weight_decay
+  // that is negative or not finite.
   explicit Optimizer(std::vector<ParamGroup<T>> groups, std::string name = "Optimizer");
   virtual ~Optimizer() = default;
   Optimizer(const Optimizer&) = delete;

@@ -1,5 +1,6 @@
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <numbers>
 
 #include <xtensor/xmath.hpp>
@@ -87,6 +88,23 @@ TEST(Activation, ReluGradientIsZeroAtZero) {
 
 TEST(Activation, ReluPropagatesNaN) {
   EXPECT_TRUE(std::isnan(relu(Tensor<double>(xt::xarray<double>{std::nan("")})).item()));
+}
+
+// The gradient of relu at a NaN input, in T: PyTorch 1.13 passes it through (its
+// threshold_backward keeps the gradient where !(x <= 0)).
+template <class T>
+void expect_relu_gradient_at_nan() {
+  const Tensor<T> a(xt::xarray<T>{std::numeric_limits<T>::quiet_NaN(), T(-1), T(0), T(2)}, true);
+  GradientTape tape;
+  tape.backward(relu(a), xt::xarray<T>{T(3), T(3), T(3), T(3)});
+  // torch.relu(x).backward(torch.full((4,), 3.)) for x = [nan, -1, 0, 2], float32 and float64:
+  // x.grad = [3, 0, 0, 3].
+  EXPECT_EQ(a.grad(), (xt::xarray<T>{T(3), T(0), T(0), T(3)}));
+}
+
+TEST(Activation, ReluPassesTheGradientAtNaNAsPyTorch) {
+  expect_relu_gradient_at_nan<float>();
+  expect_relu_gradient_at_nan<double>();
 }
 
 TEST(Activation, GradcheckOverShapes) {

@@ -1,4 +1,5 @@
 #include <cmath>
+#include <limits>
 
 #include "autograd/ops/elementwise.h"
 #include "autograd/tape.h"
@@ -31,6 +32,22 @@ TEST(Elementwise, ForwardMatchesHandComputed) {
   EXPECT_DOUBLE_EQ(log(a).value()(1, 1), std::log(4.0));
   EXPECT_DOUBLE_EQ(sqrt(a).value()(1, 1), 2.0);
   EXPECT_EQ(abs(-a).value(), a.value());
+}
+
+// The gradient of abs at NaN, zero and both signs, in T.
+template <class T>
+void expect_abs_gradient_at_nan() {
+  const Tensor<T> a(xt::xarray<T>{std::numeric_limits<T>::quiet_NaN(), T(-1), T(0), T(2)}, true);
+  GradientTape tape;
+  tape.backward(abs(a), xt::xarray<T>{T(3), T(3), T(3), T(3)});
+  // torch.abs(x).backward(torch.full((4,), 3.)) for x = [nan, -1, 0, 2], float32 and float64:
+  // x.grad = [0, -3, 0, 3] (sgn(nan) is 0).
+  EXPECT_EQ(a.grad(), (xt::xarray<T>{T(0), T(-3), T(0), T(3)}));
+}
+
+TEST(Elementwise, AbsGradientIsZeroAtNaNAsPyTorch) {
+  expect_abs_gradient_at_nan<float>();
+  expect_abs_gradient_at_nan<double>();
 }
 
 TEST(Elementwise, FloatScalarLiteralsWork) {

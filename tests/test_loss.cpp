@@ -1,6 +1,11 @@
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <tuple>
+#include <type_traits>
+
+#include <xtensor/xview.hpp>
 
 #include "autograd/kernels/parallel.h"
 #include "autograd/ops/loss.h"
@@ -226,6 +231,166 @@ TEST(CrossEntropy, SameBitsAtOneAndTwoThreads) {
   EXPECT_TRUE(std::isfinite(loss1));
 }
 
+// ---------------------------------------------------------------- cross_entropy with masked or huge logits
+
+// Rows of 3 classes holding -inf (masked), the lowest finite value, logits near 1e7 (where
+// lse - x_t loses everything in float) and a row with one finite logit; their targets.
+template <class T>
+xt::xarray<T> masked_rows() {
+  const T inf = std::numeric_limits<T>::infinity(), low = std::numeric_limits<T>::lowest();
+  return {{T(1), -inf, T(2)},
+          {T(1), -inf, T(2)},
+          {T(1), low, T(2)},
+          {T(1e7), T(1e7 + 1), T(1e7 - 1)},
+          {-inf, T(0.5), -inf}};
+}
+const IndexArray kMaskedTargets = {0, 1, 0, 0, 1};
+
+// PyTorch 1.13 on masked_rows: x = torch.tensor(rows, dtype=..., requires_grad=True);
+// l = F.cross_entropy(x, torch.tensor([0, 1, 0, 0, 1]), label_smoothing=s, reduction='none');
+// l.sum().backward(); printed with repr(): the losses and x.grad, per dtype and smoothing.
+struct PyTorchRows {
+  xt::xarray<double> loss, grad;
+};
+constexpr double kInf = std::numeric_limits<double>::infinity();
+template <class T>
+PyTorchRows pytorch_masked_rows(double s) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (s == 0.0) {
+      return {{1.31326162815094, kInf, 1.31326162815094, 1.4076058864593506, -0.0},
+              {{-0.7310585975646973, 0.0, 0.7310585975646973},
+               {0.2689414322376251, -1.0, 0.7310585975646973},
+               {-0.7310585975646973, 0.0, 0.7310585975646973},
+               {-0.7552714943885803, 0.665241003036499, 0.09003058075904846},
+               {0.0, 0.0, 0.0}}};
+    }
+    return {{kInf, kInf, 1.1342744887950962e+37, 1.407605767250061, kInf},
+            {{-0.6643918752670288, -0.03333333507180214, 0.697725236415863},
+             {0.23560810089111328, -0.9333333373069763, 0.697725236415863},
+             {-0.6643918752670288, -0.03333333507180214, 0.697725236415863},
+             {-0.6886048316955566, 0.6319076418876648, 0.05669724568724632},
+             {-0.03333333507180214, 0.06666666269302368, -0.03333333507180214}}};
+  } else {
+    if (s == 0.0) {
+      return {{1.3132616875182228, kInf, 1.3132616875182228, 1.4076059644443804, -0.0},
+              {{-0.7310585786300049, 0.0, 0.7310585786300049},
+               {0.2689414213699951, -1.0, 0.7310585786300049},
+               {-0.7310585786300049, 0.0, 0.7310585786300049},
+               {-0.7552715289452023, 0.6652409557748218, 0.09003057317038043},
+               {0.0, 0.0, 0.0}}};
+    }
+    return {{kInf, kInf, 5.992310449541052e+306, 1.4076059644443804, kInf},
+            {{-0.6643919119633382, -0.03333333333333333, 0.6977252452966716},
+             {0.23560808803666178, -0.9333333333333333, 0.6977252452966716},
+             {-0.6643919119633382, -0.03333333333333333, 0.6977252452966716},
+             {-0.6886048622785357, 0.6319076224414885, 0.0566972398370471},
+             {-0.03333333333333333, 0.06666666666666665, -0.03333333333333333}}};
+  }
+}
+
+// Losses and gradients of cross_entropy(rows, kMaskedTargets) with reduction None, through the
+// contiguous last-axis kernel ([5, 3]) or the strided lane kernel (the rows as lanes of [1, 3, 5]).
+template <class T>
+PyTorchRows ours_on_masked_rows(double s, bool strided) {
+  const xt::xarray<T> rows = masked_rows<T>();
+  xt::xarray<T> x = rows;
+  IndexArray targets = kMaskedTargets;
+  if (strided) {
+    x = xt::xarray<T>::from_shape({1, 3, 5});
+    for (std::size_t r = 0; r < 5; ++r)
+      for (std::size_t c = 0; c < 3; ++c) x(0, c, r) = rows(r, c);
+    targets.reshape({1, 5});
+  }
+  const Tensor<T> logits(x, true);
+  GradientTape tape;
+  const auto loss = cross_entropy(logits, targets, {.label_smoothing = s, .reduction = Reduction::None});
+  tape.backward(loss, xt::xarray<T>(xt::ones<T>(loss.shape())));
+  PyTorchRows out{xt::zeros<double>({5}), xt::zeros<double>({5, 3})};
+  for (std::size_t r = 0; r < 5; ++r) {
+    out.loss(r) = loss.value().data()[r];
+    for (std::size_t c = 0; c < 3; ++c) out.grad(r, c) = strided ? logits.grad()(0, c, r) : logits.grad()(r, c);
+  }
+  return out;
+}
+
+template <class T>
+void expect_pytorch_masked_rows() {
+  const double tol = std::is_same_v<T, float> ? 2e-6 : 1e-13;
+  for (double s : {0.0, 0.1}) {
+    for (bool strided : {false, true}) {
+      SCOPED_TRACE(std::string(std::is_same_v<T, float> ? "float" : "double") + " s=" + std::to_string(s) +
+                   (strided ? " strided" : " contiguous"));
+      const PyTorchRows want = pytorch_masked_rows<T>(s), got = ours_on_masked_rows<T>(s, strided);
+      for (std::size_t r = 0; r < 5; ++r) {
+        if (std::isinf(want.loss(r))) {
+          EXPECT_EQ(got.loss(r), want.loss(r)) << "row " << r;
+        } else {  // relative to the value (one is 1e37), absolute near 0
+          EXPECT_NEAR(got.loss(r), want.loss(r), tol * std::max(1.0, std::abs(want.loss(r)))) << "row " << r;
+        }
+      }
+      EXPECT_LT(max_abs_diff(got.grad, want.grad), tol);
+    }
+  }
+}
+
+TEST(CrossEntropy, MaskedAndHugeLogitsMatchPyTorchInFloat) { expect_pytorch_masked_rows<float>(); }
+TEST(CrossEntropy, MaskedAndHugeLogitsMatchPyTorchInDouble) { expect_pytorch_masked_rows<double>(); }
+
+TEST(CrossEntropy, FullLabelSmoothingWithAMaskedTargetIsInfNotNaN) {
+  // PyTorch 1.13: F.cross_entropy(x, torch.tensor([1]), label_smoothing=1.0) for x = [[1, -inf, 2]]
+  // gives nan (0 * inf in its nll term) and x.grad [[-0.0644, -0.3333, 0.3977]]; here the nll term
+  // has weight 0 and is left out, so the loss is the smoothing term's inf.
+  const double inf = std::numeric_limits<double>::infinity();
+  const Tensor<double> x(xt::xarray<double>{{1.0, -inf, 2.0}}, true);
+  GradientTape tape;
+  const auto loss = cross_entropy(x, IndexArray{1}, {.label_smoothing = 1.0});
+  EXPECT_EQ(loss.item(), inf);
+  tape.backward(loss);
+  const double p0 = 1.0 / (1.0 + std::exp(1.0)), third = 1.0 / 3.0;  // softmax([1, 2]) = [p0, 1 - p0]
+  EXPECT_LT(max_abs_diff(x.grad(), xt::xarray<double>{{p0 - third, -third, 1.0 - p0 - third}}), 1e-15);
+}
+
+TEST(CrossEntropy, FullyMaskedRowGivesInfAndNoGradient) {
+  // PyTorch gives NaN for a row of only -inf; here it follows softmax.h's rule for such rows:
+  // log p_t = -inf, so the loss is inf, and no gradient flows into the row.
+  const double inf = std::numeric_limits<double>::infinity();
+  for (double s : {0.0, 0.1}) {
+    SCOPED_TRACE("s=" + std::to_string(s));
+    const Tensor<double> logits(xt::xarray<double>{{-inf, -inf, -inf}, {1.0, 2.0, 3.0}}, true);
+    GradientTape tape;
+    const auto loss = cross_entropy(logits, IndexArray{1, 2}, {.label_smoothing = s});
+    EXPECT_EQ(loss.item(), inf);
+    tape.backward(loss);
+    const auto g = logits.grad();
+    EXPECT_EQ(xt::xarray<double>(xt::view(g, 0)), (xt::xarray<double>{0.0, 0.0, 0.0}));
+    EXPECT_TRUE(xt::all(xt::isfinite(g)));
+    EXPECT_LT(g(1, 2), 0.0);  // the other row learns as usual
+  }
+}
+
+TEST(CrossEntropy, GradcheckOnMaskedLogits) {
+  // Masked entries at -1e30: finite, so central differences stay defined. With label smoothing the
+  // loss holds s * mean_c(x_c - max), about 1e28 with such an entry, and differences of 1e-6 vanish
+  // in it: the smoothed case masks at -40 instead (p = exp(-40) ~ 4e-18, masked for every purpose).
+  for (const Shape& shape : std::vector<Shape>{{3, 4}, {2, 4, 3}}) {
+    for (double s : {0.0, 0.1}) {
+      SCOPED_TRACE(format_shape(shape) + " s=" + std::to_string(s));
+      Tensor<double> logits = random_tensor(shape, 17, true, -2.0, 2.0);
+      const IndexArray targets = make_targets(shape, false);
+      // Mask every third element, never a target's own logit.
+      const Dims d = dims_of(shape);
+      for (std::size_t i = 0; i < logits.numel(); i += 3) {
+        const std::size_t c = (i / d.l) % d.c, n = i / (d.c * d.l), j = i % d.l;
+        if (targets.data()[n * d.l + j] != static_cast<Index>(c)) {
+          logits.mutable_value().data()[i] = s == 0.0 ? -1e30 : -40.0;
+        }
+      }
+      EXPECT_TRUE(passes_gradcheck(
+          [&](const Inputs& x) { return cross_entropy(x[0], targets, {.label_smoothing = s}); }, {logits}));
+    }
+  }
+}
+
 TEST(CrossEntropy, BadInputsThrowNamingOpAndShapes) {
   const auto logits = random_tensor({2, 3}, 16);
   EXPECT_TRUE(throws_with<ShapeError>([&] { cross_entropy(random_tensor({}, 1), IndexArray(0)); }, {"cross_entropy", "[]"}));
@@ -352,6 +517,49 @@ TEST(KlDiv, ZeroTargetsGiveFiniteGradients) {
   const Tensor<double> fixed_t = t.detach();
   EXPECT_TRUE(passes_gradcheck([&fixed_t](const Inputs& in) { return kl_div(in[0], fixed_t, Reduction::Sum); },
                                {random_tensor({3}, 35, true, -2.0, 0.0)}));
+}
+
+TEST(NllLoss, MinusInfLogProbsAsPyTorch) {
+  // PyTorch 1.13: F.nll_loss(x, t) with x = [[-inf, -0.5, -1.0]]: t = [1] gives 0.5 and
+  // x.grad [[0, -1, 0]]; t = [0] gives inf and x.grad [[-1, 0, 0]].
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const auto& [target, loss, grad] : {std::tuple{1, 0.5, xt::xarray<double>{{0.0, -1.0, 0.0}}},
+                                           std::tuple{0, inf, xt::xarray<double>{{-1.0, 0.0, 0.0}}}}) {
+    const Tensor<double> x(xt::xarray<double>{{-inf, -0.5, -1.0}}, true);
+    GradientTape tape;
+    const auto l = nll_loss(x, IndexArray{target});
+    EXPECT_EQ(l.item(), loss);
+    tape.backward(l);
+    EXPECT_EQ(x.grad(), grad);
+  }
+}
+
+TEST(KlDiv, MinusInfLogInput) {
+  const double inf = std::numeric_limits<double>::infinity();
+  // Where the target is 0 the term is 0 whatever the input, -inf included (PyTorch 1.13 gives NaN
+  // there: 0 * -inf); the gradients there are 0 (PyTorch: NaN for the target's).
+  const Tensor<double> x(xt::xarray<double>{-inf, -0.5, -1.0}, true);
+  const Tensor<double> t(xt::xarray<double>{0.0, 0.6, 0.4}, true);
+  {
+    GradientTape tape;
+    const auto l = kl_div(x, t, Reduction::Sum);
+    EXPECT_NEAR(l.item(), 0.6 * (std::log(0.6) + 0.5) + 0.4 * (std::log(0.4) + 1.0), 1e-15);
+    tape.backward(l);
+    EXPECT_EQ(x.grad(), (xt::xarray<double>{0.0, -0.6, -0.4}));
+    EXPECT_EQ(t.grad()(0), 0.0);
+  }
+  // A positive target on a -inf input: PyTorch 1.13 gives inf, x.grad -t and t.grad
+  // [inf, 0.5837, 1.0837] (log t + 1 - x) for t = [0.2, 0.4, 0.4].
+  const Tensor<double> x2(xt::xarray<double>{-inf, -0.5, -1.0}, true);
+  const Tensor<double> t2(xt::xarray<double>{0.2, 0.4, 0.4}, true);
+  GradientTape tape;
+  const auto l = kl_div(x2, t2, Reduction::Sum);
+  EXPECT_EQ(l.item(), inf);
+  tape.backward(l);
+  EXPECT_EQ(x2.grad(), (xt::xarray<double>{-0.2, -0.4, -0.4}));
+  EXPECT_EQ(t2.grad()(0), inf);
+  EXPECT_NEAR(t2.grad()(1), 0.5837, 1e-4);
+  EXPECT_NEAR(t2.grad()(2), 1.0837, 1e-4);
 }
 
 TEST(KlDiv, MismatchedShapesThrowNamingBoth) {

@@ -8,6 +8,7 @@
 #include "nn/linear.h"
 #include "tests/support/nn_support.h"
 #include "tests/support/reference.h"
+#include "tests/support/tied_model.h"
 
 namespace tapegrad {
 namespace {
@@ -124,6 +125,111 @@ TEST(Module, GeneratorsAreListedByName) {
   const auto gens = net.named_generators();
   ASSERT_EQ(gens.size(), 1u);
   EXPECT_EQ(gens[0].first, "drop.stream");
+}
+
+// ---- shared (tied) parameters ----------------------------------------------------------------
+
+std::vector<std::string> all_names_of(const nn::Module<double>& m) {
+  std::vector<std::string> names;
+  for (const auto& [name, t] : m.named_parameters(/*remove_duplicate=*/false)) names.push_back(name);
+  return names;
+}
+
+std::vector<std::string> keys_of(const nn::StateDict<double>& state) {
+  std::vector<std::string> keys;
+  for (const auto& entry : state) keys.push_back(entry.first);
+  return keys;
+}
+
+TEST(SharedParameters, TiedWeightIsOneParameterUnderItsFirstName) {
+  Generator gen(0);
+  testing::TiedLm<double> lm(5, 3, gen);
+  EXPECT_EQ(names_of(lm), std::vector<std::string>{"embed.weight"});
+  EXPECT_EQ(all_names_of(lm), (std::vector<std::string>{"embed.weight", "generator.weight"}));
+  EXPECT_EQ(lm.parameters().size(), 1u);
+  EXPECT_EQ(lm.num_parameters(), 5u * 3);
+  EXPECT_NE(lm.summary().find("Total parameters: 15\n"), std::string::npos) << lm.summary();
+  // The state dict keeps every name, so it maps one to one onto the PyTorch model's.
+  EXPECT_EQ(keys_of(lm.state_dict()), (std::vector<std::string>{"embed.weight", "generator.weight"}));
+  // Registration did not rename the tensor after its second owner.
+  EXPECT_EQ(lm.embed->weight().name(), "weight");
+}
+
+TEST(SharedParameters, SameLinearTwiceInASequentialIsOneModule) {
+  Generator gen(0);
+  auto linear = std::make_shared<nn::Linear<double>>(2, 2, gen);
+  nn::Sequential<double> seq({linear, linear});
+  EXPECT_EQ(names_of(seq), (std::vector<std::string>{"0.weight", "0.bias"}));
+  EXPECT_EQ(all_names_of(seq), (std::vector<std::string>{"0.weight", "0.bias", "1.weight", "1.bias"}));
+  EXPECT_EQ(seq.num_parameters(), 2u * 2 + 2);
+  EXPECT_EQ(keys_of(seq.state_dict()), (std::vector<std::string>{"0.bias", "0.weight", "1.bias", "1.weight"}));
+}
+
+TEST(SharedParameters, GradientIsTheSumOverBothUsesAndZeroGradReachesIt) {
+  Generator gen(3);
+  testing::TiedLm<double> lm(5, 3, gen);
+  const IndexArray tokens = {0, 3, 4, 3};
+  const IndexArray targets = {3, 4, 0, 1};
+  {
+    GradientTape tape;
+    tape.backward(cross_entropy(lm.forward(tokens), targets));
+  }
+  EXPECT_LT(testing::max_abs_diff(lm.embed->weight().grad(), testing::untied_gradient_sum(lm, tokens, targets)), 1e-14);
+  lm.zero_grad();
+  EXPECT_FALSE(lm.embed->weight().has_grad());
+}
+
+TEST(SharedParameters, LoadWritesEveryNameIntoTheOneTensor) {
+  Generator gen(0);
+  testing::TiedLm<double> lm(5, 3, gen);
+  auto state = lm.state_dict();
+  const xt::xarray<double> fresh = xt::ones<double>({5, 3}) * 0.25;
+  state["embed.weight"] = state["generator.weight"] = fresh;
+  lm.load_state_dict(state);
+  EXPECT_EQ(lm.embed->weight().value(), fresh);
+  EXPECT_TRUE(lm.embed->weight().same_node(lm.named_parameters(false)[1].second));  // still tied
+}
+
+TEST(SharedParameters, LoadWithDifferentValuesUnderTheTwoNamesThrowsAndChangesNothing) {
+  Generator gen(0);
+  testing::TiedLm<double> lm(5, 3, gen);
+  const auto before = lm.state_dict();
+  auto state = before;
+  state["generator.weight"] = xt::zeros<double>({5, 3});
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] { lm.load_state_dict(state); },
+      {"TiedLm", "'embed.weight' and 'generator.weight'", "shared", "different values"}));
+  EXPECT_EQ(lm.state_dict(), before);
+  // NaN equals NaN here: one tensor holding a NaN saves the same bits under both names.
+  state["generator.weight"](0, 0) = std::nan("");
+  state["embed.weight"] = state["generator.weight"];
+  EXPECT_NO_THROW(lm.load_state_dict(state));
+}
+
+// A module that registers what it is given (register_module is protected).
+struct Holder : nn::Module<double> {
+  std::string type_name() const override { return "Holder"; }
+  void hold(const std::string& name, std::shared_ptr<nn::Module<double>> child) { register_module(name, child); }
+};
+
+TEST(SharedParameters, AModuleThatWouldContainItselfIsRejectedAtRegistration) {
+  auto seq = std::make_shared<nn::Sequential<double>>();
+  EXPECT_TRUE(throws_with<ValueError>([&] { seq->push_back(seq); },
+                                      {"Sequential", "module '0' (Sequential) is this Sequential itself"}));
+  EXPECT_EQ(seq->size(), 0u);
+  // Through a descendant: outer holds inner, then inner is given outer.
+  auto outer = std::make_shared<Holder>();
+  auto inner = std::make_shared<nn::ModuleList<double>>();
+  outer->hold("inner", inner);
+  EXPECT_TRUE(throws_with<ValueError>([&] { inner->push_back(outer); },
+                                      {"ModuleList", "module '0' (Holder) contains this ModuleList"}));
+  EXPECT_TRUE(outer->named_parameters().empty());  // no cycle was left behind to recurse into
+  // Sharing a module in two places is not a cycle.
+  Generator gen(0);
+  auto linear = std::make_shared<nn::Linear<double>>(2, 2, gen);
+  outer->hold("a", linear);
+  inner->push_back(linear);
+  EXPECT_EQ(names_of(*outer), (std::vector<std::string>{"inner.0.weight", "inner.0.bias"}));
 }
 
 }  // namespace

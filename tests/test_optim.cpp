@@ -5,6 +5,7 @@
 #include "optim/schedule.h"
 #include "optim/sgd.h"
 #include "tests/support/reference.h"
+#include "tests/support/tied_model.h"
 
 namespace tapegrad {
 namespace {
@@ -179,6 +180,37 @@ TEST(Optimizer, LoadedStateContinuesTheSameTrajectory) {
   EXPECT_EQ(a.value(), b.value());
   EXPECT_TRUE(throws_with<ValueError>([&] { resumed.load_state({{"nope.exp_avg", kStart}}); }, {"load_state", "'nope.exp_avg'"}));
   EXPECT_TRUE(throws_with<ShapeError>([&] { resumed.load_state({{"w.exp_avg", xt::zeros<double>({2})}}); }, {"'w.exp_avg'", "[2]", "[4]"}));
+}
+
+TEST(Optimizer, TiedWeightTakesOneAdamStepWithTheSummedGradient) {
+  Generator gen(3);
+  testing::TiedLm<double> lm(5, 3, gen);
+  const IndexArray tokens = {0, 3, 4, 3}, targets = {3, 4, 0, 1};
+  const xt::xarray<double> start = lm.embed->weight().value();
+  const xt::xarray<double> g = testing::untied_gradient_sum(lm, tokens, targets);
+  const double lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  optim::Adam<double> adam(lm.named_parameters(), {.lr = lr, .betas = {beta1, beta2}, .eps = eps});
+  {
+    GradientTape tape;
+    tape.backward(cross_entropy(lm.forward(tokens), targets));
+  }
+  adam.step();
+  // Adam's first step by hand: m_hat = g, v_hat = g^2 (bias-corrected), once.
+  const xt::xarray<double> m_hat = (1 - beta1) * g / (1 - beta1), v_hat = (1 - beta2) * g * g / (1 - beta2);
+  const xt::xarray<double> expected = start - lr * m_hat / (xt::sqrt(v_hat) + eps);
+  EXPECT_LT(testing::max_abs_diff(lm.embed->weight().value(), expected), 1e-12);
+  EXPECT_EQ(adam.state().count("generator.weight.step"), 0u);
+}
+
+TEST(Optimizer, OneTensorUnderTwoNamesIsRejectedInAGroupAndAcrossGroups) {
+  Tensor<double> w(kStart, true);
+  EXPECT_TRUE(throws_with<ValueError>([&] { optim::Adam<double>({{"embed.weight", w}, {"generator.weight", w}}); },
+                                      {"Adam", "'embed.weight' (group 0) and 'generator.weight' (group 0)",
+                                       "one shared tensor"}));
+  using Groups = std::vector<optim::ParamGroup<double>>;
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] { optim::SGD<double>(Groups{{{{"a", w}}, 0.1, 0.0}, {{{"b", w}}, 0.2, 0.0}}); },
+      {"SGD", "'a' (group 0) and 'b' (group 1)", "one shared tensor"}));
 }
 
 TEST(Optimizer, BadOptionsAreRejected) {

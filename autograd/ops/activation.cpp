@@ -70,12 +70,14 @@ template <class T> T gelu_tanh_grad(T x) {
 template <class T>
 Tensor<T> relu(const Tensor<T>& a, CallSite where) {
   detail::require_defined(a, "relu", "a");
-  // NaN passes through (as PyTorch) so anomaly mode still sees it. y > 0 exactly where x > 0, so
-  // the output is all the backward needs (gradient 0 at x == 0).
+  // NaN passes through (as PyTorch) so anomaly mode still sees it. y > 0 exactly where x > 0 and
+  // y is NaN exactly where x is, so the output is all the backward needs: the gradient passes
+  // where y > 0 or y is NaN (PyTorch 1.13's threshold_backward keeps it where !(x <= 0)), and is
+  // 0 at x == 0.
   const auto forward = [](T x) { return x > T(0) || std::isnan(x) ? x : T(0); };
   return make_result("relu", where, map_elements(a.value(), forward), should_record(a),
                      [a](const xt::xarray<T>& g, const xt::xarray<T>& y) {
-                       accumulate(a, scale_by(g, y, [](T v) { return v > T(0) ? T(1) : T(0); }));
+                       accumulate(a, scale_by(g, y, [](T v) { return v <= T(0) ? T(0) : T(1); }));
                      });
 }
 

@@ -146,8 +146,13 @@ Tensor<T> sqrt(const Tensor<T>& a, CallSite where) {
 template <class T>
 Tensor<T> abs(const Tensor<T>& a, CallSite where) {
   detail::require_defined(a, "abs", "a");
+  // d|x|/dx = sign(x) = [x > 0] - [x < 0]: 0 at x == 0 and at a NaN x, as PyTorch 1.13's sgn
+  // (xt::sign gives NaN there).
   return make_result("abs", where, xt::xarray<T>(xt::abs(a.value())), should_record(a),
-                     [a](const xt::xarray<T>& g, const xt::xarray<T>&) { accumulate(a, xt::xarray<T>(g * xt::sign(a.value()))); });
+                     [a](const xt::xarray<T>& g, const xt::xarray<T>&) {
+                       const auto& x = a.value();
+                       accumulate(a, xt::xarray<T>(g * (xt::cast<T>(x > T(0)) - xt::cast<T>(x < T(0)))));
+                     });
 }
 
 template <class To, class From>

@@ -3,7 +3,9 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 
 #include "autograd/detail/checks.h"
 #include "autograd/detail/record.h"
@@ -144,70 +146,116 @@ ClassAxis check_class_targets(const Shape& input, const IndexArray& targets, Ind
   return axis;
 }
 
-// exp of a scalar or an xsimd batch.
-template <class V>
-V exp_of(V v) {
-  using std::exp;
-  return exp(v);
+// What backward needs of one target's row besides the logits: the shift m subtracted before exp and
+// log_sum = log sum_c exp(x_c - m), so that p_c = exp((x_c - m) - log_sum). They are kept apart
+// because m + log_sum rounds: with logits near 1e7 in float the sum loses log_sum entirely.
+template <class T>
+struct RowStats {
+  T* shift;
+  T* log_sum;
+};
+
+// The shift of a row with maximum m: m itself, or 0 for a row of only -inf (where x - m would be
+// -inf - -inf = NaN). After it sum_c exp(x_c - shift) is >= 1 for every row with a finite entry
+// (the maximum contributes exp(0)) and exactly 0 for a fully masked row.
+template <class T>
+T shift_of(T m) {
+  return m == -std::numeric_limits<T>::infinity() ? T(0) : m;
 }
 
-// The fused cross-entropy row kernel over one block of `width` lanes (see kernels::for_each_lane_block).
-// Per lane, in one pass for max and sum_c x_c and one for sum_c exp(x_c - max):
-//   lse  = max + log sum_c exp(x_c - max)                  (stable log-sum-exp)
-//   loss = (1 - s)(lse - x_t) + s * mean_c(lse - x_c) = lse - (1 - s) x_t - s * mean_c x_c.
+// sum_c exp(x_c - m) and sum_c (x_c - m) over one contiguous row, in one xsimd pass.
+template <class T>
+std::pair<T, T> shifted_sums(const T* row, std::size_t n, T m) {
+  using Batch = kernels::simd::Batch<T>;
+  Batch exps(T(0)), diffs(T(0));
+  std::size_t i = 0;
+  for (; i + Batch::size <= n; i += Batch::size) {
+    const Batch d = Batch::load_unaligned(row + i) - m;
+    exps += xsimd::exp(d);
+    diffs += d;
+  }
+  std::pair<T, T> out{xsimd::hadd(exps), xsimd::hadd(diffs)};
+  for (; i < n; ++i) {
+    out.first += std::exp(row[i] - m);
+    out.second += row[i] - m;
+  }
+  return out;
+}
+
+// The loss of one target through its log-softmax, log p_c = (x_c - m) - log_sum:
+//   loss = (1 - s)(-log p_t) + s * mean_c(-log p_c) = log_sum - (1 - s)(x_t - m) - s * mean_c(x_c - m).
+// Nothing is subtracted from a value near the logits' size, so large logits keep their precision.
+// A -inf logit has p_c = 0: it adds nothing to the first term, and makes the smoothing term inf
+// (as PyTorch 1.13). A target whose own logit is -inf gives inf. Each term is formed only when its
+// weight is not 0, since 0 * -inf would be NaN (s = 0 with any -inf logit; s = 1 with a -inf
+// target, where PyTorch gives NaN and the loss here is the smoothing term's inf). A fully masked
+// row (every logit -inf, sum_exp == 0) gives inf where PyTorch gives NaN, and no gradient
+// (softmax.h's rule for such rows).
+template <class T>
+T row_loss(T x_t_shifted, T sum_exp, T sum_shifted, T log_sum, T smoothing, std::size_t classes) {
+  if (sum_exp == T(0)) return std::numeric_limits<T>::infinity();
+  T loss = log_sum;
+  if (smoothing != T(1)) loss -= (T(1) - smoothing) * x_t_shifted;
+  if (smoothing != T(0)) loss -= smoothing * sum_shifted / static_cast<T>(classes);
+  return loss;
+}
+
+// The fused cross-entropy row kernel over one block of `width` lanes (see kernels::for_each_lane_block):
+// one pass for the maximum, one for sum_c exp(x_c - m) and sum_c (x_c - m), then row_loss.
 // Ignored lanes get loss 0.
 template <class T, class Stride, class Width>
 void cross_entropy_lanes(const T* x, std::size_t offset, Stride stride, Width width, std::size_t classes,
                          std::size_t first_row, const Index* targets, Index ignore_index, T smoothing, T* loss,
-                         T* lse) {
-  T max[kernels::kLaneBlock], sum_x[kernels::kLaneBlock], sum_exp[kernels::kLaneBlock];
+                         RowStats<T> stats) {
+  T shift[kernels::kLaneBlock], sum_exp[kernels::kLaneBlock], sum_shifted[kernels::kLaneBlock];
   if constexpr (std::is_same_v<Width, kernels::One>) {  // one contiguous row: xsimd passes
     const T* row = x + offset;
-    max[0] = kernels::simd::max(row, classes);
-    sum_x[0] = kernels::simd::sum(row, classes);
-    sum_exp[0] = kernels::simd::sum_of<T>(classes, [&](auto at) { return exp_of(at(row) - max[0]); });
+    shift[0] = shift_of(kernels::simd::max(row, classes));
+    std::tie(sum_exp[0], sum_shifted[0]) = shifted_sums(row, classes, shift[0]);
   } else {
     for (std::size_t j = 0; j < width; ++j) {
-      max[j] = -std::numeric_limits<T>::infinity();
-      sum_x[j] = T(0);
+      shift[j] = -std::numeric_limits<T>::infinity();
       sum_exp[j] = T(0);
+      sum_shifted[j] = T(0);
     }
+    for (std::size_t c = 0; c < classes; ++c) {
+      const T* xc = x + offset + c * stride;
+      for (std::size_t j = 0; j < width; ++j) shift[j] = std::max(shift[j], xc[j]);
+    }
+    for (std::size_t j = 0; j < width; ++j) shift[j] = shift_of(shift[j]);
     for (std::size_t c = 0; c < classes; ++c) {
       const T* xc = x + offset + c * stride;
       for (std::size_t j = 0; j < width; ++j) {
-        max[j] = std::max(max[j], xc[j]);
-        sum_x[j] += xc[j];
+        sum_exp[j] += std::exp(xc[j] - shift[j]);
+        sum_shifted[j] += xc[j] - shift[j];
       }
-    }
-    for (std::size_t c = 0; c < classes; ++c) {
-      const T* xc = x + offset + c * stride;
-      for (std::size_t j = 0; j < width; ++j) sum_exp[j] += std::exp(xc[j] - max[j]);
     }
   }
   for (std::size_t j = 0; j < width; ++j) {
     const std::size_t r = first_row + j;
     const Index t = targets[r];
+    stats.shift[r] = shift[j];
+    stats.log_sum[r] = std::log(sum_exp[j]);
     if (t == ignore_index) {
       loss[r] = T(0);
-      lse[r] = T(0);
       continue;
     }
-    lse[r] = max[j] + std::log(sum_exp[j]);
     const T x_t = x[offset + static_cast<std::size_t>(t) * stride + j];
-    loss[r] = lse[r] - (T(1) - smoothing) * x_t - smoothing * sum_x[j] / static_cast<T>(classes);
+    loss[r] = row_loss(x_t - shift[j], sum_exp[j], sum_shifted[j], stats.log_sum[r], smoothing, classes);
   }
 }
 
-// Backward of cross_entropy_lanes: dx_c = u * (p_c - s / C - (1 - s) [c == t]), p_c = exp(x_c - lse);
-// 0 for ignored lanes.
+// Backward of cross_entropy_lanes: dx_c = u * (p_c - s / C - (1 - s) [c == t]),
+// p_c = exp((x_c - m) - log_sum); 0 for ignored lanes and fully masked rows (log_sum == -inf).
 template <class T, class Stride, class Width>
 void cross_entropy_backward_lanes(const T* x, T* dx, std::size_t offset, Stride stride, Width width,
                                   std::size_t classes, std::size_t first_row, const Index* targets, Index ignore_index,
-                                  T smoothing, const T* lse, const Upstream<T>& upstream) {
+                                  T smoothing, RowStats<const T> stats, const Upstream<T>& upstream) {
+  constexpr T minus_inf = -std::numeric_limits<T>::infinity();
   T u[kernels::kLaneBlock];
   for (std::size_t j = 0; j < width; ++j) {
     const std::size_t r = first_row + j;
-    u[j] = targets[r] == ignore_index ? T(0) : upstream[r];
+    u[j] = targets[r] == ignore_index || stats.log_sum[r] == minus_inf ? T(0) : upstream[r];
   }
   const T uniform = smoothing / static_cast<T>(classes);
   if constexpr (std::is_same_v<Width, kernels::One>) {  // one contiguous row: xsimd exp
@@ -218,8 +266,8 @@ void cross_entropy_backward_lanes(const T* x, T* dx, std::size_t offset, Stride 
       return;
     }
     const T* row = x + offset;
-    const T shift = lse[first_row];
-    for (std::size_t c = 0; c < classes; ++c) d[c] = row[c] - shift;
+    const T shift = stats.shift[first_row], log_sum = stats.log_sum[first_row];
+    for (std::size_t c = 0; c < classes; ++c) d[c] = (row[c] - shift) - log_sum;
     kernels::simd::exp_inplace(d, classes);
     const T p_t = d[t];
     for (std::size_t c = 0; c < classes; ++c) d[c] = u[0] * (d[c] - uniform);
@@ -232,7 +280,8 @@ void cross_entropy_backward_lanes(const T* x, T* dx, std::size_t offset, Stride 
       const std::size_t r = first_row + j;
       const T hit = targets[r] == static_cast<Index>(c) ? T(1) - smoothing : T(0);
       // The branch keeps an ignored lane at exactly 0 even if its logits overflow exp().
-      dx[at + j] = u[j] == T(0) ? T(0) : u[j] * (std::exp(x[at + j] - lse[r]) - uniform - hit);
+      dx[at + j] = u[j] == T(0) ? T(0)
+                                : u[j] * (std::exp((x[at + j] - stats.shift[r]) - stats.log_sum[r]) - uniform - hit);
     }
   }
 }
@@ -252,28 +301,29 @@ Tensor<T> cross_entropy(const Tensor<T>& logits, const IndexArray& targets, cons
   const T smoothing = static_cast<T>(options.label_smoothing);
   const Index ignore = options.ignore_index;
 
-  // lse per target is what backward needs besides the logits, which the captured handle holds
-  // anyway: recomputing p = exp(x - lse) there avoids keeping a second logits-sized array.
+  // The shift and log_sum per target are what backward needs besides the logits, which the
+  // captured handle holds anyway: recomputing p there avoids keeping a second logits-sized array.
   xt::xarray<T> losses = xt::zeros<T>(target_shape);
-  xt::xarray<T> lse = xt::zeros<T>(target_shape);
+  xt::xarray<T> shift = xt::zeros<T>(target_shape), log_sum = xt::zeros<T>(target_shape);
   if (axis.layout.n > 0) {  // with no classes every target is ignored (checked above): all zeros
     const T* x = logits.value().data();
     kernels::for_each_lane_block(axis.layout, [&](std::size_t offset, auto stride, auto width) {
       cross_entropy_lanes(x, offset, stride, width, axis.layout.n, axis.row_of(offset), targets.data(), ignore,
-                          smoothing, losses.data(), lse.data());
+                          smoothing, losses.data(), RowStats<T>{shift.data(), log_sum.data()});
     });
   }
   const std::size_t divisor = options.reduction == Reduction::Mean ? axis.counted : 1;
   return make_result(
       "cross_entropy", where, reduce(std::move(losses), options.reduction, divisor), should_record(logits),
-      [logits, targets, axis, ignore, smoothing, lse = std::move(lse), reduction = options.reduction, divisor](
-          const xt::xarray<T>& g, const xt::xarray<T>&) {
+      [logits, targets, axis, ignore, smoothing, shift = std::move(shift), log_sum = std::move(log_sum),
+       reduction = options.reduction, divisor](const xt::xarray<T>& g, const xt::xarray<T>&) {
         const Upstream<T> upstream(g, reduction, divisor);
         xt::xarray<T> dx = xt::xarray<T>::from_shape(logits.value().shape());
         if (dx.size() > 0) {
           kernels::for_each_lane_block(axis.layout, [&](std::size_t offset, auto stride, auto width) {
             cross_entropy_backward_lanes(logits.value().data(), dx.data(), offset, stride, width, axis.layout.n,
-                                         axis.row_of(offset), targets.data(), ignore, smoothing, lse.data(), upstream);
+                                         axis.row_of(offset), targets.data(), ignore, smoothing,
+                                         RowStats<const T>{shift.data(), log_sum.data()}, upstream);
           });
         }
         accumulate(logits, std::move(dx));
