@@ -1,5 +1,13 @@
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+
 #include "autograd/kernels/parallel.h"
 #include "examples/copy_task/copy_task.h"
+#include "examples/copy_task/model_size.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {
@@ -79,6 +87,73 @@ TEST(CopyTask, LossesDoNotDependOnTheThreadCount) {
   const auto two = epoch_losses(config, 1);
   set_num_threads(0);
   EXPECT_EQ(one, two);
+}
+
+TEST(CopyTask, ParameterCountComputedFromTheSizesMatchesTheBuiltModel) {
+  std::vector<copy_task::Config> configs(5, tiny_config());
+  configs[1].layers = 1;
+  configs[2].d_ff = 7;
+  configs[3].heads = 1;
+  configs[4].d_model = 12;
+  configs[4].heads = 3;
+  configs[4].layers = 3;
+  for (const auto& config : configs) {
+    EXPECT_EQ(copy_task::parameter_count(config),
+              static_cast<double>(copy_task::Trainer(config).model().num_parameters()))
+        << "N=" << config.layers << " d_model " << config.d_model << " d_ff " << config.d_ff;
+  }
+}
+
+TEST(CopyTask, ModelTooLargeForMemoryIsRefusedNamingItsSize) {
+  // The README's default model has 43,243 parameters: 16 bytes each with gradient and Adam state.
+  const copy_task::Config config;
+  const double bytes = 43243.0 * 16;
+  EXPECT_NO_THROW(copy_task::check_fits_in_memory(config, bytes));
+  EXPECT_TRUE(testing::throws_with<ValueError>([&] { copy_task::check_fits_in_memory(config, bytes - 1); },
+                                               {"a model of 43,243 parameters (N=2, d_model 32, d_ff 64, heads 4)",
+                                                "needs 691.9 kB", "this machine has 691.9 kB of memory"}));
+}
+
+TEST(CopyTask, NonFiniteLossStopsTrainingBeforeTheUpdateNamingTheStep) {
+  auto config = tiny_config();
+  config.lr_factor = 1e30;  // the first update sends the weights to ~1e29, the next forward overflows
+  config.warmup = 1;
+  config.batches_per_epoch = 1;
+  copy_task::Trainer trainer(config);
+  std::size_t epochs = 0;
+  std::string message;
+  try {
+    for (; epochs < 10; ++epochs) trainer.run_epoch();
+  } catch (const std::runtime_error& e) {
+    message = e.what();
+  }
+  ASSERT_LT(epochs, 10u) << "ten epochs at a Noam factor of 1e30 without a NaN or infinite loss";
+  const std::string step = std::to_string(epochs + 1);
+  EXPECT_NE(message.find("the training loss is"), std::string::npos) << message;
+  EXPECT_NE(message.find("at step " + step + " (epoch " + step + ", batch 1 of 1)"), std::string::npos) << message;
+  EXPECT_EQ(trainer.steps(), epochs);
+  for (const auto& [name, p] : trainer.model().named_parameters()) {
+    for (const float v : p.value()) ASSERT_TRUE(std::isfinite(v)) << name << " was updated with the bad loss";
+  }
+}
+
+TEST(CopyTask, CheckpointOfAnotherDepthNamesTheMismatchedParametersFirst) {
+  const auto path = std::filesystem::temp_directory_path() / ("copy_task_depth_" + std::to_string(::getpid()));
+  auto one_layer = tiny_config();
+  one_layer.layers = 1;
+  copy_task::Trainer(one_layer).save(path);
+  copy_task::Trainer two_layers(tiny_config());
+  std::string message;
+  try {
+    two_layers.load(path);
+  } catch (const std::exception& e) {
+    message = e.what();
+  }
+  std::filesystem::remove(path);
+  const auto parameters = message.find("missing parameters [decoder.decoder_layers.1.");
+  ASSERT_NE(parameters, std::string::npos) << message;
+  EXPECT_NE(message.find("encoder.encoder_layers.1."), std::string::npos) << message;
+  EXPECT_LT(parameters, message.find("generator states")) << message;
 }
 
 }  // namespace

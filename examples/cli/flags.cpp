@@ -43,7 +43,9 @@ CLI::Validator integer_in(std::uint64_t min, std::uint64_t max, std::string want
         const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
         const bool digits = !text.empty() && end == text.data() + text.size();
         if (digits && error == std::errc() && value >= min && value <= max) return std::string();
-        const std::string why = digits && error == std::errc::result_out_of_range ? " (more than 2^64 - 1)" : "";
+        // Without an upper limit in `wanted`, say why a long number is refused.
+        const bool too_long = digits && error == std::errc::result_out_of_range && max == kNoLimit;
+        const std::string why = too_long ? " (more than 2^64 - 1)" : "";
         return "must be " + wanted + ", got " + shorten(text) + why;
       },
       wanted);

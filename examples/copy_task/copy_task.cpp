@@ -113,7 +113,7 @@ void Trainer::throw_diverged(double loss, std::size_t batch_in_epoch) const {
   message << "the training loss is " << (std::isnan(loss) ? "NaN" : loss > 0 ? "+inf" : "-inf") << " at step " << steps_ + 1 << " (epoch "
           << steps_ / config_.batches_per_epoch + 1 << ", batch " << batch_in_epoch + 1 << " of "
           << config_.batches_per_epoch << "): training diverged; a smaller Noam factor (now " << config_.lr_factor
-          << ") or a longer warm-up (now " << config_.warmup << " steps) usually helps";
+          << ") or a longer warm-up (now " << config_.warmup << ") usually helps";
   throw std::runtime_error(message.str());
 }
 
