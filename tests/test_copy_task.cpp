@@ -104,14 +104,21 @@ TEST(CopyTask, ParameterCountComputedFromTheSizesMatchesTheBuiltModel) {
   }
 }
 
-TEST(CopyTask, ModelTooLargeForMemoryIsRefusedNamingItsSize) {
+TEST(CopyTask, RunTooLargeForMemoryIsRefusedNamingItsSizes) {
   // The README's default model has 43,243 parameters: 16 bytes each with gradient and Adam state.
+  // Its batch of 80 sequences keeps, per layer and sequence, the FFN hidden activation of the
+  // encoder (10 x 64) and decoder (9 x 64) and 4 heads' attention maps (10 x 10, 9 x 9, 9 x 10):
+  // 2300 floats, times 2 layers.
   const copy_task::Config config;
-  const double bytes = 43243.0 * 16;
-  EXPECT_NO_THROW(copy_task::check_fits_in_memory(config, bytes));
-  EXPECT_TRUE(testing::throws_with<ValueError>([&] { copy_task::check_fits_in_memory(config, bytes - 1); },
-                                               {"a model of 43,243 parameters (N=2, d_model 32, d_ff 64, heads 4)",
-                                                "needs 691.9 kB", "this machine has 691.9 kB of memory"}));
+  const double state = 43243.0 * 16, activations = 4.0 * 80 * 2 * 2300;
+  EXPECT_EQ(copy_task::training_state_bytes(config), state);
+  EXPECT_EQ(copy_task::activation_bytes_lower_bound(config), activations);
+  EXPECT_NO_THROW(copy_task::check_fits_in_memory(config, state + activations));
+  EXPECT_TRUE(testing::throws_with<ValueError>(
+      [&] { copy_task::check_fits_in_memory(config, state + activations - 1); },
+      {"a model of 43,243 parameters (N=2, d_model 32, d_ff 64, heads 4) on batches of 80 sequences of 10 tokens",
+       "needs at least 2.2 MB (691.9 kB for the parameters", "1.5 MB for one batch's activations",
+       "this machine has 2.2 MB of memory"}));
 }
 
 TEST(CopyTask, NonFiniteLossStopsTrainingBeforeTheUpdateNamingTheStep) {

@@ -60,8 +60,8 @@ struct EpochStats {
 
 class Trainer {
  public:
-  // Checks that the model's training state fits in this machine's memory (model_size.h) before
-  // allocating it; throws ValueError naming its size otherwise.
+  // Checks that the model's training state and a batch's activations fit in this machine's memory
+  // (model_size.h) before allocating anything; throws ValueError naming the sizes otherwise.
   explicit Trainer(const Config& config);
 
   // One epoch of batches_per_epoch fresh random batches; on_step(step_in_epoch, loss) after each.

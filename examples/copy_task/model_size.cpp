@@ -29,10 +29,15 @@ std::string format_count(double n) {
 // 1.2e10 -> "12.0 GB"
 std::string format_bytes(double bytes) {
   static const char* const units[] = {"bytes", "kB", "MB", "GB", "TB", "PB", "EB"};
-  std::size_t unit = 0;
-  for (; bytes >= 1000 && unit + 1 < std::size(units); ++unit) bytes /= 1000;
   char text[48];
-  std::snprintf(text, sizeof text, "%.1f %s", bytes, units[unit]);
+  double scaled = bytes;
+  std::size_t unit = 0;
+  for (; scaled >= 1000 && unit + 1 < std::size(units); ++unit) scaled /= 1000;
+  if (scaled >= 1000) {
+    std::snprintf(text, sizeof text, "%.2g bytes", bytes);  // past exabytes: a sizing typo
+  } else {
+    std::snprintf(text, sizeof text, "%.1f %s", scaled, units[unit]);
+  }
   return text;
 }
 
@@ -53,6 +58,16 @@ double parameter_count(const Config& c) {
 
 double training_state_bytes(const Config& config) { return 4 * sizeof(float) * parameter_count(config); }
 
+double activation_bytes_lower_bound(const Config& c) {
+  const double batch = static_cast<double>(c.batch), src = static_cast<double>(c.seq_len), tgt = src - 1,
+               ff = static_cast<double>(c.d_ff), heads = static_cast<double>(c.heads);
+  // Per layer and sequence: the FFN's hidden activation (linear_2's input, kept for its weight
+  // gradient) and each attention map (kept by the softmax and by A V); the decoder reads tgt_in.
+  const double encoder_layer = src * ff + heads * src * src;
+  const double decoder_layer = tgt * ff + heads * tgt * tgt + heads * tgt * src;
+  return sizeof(float) * batch * static_cast<double>(c.layers) * (encoder_layer + decoder_layer);
+}
+
 std::string describe_model(const Config& c) {
   return "a model of " + format_count(parameter_count(c)) + " parameters (N=" + std::to_string(c.layers) +
          ", d_model " + std::to_string(c.d_model) + ", d_ff " + std::to_string(c.d_ff) + ", heads " +
@@ -65,11 +80,12 @@ std::string describe_run(const Config& c) {
 }
 
 void check_fits_in_memory(const Config& config, double available) {
-  const double needed = training_state_bytes(config);
-  if (needed <= available) return;
-  throw ValueError(describe_model(config) + " needs " + format_bytes(needed) +
-                   " for its parameters, their gradients and Adam's moments (4 floats each); this machine has " +
-                   format_bytes(available) + " of memory");
+  const double state = training_state_bytes(config), activations = activation_bytes_lower_bound(config);
+  if (state + activations <= available) return;
+  throw ValueError(describe_run(config) + " needs at least " + format_bytes(state + activations) + " (" +
+                   format_bytes(state) + " for the parameters, their gradients and Adam's moments, " +
+                   format_bytes(activations) + " for one batch's activations kept for the backward pass); this " +
+                   "machine has " + format_bytes(available) + " of memory");
 }
 
 void check_fits_in_memory(const Config& config) {

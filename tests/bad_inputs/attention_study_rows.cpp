@@ -30,7 +30,7 @@ ATTENTION_STUDY_ROW(attention_study_zero_heads, "--heads 0", 105, "--heads", "po
 ATTENTION_STUDY_ROW(attention_study_d_model_not_multiple_of_heads, "--d-model 30 --heads 4", 2, "--d-model 30",
                     "--heads 4")
 ATTENTION_STUDY_ROW(attention_study_model_too_large_for_memory, "--d-model 1000000 --d-ff 4000000 --heads 1", 1,
-                    "a model of 56,000,079,000,011 parameters", "needs 896.0 TB")
+                    "a model of 56,000,079,000,011 parameters", "needs at least 896.0 TB")
 ATTENTION_STUDY_ROW(attention_study_checkpoint_of_another_depth, "--checkpoint " + one_layer_checkpoint(), 1,
                     "attention_study: load_checkpoint", "missing parameters [decoder.decoder_layers.1.")
 // Output paths are checked before training (the old program trained, then failed to write).

@@ -52,7 +52,11 @@ COPY_TASK_ROW(copy_task_paper_with_heads, "--paper --heads 7 --epochs 1 --batche
 COPY_TASK_ROW(copy_task_loss_diverges, "--lr-factor 1e30 --warmup 1 --epochs 2 --batches-per-epoch 5", 1,
               "the training loss is", "at step", "(epoch 1, batch", "of 5): training diverged")
 COPY_TASK_ROW(copy_task_model_too_large_for_memory, "--d-model 1000000 --d-ff 4000000 --heads 1", 1,
-              "a model of 56,000,079,000,011 parameters", "needs 896.0 TB", "of memory")
+              "a model of 56,000,079,000,011 parameters", "needs at least 896.0 TB", "of memory")
+// 10^12 sequences: the old program died in std::bad_alloc without a word of what was asked for.
+COPY_TASK_ROW(copy_task_batch_too_large_for_memory, "--batch 1000000000000", 1,
+              "on batches of 1000000000000 sequences of 10 tokens needs at least 18.4 PB",
+              "for one batch's activations")
 COPY_TASK_ROW(copy_task_checkpoint_corrupt,
               "--checkpoint " + write_scratch("corrupt.safetensors", "garbage!garbage").string(), 1,
               "copy_task: load_safetensors", "corrupt.safetensors")
