@@ -255,6 +255,19 @@ std::string join(const std::vector<std::string>& items) {
   return text;
 }
 
+// "missing parameters [...], unexpected parameters [...]; " when the names of the model's and the
+// file's parameters differ, else "".
+template <class T>
+std::string parameter_mismatch(const StateDict<T>& model, const StateDict<T>& file) {
+  std::vector<std::string> missing, unexpected;
+  for (const auto& entry : model)
+    if (!file.contains(entry.first)) missing.push_back(entry.first);
+  for (const auto& entry : file)
+    if (!model.contains(entry.first)) unexpected.push_back(entry.first);
+  if (missing.empty() && unexpected.empty()) return "";
+  return "missing parameters [" + join(missing) + "], unexpected parameters [" + join(unexpected) + "]; ";
+}
+
 // "generator.<name>.seed" or "generator.<name>.offset" -> "<name>"; any other key -> "".
 std::string generator_name(std::string_view key) {
   constexpr std::string_view prefix = "generator.";
@@ -427,8 +440,10 @@ LoadedCheckpoint<T> load_checkpoint(const fs::path& path, Module<T>& model, bool
     }
   }
   if (strict && (!out.missing_generators.empty() || !out.unexpected_generators.empty())) {
+    // A model of another depth lacks parameters and dropout streams alike: name the parameters
+    // first, they say what differs (state_dict() copies, but only on this failing path).
     fail(op, path,
-         "missing generator states [" + join(out.missing_generators) + "], unexpected generator states [" +
+         parameter_mismatch(model.state_dict(), parameters) + "missing generator states [" + join(out.missing_generators) + "], unexpected generator states [" +
              join(out.unexpected_generators) + "]");
   }
   // Same exception type, with the file named: a mis-shaped or missing key is a problem of this file.

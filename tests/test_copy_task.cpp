@@ -1,5 +1,13 @@
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+
 #include "autograd/kernels/parallel.h"
 #include "examples/copy_task/copy_task.h"
+#include "examples/copy_task/model_size.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {
@@ -79,6 +87,80 @@ TEST(CopyTask, LossesDoNotDependOnTheThreadCount) {
   const auto two = epoch_losses(config, 1);
   set_num_threads(0);
   EXPECT_EQ(one, two);
+}
+
+TEST(CopyTask, ParameterCountComputedFromTheSizesMatchesTheBuiltModel) {
+  std::vector<copy_task::Config> configs(5, tiny_config());
+  configs[1].layers = 1;
+  configs[2].d_ff = 7;
+  configs[3].heads = 1;
+  configs[4].d_model = 12;
+  configs[4].heads = 3;
+  configs[4].layers = 3;
+  for (const auto& config : configs) {
+    EXPECT_EQ(copy_task::parameter_count(config),
+              static_cast<double>(copy_task::Trainer(config).model().num_parameters()))
+        << "N=" << config.layers << " d_model " << config.d_model << " d_ff " << config.d_ff;
+  }
+}
+
+TEST(CopyTask, RunTooLargeForMemoryIsRefusedNamingItsSizes) {
+  // The README's default model has 43,243 parameters: 16 bytes each with gradient and Adam state.
+  // Its batch of 80 sequences keeps, per layer and sequence, the FFN hidden activation of the
+  // encoder (10 x 64) and decoder (9 x 64) and 4 heads' attention maps (10 x 10, 9 x 9, 9 x 10):
+  // 2300 floats, times 2 layers.
+  const copy_task::Config config;
+  const double state = 43243.0 * 16, activations = 4.0 * 80 * 2 * 2300;
+  EXPECT_EQ(copy_task::training_state_bytes(config), state);
+  EXPECT_EQ(copy_task::activation_bytes_lower_bound(config), activations);
+  EXPECT_NO_THROW(copy_task::check_fits_in_memory(config, state + activations));
+  EXPECT_TRUE(testing::throws_with<ValueError>(
+      [&] { copy_task::check_fits_in_memory(config, state + activations - 1); },
+      {"a model of 43,243 parameters (N=2, d_model 32, d_ff 64, heads 4) on batches of 80 sequences of 10 tokens",
+       "needs at least 2.2 MB (691.9 kB for the parameters", "1.5 MB for one batch's activations",
+       "this machine has 2.2 MB of memory"}));
+}
+
+TEST(CopyTask, NonFiniteLossStopsTrainingBeforeTheUpdateNamingTheStep) {
+  auto config = tiny_config();
+  config.lr_factor = 1e30;  // the first update sends the weights to ~1e29, the next forward overflows
+  config.warmup = 1;
+  config.batches_per_epoch = 1;
+  copy_task::Trainer trainer(config);
+  std::size_t epochs = 0;
+  std::string message;
+  try {
+    for (; epochs < 10; ++epochs) trainer.run_epoch();
+  } catch (const std::runtime_error& e) {
+    message = e.what();
+  }
+  ASSERT_LT(epochs, 10u) << "ten epochs at a Noam factor of 1e30 without a NaN or infinite loss";
+  const std::string step = std::to_string(epochs + 1);
+  EXPECT_NE(message.find("the training loss is"), std::string::npos) << message;
+  EXPECT_NE(message.find("at step " + step + " (epoch " + step + ", batch 1 of 1)"), std::string::npos) << message;
+  EXPECT_EQ(trainer.steps(), epochs);
+  for (const auto& [name, p] : trainer.model().named_parameters()) {
+    for (const float v : p.value()) ASSERT_TRUE(std::isfinite(v)) << name << " was updated with the bad loss";
+  }
+}
+
+TEST(CopyTask, CheckpointOfAnotherDepthNamesTheMismatchedParametersFirst) {
+  const auto path = std::filesystem::temp_directory_path() / ("copy_task_depth_" + std::to_string(::getpid()));
+  auto one_layer = tiny_config();
+  one_layer.layers = 1;
+  copy_task::Trainer(one_layer).save(path);
+  copy_task::Trainer two_layers(tiny_config());
+  std::string message;
+  try {
+    two_layers.load(path);
+  } catch (const std::exception& e) {
+    message = e.what();
+  }
+  std::filesystem::remove(path);
+  const auto parameters = message.find("missing parameters [decoder.decoder_layers.1.");
+  ASSERT_NE(parameters, std::string::npos) << message;
+  EXPECT_NE(message.find("encoder.encoder_layers.1."), std::string::npos) << message;
+  EXPECT_LT(parameters, message.find("generator states")) << message;
 }
 
 }  // namespace

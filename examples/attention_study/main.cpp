@@ -7,13 +7,17 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <iostream>
 #include <string>
 
 #include "autograd/kernels/parallel.h"
 #include "examples/attention_study/report.h"
 #include "examples/attention_study/study.h"
+#include "examples/cli/flags.h"
+#include "examples/cli/output_path.h"
+#include "examples/cli/program.h"
 #include "examples/copy_task/copy_task.h"
+#include "examples/copy_task/model_flags.h"
+#include "examples/copy_task/model_size.h"
 
 namespace {
 
@@ -22,90 +26,89 @@ constexpr std::size_t kAccuracySequences = 100;
 // trained here or loaded.
 constexpr std::uint64_t kStudyStream = 0x5EED5EED;
 
+// The flags that are not the model's (copy_task/model_flags.h has those).
+struct Options {
+  std::size_t steps = 300, sequences = 3;
+  int cell = 32;
+  std::string checkpoint, save_checkpoint, out = "attention_study_out";
+};
+
+// Trains or loads the model, studies one batch and writes the report; returns the exit status.
+int study(const tapegrad::copy_task::Config& config, const Options& options) {
+  using namespace tapegrad;
+  copy_task::Trainer trainer(config);
+  attention_study::RunInfo run;
+  run.config = config;
+  run.cell = options.cell;
+  if (!options.checkpoint.empty()) {
+    trainer.load(options.checkpoint);
+    run.source = "loaded from " + options.checkpoint + " at step " + std::to_string(trainer.steps());
+  } else {
+    std::printf("Training a copy-task model: N=%zu d_model=%zu d_ff=%zu heads=%zu, %zu steps of %zu sequences\n",
+                config.layers, config.d_model, config.d_ff, config.heads, options.steps, config.batch);
+    const std::size_t every = std::max<std::size_t>(1, options.steps / 10);
+    trainer.run_epoch([&](std::size_t step, double loss) {
+      run.losses.push_back(loss);
+      if (step % every == 0 || step == options.steps) std::printf("  step %5zu  loss %.4f\n", step, loss);
+    });
+    run.source =
+        "trained here for " + std::to_string(options.steps) + " steps (seed " + std::to_string(config.seed) + ")";
+    if (!options.save_checkpoint.empty()) trainer.save(options.save_checkpoint);
+  }
+  run.steps = trainer.steps();
+  run.accuracy = trainer.exact_match_accuracy(kAccuracySequences);
+  run.accuracy_sequences = kAccuracySequences;
+
+  Generator study_gen(config.seed ^ kStudyStream);
+  const IndexArray data = copy_task::random_sequences(options.sequences, config.seq_len, config.vocab, study_gen);
+  const attention_study::StudyResult result = attention_study::study_batch(trainer.model(), data);
+  attention_study::write_report(options.out, run, result);
+  std::printf("Model: %s; exact-match accuracy %.0f%%. Study batch loss %.4f.\nWrote %s\n", run.source.c_str(),
+              100.0 * run.accuracy, result.loss, (std::filesystem::path(options.out) / "index.html").c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  using namespace tapegrad;
-  copy_task::Config config;
+  using tapegrad::examples::integer_in;
+  using tapegrad::examples::positive_integer;
+  tapegrad::copy_task::Config config;
   config.batch = 32;
   config.warmup = 100;
   config.epochs = 1;
-  std::size_t steps = 300, sequences = 3, threads = 0;
-  int cell = 32;
-  std::string checkpoint, save_checkpoint, out = "attention_study_out";
+  Options options;
+  std::size_t threads = 0;
   CLI::App app{"Draw the attention maps of a copy-task Transformer and the gradient of the loss with respect to them"};
-  auto* load_option =
-      app.add_option("--checkpoint", checkpoint,
-                     "load this copy-task checkpoint (copy_task --checkpoint, same size flags) instead of training");
-  app.add_option("--out", out, "output directory")->capture_default_str();
-  app.add_option("--steps", steps, "training steps when not loading a checkpoint")
+  tapegrad::examples::use_short_messages(app, "attention_study");
+  tapegrad::copy_task::add_model_flags(app, config, threads);
+  auto* load_option = app.add_option(
+      "--checkpoint", options.checkpoint,
+      "load this copy-task checkpoint (copy_task --checkpoint, same size flags) instead of training");
+  app.add_option("--out", options.out, "output directory")->capture_default_str();
+  app.add_option("--steps", options.steps, "training steps when not loading a checkpoint")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--save-checkpoint", save_checkpoint, "save the trained model's checkpoint here")
+      ->check(positive_integer());
+  app.add_option("--save-checkpoint", options.save_checkpoint, "save the trained model's checkpoint here")
       ->excludes(load_option);
-  app.add_option("--sequences", sequences, "sequences in the studied batch")
+  app.add_option("--sequences", options.sequences, "sequences in the studied batch")
       ->capture_default_str()
-      ->check(CLI::Range(1, 16));
+      ->check(integer_in(1, 16));
   app.add_option("--seq-len", config.seq_len, "tokens per sequence, start symbol included")
       ->capture_default_str()
-      ->check(CLI::Range(2, 64));
-  app.add_option("--d-model", config.d_model, "model width")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--d-ff", config.d_ff, "feed-forward width")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--heads", config.heads, "attention heads")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--layers", config.layers, "encoder and decoder layers (N)")
+      ->check(integer_in(2, 64));
+  app.add_option("--cell", options.cell, "heatmap pixels per (query, key) cell")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--batch", config.batch, "sequences per training batch")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--warmup", config.warmup, "Noam warm-up steps")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--seed", config.seed, "seed of initialisation, training data and the studied sequences")
-      ->capture_default_str();
-  app.add_option("--cell", cell, "heatmap pixels per (query, key) cell")
-      ->capture_default_str()
-      ->check(CLI::Range(8, 64));
-  app.add_option("--threads", threads, "worker threads (0 = all cores)")->capture_default_str();
+      ->check(integer_in(8, 64));
   CLI11_PARSE(app, argc, argv);
-  if (config.d_model % config.heads != 0) {
-    std::cerr << "attention_study: --d-model " << config.d_model << " must be divisible by --heads " << config.heads
-              << "\n";
-    return 2;
-  }
-  config.batches_per_epoch = steps;  // one epoch = the whole training run
-  set_num_threads(threads);
-
-  try {
-    copy_task::Trainer trainer(config);
-    attention_study::RunInfo run;
-    run.config = config;
-    run.cell = cell;
-    if (!checkpoint.empty()) {
-      trainer.load(checkpoint);
-      run.source = "loaded from " + checkpoint + " at step " + std::to_string(trainer.steps());
-    } else {
-      std::printf("Training a copy-task model: N=%zu d_model=%zu d_ff=%zu heads=%zu, %zu steps of %zu sequences\n",
-                  config.layers, config.d_model, config.d_ff, config.heads, steps, config.batch);
-      const std::size_t every = std::max<std::size_t>(1, steps / 10);
-      trainer.run_epoch([&](std::size_t step, double loss) {
-        run.losses.push_back(loss);
-        if (step % every == 0 || step == steps) std::printf("  step %5zu  loss %.4f\n", step, loss);
+  config.batches_per_epoch = options.steps;  // one epoch = the whole training run
+  return tapegrad::examples::run_guarded(
+      "attention_study", "studying " + tapegrad::copy_task::describe_run(config), [&] {
+        tapegrad::copy_task::check_model_flags(config);
+        tapegrad::examples::check_output_directory("--out", options.out);
+        if (!options.save_checkpoint.empty())
+          tapegrad::examples::check_output_file("--save-checkpoint", options.save_checkpoint);
+        tapegrad::set_num_threads(threads);
+        return study(config, options);
       });
-      run.source = "trained here for " + std::to_string(steps) + " steps (seed " + std::to_string(config.seed) + ")";
-      if (!save_checkpoint.empty()) trainer.save(save_checkpoint);
-    }
-    run.steps = trainer.steps();
-    run.accuracy = trainer.exact_match_accuracy(kAccuracySequences);
-    run.accuracy_sequences = kAccuracySequences;
-
-    Generator study_gen(config.seed ^ kStudyStream);
-    const IndexArray data = copy_task::random_sequences(sequences, config.seq_len, config.vocab, study_gen);
-    const attention_study::StudyResult study = attention_study::study_batch(trainer.model(), data);
-    attention_study::write_report(out, run, study);
-    std::printf("Model: %s; exact-match accuracy %.0f%%. Study batch loss %.4f.\nWrote %s\n", run.source.c_str(),
-                100.0 * run.accuracy, study.loss, (std::filesystem::path(out) / "index.html").c_str());
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "attention_study: %s\n", e.what());
-    return 1;
-  }
-  return 0;
 }

@@ -1,10 +1,14 @@
 #include "examples/copy_task/copy_task.h"
 
 #include <chrono>
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
 
 #include "autograd/ops/loss.h"
 #include "autograd/ops/shape.h"
 #include "autograd/tape.h"
+#include "examples/copy_task/model_size.h"
 #include "nn/checkpoint.h"
 
 namespace tapegrad::copy_task {
@@ -73,6 +77,7 @@ IndexArray greedy_decode(nn::transformer::Transformer<float>& model, const Index
 
 Trainer::Trainer(const Config& config)
     : config_(config), init_gen_(config.seed), data_gen_(config.seed + 0x9E3779B97F4A7C15ull) {
+  check_fits_in_memory(config);  // before allocating: a model too large is named, not a bad_alloc
   model_ = std::make_unique<nn::transformer::Transformer<float>>(
       config.vocab, config.vocab, config.seq_len, kPad, config.d_model, config.layers, config.d_ff, config.heads,
       config.dropout, 1e-5, init_gen_);
@@ -101,6 +106,17 @@ void Trainer::load(const std::filesystem::path& path) {
   reset_schedule(steps_);
 }
 
+void Trainer::throw_diverged(double loss, std::size_t batch_in_epoch) const {
+  // Every later loss would be NaN too, and the update would carry it into the parameters (and a
+  // checkpoint): stop before it, naming where.
+  std::ostringstream message;
+  message << "the training loss is " << (std::isnan(loss) ? "NaN" : loss > 0 ? "+inf" : "-inf") << " at step " << steps_ + 1 << " (epoch "
+          << steps_ / config_.batches_per_epoch + 1 << ", batch " << batch_in_epoch + 1 << " of "
+          << config_.batches_per_epoch << "): training diverged; a smaller Noam factor (now " << config_.lr_factor
+          << ") or a longer warm-up (now " << config_.warmup << ") usually helps";
+  throw std::runtime_error(message.str());
+}
+
 EpochStats Trainer::run_epoch(const std::function<void(std::size_t, double)>& on_step) {
   model_->train();
   const auto start = std::chrono::steady_clock::now();
@@ -113,6 +129,7 @@ EpochStats Trainer::run_epoch(const std::function<void(std::size_t, double)>& on
       GradientTape tape;
       const Tensor<float> loss = batch_loss(*model_, batch, config_.label_smoothing);
       loss_value = loss.item();
+      if (!std::isfinite(loss_value)) throw_diverged(loss_value, i);
       tape.backward(loss);
     }
     optimizer_->step();

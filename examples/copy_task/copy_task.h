@@ -60,9 +60,13 @@ struct EpochStats {
 
 class Trainer {
  public:
+  // Checks that the model's training state and a batch's activations fit in this machine's memory
+  // (model_size.h) before allocating anything; throws ValueError naming the sizes otherwise.
   explicit Trainer(const Config& config);
 
   // One epoch of batches_per_epoch fresh random batches; on_step(step_in_epoch, loss) after each.
+  // A NaN or infinite loss throws std::runtime_error naming the step, epoch and batch, before the
+  // optimiser step that would spread it into the parameters.
   EpochStats run_epoch(const std::function<void(std::size_t, double)>& on_step = {});
   // Share of n fresh sequences that greedy decoding reproduces exactly.
   double exact_match_accuracy(std::size_t n);
@@ -82,6 +86,7 @@ class Trainer {
   std::size_t steps() const { return steps_; }
 
  private:
+  [[noreturn]] void throw_diverged(double loss, std::size_t batch_in_epoch) const;
   // A fresh Noam scheduler advanced to `step`.
   void reset_schedule(std::size_t step);
 

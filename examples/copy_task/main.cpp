@@ -5,16 +5,19 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <iostream>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "autograd/kernels/parallel.h"
+#include "examples/cli/flags.h"
+#include "examples/cli/output_path.h"
+#include "examples/cli/program.h"
 #include "examples/copy_task/copy_task.h"
+#include "examples/copy_task/model_flags.h"
+#include "examples/copy_task/model_size.h"
 
 namespace {
 
@@ -35,108 +38,84 @@ void print_decodes(tapegrad::copy_task::Trainer& trainer, const Config& config) 
   }
 }
 
-// A check that the flag's value parses as a number for which ok() holds. CLI11's PositiveNumber
-// says "Value 0 not in range 0.000000 to 1797...", and it and Range let "nan" through.
-CLI::Validator number_that(const std::string& wanted, bool (*ok)(double)) {
-  return CLI::Validator(
-      [=](std::string& text) {
-        double value = 0.0;
-        if (CLI::detail::lexical_cast(text, value) && std::isfinite(value) && ok(value)) return std::string();
-        return "must be " + wanted + ", got " + text;
-      },
-      wanted);
+// Trains (resuming from checkpoint when that file exists), prints the decodes and the accuracy;
+// returns the exit status.
+int train(const Config& config, const std::string& checkpoint, double expect_accuracy) {
+  tapegrad::copy_task::Trainer trainer(config);
+  std::printf("Copy task: vocab %zu, seq %zu, batch %zu x %zu per epoch | model N=%zu d_model=%zu d_ff=%zu heads=%zu "
+              "dropout=%.2f | %zu parameters | %zu threads\n",
+              config.vocab, config.seq_len, config.batch, config.batches_per_epoch, config.layers, config.d_model,
+              config.d_ff, config.heads, config.dropout, trainer.model().num_parameters(), tapegrad::num_threads());
+  std::size_t first_epoch = 1;
+  if (!checkpoint.empty() && std::filesystem::exists(checkpoint)) {
+    trainer.load(checkpoint);
+    first_epoch = trainer.steps() / config.batches_per_epoch + 1;
+    std::printf("Resumed from %s at step %zu\n", checkpoint.c_str(), trainer.steps());
+  }
+  const bool live = isatty(STDERR_FILENO);
+  const auto start = std::chrono::steady_clock::now();
+  for (std::size_t epoch = first_epoch; epoch <= config.epochs; ++epoch) {
+    const auto stats = trainer.run_epoch([&](std::size_t step, double loss) {
+      if (live) std::fprintf(stderr, "\r  epoch %zu  step %zu/%zu  loss %.4f ", epoch, step, config.batches_per_epoch, loss);
+    });
+    if (live) std::fprintf(stderr, "\r%60s\r", "");
+    std::printf("Epoch %3zu | Step %6zu | Loss %7.4f | Tokens / Sec %9.1f | Learning Rate %.1e\n", epoch, stats.steps,
+                stats.loss, stats.tokens_per_sec, stats.learning_rate);
+    std::fflush(stdout);
+    if (!checkpoint.empty()) trainer.save(checkpoint);
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  print_decodes(trainer, config);
+  const double accuracy = trainer.exact_match_accuracy(100);
+  std::printf("\nTrained in %.1f s. Exact-match accuracy on 100 fresh sequences: %.0f%%\n", seconds, 100.0 * accuracy);
+  if (expect_accuracy >= 0.0 && accuracy < expect_accuracy) {
+    std::fprintf(stderr, "copy_task: accuracy %.2f is below --expect-accuracy %.2f\n", accuracy, expect_accuracy);
+    return 1;
+  }
+  return 0;
 }
-const CLI::Validator positive_integer =
-    number_that("a positive integer", [](double v) { return v >= 1.0 && v == std::floor(v); });
-const CLI::Validator positive_number = number_that("a positive number", [](double v) { return v > 0.0; });
-const CLI::Validator finite_number = number_that("a finite number", [](double) { return true; });
-const CLI::Validator thread_count = number_that("0 (all cores) or a thread count",
-                                                [](double v) { return v >= 0.0 && v <= 4096.0 && v == std::floor(v); });
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  using tapegrad::examples::number_in;
+  using tapegrad::examples::positive_integer;
+  using tapegrad::examples::positive_number;
   Config config;
   std::size_t threads = 0;
   bool paper = false;
   double expect_accuracy = -1.0;
   std::string checkpoint;
   CLI::App app{"Train a Transformer on The Annotated Transformer's copy task"};
-  app.add_option("--d-model", config.d_model, "model width")->capture_default_str()->check(positive_integer);
-  app.add_option("--d-ff", config.d_ff, "feed-forward width")->capture_default_str()->check(positive_integer);
-  app.add_option("--heads", config.heads, "attention heads")->capture_default_str()->check(positive_integer);
-  app.add_option("--layers", config.layers, "encoder and decoder layers (N)")
-      ->capture_default_str()
-      ->check(positive_integer);
-  app.add_option("--epochs", config.epochs, "epochs")->capture_default_str()->check(positive_integer);
-  app.add_option("--batch", config.batch, "sequences per batch")->capture_default_str()->check(positive_integer);
+  tapegrad::examples::use_short_messages(app, "copy_task");
+  tapegrad::copy_task::add_model_flags(app, config, threads);
+  app.add_option("--epochs", config.epochs, "epochs")->capture_default_str()->check(positive_integer());
   app.add_option("--batches-per-epoch", config.batches_per_epoch, "batches per epoch")
       ->capture_default_str()
-      ->check(positive_integer);
-  app.add_option("--lr-factor", config.lr_factor, "Noam factor")->capture_default_str()->check(positive_number);
-  app.add_option("--warmup", config.warmup, "Noam warm-up steps")->capture_default_str()->check(positive_integer);
-  app.add_option("--dropout", config.dropout, "dropout rate")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 0.99))
-      ->check(finite_number);
+      ->check(positive_integer());
+  app.add_option("--lr-factor", config.lr_factor, "Noam factor")->capture_default_str()->check(positive_number());
+  app.add_option("--dropout", config.dropout, "dropout rate")->capture_default_str()->check(number_in(0.0, 0.99));
   app.add_option("--label-smoothing", config.label_smoothing, "label smoothing")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0))
-      ->check(finite_number);
-  app.add_option("--seed", config.seed, "seed of initialisation, data and dropout")->capture_default_str();
-  app.add_option("--threads", threads, "worker threads (0 = all cores)")->capture_default_str()->check(thread_count);
-  app.add_flag("--paper", paper, "the paper-size model: d_model 512, d_ff 2048, 8 heads");
+      ->check(number_in(0.0, 1.0));
+  app.add_flag("--paper", paper,
+               "the paper-size model: d_model 512, d_ff 2048, 8 heads; --d-model, --d-ff or --heads given as well "
+               "win over it");
   app.add_option("--expect-accuracy", expect_accuracy, "exit 1 when the final exact-match accuracy is below this")
-      ->check(CLI::Range(0.0, 1.0))
-      ->check(finite_number);
+      ->check(number_in(0.0, 1.0));
   app.add_option("--checkpoint", checkpoint,
                  "save the training state here after every epoch; resume from it when it exists");
   CLI11_PARSE(app, argc, argv);
   if (paper) {
-    config.d_model = 512;
-    config.d_ff = 2048;
-    config.heads = 8;
+    // A preset: the size flags given explicitly win over it.
+    if (app.count("--d-model") == 0) config.d_model = 512;
+    if (app.count("--d-ff") == 0) config.d_ff = 2048;
+    if (app.count("--heads") == 0) config.heads = 8;
   }
-  if (config.d_model % config.heads != 0) {
-    std::cerr << "copy_task: --d-model " << config.d_model << " must be divisible by --heads " << config.heads << "\n";
-    return 2;
-  }
-  try {
+  return tapegrad::examples::run_guarded("copy_task", "training " + tapegrad::copy_task::describe_run(config), [&] {
+    tapegrad::copy_task::check_model_flags(config);
+    if (!checkpoint.empty()) tapegrad::examples::check_output_file("--checkpoint", checkpoint);
     tapegrad::set_num_threads(threads);
-    tapegrad::copy_task::Trainer trainer(config);
-    std::printf("Copy task: vocab %zu, seq %zu, batch %zu x %zu per epoch | model N=%zu d_model=%zu d_ff=%zu heads=%zu "
-                "dropout=%.2f | %zu parameters | %zu threads\n",
-                config.vocab, config.seq_len, config.batch, config.batches_per_epoch, config.layers, config.d_model,
-                config.d_ff, config.heads, config.dropout, trainer.model().num_parameters(), tapegrad::num_threads());
-    std::size_t first_epoch = 1;
-    if (!checkpoint.empty() && std::filesystem::exists(checkpoint)) {
-      trainer.load(checkpoint);
-      first_epoch = trainer.steps() / config.batches_per_epoch + 1;
-      std::printf("Resumed from %s at step %zu\n", checkpoint.c_str(), trainer.steps());
-    }
-    const bool live = isatty(STDERR_FILENO);
-    const auto start = std::chrono::steady_clock::now();
-    for (std::size_t epoch = first_epoch; epoch <= config.epochs; ++epoch) {
-      const auto stats = trainer.run_epoch([&](std::size_t step, double loss) {
-        if (live) std::fprintf(stderr, "\r  epoch %zu  step %zu/%zu  loss %.4f ", epoch, step, config.batches_per_epoch, loss);
-      });
-      if (live) std::fprintf(stderr, "\r%60s\r", "");
-      std::printf("Epoch %3zu | Step %6zu | Loss %7.4f | Tokens / Sec %9.1f | Learning Rate %.1e\n", epoch, stats.steps,
-                  stats.loss, stats.tokens_per_sec, stats.learning_rate);
-      std::fflush(stdout);
-      if (!checkpoint.empty()) trainer.save(checkpoint);
-    }
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    print_decodes(trainer, config);
-    const double accuracy = trainer.exact_match_accuracy(100);
-    std::printf("\nTrained in %.1f s. Exact-match accuracy on 100 fresh sequences: %.0f%%\n", seconds, 100.0 * accuracy);
-    if (expect_accuracy >= 0.0 && accuracy < expect_accuracy) {
-      std::fprintf(stderr, "copy_task: accuracy %.2f is below --expect-accuracy %.2f\n", accuracy, expect_accuracy);
-      return 1;
-    }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "copy_task: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+    return train(config, checkpoint, expect_accuracy);
+  });
 }

@@ -1,0 +1,73 @@
+#include "examples/cli/flags.h"
+
+#include <charconv>
+#include <cmath>
+#include <sstream>
+
+namespace tapegrad::examples {
+
+namespace {
+
+// Longer echoes are cut to their first kKeep characters: enough to recognise the value.
+constexpr std::size_t kMaxEcho = 40, kKeep = 24;
+
+std::string describe_integers(std::uint64_t min, std::uint64_t max) {
+  if (max == kNoLimit && min <= 1) return min == 1 ? "a positive integer" : "a non-negative integer";
+  return "an integer from " + std::to_string(min) + " to " + std::to_string(max);
+}
+
+// A check that the flag's value parses as a finite number for which ok() holds.
+template <class Ok>
+CLI::Validator number_that(const std::string& wanted, Ok ok) {
+  return CLI::Validator(
+      [=](std::string& text) {
+        double value = 0.0;
+        if (CLI::detail::lexical_cast(text, value) && std::isfinite(value) && ok(value)) return std::string();
+        return "must be " + wanted + ", got " + shorten(text);
+      },
+      wanted);
+}
+
+}  // namespace
+
+std::string shorten(std::string_view text) {
+  if (text.size() <= kMaxEcho) return std::string(text);
+  return std::string(text.substr(0, kKeep)) + "... (" + std::to_string(text.size()) + " characters)";
+}
+
+CLI::Validator integer_in(std::uint64_t min, std::uint64_t max, std::string wanted) {
+  if (wanted.empty()) wanted = describe_integers(min, max);
+  return CLI::Validator(
+      [=](std::string& text) {
+        std::uint64_t value = 0;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        const bool digits = !text.empty() && end == text.data() + text.size();
+        if (digits && error == std::errc() && value >= min && value <= max) return std::string();
+        // Without an upper limit in `wanted`, say why a long number is refused.
+        const bool too_long = digits && error == std::errc::result_out_of_range && max == kNoLimit;
+        const std::string why = too_long ? " (more than 2^64 - 1)" : "";
+        return "must be " + wanted + ", got " + shorten(text) + why;
+      },
+      wanted);
+}
+
+CLI::Validator number_in(double min, double max) {
+  std::ostringstream wanted;
+  wanted << "a number from " << min << " to " << max;
+  return number_that(wanted.str(), [=](double v) { return v >= min && v <= max; });
+}
+
+CLI::Validator positive_number() {
+  return number_that("a positive number", [](double v) { return v > 0.0; });
+}
+
+void use_short_messages(CLI::App& app, const std::string& program) {
+  app.failure_message([program](const CLI::App*, const CLI::Error& e) {
+    std::istringstream words(e.what());
+    std::string message = program + ":", word;
+    while (words >> word) message += " " + shorten(word);
+    return message + "\nRun with --help for more information.\n";
+  });
+}
+
+}  // namespace tapegrad::examples

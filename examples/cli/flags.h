@@ -1,0 +1,36 @@
+#pragma once
+// Command-line flags of the example programs (CLI11), shared so that every program rejects a bad
+// value the same way: with a message naming the flag, never by clamping, wrapping or aborting.
+//
+// CLI11 2.1 converts "-1" and "99999999999999999999" into a std::size_t as 2^64 - 1 and lets
+// "nan" through its Range checks, so the numeric checks here parse the text themselves, before
+// CLI11 converts it. What a message echoes of the user's text is capped (shorten), so a
+// 300-digit value is not printed back whole.
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+
+namespace tapegrad::examples {
+
+inline constexpr std::uint64_t kNoLimit = std::numeric_limits<std::uint64_t>::max();
+
+// text itself when short, else its start, "..." and its length: what messages echo of user input.
+std::string shorten(std::string_view text);
+
+// Decimal digits only (no sign, exponent or hex) giving a value in [min, max]. The message says
+// "must be <wanted>, got <text>"; wanted defaults to "a positive integer" (min 1, no upper
+// limit), "a non-negative integer" (min 0) or "an integer from <min> to <max>".
+CLI::Validator integer_in(std::uint64_t min, std::uint64_t max, std::string wanted = "");
+inline CLI::Validator positive_integer() { return integer_in(1, kNoLimit); }
+
+// A finite number in [min, max] (CLI::Range lets "nan" through), or above 0.
+CLI::Validator number_in(double min, double max);
+CLI::Validator positive_number();
+
+// Has app print its parse errors as "<program>: <message>" with every long word shortened
+// (CLI11's own messages, such as "not expected: <value>", echo the user's text too).
+void use_short_messages(CLI::App& app, const std::string& program);
+
+}  // namespace tapegrad::examples

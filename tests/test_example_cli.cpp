@@ -1,0 +1,116 @@
+// examples/cli: the flag checks, output-path checks and outer error handling that copy_task and
+// attention_study share (their rows in docs/bad-inputs.md run the programs themselves).
+#include <unistd.h>
+
+#include <filesystem>
+#include <new>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "examples/cli/flags.h"
+#include "examples/cli/output_path.h"
+#include "examples/cli/program.h"
+
+namespace tapegrad::examples {
+namespace {
+
+namespace fs = std::filesystem;
+
+// What the validator says about text: "" when it accepts it.
+std::string verdict(const CLI::Validator& check, std::string text) { return check(text); }
+
+TEST(ExampleCli, IntegersAreDecimalDigitsInRangeNeverWrappedOrClamped) {
+  const CLI::Validator positive = positive_integer();
+  for (const char* ok : {"1", "007", "18446744073709551615"}) EXPECT_EQ(verdict(positive, ok), "") << ok;
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"0", "must be a positive integer, got 0"},
+      {"-1", "must be a positive integer, got -1"},
+      {"+1", "got +1"},
+      {"0x10", "got 0x10"},
+      {"1e3", "got 1e3"},
+      {"2.5", "got 2.5"},
+      {"", "got "},
+      {"18446744073709551616", "got 18446744073709551616 (more than 2^64 - 1)"},
+  };
+  for (const auto& [text, message] : refused) {
+    const std::string said = verdict(positive, text);
+    EXPECT_NE(said.find(message), std::string::npos) << "'" << text << "' gives \"" << said << "\"";
+  }
+  EXPECT_EQ(verdict(integer_in(0, kNoLimit), "0"), "");
+  EXPECT_NE(verdict(integer_in(2, 64), "65").find("must be an integer from 2 to 64, got 65"), std::string::npos);
+}
+
+TEST(ExampleCli, NumbersMustBeFiniteAndInRange) {
+  EXPECT_EQ(verdict(number_in(0, 1), "0.5"), "");
+  for (const char* bad : {"nan", "inf", "-0.1", "1.5", "1e400", "abc"})
+    EXPECT_NE(verdict(number_in(0, 1), bad), "") << bad;
+  EXPECT_NE(verdict(positive_number(), "0").find("must be a positive number, got 0"), std::string::npos);
+}
+
+TEST(ExampleCli, EchoesOfLongValuesAreShortened) {
+  const std::string forty(40, '9');
+  EXPECT_EQ(shorten(forty), forty);
+  EXPECT_EQ(shorten(forty + "9"), std::string(24, '9') + "... (41 characters)");
+}
+
+TEST(ExampleCli, ParseErrorsNameTheProgramAndShortenEveryLongWord) {
+  CLI::App app;
+  use_short_messages(app, "prog");
+  std::size_t n = 0;
+  app.add_option("--n", n)->check(positive_integer());
+  const std::string long_value(300, '7');
+  std::vector<std::string> args = {"prog", "--n", long_value, long_value};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  ::testing::internal::CaptureStderr();
+  int status = 0;
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::ParseError& e) {
+    status = app.exit(e);
+  }
+  const std::string printed = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(status, 0);
+  EXPECT_EQ(printed.rfind("prog: --n: must be a positive integer, got 777777777777777777777777... (300 characters)", 0),
+            0u)
+      << printed;
+  EXPECT_EQ(printed.find(long_value), std::string::npos) << printed;
+}
+
+TEST(ExampleCli, FailuresAreOneLineWithAnExitStatusAndOutOfMemoryNamesWhatRan) {
+  const auto run = [](auto body, int& status) {
+    ::testing::internal::CaptureStderr();
+    status = run_guarded("prog", "training a model of 5 parameters", body);
+    return ::testing::internal::GetCapturedStderr();
+  };
+  int status = -1;
+  EXPECT_EQ(run([]() -> int { throw std::bad_alloc(); }, status),
+            "prog: out of memory (std::bad_alloc) training a model of 5 parameters\n");
+  EXPECT_EQ(status, 1);
+  EXPECT_EQ(run([]() -> int { throw UsageError("--a 1 contradicts --b 2"); }, status), "prog: --a 1 contradicts --b 2\n");
+  EXPECT_EQ(status, 2);
+  EXPECT_EQ(run([]() -> int { throw std::runtime_error("diverged"); }, status), "prog: diverged\n");
+  EXPECT_EQ(status, 1);
+  EXPECT_EQ(run([] { return 7; }, status), "");
+  EXPECT_EQ(status, 7);
+}
+
+TEST(ExampleCli, OutputPathsAreCheckedWithoutLeavingFilesBehind) {
+  const fs::path dir = fs::temp_directory_path() / ("example_cli_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  EXPECT_NO_THROW(check_output_file("--checkpoint", dir / "ck.safetensors"));
+  EXPECT_NO_THROW(check_output_directory("--out", dir / "not" / "yet" / "there"));
+  EXPECT_FALSE(fs::exists(dir / "not"));  // checked, not created
+  EXPECT_TRUE(fs::is_empty(dir));         // the probe files are gone
+  EXPECT_THROW(check_output_file("--checkpoint", dir), UsageError);
+  EXPECT_THROW(check_output_file("--checkpoint", dir / "missing" / "ck.safetensors"), UsageError);
+  EXPECT_THROW(check_output_file("--checkpoint", ""), UsageError);
+  EXPECT_THROW(check_output_directory("--out", ""), UsageError);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace tapegrad::examples
