@@ -73,6 +73,12 @@ void Module<T>::add_child(const std::string& name, std::shared_ptr<Module> child
                      (child.get() == this ? "is this " + type_name() + " itself" : "contains this " + type_name()) +
                      "; a module cannot be its own descendant (its tree of parameters would be infinite)");
   }
+  // A parameter's tensor name grows into its dotted path as its module is registered into
+  // parents, so messages (in-place edits, anomaly reports) name it as state_dict does. A tensor
+  // already named otherwise (a tied module's second place, a user's own name) keeps its name.
+  for (auto& [path, tensor] : child->named_parameters()) {
+    if (tensor.name() == path) tensor.set_name(name + "." + path);
+  }
   children_.emplace_back(name, std::move(child));
 }
 

@@ -41,6 +41,22 @@ TEST(Module, NamedParametersUseDottedNamesInRegistrationOrder) {
   for (const auto& p : net.parameters()) EXPECT_TRUE(p.requires_grad());
 }
 
+TEST(Module, ParameterTensorsAreNamedByTheirDottedPath) {
+  Generator gen(0);
+  TwoLayer model(2, 3, 2, gen);
+  nn::Sequential<double> outer;
+  outer.push_back(std::make_shared<nn::Linear<double>>(2, 2, gen));
+  for (const auto& [path, tensor] : model.named_parameters()) EXPECT_EQ(tensor.name(), path);
+  for (const auto& [path, tensor] : outer.named_parameters()) EXPECT_EQ(tensor.name(), path);
+  EXPECT_EQ(model.fc1->weight().name(), "fc1.weight");
+  // ... so an in-place edit between forward and backward names the parameter as state_dict does.
+  GradientTape tape;
+  const auto loss = sum((*model.fc1)(Tensor<double>::ones({1, 2})));
+  Tensor<double> weight = model.fc1->weight();
+  weight.mutable_value()(0, 0) = 5.0;
+  EXPECT_TRUE(throws_with<TapeError>([&] { tape.backward(loss); }, {"'fc1.weight'", "modified in place"}));
+}
+
 TEST(Module, ContainersNameChildrenByPosition) {
   Generator gen(0);
   nn::ModuleList<double, nn::Linear<double>> list;
@@ -151,8 +167,8 @@ TEST(SharedParameters, TiedWeightIsOneParameterUnderItsFirstName) {
   EXPECT_NE(lm.summary().find("Total parameters: 15\n"), std::string::npos) << lm.summary();
   // The state dict keeps every name, so it maps one to one onto the PyTorch model's.
   EXPECT_EQ(keys_of(lm.state_dict()), (std::vector<std::string>{"embed.weight", "generator.weight"}));
-  // Registration did not rename the tensor after its second owner.
-  EXPECT_EQ(lm.embed->weight().name(), "weight");
+  // The tensor is named by its first dotted path; its second owner did not rename it.
+  EXPECT_EQ(lm.embed->weight().name(), "embed.weight");
 }
 
 TEST(SharedParameters, SameLinearTwiceInASequentialIsOneModule) {
