@@ -5,6 +5,7 @@
 
 #include "autograd/anomaly.h"
 #include "autograd/detail/checks.h"
+#include "autograd/detail/walk.h"
 
 namespace tapegrad {
 
@@ -34,6 +35,31 @@ std::string describe_site(const GradientTape::Entry& e) {
   return std::string(e.op) + " (called at " + e.where.file_name() + ":" + std::to_string(e.where.line()) + ")";
 }
 }  // namespace
+
+namespace detail {
+
+namespace {
+thread_local WalkScope* current_walk = nullptr;
+}  // namespace
+
+bool backward_walk_running() { return current_walk != nullptr; }
+
+void defer_to_walk_end(std::shared_ptr<NodeBase> leaf) { current_walk->deferred_.push_back(std::move(leaf)); }
+
+WalkScope::WalkScope() : previous_(current_walk) { current_walk = this; }
+
+WalkScope::~WalkScope() {
+  current_walk = previous_;
+  for (std::size_t i = finished_; i < deferred_.size(); ++i) deferred_[i]->finish_walk(false);
+}
+
+void WalkScope::finish() {
+  // Hooks run outside the walk's scope: what they accumulate is not deferred again.
+  current_walk = previous_;
+  while (finished_ < deferred_.size()) deferred_[finished_++]->finish_walk(true);
+}
+
+}  // namespace detail
 
 bool is_recording() {
   if (active_recorders.empty() || pause_depth != 0) return false;
@@ -163,6 +189,7 @@ void check_entry(const GradientTape::Entry& e, const std::uint64_t* ids_begin, c
 
 void GradientTape::walk() {
   NoGradGuard no_recording_inside_backward;
+  detail::WalkScope hooked_leaves;
   auto& entries = recorder_->entries;
   const std::uint64_t* ids = recorder_->ids.data();
   // Entries are appended in creation order, which is a topological order: walking them newest
@@ -185,6 +212,7 @@ void GradientTape::walk() {
     if (!e.output->retains_grad) e.output->clear_grad();
     if (!persistent_) entries[i].reset();
   }
+  hooked_leaves.finish();
   if (!persistent_) {
     entries.clear();
     recorder_->ids.clear();

@@ -1,11 +1,14 @@
 #include "autograd/tensor.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include <tbb/task_arena.h>
 #include <xtensor/xbuilder.hpp>
 
 #include "autograd/detail/checks.h"
+#include "autograd/detail/walk.h"
 #include "autograd/kernels/row_kernels.h"
 #include "autograd/malloc_policy.h"
 
@@ -14,6 +17,20 @@ namespace tapegrad {
 namespace {
 // Every program that makes a tensor links this file, so the policy is applied at load time.
 [[maybe_unused]] const bool malloc_policy_applied = detail::apply_malloc_policy();
+
+// acc += add, elementwise over TBB chunks: fan-out points (residual connections) add a gradient
+// the size of an activation on every backward, serially with xtensor's +=. Callers hold a node's
+// lock, so the work is isolated: this thread never picks up another task that could wait for it.
+template <class T>
+void add_into(xt::xarray<T>& acc, const xt::xarray<T>& add) {
+  T* out = acc.data();
+  const T* in = add.data();
+  tbb::this_task_arena::isolate([&] {
+    kernels::parallel_items(add.size(), 1, [out, in](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i) out[i] += in[i];
+    });
+  });
+}
 }  // namespace
 
 template <class T>
@@ -49,21 +66,52 @@ void Node<T>::accumulate_grad(xt::xarray<T>&& g) {
                     (name.empty() ? "" : " '" + name + "'") + " of shape " + format_shape(value.shape()) +
                     (op ? std::string(" produced by ") + op : std::string()));
   }
-  const std::lock_guard lock(grad_mutex_);
-  if (grad) {
-    // Elementwise over TBB chunks: fan-out points (residual connections) add a gradient the size
-    // of an activation on every backward, serially with xtensor's +=. Isolated, so that while this
-    // thread holds the lock it never picks up another task that could wait for the same lock.
-    T* acc = grad->data();
-    const T* add = g.data();
-    tbb::this_task_arena::isolate([&] {
-      kernels::parallel_items(g.size(), 1, [acc, add](std::size_t begin, std::size_t end) {
-        for (std::size_t i = begin; i < end; ++i) acc[i] += add[i];
-      });
-    });
-  } else {
-    grad = std::move(g);
+  if (is_leaf && !hooks.empty()) {
+    if (detail::backward_walk_running()) {
+      // The hooks see the walk's total, so contributions wait apart until the walk ends.
+      bool first = false;
+      {
+        const std::lock_guard lock(grad_mutex_);
+        first = !walk_contribution_;
+        if (first) walk_contribution_ = std::move(g);
+        else add_into(*walk_contribution_, g);
+      }
+      if (first) detail::defer_to_walk_end(shared_from_this());
+      return;
+    }
+    apply_hooks(g);  // outside a walk: backward's seed of a leaf
   }
+  const std::lock_guard lock(grad_mutex_);
+  if (grad) add_into(*grad, g);
+  else grad = std::move(g);
+}
+
+template <class T>
+void Node<T>::apply_hooks(xt::xarray<T>& g) const {
+  for (std::size_t i = 0; i < hooks.size(); ++i) {
+    std::optional<xt::xarray<T>> replaced = hooks[i].second(g);
+    if (!replaced) continue;
+    if (!std::equal(replaced->shape().begin(), replaced->shape().end(), value.shape().begin(), value.shape().end())) {
+      throw TapeError("gradient hook " + std::to_string(i + 1) + " of tensor " + describe() +
+                      " returned a gradient of shape " + format_shape(replaced->shape()) +
+                      "; a replacement must have the tensor's shape");
+    }
+    g = std::move(*replaced);
+  }
+}
+
+template <class T>
+void Node<T>::finish_walk(bool apply) {
+  std::optional<xt::xarray<T>> total;
+  {
+    const std::lock_guard lock(grad_mutex_);
+    total.swap(walk_contribution_);
+  }
+  if (!apply || !total) return;
+  apply_hooks(*total);
+  const std::lock_guard lock(grad_mutex_);
+  if (grad) add_into(*grad, *total);
+  else grad = std::move(total);
 }
 
 namespace {
@@ -196,6 +244,26 @@ Tensor<T>& Tensor<T>::set_requires_grad(bool requires_grad) {
   }
   node_->requires_grad = requires_grad;
   return *this;
+}
+
+template <class T>
+std::uint64_t Tensor<T>::register_hook(GradHook<T> hook) {
+  if (!hook) throw ValueError("register_hook: the hook for tensor " + describe() + " is empty");
+  if (!checked(node_, "register_hook")->requires_grad) {
+    throw TapeError("register_hook: tensor " + describe() + " does not require a gradient, so no gradient will reach a hook");
+  }
+  static std::atomic<std::uint64_t> next_id{1};
+  const std::uint64_t id = next_id.fetch_add(1, std::memory_order_relaxed);
+  node_->hooks.emplace_back(id, std::move(hook));
+  return id;
+}
+
+template <class T>
+void Tensor<T>::remove_hook(std::uint64_t id) {
+  auto& hooks = checked(node_, "remove_hook")->hooks;
+  const auto it = std::find_if(hooks.begin(), hooks.end(), [id](const auto& h) { return h.first == id; });
+  if (it == hooks.end()) throw ValueError("remove_hook: tensor " + describe() + " has no hook with id " + std::to_string(id));
+  hooks.erase(it);
 }
 
 template <class T>

@@ -4,11 +4,14 @@
 // T is float for training and double for gradient checks; both are explicitly instantiated in
 // tensor.cpp. Ops never alias: every op returns a tensor with storage of its own.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include <xtensor/xarray.hpp>
 
@@ -22,13 +25,17 @@ using Index = std::int64_t;
 using IndexArray = xt::xarray<Index>;
 
 // What the tape needs to know of a node without knowing its element type.
-class NodeBase {
+class NodeBase : public std::enable_shared_from_this<NodeBase> {
  public:
   virtual ~NodeBase() = default;
   virtual bool has_grad() const = 0;
   virtual void clear_grad() = 0;
   // "'name' [2,3]" or "[2,3]": how a tensor is named in messages.
   virtual std::string describe() const = 0;
+  // End of a backward walk for a leaf with gradient hooks: runs the hooks on the walk's total
+  // contribution and adds the result to the gradient (see Tensor::register_hook); with
+  // `apply` false (the walk threw) the contribution is dropped.
+  virtual void finish_walk(bool apply) = 0;
 
   bool requires_grad = false;
   bool is_leaf = true;        // made by the user, not by a recorded op
@@ -51,6 +58,11 @@ class NodeBase {
   mutable std::mutex grad_mutex_;
 };
 
+// A gradient hook (Tensor::register_hook): sees the gradient flowing into a tensor and returns a
+// replacement of the same shape, or std::nullopt to leave it as it is.
+template <class T>
+using GradHook = std::function<std::optional<xt::xarray<T>>(const xt::xarray<T>&)>;
+
 template <class T>
 class Node final : public NodeBase {
  public:
@@ -64,9 +76,16 @@ class Node final : public NodeBase {
   void accumulate_grad(xt::xarray<T>&& g);
   // Moves the gradient out (the node is left without one), under the node's lock.
   std::optional<xt::xarray<T>> take_grad();
+  // Runs the hooks in registration order on g, each seeing the previous one's result.
+  void apply_hooks(xt::xarray<T>& g) const;
+  void finish_walk(bool apply) override;
 
   xt::xarray<T> value;
   std::optional<xt::xarray<T>> grad;
+  std::vector<std::pair<std::uint64_t, GradHook<T>>> hooks;  // by id, in registration order
+
+ private:
+  std::optional<xt::xarray<T>> walk_contribution_;  // a hooked leaf's gradient in the current walk
 };
 
 template <class T>
@@ -116,6 +135,15 @@ class Tensor {
   Tensor& set_requires_grad(bool requires_grad);
   // Keeps this intermediate's gradient after backward (e.g. an attention map's dL/dA).
   Tensor& retain_grad();
+  // Registers a gradient hook (PyTorch's Tensor.register_hook) and returns its id for
+  // remove_hook. In each backward walk the hook sees the gradient of the loss with respect to
+  // this tensor once it is complete: for an op's output, before that op's backward reads it (a
+  // replacement flows on to the inputs, and is what retain_grad() keeps); for a leaf, the walk's
+  // total, before it is added to grad(). Several hooks run in registration order. A replacement
+  // of another shape throws TapeError. Hooks run on the thread running backward.
+  std::uint64_t register_hook(GradHook<T> hook);
+  // Removes a hook by id; ValueError when this tensor has no hook with that id.
+  void remove_hook(std::uint64_t id);
   bool is_leaf() const;
 
   const std::string& name() const;

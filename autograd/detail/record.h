@@ -92,8 +92,10 @@ Tensor<T> make_result(const char* op, std::source_location where, xt::xarray<T> 
   Node<T>* raw = node.get();  // kept alive by the entry's `output`
   // The closure gets the gradient moved out of the node, so it stays valid for the whole call
   // even if the closure clears the output's gradient; a retained gradient is put back after.
+  // Gradient hooks (Tensor::register_hook) see it first, and may replace it.
   auto run = [raw, fn = std::forward<Backward>(backward)]() {
     std::optional<xt::xarray<T>> grad = raw->take_grad();
+    if (!raw->hooks.empty()) raw->apply_hooks(*grad);
     fn(*grad, raw->value);
     if (raw->retains_grad) raw->accumulate_grad(std::move(*grad));
   };

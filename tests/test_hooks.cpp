@@ -1,0 +1,136 @@
+// Gradient hooks (Tensor::register_hook): what they see, what a replacement changes, and the
+// attention-map intervention the attention-study work builds on.
+#include <vector>
+
+#include "autograd/ops.h"
+#include "autograd/tape.h"
+#include "nn/mha/multi_head_attention.h"
+#include "tests/support/reference.h"
+
+namespace tapegrad {
+namespace {
+
+using testing::max_abs_diff;
+using testing::throws_with;
+
+Tensor<double> vec(std::initializer_list<double> v) { return Tensor<double>(xt::xarray<double>(v), true); }
+
+TEST(GradHook, IntermediateHookSeesTheGradientOfTheLossWithRespectToIt) {
+  auto x = vec({1.0, 2.0, 3.0});
+  GradientTape tape;
+  auto y = x * x;
+  std::vector<xt::xarray<double>> seen;
+  y.register_hook([&](const xt::xarray<double>& g) -> std::optional<xt::xarray<double>> {
+    seen.push_back(g);
+    return std::nullopt;
+  });
+  tape.backward(sum(y * 3.0));
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0], xt::xarray<double>({3.0, 3.0, 3.0}));
+  EXPECT_EQ(x.grad(), xt::xarray<double>({6.0, 12.0, 18.0}));  // unchanged: 3 * 2x
+}
+
+TEST(GradHook, AReplacementFlowsOnToTheInputsAndIsWhatRetainGradKeeps) {
+  auto x = vec({1.0, 2.0, 3.0});
+  GradientTape tape;
+  auto y = x * x;
+  y.retain_grad();
+  y.register_hook([](const xt::xarray<double>& g) { return std::optional<xt::xarray<double>>(g * 0.0 + 1.0); });
+  tape.backward(sum(y * 3.0));
+  EXPECT_EQ(y.grad(), xt::xarray<double>({1.0, 1.0, 1.0}));
+  EXPECT_EQ(x.grad(), xt::xarray<double>({2.0, 4.0, 6.0}));  // 1 * 2x
+}
+
+TEST(GradHook, LeafHookRunsOnceOnTheWalksTotalBeforeItIsAccumulated) {
+  auto x = vec({1.0, 2.0});
+  int calls = 0;
+  x.register_hook([&](const xt::xarray<double>& g) {
+    ++calls;
+    EXPECT_EQ(g, xt::xarray<double>({5.0, 5.0}));  // both uses: 2 + 3
+    return std::optional<xt::xarray<double>>(g * 10.0);
+  });
+  for (int step = 1; step <= 2; ++step) {
+    GradientTape tape;
+    tape.backward(sum(x * 2.0) + sum(x * 3.0));
+    EXPECT_EQ(calls, step);
+    EXPECT_EQ(x.grad(), xt::xarray<double>({50.0 * step, 50.0 * step}));  // leaves still accumulate
+  }
+}
+
+TEST(GradHook, HooksRunInRegistrationOrderAndCanBeRemoved) {
+  auto x = vec({1.0});
+  std::vector<double> order;
+  const auto add = x.register_hook([&](const xt::xarray<double>& g) {
+    order.push_back(g(0));
+    return std::optional<xt::xarray<double>>(g + 1.0);
+  });
+  x.register_hook([&](const xt::xarray<double>& g) -> std::optional<xt::xarray<double>> {
+    order.push_back(g(0));
+    return std::nullopt;
+  });
+  {
+    GradientTape tape;
+    tape.backward(sum(x * 4.0));
+  }
+  EXPECT_EQ(order, (std::vector<double>{4.0, 5.0}));
+  EXPECT_DOUBLE_EQ(x.grad()(0), 5.0);
+  x.remove_hook(add);
+  x.zero_grad();
+  order.clear();
+  {
+    GradientTape tape;
+    tape.backward(sum(x * 4.0));
+  }
+  EXPECT_EQ(order, (std::vector<double>{4.0}));
+  EXPECT_DOUBLE_EQ(x.grad()(0), 4.0);
+  EXPECT_TRUE(throws_with<ValueError>([&] { x.remove_hook(add); }, {"remove_hook", "no hook with id"}));
+}
+
+TEST(GradHook, MisShapedReplacementAndHooksOnConstantsAreErrors) {
+  auto x = vec({1.0, 2.0});
+  GradientTape tape;
+  auto y = exp(x);
+  y.register_hook([](const xt::xarray<double>&) { return std::optional<xt::xarray<double>>(xt::xarray<double>{1.0}); });
+  EXPECT_TRUE(throws_with<TapeError>([&] { tape.backward(sum(y)); }, {"gradient hook 1", "[2]", "shape [1]"}));
+  auto constant = Tensor<double>::ones({2});
+  EXPECT_TRUE(throws_with<TapeError>(
+      [&] { constant.register_hook([](const xt::xarray<double>&) { return std::optional<xt::xarray<double>>(); }); },
+      {"register_hook", "does not require a gradient"}));
+}
+
+// Zeroing dL/dA through a hook on the attention map cuts every path from the loss to the query
+// and key projections (the scores reach the loss only through A), and leaves the value and output
+// projections' gradients exactly as they were.
+TEST(GradHook, ReplacingTheGradientThroughAnAttentionMapChangesTheParameterGradientsAccordingly) {
+  Generator gen(3);
+  nn::mha::MultiHeadAttention<double> mha(8, 2, gen, /*dropout=*/0.0);
+  const auto x = Tensor<double>::randn({2, 4, 8}, gen);
+  const auto gradients = [&](bool cut_attention) {
+    mha.zero_grad();
+    GradientTape tape;
+    const auto out = mha(x, x, x);
+    if (cut_attention) {
+      Tensor<double> weights = out.attention_weights;
+      weights.register_hook([](const xt::xarray<double>& g) { return std::optional<xt::xarray<double>>(g * 0.0); });
+    }
+    tape.backward(sum(out.output * out.output));
+    std::vector<xt::xarray<double>> grads;
+    for (const auto& p : mha.parameters()) grads.push_back(p.grad());
+    return grads;
+  };
+  const auto plain = gradients(false), cut = gradients(true);
+  const auto names = mha.named_parameters();
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string& name = names[i].first;
+    if (name.rfind("query.", 0) == 0 || name.rfind("key.", 0) == 0) {
+      // There was a gradient to cut (key.bias has none: softmax ignores a per-row shift).
+      if (name != "key.bias") EXPECT_GT(xt::amax(xt::abs(plain[i]))(), 1e-6) << name;
+      EXPECT_EQ(max_abs_diff(cut[i], xt::zeros_like(cut[i])), 0.0) << name;
+    } else {
+      EXPECT_EQ(max_abs_diff(cut[i], plain[i]), 0.0) << name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tapegrad
