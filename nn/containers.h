@@ -22,7 +22,7 @@ class Sequential : public UnaryModule<T> {
   std::string type_name() const override { return "Sequential"; }
   Tensor<T> forward(const Tensor<T>& x) override {
     Tensor<T> y = x;
-    for (const auto& m : modules_) y = m->forward(y);
+    for (const auto& m : modules_) y = (*m)(y);  // through operator(), so each child's hooks run
     return y;
   }
   std::size_t size() const { return modules_.size(); }

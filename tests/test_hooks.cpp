@@ -2,8 +2,13 @@
 // attention-map intervention the attention-study work builds on.
 #include <vector>
 
+#include <xtensor/xview.hpp>
+
 #include "autograd/ops.h"
 #include "autograd/tape.h"
+#include "nn/containers.h"
+#include "nn/dropout.h"
+#include "nn/linear.h"
 #include "nn/mha/multi_head_attention.h"
 #include "tests/support/reference.h"
 
@@ -130,6 +135,72 @@ TEST(GradHook, ReplacingTheGradientThroughAnAttentionMapChangesTheParameterGradi
       EXPECT_EQ(max_abs_diff(cut[i], plain[i]), 0.0) << name;
     }
   }
+}
+
+// ---- module hooks ----------------------------------------------------------------------------
+
+TEST(ModuleHook, ForwardHookSeesInputAndOutputAndMayReplaceTheOutput) {
+  Generator gen(1);
+  auto first = std::make_shared<nn::Linear<double>>(3, 4, gen);
+  auto second = std::make_shared<nn::Linear<double>>(4, 2, gen);
+  nn::Sequential<double> model;
+  model.push_back(first);
+  model.push_back(second);
+  const auto x = Tensor<double>::randn({5, 3}, gen);
+  Shape seen_input, seen_output;
+  const auto id = first->register_forward_hook([&](const Tensor<double>& in, const Tensor<double>& out) {
+    seen_input = in.shape();
+    seen_output = out.shape();
+    return std::optional<Tensor<double>>(out * 0.0);
+  });
+  const auto y = model(x);
+  EXPECT_EQ(seen_input, (Shape{5, 3}));
+  EXPECT_EQ(seen_output, (Shape{5, 4}));
+  // The second layer saw zeros: every row of y is its bias.
+  for (std::size_t r = 0; r < 5; ++r) EXPECT_EQ(xt::xarray<double>(xt::row(y.value(), r)), second->bias().value());
+  first->remove_hook(id);
+  EXPECT_GT(max_abs_diff(model(x).value(), y.value()), 0.0);
+  EXPECT_TRUE(throws_with<ValueError>([&] { first->remove_hook(id); }, {"Linear", "remove_hook", "no hook with id"}));
+}
+
+TEST(ModuleHook, OutputGradHookSeesDLossDOutputAndAReplacementReachesTheParameters) {
+  Generator gen(2);
+  nn::Linear<double> layer(3, 2, gen);
+  const auto x = Tensor<double>::randn({4, 3}, gen);
+  std::vector<xt::xarray<double>> seen;
+  layer.register_output_grad_hook([&](const xt::xarray<double>& g) {
+    seen.push_back(g);
+    return std::optional<xt::xarray<double>>(g * 0.0 + 1.0);
+  });
+  GradientTape tape;
+  tape.backward(sum(layer(x) * 3.0));
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0], xt::xarray<double>(xt::full_like(seen[0], 3.0)));
+  // With dL/dy replaced by ones: dL/db = column sums of ones = 4; dL/dW = ones^T x, whose every
+  // row is the column sums of x.
+  EXPECT_EQ(layer.bias().grad(), xt::xarray<double>({4.0, 4.0}));
+  const xt::xarray<double> column_sums = xt::sum(x.value(), {0});
+  for (std::size_t r = 0; r < 2; ++r) {
+    EXPECT_LT(max_abs_diff(xt::xarray<double>(xt::row(layer.weight().grad(), r)), column_sums), 1e-12);
+  }
+}
+
+TEST(ModuleHook, AnIdentityModuleGetsAnOutputOfItsOwnToHook) {
+  Generator gen(3);
+  nn::Dropout<double> drop(gen, 0.5);
+  drop.eval();  // identity: forward returns its input
+  auto x = Tensor<double>::ones({2}, true);
+  int calls = 0;
+  drop.register_output_grad_hook([&](const xt::xarray<double>& g) {
+    ++calls;
+    return std::optional<xt::xarray<double>>(g * 2.0);
+  });
+  for (int step = 0; step < 2; ++step) {
+    GradientTape tape;
+    tape.backward(sum(drop(x)));
+  }
+  EXPECT_EQ(calls, 2);                           // once per backward: x itself got no hook
+  EXPECT_EQ(x.grad(), xt::xarray<double>({4.0, 4.0}));  // 2 per step
 }
 
 }  // namespace
