@@ -46,7 +46,18 @@ bool backward_walk_running() { return current_walk != nullptr; }
 
 void defer_to_walk_end(std::shared_ptr<NodeBase> leaf) { current_walk->deferred_.push_back(std::move(leaf)); }
 
-WalkScope::WalkScope() : previous_(current_walk) { current_walk = this; }
+LeafGradient leaf_gradient(const NodeBase& leaf, bool has_hooks) {
+  if (current_walk == nullptr) return has_hooks ? LeafGradient::hook_then_accumulate : LeafGradient::accumulate;
+  if (const auto* capture = current_walk->capture_) {
+    return std::find(capture->begin(), capture->end(), &leaf) != capture->end() ? LeafGradient::defer
+                                                                                 : LeafGradient::drop;
+  }
+  return has_hooks ? LeafGradient::defer : LeafGradient::accumulate;
+}
+
+WalkScope::WalkScope(const std::vector<const NodeBase*>* capture) : capture_(capture), previous_(current_walk) {
+  current_walk = this;
+}
 
 WalkScope::~WalkScope() {
   current_walk = previous_;
@@ -142,13 +153,19 @@ void GradientTape::backward(const Tensor<T>& output, const xt::xarray<T>& seed) 
   if (!std::equal(seed.shape().begin(), seed.shape().end(), output.value().shape().begin(), output.value().shape().end())) {
     throw ShapeError("backward: seed of shape " + format_shape(seed.shape()) + " does not match output " + output.describe());
   }
+  seed_and_walk(output, seed, nullptr);
+}
+
+template <class T>
+void GradientTape::seed_and_walk(const Tensor<T>& output, const xt::xarray<T>& seed,
+                                 const std::vector<const NodeBase*>* capture) {
   // Intermediates start every walk clean: a gradient retained from an earlier walk must not
   // flow back a second time.
   for (const auto& e : recorder_->entries) e->output->clear_grad();
   if (is_anomaly_enabled()) [[unlikely]] detail::check_gradient(output, seed, "the seed passed to backward");
   output.node()->accumulate_grad(xt::xarray<T>(seed));
   try {
-    walk();
+    walk(capture);
   } catch (...) {
     // The walk stopped half-way: some entries are released, some gradients are in flight. Nothing
     // can resume it, so a later backward says why instead of reading released entries.
@@ -158,6 +175,72 @@ void GradientTape::backward(const Tensor<T>& output, const xt::xarray<T>& seed) 
                        "computation again under a new tape";
     throw;
   }
+}
+
+template <class T>
+std::vector<Tensor<T>> GradientTape::gradient(const Tensor<T>& target, const std::vector<Tensor<T>>& sources) {
+  detail::require_defined(target, "gradient", "target");
+  if (target.numel() != 1) {
+    throw ShapeError("gradient: the target " + target.describe() + " has more than one element; reduce it first (e.g. sum)");
+  }
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    detail::require_defined(sources[i], "gradient", "sources[" + std::to_string(i) + "]");
+    if (!sources[i].requires_grad()) {
+      throw TapeError("gradient: source " + std::to_string(i) + " " + sources[i].describe() +
+                      " does not require a gradient, so the target cannot depend on it through this tape");
+    }
+    const NodeBase& node = *sources[i].node();
+    if (!node.is_leaf && !std::binary_search(recorder_->ids.begin(), recorder_->ids.end(), node.producer)) {
+      throw TapeError("gradient: source " + std::to_string(i) + " " + sources[i].describe() + " (from " + node.op +
+                      ") was not recorded by this tape");
+    }
+  }
+  check_can_walk(target);
+  xt::xarray<T> seed = xt::xarray<T>::from_shape(target.value().shape());
+  seed.fill(T(1));
+  // A source's gradient is collected in its own grad(), so whatever it held is set aside and put
+  // back after; intermediates are retained for the walk. Other leaves drop what reaches them.
+  struct SetAside {
+    Tensor<T> tensor;
+    std::optional<xt::xarray<T>> grad;
+    bool retains_grad;
+  };
+  std::vector<SetAside> set_aside;
+  std::vector<const NodeBase*> leaves;
+  for (const auto& source : sources) {
+    const auto& node = source.node();
+    if (std::any_of(set_aside.begin(), set_aside.end(), [&](const auto& s) { return s.tensor.same_node(source); })) continue;
+    set_aside.push_back({source, node->take_grad(), node->retains_grad});
+    if (node->is_leaf) leaves.push_back(node.get());
+    else node->retains_grad = true;
+  }
+  const auto restore = [&] {
+    for (auto& s : set_aside) {
+      const auto& node = s.tensor.node();
+      if (!node->is_leaf) node->retains_grad = s.retains_grad;
+      std::optional<xt::xarray<T>> collected = node->take_grad();
+      node->grad = std::move(s.grad);  // as it was, without running its hooks again
+      s.grad = std::move(collected);
+    }
+  };
+  try {
+    if (target.is_leaf()) {
+      // Nothing to walk: d target / d target is 1.
+      for (auto& s : set_aside) if (s.tensor.same_node(target)) s.tensor.node()->grad = seed;
+    } else {
+      seed_and_walk(target, seed, &leaves);
+    }
+  } catch (...) {
+    restore();
+    throw;
+  }
+  restore();  // now each s.grad holds what the walk collected
+  std::vector<Tensor<T>> result;
+  for (const auto& source : sources) {
+    const auto it = std::find_if(set_aside.begin(), set_aside.end(), [&](const auto& s) { return s.tensor.same_node(source); });
+    result.emplace_back(it->grad ? *it->grad : xt::xarray<T>(xt::zeros<T>(source.value().shape())));
+  }
+  return result;
 }
 
 namespace {
@@ -187,9 +270,9 @@ void check_entry(const GradientTape::Entry& e, const std::uint64_t* ids_begin, c
 
 }  // namespace
 
-void GradientTape::walk() {
+void GradientTape::walk(const std::vector<const NodeBase*>* capture) {
   NoGradGuard no_recording_inside_backward;
-  detail::WalkScope hooked_leaves;
+  detail::WalkScope hooked_leaves(capture);
   auto& entries = recorder_->entries;
   const std::uint64_t* ids = recorder_->ids.data();
   // Entries are appended in creation order, which is a topological order: walking them newest
@@ -225,5 +308,8 @@ template void GradientTape::backward<float>(const Tensor<float>&);
 template void GradientTape::backward<double>(const Tensor<double>&);
 template void GradientTape::backward<float>(const Tensor<float>&, const xt::xarray<float>&);
 template void GradientTape::backward<double>(const Tensor<double>&, const xt::xarray<double>&);
+template std::vector<Tensor<float>> GradientTape::gradient<float>(const Tensor<float>&, const std::vector<Tensor<float>>&);
+template std::vector<Tensor<double>> GradientTape::gradient<double>(const Tensor<double>&,
+                                                                    const std::vector<Tensor<double>>&);
 
 }  // namespace tapegrad

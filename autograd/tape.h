@@ -54,6 +54,13 @@ class GradientTape {
   // Backward from any output with the given seed (d output = seed, same shape as output).
   template <class T> void backward(const Tensor<T>& output, const xt::xarray<T>& seed);
 
+  // d target / d source for each source (leaves, or intermediates this tape recorded), returned
+  // instead of accumulated: no tensor's grad() changes (TensorFlow's tape.gradient, PyTorch's
+  // torch.autograd.grad). target must have one element. A source the target does not depend on
+  // gets zeros. Hooks run as in backward. Like backward, it uses up a non-persistent tape.
+  template <class T>
+  std::vector<Tensor<T>> gradient(const Tensor<T>& target, const std::vector<Tensor<T>>& sources);
+
   // Number of recorded entries not yet released.
   std::size_t size() const;
   bool persistent() const { return persistent_; }
@@ -85,7 +92,10 @@ class GradientTape {
 
  private:
   template <class T> void check_can_walk(const Tensor<T>& output) const;
-  void walk();
+  // Seeds output and walks; `capture` (gradient's leaf sources) or null (backward).
+  template <class T>
+  void seed_and_walk(const Tensor<T>& output, const xt::xarray<T>& seed, const std::vector<const NodeBase*>* capture);
+  void walk(const std::vector<const NodeBase*>* capture);
 
   std::shared_ptr<Recorder> recorder_;
   std::thread::id owner_;

@@ -66,20 +66,28 @@ void Node<T>::accumulate_grad(xt::xarray<T>&& g) {
                     (name.empty() ? "" : " '" + name + "'") + " of shape " + format_shape(value.shape()) +
                     (op ? std::string(" produced by ") + op : std::string()));
   }
-  if (is_leaf && !hooks.empty()) {
-    if (detail::backward_walk_running()) {
-      // The hooks see the walk's total, so contributions wait apart until the walk ends.
-      bool first = false;
-      {
-        const std::lock_guard lock(grad_mutex_);
-        first = !walk_contribution_;
-        if (first) walk_contribution_ = std::move(g);
-        else add_into(*walk_contribution_, g);
+  if (is_leaf) {
+    switch (detail::leaf_gradient(*this, !hooks.empty())) {
+      case detail::LeafGradient::drop:
+        return;
+      case detail::LeafGradient::defer: {
+        // Hooks see the walk's total, so contributions wait apart until the walk ends.
+        bool first = false;
+        {
+          const std::lock_guard lock(grad_mutex_);
+          first = !walk_contribution_;
+          if (first) walk_contribution_ = std::move(g);
+          else add_into(*walk_contribution_, g);
+        }
+        if (first) detail::defer_to_walk_end(shared_from_this());
+        return;
       }
-      if (first) detail::defer_to_walk_end(shared_from_this());
-      return;
+      case detail::LeafGradient::hook_then_accumulate:
+        apply_hooks(g);
+        break;
+      case detail::LeafGradient::accumulate:
+        break;
     }
-    apply_hooks(g);  // outside a walk: backward's seed of a leaf
   }
   const std::lock_guard lock(grad_mutex_);
   if (grad) add_into(*grad, g);

@@ -2,6 +2,7 @@
 #include <thread>
 
 #include "autograd/ops/elementwise.h"
+#include "autograd/ops/reduce.h"
 #include "autograd/tape.h"
 #include "tests/support/reference.h"
 
@@ -197,6 +198,74 @@ TEST(Tape, OnlyLeavesCanChangeRequiresGrad) {
   GradientTape tape;
   auto y = x * x;
   EXPECT_TRUE(throws_with<TapeError>([&] { y.set_requires_grad(false); }, {"set_requires_grad", "mul"}));
+}
+
+// ---- GradientTape::gradient ------------------------------------------------------------------
+
+TEST(TapeGradient, ReturnsGradientsOfLeavesAndIntermediatesAndTouchesNoGrad) {
+  auto w = Tensor<double>(xt::xarray<double>{1.0, 2.0}, true);
+  auto b = scalar(0.5);
+  {
+    GradientTape earlier;
+    earlier.backward(sum(w * 7.0));  // w.grad() = 7 before gradient() runs
+  }
+  GradientTape tape;
+  const auto h = w * w;                      // dL/dh = 3b
+  const auto loss = sum(h * 3.0 * b);        // dL/dw = 6bw, dL/db = 3 sum(w^2)
+  const auto g = tape.gradient(loss, {w, h, b});
+  ASSERT_EQ(g.size(), 3u);
+  EXPECT_EQ(g[0].value(), xt::xarray<double>({3.0, 6.0}));
+  EXPECT_EQ(g[1].value(), xt::xarray<double>({1.5, 1.5}));
+  EXPECT_DOUBLE_EQ(g[2].value()(0), 15.0);
+  EXPECT_FALSE(g[0].requires_grad());
+  EXPECT_EQ(w.grad(), xt::xarray<double>({7.0, 7.0}));  // untouched
+  EXPECT_FALSE(b.has_grad());
+  EXPECT_FALSE(h.has_grad());
+}
+
+TEST(TapeGradient, UnconnectedSourceGetsZerosAndARepeatedSourceTheSameGradient) {
+  auto x = scalar(3.0), unused = Tensor<double>::ones({2}, true);
+  GradientTape tape;
+  const auto g = tape.gradient(sum(x * x), {x, unused, x});
+  EXPECT_DOUBLE_EQ(g[0].value()(0), 6.0);
+  EXPECT_EQ(g[1].value(), xt::xarray<double>({0.0, 0.0}));
+  EXPECT_DOUBLE_EQ(g[2].value()(0), 6.0);
+}
+
+TEST(TapeGradient, EqualsWhatBackwardAccumulatesAndRunsHooks) {
+  auto x = Tensor<double>(xt::xarray<double>{0.3, -1.2, 2.0}, true);
+  const auto f = [&] { return sum(exp(x) * x); };
+  xt::xarray<double> from_backward;
+  {
+    GradientTape tape;
+    tape.backward(f());
+    from_backward = x.grad();
+    x.zero_grad();
+  }
+  GradientTape tape;
+  EXPECT_EQ(tape.gradient(f(), {x})[0].value(), from_backward);  // same bits
+  int calls = 0;
+  x.register_hook([&](const xt::xarray<double>& g) {
+    ++calls;
+    return std::optional<xt::xarray<double>>(g * 2.0);
+  });
+  GradientTape hooked;
+  EXPECT_EQ(hooked.gradient(f(), {x})[0].value(), xt::xarray<double>(from_backward * 2.0));
+  EXPECT_EQ(calls, 1);
+  EXPECT_FALSE(x.has_grad());
+}
+
+TEST(TapeGradient, BadTargetsAndSourcesAreErrors) {
+  auto x = Tensor<double>::ones({2}, true);
+  GradientTape other(/*persistent=*/true);
+  const auto from_other = x * 2.0;
+  GradientTape tape(/*persistent=*/true);
+  const auto y = x * 3.0;
+  EXPECT_TRUE(throws_with<ShapeError>([&] { tape.gradient(y, {x}); }, {"gradient", "target [2]", "more than one element"}));
+  EXPECT_TRUE(throws_with<TapeError>([&] { tape.gradient(sum(y), {Tensor<double>::ones({2})}); },
+                                     {"gradient: source 0 [2]", "does not require a gradient"}));
+  EXPECT_TRUE(throws_with<TapeError>([&] { tape.gradient(sum(y), {from_other}); },
+                                     {"gradient: source 0 [2] (from mul_scalar) was not recorded by this tape"}));
 }
 
 }  // namespace
