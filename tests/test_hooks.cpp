@@ -137,6 +137,37 @@ TEST(GradHook, ReplacingTheGradientThroughAnAttentionMapChangesTheParameterGradi
   }
 }
 
+TEST(GradHook, AHookThatThrowsLeavesGradientsAsTheyWereAndTheTapeSpent) {
+  auto x = vec({1.0, 2.0});
+  auto w = vec({3.0, 4.0});
+  {
+    GradientTape first;
+    first.backward(sum(x * w));  // x.grad() = w, w.grad() = x
+  }
+  w.register_hook([](const xt::xarray<double>&) -> std::optional<xt::xarray<double>> {
+    throw ValueError("user hook: refused");
+  });
+  GradientTape tape(/*persistent=*/true);
+  const auto loss = sum(x * w);
+  EXPECT_TRUE(throws_with<ValueError>([&] { tape.backward(loss); }, {"user hook: refused"}));
+  EXPECT_EQ(w.grad(), xt::xarray<double>({1.0, 2.0}));  // the failed walk's contribution was dropped
+  EXPECT_TRUE(throws_with<TapeError>([&] { tape.backward(loss); }, {"earlier backward on this tape threw"}));
+}
+
+TEST(GradHook, OpsInsideAHookAreNotRecorded) {
+  auto x = vec({2.0});
+  bool recorded = true;
+  x.register_hook([&](const xt::xarray<double>& g) {
+    const Tensor<double> inside = x * 5.0;  // a hook runs inside the walk: recording is paused
+    recorded = inside.requires_grad();
+    return std::optional<xt::xarray<double>>(g);
+  });
+  GradientTape tape;
+  tape.backward(sum(x * x));
+  EXPECT_FALSE(recorded);
+  EXPECT_DOUBLE_EQ(x.grad()(0), 4.0);
+}
+
 // ---- module hooks ----------------------------------------------------------------------------
 
 TEST(ModuleHook, ForwardHookSeesInputAndOutputAndMayReplaceTheOutput) {
