@@ -1,3 +1,4 @@
+#include <cstdlib>
 #include <limits>
 #include <numeric>
 #include <tuple>
@@ -321,6 +322,20 @@ TEST(ShapeOps, ChunkFollowsPyTorch) {
   EXPECT_EQ(sizes_of(chunk(iota({0, 2}), 3), 0), (std::vector<std::size_t>{0, 0, 0}));
   EXPECT_EQ(chunk(iota({5}), 3)[2].value(), (xt::xarray<double>{4}));
   EXPECT_EQ(chunk(iota({2, 4}), 2, 1)[1].value(), (xt::xarray<double>{{2, 3}, {6, 7}}));
+}
+
+// chunks = SIZE_MAX once wrapped ceil(n / chunks) to 0 and divided by it (SIGFPE): run in a child
+// so that a regression fails this test, not the suite. PyTorch gives n pieces of 1.
+TEST(ShapeOpsDeathTest, ChunkIntoMoreChunksThanFitInSizeT) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        const auto pieces = chunk(iota({3}), std::numeric_limits<std::size_t>::max());
+        const bool ok = pieces.size() == 3 && pieces[0].value() == xt::xarray<double>{0} &&
+                        pieces[1].value() == xt::xarray<double>{1} && pieces[2].value() == xt::xarray<double>{2};
+        std::exit(ok ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 TEST(ShapeOps, SplitFollowsPyTorch) {
