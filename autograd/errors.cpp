@@ -86,13 +86,13 @@ std::string format_bytes(double bytes) {
 std::size_t checked_numel(const Shape& shape, std::string_view op, std::string_view what) {
   // The product of the non-zero sizes must fit, not only the element count: strides, row counts
   // and the shapes of reductions are products of some of the sizes, and [2^32,2^32,0] holds no
-  // element yet summing over its last axis would ask for 2^64.
+  // element yet summing over its last axis would ask for 2^64. No division: every op calls this.
   std::size_t nonzero = 1;
   bool empty = false;
   for (const std::size_t d : shape) {
     if (d == 0) {
       empty = true;
-    } else if (nonzero > kMaxElements / d) {
+    } else if (__builtin_mul_overflow(nonzero, d, &nonzero) || nonzero > kMaxElements) {
       const auto negative = std::find_if(shape.begin(), shape.end(), [](std::size_t s) { return s > kMaxElements; });
       throw ValueError(std::string(op) + ": " + std::string(what) + " " + format_shape(shape) +
                        " has more elements than fit in memory: its sizes multiply past 2^63" +
@@ -100,8 +100,6 @@ std::size_t checked_numel(const Shape& shape, std::string_view op, std::string_v
                                                 : " (size " + std::to_string(*negative) + " is " +
                                                       std::to_string(static_cast<std::int64_t>(*negative)) +
                                                       " converted to size_t?)"));
-    } else {
-      nonzero *= d;
     }
   }
   return empty ? 0 : nonzero;
@@ -110,7 +108,8 @@ std::size_t checked_numel(const Shape& shape, std::string_view op, std::string_v
 const Shape& allocatable(const Shape& shape, std::size_t element_size, std::string_view op, std::string_view what) {
   const std::size_t numel = checked_numel(shape, op, what);
   const MemoryLimit& limit = memory_limit();
-  if (numel > limit.bytes / element_size) {
+  std::size_t bytes;
+  if (__builtin_mul_overflow(numel, element_size, &bytes) || bytes > limit.bytes) {
     throw ValueError(std::string(op) + ": " + std::string(what) + " " + format_shape(shape) + " needs " +
                      format_bytes(static_cast<double>(numel) * static_cast<double>(element_size)) +
                      ", more than can fit in memory (this machine has " +
