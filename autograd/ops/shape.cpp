@@ -124,8 +124,17 @@ std::vector<Tensor<T>> pieces(const char* op, std::source_location where, const 
   return out;
 }
 
+// A list of `count` pieces, each a tensor and its node, checked like an array of them: a huge axis
+// of an empty tensor cut into pieces of 1 would otherwise ask for 2^40 of them.
+template <class T>
+void check_piece_count(const char* op, std::size_t count) {
+  detail::allocatable(Shape{count}, sizeof(Tensor<T>) + sizeof(Node<T>), op, "the list of pieces");
+}
+
 // n cut into pieces of `size` (the last one smaller when size does not divide n); n, size > 0.
-std::vector<std::size_t> even_sizes(std::size_t n, std::size_t size) {
+template <class T>
+std::vector<std::size_t> even_sizes(const char* op, std::size_t n, std::size_t size) {
+  check_piece_count<T>(op, n / size + (n % size != 0));
   std::vector<std::size_t> sizes(n / size, size);
   if (n % size != 0) sizes.push_back(n % size);
   return sizes;
@@ -355,14 +364,13 @@ std::vector<Tensor<T>> chunk(const Tensor<T>& a, std::size_t chunks, Index axis,
   const std::size_t d = detail::normalize_axis(axis, in.size(), "chunk", in);
   if (chunks == 0) throw ValueError("chunk: chunks must be at least 1, got 0 (shape " + format_shape(in) + ")");
   const std::size_t n = in[d];
-  // PyTorch: an empty axis gives `chunks` empty pieces (each a tensor and its node: checked like
-  // an array of them); otherwise pieces of ceil(n / chunks).
+  // PyTorch: an empty axis gives `chunks` empty pieces; otherwise pieces of ceil(n / chunks).
   if (n == 0) {
-    detail::allocatable(Shape{chunks}, sizeof(Tensor<T>) + sizeof(Node<T>), "chunk", "the list of empty pieces");
+    check_piece_count<T>("chunk", chunks);
     return pieces("chunk", where, a, d, std::vector<std::size_t>(chunks, 0));
   }
   // ceil(n / chunks) without n + chunks - 1, which wraps for a huge chunks (and then divides by 0).
-  return pieces("chunk", where, a, d, even_sizes(n, n / chunks + (n % chunks != 0)));
+  return pieces("chunk", where, a, d, even_sizes<T>("chunk", n, n / chunks + (n % chunks != 0)));
 }
 
 template <class T>
@@ -376,7 +384,7 @@ std::vector<Tensor<T>> split(const Tensor<T>& a, std::size_t split_size, Index a
                      std::to_string(n) + " (shape " + format_shape(in) + ")");
   }
   // PyTorch: an empty axis gives one empty piece.
-  return pieces("split", where, a, d, n == 0 ? std::vector<std::size_t>{0} : even_sizes(n, split_size));
+  return pieces("split", where, a, d, n == 0 ? std::vector<std::size_t>{0} : even_sizes<T>("split", n, split_size));
 }
 
 template <class T>

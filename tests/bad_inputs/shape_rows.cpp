@@ -78,7 +78,10 @@ BAD_INPUT_ROW(Shape, gradcheck_jacobian_too_large, ValueError,
               (gradcheck([](const std::vector<Tensor<double>>& x) { return x[0] * 2.0; }, {leaf({k2to20})})),
               "gradcheck", "the Jacobian [output elements, input elements]", "[1048576,1048576]", "needs 8 TiB")
 BAD_INPUT_ROW(Shape, chunk_empty_axis_into_too_many_pieces, ValueError, (chunk(zeros({0}), std::size_t{1} << 40)), "chunk",
-              "the list of empty pieces", "[1099511627776]", "more than can fit in memory")
+              "the list of pieces", "[1099511627776]", "more than can fit in memory")
+BAD_INPUT_ROW(Shape, split_huge_empty_axis_into_pieces_of_one, ValueError,
+              (split(empty_of({std::size_t{1} << 40, 0}), 1)), "split", "the list of pieces", "[1099511627776]",
+              "more than can fit in memory")
 BAD_INPUT_ROW(Shape, tgt_mask_too_large, ValueError, (nn::transformer::make_tgt_mask(indices({1, 1u << 22}, 1), 0)),
               "make_tgt_mask", "the mask", "[1,4194304,4194304]", "needs 16 TiB")
 
