@@ -3,6 +3,8 @@
 #include <numeric>
 #include <tuple>
 
+#include "autograd/ops/elementwise.h"
+#include "autograd/ops/reduce.h"
 #include "autograd/ops/shape.h"
 #include "autograd/tape.h"
 #include "tests/support/reference.h"
@@ -336,6 +338,21 @@ TEST(ShapeOpsDeathTest, ChunkIntoMoreChunksThanFitInSizeT) {
         std::exit(ok ? 0 : 1);
       },
       ::testing::ExitedWithCode(0), "");
+}
+
+// Pieces at an offset into a tensor with no elements (found by fuzz_shapes): the empty storage
+// has a null data(), and offsetting it was undefined behaviour (UBSan, tests/run-sanitizers).
+TEST(ShapeOps, WindowsOfAnEmptyTensorAlongANonEmptyAxis) {
+  GradientTape tape;
+  const auto x = iota({3, 0, 3}, /*requires_grad=*/true);
+  const auto pieces = chunk(x, 3, -1);
+  ASSERT_EQ(pieces.size(), 3u);
+  for (const auto& p : pieces) EXPECT_EQ(p.shape(), (Shape{3, 0, 1}));
+  const auto tail = slice(x, 0, 1, 3);
+  EXPECT_EQ(tail.shape(), (Shape{2, 0, 3}));
+  EXPECT_EQ(concat(pieces, -1).shape(), (Shape{3, 0, 3}));
+  tape.backward(sum(pieces[2]) + sum(tail));
+  EXPECT_EQ(x.grad().shape(), (Shape{3, 0, 3}));
 }
 
 TEST(ShapeOps, SplitFollowsPyTorch) {

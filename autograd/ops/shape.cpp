@@ -89,6 +89,8 @@ template <class T>
 xt::xarray<T> gather(const xt::xarray<T>& whole, const Window& w) {
   const WindowLayout l = layout_of(shape_of(whole), w);
   xt::xarray<T> part = xt::xarray<T>::from_shape(l.shape);
+  // An empty array may have no storage at all (a null data()): no offset may be applied to it.
+  if (part.size() == 0) return part;
   kernels::strided_copy(l.shape, whole.data() + l.offset, l.strides, part.data(), kernels::row_major_strides(l.shape));
   return part;
 }
@@ -96,6 +98,7 @@ xt::xarray<T> gather(const xt::xarray<T>& whole, const Window& w) {
 // Writes `part` (shaped like the window) into the window of `whole`.
 template <class T>
 void scatter(const xt::xarray<T>& part, const Window& w, xt::xarray<T>& whole) {
+  if (part.size() == 0) return;  // see gather
   const WindowLayout l = layout_of(shape_of(whole), w);
   kernels::strided_copy(l.shape, part.data(), kernels::row_major_strides(l.shape), whole.data() + l.offset, l.strides);
 }
