@@ -78,6 +78,9 @@ template <class T>
 void broadcast_gemm(const T* a, const Shape& a_batch, bool ta, const T* b, const Shape& b_batch, bool tb,
                     std::size_t m, std::size_t n, std::size_t k, const Shape& batch, T* c) {
   const std::size_t lda = ta ? m : k, ldb = tb ? k : n, count = product(batch);
+  // No element to write: return before looping over a batch that may be huge (an empty b of
+  // [2^30, k, 0] made 2^30 empty products, seconds of nothing).
+  if (count == 0 || m == 0 || n == 0) return;
   // B shared by the whole batch and A an unbroadcast stack of untransposed matrices: one product
   // with count * m rows (split into row blocks by kernels::gemm) instead of count small ones.
   if (product(b_batch) == 1 && product(a_batch) == count && !ta) {
