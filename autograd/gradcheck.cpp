@@ -64,6 +64,14 @@ GradcheckResult gradcheck(const GradcheckFunction& fn, const std::vector<Tensor<
   const Tensor<double> output = fn(inputs);
   detail::require_defined(output, "gradcheck", "the function's result");
   const std::size_t out_numel = output.numel();
+  // One Jacobian row per output element and one column per input element that is checked: refuse
+  // up front, naming the sizes, rather than fail part-way (a 90000-element input and output need
+  // 8.1e9 entries, 60 GiB).
+  std::size_t columns = 0;
+  for (const auto& x : inputs)
+    if (x.requires_grad()) columns += x.numel();  // no overflow: these elements exist in memory
+  detail::allocatable(Shape{out_numel, columns}, sizeof(double), "gradcheck",
+                      "the Jacobian [output elements, input elements]");
   std::vector<xt::xarray<double>> analytic(inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].requires_grad()) analytic[i] = xt::zeros<double>({out_numel, inputs[i].numel()});

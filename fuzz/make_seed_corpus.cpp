@@ -1,7 +1,7 @@
 // Writes the seed corpus kept in fuzz/corpus/ (see README.md): `make_seed_corpus <dir>` creates
-// <dir>/safetensors/ and <dir>/einsum/. Valid safetensors seeds come from our own writers
-// (save_safetensors, save_checkpoint), so they follow the format exactly; the malformed ones are
-// written byte by byte, one defect each.
+// <dir>/safetensors/, <dir>/einsum/ and <dir>/shapes/. Valid safetensors seeds come from our own
+// writers (save_safetensors, save_checkpoint), so they follow the format exactly; the malformed
+// ones are written byte by byte, one defect each.
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +12,7 @@
 
 #include "fuzz/checkpoint_model.h"
 #include "fuzz/einsum_input.h"
+#include "fuzz/shape_input.h"
 #include "nn/checkpoint.h"
 
 namespace {
@@ -131,14 +132,47 @@ void einsum_seeds(const fs::path& dir) {
   for (const Seed& s : seeds) write_raw(dir / s.name, fuzz::encode_einsum_input(s.subscripts, s.shapes, s.alias));
 }
 
+void shape_seeds(const fs::path& dir) {
+  fs::create_directories(dir);
+  constexpr std::uint64_t kMinus1 = std::uint64_t(-1), kWraps = (std::uint64_t(1) << 62) + 1;
+  constexpr std::uint64_t kHuge = std::uint64_t(1) << 40, kHalf = std::uint64_t(1) << 63;
+  struct Seed {
+    const char* name;
+    unsigned op;  // shape_input.h's numbering
+    Shape shape;
+    std::vector<std::uint64_t> arguments;
+  };
+  const std::vector<Seed> seeds = {
+      {"reshape", 0, {2, 3}, {3, 2}},
+      {"reshape_inferred", 0, {2, 3, 4}, {4, kMinus1}},
+      {"view_to_scalar", 1, {1, 1}, {}},
+      {"expand", 2, {3, 1}, {2, 3, 4}},
+      {"split_size", 3, {5, 2}, {2, 0}},
+      {"split_sizes", 4, {2, 5}, {1, 1, 3, 1}},
+      {"chunk", 5, {5, 2}, {3, 0}},
+      {"narrow", 6, {4, 3}, {1, 1, 2}},
+      {"slice_step", 7, {5, 4}, {0, 1, 5, 2}},
+      {"empty_axis_huge_neighbour", 5, {0, kHuge}, {3, 0}},
+      {"bad_reshape_product_wraps", 0, {4}, {kWraps, 4}},
+      {"bad_reshape_half_twice", 0, {0}, {kHalf, 2, 0}},
+      {"bad_split_sizes_wrap", 4, {4}, {0, 5, kMinus1}},
+      {"bad_chunk_size_max", 5, {4}, {kMinus1, 0}},
+      {"bad_expand_huge", 2, {1}, {kHuge, kHuge}},
+      {"bad_narrow_huge_length", 6, {4}, {0, 1, kHalf - 1}},
+      {"bad_zeros_negative_size", 0, {2, kMinus1}, {}},
+  };
+  for (const Seed& s : seeds) write_raw(dir / s.name, fuzz::encode_shape_input(s.op, s.shape, s.arguments));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    std::cerr << "usage: make_seed_corpus <dir>  (writes <dir>/safetensors/ and <dir>/einsum/)\n";
+    std::cerr << "usage: make_seed_corpus <dir>  (writes <dir>/safetensors/, <dir>/einsum/ and <dir>/shapes/)\n";
     return 2;
   }
   safetensors_seeds(fs::path(argv[1]) / "safetensors");
   einsum_seeds(fs::path(argv[1]) / "einsum");
+  shape_seeds(fs::path(argv[1]) / "shapes");
   return 0;
 }

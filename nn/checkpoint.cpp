@@ -484,17 +484,33 @@ xt::xarray<T> load_npy(const fs::path& path) {
   }
   if (data_start > bytes.size() || bytes[data_start - 1] != '\n') fail(op, path, "truncated or corrupt header");
   try {
+    // The header's shape must match the data before xnpy allocates and reads by it: its own byte
+    // count wraps for a shape like [2^62,4] and the array would claim more than it holds.
+    std::string typestring;
+    bool fortran_order = false;
+    Shape shape;
+    const std::size_t header_start = byte(6) == 1 ? 10 : 12;
+    xt::detail::parse_header(bytes.substr(header_start, data_start - header_start), typestring, &fortran_order, shape);
+    const std::size_t word = typestring == "<f4" ? 4 : typestring == "<f8" ? 8 : 0;
+    if (word == 0) {
+      fail(op, path, "dtype '" + typestring + "' is not little-endian float32 ('<f4') or float64 ('<f8')");
+    }
+    const std::size_t numel =
+        detail::checked_numel(shape, std::string(op) + "('" + path.string() + "')", "the header's shape");
+    const std::size_t data_bytes = bytes.size() - data_start;
+    if (numel > data_bytes / word) {
+      std::size_t needed;
+      const bool huge = __builtin_mul_overflow(numel, word, &needed);
+      fail(op, path,
+           "truncated: the header's shape " + format_shape(shape) + " needs " +
+               (huge ? std::to_string(numel) + " x " + std::to_string(word) : std::to_string(needed)) +
+               " data bytes but the file has " + std::to_string(data_bytes));
+    }
     std::istringstream in(bytes);
     xt::detail::npy_file file = xt::detail::load_npy_file(in);
-    if (bytes.size() - data_start < file.m_n_bytes) {
-      fail(op, path,
-           "truncated: the header's shape " + format_shape(file.m_shape) + " needs " + std::to_string(file.m_n_bytes) +
-               " data bytes but the file has " + std::to_string(bytes.size() - data_start));
-    }
     // Assigning the (possibly column-major) adaptor to a row-major xarray converts layout and type.
     if (file.m_typestring == "<f4") return xt::xarray<T>(std::move(file).cast<float>());
-    if (file.m_typestring == "<f8") return xt::xarray<T>(std::move(file).cast<double>());
-    fail(op, path, "dtype '" + file.m_typestring + "' is not little-endian float32 ('<f4') or float64 ('<f8')");
+    return xt::xarray<T>(std::move(file).cast<double>());
   } catch (const std::runtime_error& e) {
     fail(op, path, std::string("malformed header: ") + e.what());
   } catch (const std::bad_alloc&) {

@@ -14,7 +14,7 @@ Mask create_padding_mask(const IndexArray& tokens, Index pad) {
 }
 
 Mask create_look_ahead_mask(std::size_t n) {
-  Mask mask = Mask::from_shape({n, n});
+  Mask mask = Mask::from_shape(detail::allocatable({n, n}, sizeof(bool), "create_look_ahead_mask", "the mask"));
   for (std::size_t i = 0; i < n; ++i)
     for (std::size_t j = 0; j < n; ++j) mask(i, j) = j <= i;
   return mask;

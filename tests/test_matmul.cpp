@@ -218,6 +218,18 @@ const std::vector<std::pair<Shape, Shape>> kLinearShapes = {
     {{4}, {3, 4}}, {{2, 4}, {3, 4}}, {{2, 3, 4}, {5, 4}}, {{5, 1}, {2, 1}}, {{3, 2}, {1, 2}},
 };
 
+// The backward sums a's gradient over the broadcast batch in a [batch, m, k] workspace, which can
+// dwarf every input and the output: a [1,1024,1024] (8 MiB) against an empty b [2^30,1024,0] needs
+// 8 PiB. Refused naming the workspace, not std::bad_alloc inside backward.
+TEST(Matmul, BackwardWorkspaceTooLargeIsRefusedNamingIt) {
+  GradientTape tape;
+  const Tensor<double> a(xt::zeros<double>({1, 1024, 1024}), /*requires_grad=*/true);
+  const Tensor<double> b(xt::xarray<double>::from_shape({std::size_t{1} << 30, 1024, 0}));
+  const auto y = matmul(a, b);  // no element: returns at once, however large the batch
+  EXPECT_TRUE(throws_with<ValueError>([&] { tape.backward(y, xt::xarray<double>::from_shape(y.shape())); },
+                                      {"matmul", "workspace for a's gradient", "[1073741824,1024,1024]", "8 PiB"}));
+}
+
 TEST(Linear, MatchesNaiveWithAndWithoutBias) {
   for (const auto& [sx, sw] : kLinearShapes) {
     SCOPED_TRACE(format_shape(sx) + " x " + format_shape(sw));

@@ -1,7 +1,10 @@
+#include <cstdlib>
 #include <limits>
 #include <numeric>
 #include <tuple>
 
+#include "autograd/ops/elementwise.h"
+#include "autograd/ops/reduce.h"
 #include "autograd/ops/shape.h"
 #include "autograd/tape.h"
 #include "tests/support/reference.h"
@@ -321,6 +324,35 @@ TEST(ShapeOps, ChunkFollowsPyTorch) {
   EXPECT_EQ(sizes_of(chunk(iota({0, 2}), 3), 0), (std::vector<std::size_t>{0, 0, 0}));
   EXPECT_EQ(chunk(iota({5}), 3)[2].value(), (xt::xarray<double>{4}));
   EXPECT_EQ(chunk(iota({2, 4}), 2, 1)[1].value(), (xt::xarray<double>{{2, 3}, {6, 7}}));
+}
+
+// chunks = SIZE_MAX once wrapped ceil(n / chunks) to 0 and divided by it (SIGFPE): run in a child
+// so that a regression fails this test, not the suite. PyTorch gives n pieces of 1.
+TEST(ShapeOpsDeathTest, ChunkIntoMoreChunksThanFitInSizeT) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        const auto pieces = chunk(iota({3}), std::numeric_limits<std::size_t>::max());
+        const bool ok = pieces.size() == 3 && pieces[0].value() == xt::xarray<double>{0} &&
+                        pieces[1].value() == xt::xarray<double>{1} && pieces[2].value() == xt::xarray<double>{2};
+        std::exit(ok ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+// Pieces at an offset into a tensor with no elements (found by fuzz_shapes): the empty storage
+// has a null data(), and offsetting it was undefined behaviour (UBSan, tests/run-sanitizers).
+TEST(ShapeOps, WindowsOfAnEmptyTensorAlongANonEmptyAxis) {
+  GradientTape tape;
+  const auto x = iota({3, 0, 3}, /*requires_grad=*/true);
+  const auto pieces = chunk(x, 3, -1);
+  ASSERT_EQ(pieces.size(), 3u);
+  for (const auto& p : pieces) EXPECT_EQ(p.shape(), (Shape{3, 0, 1}));
+  const auto tail = slice(x, 0, 1, 3);
+  EXPECT_EQ(tail.shape(), (Shape{2, 0, 3}));
+  EXPECT_EQ(concat(pieces, -1).shape(), (Shape{3, 0, 3}));
+  tape.backward(sum(pieces[2]) + sum(tail));
+  EXPECT_EQ(x.grad().shape(), (Shape{3, 0, 3}));
 }
 
 TEST(ShapeOps, SplitFollowsPyTorch) {

@@ -12,10 +12,8 @@ std::size_t normalize_axis(Index axis, std::size_t ndim, std::string_view op, co
 // "0.5", "-1", "1e-08", "nan", "inf": how numbers (hyper-parameters, bounds) are printed in messages.
 std::string format_number(double value);
 
-// shape itself, or ValueError naming op when its elements (of element_size bytes) would not fit in
-// memory (a negative size converted to size_t is the usual cause), instead of std::bad_alloc or an
-// overflowed element count.
-const Shape& allocatable(const Shape& shape, std::size_t element_size, std::string_view op);
+// detail::checked_numel and detail::allocatable, the shape-size checks, are in autograd/errors.h
+// (kernels use them too).
 
 // ValueError when t is undefined, naming op and argument.
 template <class T>

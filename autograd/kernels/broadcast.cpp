@@ -19,6 +19,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op) {
     }
     out[i] = da == 1 ? db : da;
   }
+  detail::checked_numel(out, op, "the broadcast shape");
   return out;
 }
 

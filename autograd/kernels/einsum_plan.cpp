@@ -98,6 +98,7 @@ struct GemmOperand {
 };
 
 struct EinsumPlan {
+  std::string op;            // einsum("<equation>"), for the size checks' messages
   Shape out_shape;
   bool empty = false;        // some letter has size 0: the output is all zeros (or has no elements)
   StridedPass single;        // one operand: the whole einsum is this pass
@@ -262,7 +263,10 @@ EinsumPlan plan_pair(const EinsumEquation& eq, const std::vector<Shape>& shapes,
 
 EinsumPlan make_plan(const EinsumEquation& eq, const std::vector<Shape>& shapes, const EinsumSizes& sizes) {
   EinsumPlan plan;
+  plan.op = quoted(eq.str());
   plan.out_shape = sizes_of(eq.output, sizes);
+  // Before `empty`: an output [2^32,2^32] of a sum over a size-0 letter must not wrap to 0 elements.
+  detail::checked_numel(plan.out_shape, plan.op, "the output");
   plan.empty = std::any_of(sizes.begin(), sizes.end(), [](const auto& letter) { return letter.second == 0; });
   if (plan.empty) return plan;
   if (eq.operands.size() == 1) {
@@ -280,6 +284,7 @@ EinsumPlan make_plan(const EinsumEquation& eq, const std::vector<Shape>& shapes,
       }
     }
   }
+  best->op = plan.op;
   best->out_shape = plan.out_shape;
   return *best;
 }
@@ -435,18 +440,26 @@ void run_pass(const StridedPass& p, const T* src, T* dst) {
 template <class T>
 using Buffer = std::unique_ptr<T[]>;
 
+// A workspace of `size` elements (a gathered operand, or the GEMM result before the final pass),
+// checked against memory like every other array an op makes.
+template <class T>
+Buffer<T> workspace(const EinsumPlan& plan, std::size_t size) {
+  detail::allocatable(Shape{size}, sizeof(T), plan.op, "a workspace");
+  return std::make_unique_for_overwrite<T[]>(size);
+}
+
 // The operand's data as the GEMM reads it: in place, or gathered into `buffer`.
 template <class T>
-const T* gemm_input(const GemmOperand& op, const xt::xarray<T>& x, Buffer<T>& buffer) {
+const T* gemm_input(const EinsumPlan& plan, const GemmOperand& op, const xt::xarray<T>& x, Buffer<T>& buffer) {
   if (!op.prep) return x.data();
-  buffer = std::make_unique_for_overwrite<T[]>(op.prep->dst_size);
+  buffer = workspace<T>(plan, op.prep->dst_size);
   run_pass(*op.prep, x.data(), buffer.get());
   return buffer.get();
 }
 
 template <class T>
 xt::xarray<T> run_plan(const EinsumPlan& plan, const std::vector<const xt::xarray<T>*>& operands) {
-  auto out = xt::xarray<T>::from_shape(plan.out_shape);
+  auto out = xt::xarray<T>::from_shape(detail::allocatable(plan.out_shape, sizeof(T), plan.op, "the output"));
   if (plan.empty) {
     std::fill(out.begin(), out.end(), T(0));
     return out;
@@ -456,11 +469,11 @@ xt::xarray<T> run_plan(const EinsumPlan& plan, const std::vector<const xt::xarra
     return out;
   }
   Buffer<T> left_buffer, right_buffer, product_buffer;
-  const T* a = gemm_input(plan.left, *operands[plan.swap ? 1 : 0], left_buffer);
-  const T* b = gemm_input(plan.right, *operands[plan.swap ? 0 : 1], right_buffer);
+  const T* a = gemm_input(plan, plan.left, *operands[plan.swap ? 1 : 0], left_buffer);
+  const T* b = gemm_input(plan, plan.right, *operands[plan.swap ? 0 : 1], right_buffer);
   T* c = out.data();
   if (plan.finish) {
-    product_buffer = std::make_unique_for_overwrite<T[]>(plan.batch * plan.m * plan.n);
+    product_buffer = workspace<T>(plan, plan.batch * plan.m * plan.n);
     c = product_buffer.get();
   }
   const MatrixLayout& la = plan.left.layout;

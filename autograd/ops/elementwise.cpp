@@ -19,7 +19,7 @@ template <class T>
 void check_binary(const Tensor<T>& a, const Tensor<T>& b, const char* op) {
   detail::require_defined(a, op, "a");
   detail::require_defined(b, op, "b");
-  kernels::broadcast_shapes(a.shape(), b.shape(), op);
+  detail::allocatable(kernels::broadcast_shapes(a.shape(), b.shape(), op), sizeof(T), op, "the output");
 }
 
 }  // namespace

@@ -75,7 +75,7 @@ Tensor<T> embedding(const Tensor<T>& weight, const IndexArray& indices, std::opt
 
   Shape out_shape(indices.shape().begin(), indices.shape().end());
   out_shape.push_back(dim);
-  xt::xarray<T> out = xt::xarray<T>::from_shape(out_shape);
+  xt::xarray<T> out = xt::xarray<T>::from_shape(detail::allocatable(out_shape, sizeof(T), "embedding", "the output"));
   const T* w = weight.value().data();
   const Index* idx = indices.data();
   T* o = out.data();

@@ -78,6 +78,9 @@ template <class T>
 void broadcast_gemm(const T* a, const Shape& a_batch, bool ta, const T* b, const Shape& b_batch, bool tb,
                     std::size_t m, std::size_t n, std::size_t k, const Shape& batch, T* c) {
   const std::size_t lda = ta ? m : k, ldb = tb ? k : n, count = product(batch);
+  // No element to write: return before looping over a batch that may be huge (an empty b of
+  // [2^30, k, 0] made 2^30 empty products, seconds of nothing).
+  if (count == 0 || m == 0 || n == 0) return;
   // B shared by the whole batch and A an unbroadcast stack of untransposed matrices: one product
   // with count * m rows (split into row blocks by kernels::gemm) instead of count small ones.
   if (product(b_batch) == 1 && product(a_batch) == count && !ta) {
@@ -140,7 +143,8 @@ xt::xarray<T> matmul_grad_a(const xt::xarray<T>& g, const xt::xarray<T>& b, cons
   Shape full_shape = d.batch;
   full_shape.push_back(d.m);
   full_shape.push_back(d.k);
-  auto full = xt::xarray<T>::from_shape(full_shape);
+  auto full = xt::xarray<T>::from_shape(
+      detail::allocatable(full_shape, sizeof(T), "matmul", "the backward's workspace for a's gradient"));
   broadcast_gemm(g.data(), d.batch, false, b.data(), d.b_batch, true, d.m, d.k, d.n, d.batch, full.data());
   return reduce_to_operand(std::move(full), d.a_batch, d.m, d.k, a_shape);
 }
@@ -160,7 +164,8 @@ xt::xarray<T> matmul_grad_b(const xt::xarray<T>& g, const xt::xarray<T>& a, cons
   Shape full_shape = d.batch;
   full_shape.push_back(d.k);
   full_shape.push_back(d.n);
-  auto full = xt::xarray<T>::from_shape(full_shape);
+  auto full = xt::xarray<T>::from_shape(
+      detail::allocatable(full_shape, sizeof(T), "matmul", "the backward's workspace for b's gradient"));
   broadcast_gemm(a.data(), d.a_batch, true, g.data(), d.batch, false, d.k, d.n, d.m, d.batch, full.data());
   return reduce_to_operand(std::move(full), d.b_batch, d.k, d.n, b_shape);
 }
@@ -198,7 +203,7 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b, CallSite where) {
   detail::require_defined(a, "matmul", "a");
   detail::require_defined(b, "matmul", "b");
   const MatmulDims d = matmul_dims(a.shape(), b.shape());
-  auto out = xt::xarray<T>::from_shape(d.out_shape);
+  auto out = xt::xarray<T>::from_shape(detail::allocatable(d.out_shape, sizeof(T), "matmul", "the output"));
   broadcast_gemm(a.value().data(), d.a_batch, false, b.value().data(), d.b_batch, false, d.m, d.n, d.k, d.batch,
                  out.data());
   return make_result("matmul", where, std::move(out), should_record(a, b),
@@ -226,7 +231,7 @@ Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& b
   }
   Shape out_shape = x.shape();
   out_shape.back() = out_features;
-  auto y = xt::xarray<T>::from_shape(out_shape);
+  auto y = xt::xarray<T>::from_shape(detail::allocatable(out_shape, sizeof(T), "linear", "the output"));
   T beta = T(0);
   if (bias.defined()) {
     const T* b = bias.value().data();

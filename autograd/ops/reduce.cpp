@@ -81,7 +81,7 @@ Tensor<T> sum_or_mean(const char* op, std::source_location where, const Tensor<T
   xt::xarray<T> storage;
   const T* x = as_rows(a.value(), p, storage);
   const double divisor = mean ? static_cast<double>(p.cols) : 1.0;
-  xt::xarray<T> out = xt::xarray<T>::from_shape(p.out_shape);
+  xt::xarray<T> out = xt::xarray<T>::from_shape(detail::allocatable(p.out_shape, sizeof(T), op, "the output"));
   T* y = out.data();
   const std::size_t cols = p.cols;
   kernels::parallel_items(p.rows, cols, [&](std::size_t begin, std::size_t end) {
@@ -114,7 +114,7 @@ Tensor<T> max_impl(std::source_location where, const Tensor<T>& a, const std::ve
   }
   xt::xarray<T> storage;
   const T* x = as_rows(a.value(), p, storage);
-  xt::xarray<T> out = xt::xarray<T>::from_shape(p.out_shape);
+  xt::xarray<T> out = xt::xarray<T>::from_shape(detail::allocatable(p.out_shape, sizeof(T), "max", "the output"));
   xt::xarray<T> counts = xt::xarray<T>::from_shape(p.out_shape);
   T* y = out.data();
   T* c = counts.data();

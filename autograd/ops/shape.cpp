@@ -89,6 +89,8 @@ template <class T>
 xt::xarray<T> gather(const xt::xarray<T>& whole, const Window& w) {
   const WindowLayout l = layout_of(shape_of(whole), w);
   xt::xarray<T> part = xt::xarray<T>::from_shape(l.shape);
+  // An empty array may have no storage at all (a null data()): no offset may be applied to it.
+  if (part.size() == 0) return part;
   kernels::strided_copy(l.shape, whole.data() + l.offset, l.strides, part.data(), kernels::row_major_strides(l.shape));
   return part;
 }
@@ -96,6 +98,7 @@ xt::xarray<T> gather(const xt::xarray<T>& whole, const Window& w) {
 // Writes `part` (shaped like the window) into the window of `whole`.
 template <class T>
 void scatter(const xt::xarray<T>& part, const Window& w, xt::xarray<T>& whole) {
+  if (part.size() == 0) return;  // see gather
   const WindowLayout l = layout_of(shape_of(whole), w);
   kernels::strided_copy(l.shape, part.data(), kernels::row_major_strides(l.shape), whole.data() + l.offset, l.strides);
 }
@@ -124,8 +127,17 @@ std::vector<Tensor<T>> pieces(const char* op, std::source_location where, const 
   return out;
 }
 
+// A list of `count` pieces, each a tensor and its node, checked like an array of them: a huge axis
+// of an empty tensor cut into pieces of 1 would otherwise ask for 2^40 of them.
+template <class T>
+void check_piece_count(const char* op, std::size_t count) {
+  detail::allocatable(Shape{count}, sizeof(Tensor<T>) + sizeof(Node<T>), op, "the list of pieces");
+}
+
 // n cut into pieces of `size` (the last one smaller when size does not divide n); n, size > 0.
-std::vector<std::size_t> even_sizes(std::size_t n, std::size_t size) {
+template <class T>
+std::vector<std::size_t> even_sizes(const char* op, std::size_t n, std::size_t size) {
+  check_piece_count<T>(op, n / size + (n % size != 0));
   std::vector<std::size_t> sizes(n / size, size);
   if (n % size != 0) sizes.push_back(n % size);
   return sizes;
@@ -141,7 +153,7 @@ Tensor<T> reshape(const Tensor<T>& a, const std::vector<Index>& shape, CallSite 
   const std::string source = format_shape(in) + " (" + std::to_string(numel) + " elements)";
   Shape out(shape.size());
   std::optional<std::size_t> inferred;  // the axis given as -1
-  std::size_t known = 1;                // product of the other sizes
+  Shape given;                          // the other sizes
   for (std::size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == -1) {
       if (inferred) throw ValueError("reshape: only one -1 is allowed in the new shape " + format_dims(shape) + " for " + source);
@@ -151,9 +163,12 @@ Tensor<T> reshape(const Tensor<T>& a, const std::vector<Index>& shape, CallSite 
                        " for " + source);
     } else {
       out[d] = static_cast<std::size_t>(shape[d]);
-      known *= out[d];
+      given.push_back(out[d]);
     }
   }
+  // Checked: sizes whose product wraps around 2^64 to the input's count would pass the test below.
+  const std::size_t known =
+      detail::checked_numel(given, "reshape", inferred ? "the new shape without its -1" : "the new shape");
   if (inferred) {
     if (known == 0 || numel % known != 0) {
       throw ShapeError("reshape: cannot reshape " + source + " into " + format_dims(shape) + ": the other sizes multiply to " +
@@ -258,7 +273,7 @@ Tensor<T> expand(const Tensor<T>& a, const std::vector<Index>& shape, CallSite w
                        std::to_string(out[d]) + " (only size-1 axes stretch)" + context);
     }
   }
-  detail::allocatable(out, sizeof(T), "expand");
+  detail::allocatable(out, sizeof(T), "expand", "the output");
   return make_result("expand", where, kernels::broadcast_copy(a.value().data(), in, out), should_record(a),
                      [a](const xt::xarray<T>& g, const xt::xarray<T>&) { accumulate(a, kernels::sum_to(g, a.shape())); });
 }
@@ -322,11 +337,14 @@ Tensor<T> concat(const std::vector<Tensor<T>>& tensors, Index axis, CallSite whe
                          " (only axis " + std::to_string(d) + ", the join axis, may differ)");
       }
     }
-    total += s[d];
+    // Zero-size inputs can hold huge axes, whose sum must not wrap.
+    if (__builtin_add_overflow(total, s[d], &total)) {
+      throw ValueError(which + ": the sizes along the join axis " + std::to_string(d) + " sum past 2^64");
+    }
   }
   Shape out_shape = first;
   out_shape[d] = total;
-  xt::xarray<T> out = xt::xarray<T>::from_shape(out_shape);
+  xt::xarray<T> out = xt::xarray<T>::from_shape(detail::allocatable(out_shape, sizeof(T), "concat", "the output"));
   std::vector<Window> windows;
   windows.reserve(tensors.size());
   std::size_t start = 0;
@@ -350,8 +368,12 @@ std::vector<Tensor<T>> chunk(const Tensor<T>& a, std::size_t chunks, Index axis,
   if (chunks == 0) throw ValueError("chunk: chunks must be at least 1, got 0 (shape " + format_shape(in) + ")");
   const std::size_t n = in[d];
   // PyTorch: an empty axis gives `chunks` empty pieces; otherwise pieces of ceil(n / chunks).
-  if (n == 0) return pieces("chunk", where, a, d, std::vector<std::size_t>(chunks, 0));
-  return pieces("chunk", where, a, d, even_sizes(n, (n + chunks - 1) / chunks));
+  if (n == 0) {
+    check_piece_count<T>("chunk", chunks);
+    return pieces("chunk", where, a, d, std::vector<std::size_t>(chunks, 0));
+  }
+  // ceil(n / chunks) without n + chunks - 1, which wraps for a huge chunks (and then divides by 0).
+  return pieces("chunk", where, a, d, even_sizes<T>("chunk", n, n / chunks + (n % chunks != 0)));
 }
 
 template <class T>
@@ -365,7 +387,7 @@ std::vector<Tensor<T>> split(const Tensor<T>& a, std::size_t split_size, Index a
                      std::to_string(n) + " (shape " + format_shape(in) + ")");
   }
   // PyTorch: an empty axis gives one empty piece.
-  return pieces("split", where, a, d, n == 0 ? std::vector<std::size_t>{0} : even_sizes(n, split_size));
+  return pieces("split", where, a, d, n == 0 ? std::vector<std::size_t>{0} : even_sizes<T>("split", n, split_size));
 }
 
 template <class T>
@@ -373,10 +395,17 @@ std::vector<Tensor<T>> split(const Tensor<T>& a, const std::vector<std::size_t>&
   detail::require_defined(a, "split", "a");
   const Shape in = a.shape();
   const std::size_t d = detail::normalize_axis(axis, in.size(), "split", in);
-  const std::size_t total = std::accumulate(sizes.begin(), sizes.end(), std::size_t{0});
-  if (total != in[d]) {
-    throw ValueError("split: sizes " + format_shape(sizes) + " sum to " + std::to_string(total) + " but axis " +
-                     std::to_string(axis) + " of shape " + format_shape(in) + " has size " + std::to_string(in[d]));
+  // Summed against the axis size, so that sizes wrapping around 2^64 to the right total are caught.
+  std::size_t total = 0;
+  bool too_many = false;
+  for (const std::size_t size : sizes) {
+    too_many = too_many || size > in[d] - total;
+    if (!too_many) total += size;
+  }
+  if (too_many || total != in[d]) {
+    throw ValueError("split: sizes " + format_shape(sizes) + (too_many ? " sum to more than " : " sum to ") +
+                     std::to_string(too_many ? in[d] : total) + " but axis " + std::to_string(axis) + " of shape " +
+                     format_shape(in) + " has size " + std::to_string(in[d]));
   }
   return pieces("split", where, a, d, sizes);
 }
@@ -403,7 +432,8 @@ Tensor<T> index_select(const Tensor<T>& a, Index axis, const IndexArray& index, 
   const std::size_t count = idx.size();
   Shape out_shape = in;
   out_shape[d] = count;
-  xt::xarray<T> out = xt::xarray<T>::from_shape(out_shape);
+  xt::xarray<T> out =
+      xt::xarray<T>::from_shape(detail::allocatable(out_shape, sizeof(T), "index_select", "the output"));
   const T* x = a.value().data();
   T* y = out.data();
   kernels::parallel_items(l.outer * count, l.inner, [&](std::size_t begin, std::size_t end) {

@@ -16,8 +16,8 @@
 namespace tapegrad {
 
 // New shape with the same number of elements; at most one -1, inferred ([2,3] -> {3,-1} gives
-// [3,2]). Two -1s or another negative size: ValueError; an element count that does not fit
-// (or a -1 next to a 0): ShapeError naming both shapes.
+// [3,2]). Two -1s, another negative size, or sizes that multiply past 2^63: ValueError; an
+// element count that does not fit (or a -1 next to a 0): ShapeError naming both shapes.
 template <class T> Tensor<T> reshape(const Tensor<T>& a, const std::vector<Index>& shape,
     CallSite where = std::source_location::current());
 // PyTorch's view; the same as reshape here (storage is always contiguous).
@@ -72,12 +72,14 @@ template <class T> Tensor<T> cat(std::initializer_list<Tensor<T>> tensors, Index
   return concat(std::vector<Tensor<T>>(tensors), axis, where);
 }
 // chunks pieces of ceil(size / chunks) (the last may be smaller, fewer pieces if it runs out:
-// 6 in 4 chunks gives 2,2,2), as PyTorch; an empty axis gives `chunks` empty pieces. chunks >= 1.
+// 6 in 4 chunks gives 2,2,2; more chunks than elements gives pieces of 1), as PyTorch; an empty
+// axis gives `chunks` empty pieces. chunks >= 1.
 template <class T> std::vector<Tensor<T>> chunk(const Tensor<T>& a, std::size_t chunks, Index axis = 0,
     CallSite where = std::source_location::current());
 // Pieces of split_size along axis (the last may be smaller; an empty axis gives one empty piece;
 // split_size 0 is a ValueError unless the axis is empty) / pieces of the given sizes, which must
-// sum to the axis size (ValueError). Each piece is a separate tensor with its own backward.
+// sum to the axis size (ValueError, also when they only do so by wrapping around 2^64). Each
+// piece is a separate tensor with its own backward.
 template <class T> std::vector<Tensor<T>> split(const Tensor<T>& a, std::size_t split_size, Index axis = 0,
     CallSite where = std::source_location::current());
 template <class T> std::vector<Tensor<T>> split(const Tensor<T>& a, const std::vector<std::size_t>& sizes, Index axis = 0,

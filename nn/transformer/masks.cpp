@@ -24,7 +24,7 @@ Mask make_src_mask(const IndexArray& src, Index pad) {
 Mask make_tgt_mask(const IndexArray& tgt, Index pad) {
   require_tokens(tgt, "make_tgt_mask");
   const std::size_t batch = tgt.shape()[0], seq = tgt.shape()[1];
-  Mask mask = Mask::from_shape({batch, seq, seq});
+  Mask mask = Mask::from_shape(detail::allocatable({batch, seq, seq}, sizeof(bool), "make_tgt_mask", "the mask"));
   for (std::size_t b = 0; b < batch; ++b)
     for (std::size_t i = 0; i < seq; ++i)
       for (std::size_t j = 0; j < seq; ++j) mask(b, i, j) = j <= i && tgt(b, j) != pad;
