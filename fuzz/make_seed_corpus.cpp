@@ -153,6 +153,7 @@ void shape_seeds(const fs::path& dir) {
       {"narrow", 6, {4, 3}, {1, 1, 2}},
       {"slice_step", 7, {5, 4}, {0, 1, 5, 2}},
       {"empty_axis_huge_neighbour", 5, {0, kHuge}, {3, 0}},
+      {"empty_tensor_windows_at_offsets", 5, {3, 0, 3}, {3, kMinus1}},  // found: null data() + offset
       {"bad_reshape_product_wraps", 0, {4}, {kWraps, 4}},
       {"bad_reshape_half_twice", 0, {0}, {kHalf, 2, 0}},
       {"bad_split_sizes_wrap", 4, {4}, {0, 5, kMinus1}},
