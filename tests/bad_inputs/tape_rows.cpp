@@ -5,6 +5,7 @@
 #include "autograd/custom_op.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
+#include "nn/linear.h"
 #include "tests/bad_inputs/inputs.h"
 #include "tests/bad_inputs/row.h"
 
@@ -64,6 +65,17 @@ void backward_on_another_thread() {
   if (error) std::rethrow_exception(error);
 }
 
+// A hook that hands back a gradient of the wrong shape.
+void backward_through_misshaped_hook() {
+  const auto x = leaf({2, 3});
+  GradientTape tape;
+  auto y = exp(x);
+  y.register_hook([](const xt::xarray<double>&) { return std::optional<xt::xarray<double>>(xt::xarray<double>{1.0}); });
+  tape.backward(sum(y));
+}
+
+std::optional<xt::xarray<double>> keep(const xt::xarray<double>&) { return std::nullopt; }
+
 BAD_INPUT_ROW(Tape, tape_backward_after_inplace_edit, TapeError, (backward_after_inplace_edit()), "'x'",
               "modified in place", "mul")
 BAD_INPUT_ROW(Tape, tape_backward_through_ended_tape_intermediate, TapeError, (backward_through_ended_tape_intermediate()),
@@ -71,6 +83,29 @@ BAD_INPUT_ROW(Tape, tape_backward_through_ended_tape_intermediate, TapeError, (b
 BAD_INPUT_CRASH_ROW(Tape, tape_backward_after_throwing_backward, TapeError, (backward_after_throwing_backward()),
                     "earlier backward on this tape threw")
 BAD_INPUT_ROW(Tape, tape_backward_on_another_thread, TapeError, (backward_on_another_thread()), "thread that created it")
+
+BAD_INPUT_ROW(Tape, tensor_register_hook_on_constant, TapeError, (zeros({2}).register_hook(keep)), "register_hook",
+              "[2]", "does not require a gradient")
+BAD_INPUT_ROW(Tape, tensor_register_empty_hook, ValueError, (leaf({2}).register_hook(GradHook<double>())),
+              "register_hook", "empty")
+BAD_INPUT_ROW(Tape, tensor_remove_unknown_hook, ValueError, (leaf({2}).remove_hook(12345)), "remove_hook", "[2]",
+              "no hook with id 12345")
+BAD_INPUT_ROW(Tape, hook_returns_misshaped_gradient, TapeError, (backward_through_misshaped_hook()), "gradient hook 1",
+              "[2,3]", "shape [1]")
+BAD_INPUT_ROW(Tape, module_remove_unknown_hook, ValueError, (nn::Linear<double>(2, 2, gen()).remove_hook(12345)),
+              "Linear", "remove_hook", "12345")
+BAD_INPUT_ROW(Tape, tape_gradient_of_many_elements, ShapeError, ([] {
+                GradientTape tape;
+                const auto x = leaf({2});
+                tape.gradient(x * 2.0, {x});
+              }()),
+              "gradient", "target [2]", "more than one element")
+BAD_INPUT_ROW(Tape, tape_gradient_source_not_requiring_grad, TapeError, ([] {
+                GradientTape tape;
+                const auto x = leaf({2});
+                tape.gradient(sum(x * 2.0), {zeros({2})});
+              }()),
+              "gradient: source 0 [2]", "does not require a gradient")
 
 }  // namespace
 }  // namespace tapegrad::bad_inputs
