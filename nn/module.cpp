@@ -74,10 +74,15 @@ void Module<T>::add_child(const std::string& name, std::shared_ptr<Module> child
                      "; a module cannot be its own descendant (its tree of parameters would be infinite)");
   }
   // A parameter's tensor name grows into its dotted path as its module is registered into
-  // parents, so messages (in-place edits, anomaly reports) name it as state_dict does. A tensor
-  // already named otherwise (a tied module's second place, a user's own name) keeps its name.
+  // parents, so messages (in-place edits, anomaly reports) name it as state_dict does. Its
+  // current name is the end of its path within the child (children added to a container after
+  // the container was registered are one step behind). A tensor named otherwise (a tied
+  // module's second place, a user's own name) keeps its name.
   for (auto& [path, tensor] : child->named_parameters()) {
-    if (tensor.name() == path) tensor.set_name(name + "." + path);
+    const std::string& current = tensor.name();
+    if (path == current || (path.size() > current.size() && path.ends_with("." + current))) {
+      tensor.set_name(name + "." + path);
+    }
   }
   children_.emplace_back(name, std::move(child));
 }

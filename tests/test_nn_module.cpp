@@ -6,6 +6,7 @@
 #include "nn/containers.h"
 #include "nn/dropout.h"
 #include "nn/linear.h"
+#include "nn/transformer/transformer.h"
 #include "tests/support/nn_support.h"
 #include "tests/support/reference.h"
 #include "tests/support/tied_model.h"
@@ -49,6 +50,9 @@ TEST(Module, ParameterTensorsAreNamedByTheirDottedPath) {
   for (const auto& [path, tensor] : model.named_parameters()) EXPECT_EQ(tensor.name(), path);
   for (const auto& [path, tensor] : outer.named_parameters()) EXPECT_EQ(tensor.name(), path);
   EXPECT_EQ(model.fc1->weight().name(), "fc1.weight");
+  // Also through containers filled after they were registered (the Transformer's layer lists).
+  nn::transformer::Transformer<double> transformer(5, 5, 4, 0, 8, 2, 16, 2, 0.0, 1e-5, gen);
+  for (const auto& [path, tensor] : transformer.named_parameters()) EXPECT_EQ(tensor.name(), path);
   // ... so an in-place edit between forward and backward names the parameter as state_dict does.
   GradientTape tape;
   const auto loss = sum((*model.fc1)(Tensor<double>::ones({1, 2})));

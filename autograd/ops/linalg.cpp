@@ -137,16 +137,26 @@ xt::xarray<T> reduce_to_operand(xt::xarray<T> full, const Shape& own_batch, std:
   return full;
 }
 
+// One operand's gradient: the batched product x y ([batch, rows, inner] x [batch, inner, cols],
+// each transposed as flagged, each broadcast over its own batch axes) into a [batch, rows, cols]
+// workspace, then summed to the operand's batch axes and shape.
+template <class T>
+xt::xarray<T> operand_gradient(const T* x, const Shape& x_batch, bool x_t, const T* y, const Shape& y_batch, bool y_t,
+                               std::size_t rows, std::size_t cols, std::size_t inner, const MatmulDims& d,
+                               const Shape& operand_batch, const Shape& operand_shape, const char* workspace) {
+  Shape full_shape = d.batch;
+  full_shape.push_back(rows);
+  full_shape.push_back(cols);
+  auto full = xt::xarray<T>::from_shape(detail::allocatable(full_shape, sizeof(T), "matmul", workspace));
+  broadcast_gemm(x, x_batch, x_t, y, y_batch, y_t, rows, cols, inner, d.batch, full.data());
+  return reduce_to_operand(std::move(full), operand_batch, rows, cols, operand_shape);
+}
+
 // dA = g B^T, [batch, m, n] x [batch, k, n]^T, summed to A's batch axes.
 template <class T>
 xt::xarray<T> matmul_grad_a(const xt::xarray<T>& g, const xt::xarray<T>& b, const MatmulDims& d, const Shape& a_shape) {
-  Shape full_shape = d.batch;
-  full_shape.push_back(d.m);
-  full_shape.push_back(d.k);
-  auto full = xt::xarray<T>::from_shape(
-      detail::allocatable(full_shape, sizeof(T), "matmul", "the backward's workspace for a's gradient"));
-  broadcast_gemm(g.data(), d.batch, false, b.data(), d.b_batch, true, d.m, d.k, d.n, d.batch, full.data());
-  return reduce_to_operand(std::move(full), d.a_batch, d.m, d.k, a_shape);
+  return operand_gradient(g.data(), d.batch, false, b.data(), d.b_batch, true, d.m, d.k, d.n, d, d.a_batch, a_shape,
+                          "the backward's workspace for a's gradient");
 }
 
 // dB = A^T g, [batch, m, k]^T x [batch, m, n], summed to B's batch axes. When B has no batch of
@@ -161,13 +171,8 @@ xt::xarray<T> matmul_grad_b(const xt::xarray<T>& g, const xt::xarray<T>& a, cons
     grad.reshape(b_shape);
     return grad;
   }
-  Shape full_shape = d.batch;
-  full_shape.push_back(d.k);
-  full_shape.push_back(d.n);
-  auto full = xt::xarray<T>::from_shape(
-      detail::allocatable(full_shape, sizeof(T), "matmul", "the backward's workspace for b's gradient"));
-  broadcast_gemm(a.data(), d.a_batch, true, g.data(), d.batch, false, d.k, d.n, d.m, d.batch, full.data());
-  return reduce_to_operand(std::move(full), d.b_batch, d.k, d.n, b_shape);
+  return operand_gradient(a.data(), d.a_batch, true, g.data(), d.batch, false, d.k, d.n, d.m, d, d.b_batch, b_shape,
+                          "the backward's workspace for b's gradient");
 }
 
 // ---- einsum ----

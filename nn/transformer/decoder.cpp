@@ -44,25 +44,13 @@ template <class T>
 TransformerDecoder<T>::TransformerDecoder(std::size_t tgt_vocab_size, std::size_t max_len, Index pad_idx,
                                           std::size_t d_model, std::size_t N, std::size_t d_ff, std::size_t heads_num,
                                           double dropout_rate, double layer_norm_eps, Generator& gen, bool norm_first)
-    : embedding_(
-          this->register_module("embedding", std::make_shared<Embedding<T>>(tgt_vocab_size, d_model, pad_idx, gen))),
-      positional_encoding_(this->register_module("positional_encoding",
-                                                 std::make_shared<AddPositionalEncoding<T>>(d_model, max_len))),
-      decoder_layers_(
-          this->register_module("decoder_layers", std::make_shared<ModuleList<T, TransformerDecoderLayer<T>>>())) {
-  for (std::size_t i = 0; i < N; ++i) {
-    decoder_layers_->push_back(std::make_shared<TransformerDecoderLayer<T>>(d_model, d_ff, heads_num, dropout_rate,
-                                                                            layer_norm_eps, gen, norm_first));
-  }
-  if (norm_first) norm_ = this->register_module("norm", std::make_shared<LayerNorm<T>>(d_model, layer_norm_eps));
-}
+    : LayerStack<T, TransformerDecoderLayer<T>>("decoder_layers", tgt_vocab_size, max_len, pad_idx, d_model, N, d_ff,
+                                                heads_num, dropout_rate, layer_norm_eps, gen, norm_first) {}
 
 template <class T>
 Tensor<T> TransformerDecoder<T>::forward(const IndexArray& tgt, const Tensor<T>& src,
                                          const std::optional<Mask>& mask_src_tgt, const std::optional<Mask>& mask_self) {
-  Tensor<T> x = (*positional_encoding_)((*embedding_)(tgt));
-  for (const auto& layer : *decoder_layers_) x = (*layer)(x, src, mask_src_tgt, mask_self);
-  return norm_ ? (*norm_)(x) : x;
+  return this->run(tgt, src, mask_src_tgt, mask_self);
 }
 
 template class TransformerDecoderLayer<float>;

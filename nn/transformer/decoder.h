@@ -30,6 +30,7 @@
 #include "nn/positional_encoding.h"
 #include "nn/transformer/embedding.h"
 #include "nn/transformer/ffn.h"
+#include "nn/transformer/layer_stack.h"
 #include "nn/transformer/multi_head_attention.h"
 
 namespace tapegrad::nn::transformer {
@@ -67,7 +68,7 @@ class TransformerDecoderLayer : public Module<T> {
 };
 
 template <class T>
-class TransformerDecoder : public Module<T> {
+class TransformerDecoder : public LayerStack<T, TransformerDecoderLayer<T>> {
  public:
   TransformerDecoder(std::size_t tgt_vocab_size, std::size_t max_len, Index pad_idx, std::size_t d_model,
                      std::size_t N, std::size_t d_ff, std::size_t heads_num, double dropout_rate, double layer_norm_eps,
@@ -82,14 +83,7 @@ class TransformerDecoder : public Module<T> {
     return forward(tgt, src, mask_src_tgt, mask_self);
   }
 
-  const Embedding<T>& embedding() const { return *embedding_; }
-  const ModuleList<T, TransformerDecoderLayer<T>>& decoder_layers() const { return *decoder_layers_; }
-
- private:
-  std::shared_ptr<Embedding<T>> embedding_;
-  std::shared_ptr<AddPositionalEncoding<T>> positional_encoding_;
-  std::shared_ptr<ModuleList<T, TransformerDecoderLayer<T>>> decoder_layers_;
-  std::shared_ptr<LayerNorm<T>> norm_;  // null unless norm_first
+  const ModuleList<T, TransformerDecoderLayer<T>>& decoder_layers() const { return this->layers(); }
 };
 
 extern template class TransformerDecoderLayer<float>;

@@ -33,23 +33,12 @@ template <class T>
 TransformerEncoder<T>::TransformerEncoder(std::size_t vocab_size, std::size_t max_len, Index pad_idx,
                                           std::size_t d_model, std::size_t N, std::size_t d_ff, std::size_t heads_num,
                                           double dropout_rate, double layer_norm_eps, Generator& gen, bool norm_first)
-    : embedding_(this->register_module("embedding", std::make_shared<Embedding<T>>(vocab_size, d_model, pad_idx, gen))),
-      positional_encoding_(this->register_module("positional_encoding",
-                                                 std::make_shared<AddPositionalEncoding<T>>(d_model, max_len))),
-      encoder_layers_(
-          this->register_module("encoder_layers", std::make_shared<ModuleList<T, TransformerEncoderLayer<T>>>())) {
-  for (std::size_t i = 0; i < N; ++i) {
-    encoder_layers_->push_back(std::make_shared<TransformerEncoderLayer<T>>(d_model, d_ff, heads_num, dropout_rate,
-                                                                            layer_norm_eps, gen, norm_first));
-  }
-  if (norm_first) norm_ = this->register_module("norm", std::make_shared<LayerNorm<T>>(d_model, layer_norm_eps));
-}
+    : LayerStack<T, TransformerEncoderLayer<T>>("encoder_layers", vocab_size, max_len, pad_idx, d_model, N, d_ff,
+                                                heads_num, dropout_rate, layer_norm_eps, gen, norm_first) {}
 
 template <class T>
 Tensor<T> TransformerEncoder<T>::forward(const IndexArray& tokens, const std::optional<Mask>& mask) {
-  Tensor<T> x = (*positional_encoding_)((*embedding_)(tokens));
-  for (const auto& layer : *encoder_layers_) x = (*layer)(x, mask);
-  return norm_ ? (*norm_)(x) : x;
+  return this->run(tokens, mask);
 }
 
 template class TransformerEncoderLayer<float>;

@@ -27,6 +27,7 @@
 #include "nn/positional_encoding.h"
 #include "nn/transformer/embedding.h"
 #include "nn/transformer/ffn.h"
+#include "nn/transformer/layer_stack.h"
 #include "nn/transformer/multi_head_attention.h"
 
 namespace tapegrad::nn::transformer {
@@ -55,7 +56,7 @@ class TransformerEncoderLayer : public Module<T> {
 };
 
 template <class T>
-class TransformerEncoder : public Module<T> {
+class TransformerEncoder : public LayerStack<T, TransformerEncoderLayer<T>> {
  public:
   TransformerEncoder(std::size_t vocab_size, std::size_t max_len, Index pad_idx, std::size_t d_model, std::size_t N,
                      std::size_t d_ff, std::size_t heads_num, double dropout_rate, double layer_norm_eps, Generator& gen,
@@ -67,14 +68,7 @@ class TransformerEncoder : public Module<T> {
     return forward(tokens, mask);
   }
 
-  const Embedding<T>& embedding() const { return *embedding_; }
-  const ModuleList<T, TransformerEncoderLayer<T>>& encoder_layers() const { return *encoder_layers_; }
-
- private:
-  std::shared_ptr<Embedding<T>> embedding_;
-  std::shared_ptr<AddPositionalEncoding<T>> positional_encoding_;
-  std::shared_ptr<ModuleList<T, TransformerEncoderLayer<T>>> encoder_layers_;
-  std::shared_ptr<LayerNorm<T>> norm_;  // null unless norm_first
+  const ModuleList<T, TransformerEncoderLayer<T>>& encoder_layers() const { return this->layers(); }
 };
 
 extern template class TransformerEncoderLayer<float>;

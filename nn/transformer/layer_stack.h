@@ -1,0 +1,52 @@
+#pragma once
+// What seed 004's encoder and decoder stacks share:
+//   tokens [batch, seq] -> embedding -> positional_encoding -> <layers_name>.0 .. N-1
+//   (-> norm, a final LayerNorm, only when norm_first) -> [batch, seq, d_model]
+// Layer is TransformerEncoderLayer or TransformerDecoderLayer; run() passes each layer the running
+// activations and the layer's own further arguments (masks, the encoder's output).
+#include <memory>
+#include <string>
+
+#include "nn/containers.h"
+#include "nn/layer_norm.h"
+#include "nn/positional_encoding.h"
+#include "nn/transformer/embedding.h"
+
+namespace tapegrad::nn::transformer {
+
+template <class T, class Layer>
+class LayerStack : public Module<T> {
+ public:
+  const Embedding<T>& embedding() const { return *embedding_; }
+
+ protected:
+  LayerStack(const std::string& layers_name, std::size_t vocab_size, std::size_t max_len, Index pad_idx,
+             std::size_t d_model, std::size_t N, std::size_t d_ff, std::size_t heads_num, double dropout_rate,
+             double layer_norm_eps, Generator& gen, bool norm_first)
+      : embedding_(this->register_module("embedding", std::make_shared<Embedding<T>>(vocab_size, d_model, pad_idx, gen))),
+        positional_encoding_(this->register_module("positional_encoding",
+                                                   std::make_shared<AddPositionalEncoding<T>>(d_model, max_len))),
+        layers_(this->register_module(layers_name, std::make_shared<ModuleList<T, Layer>>())) {
+    for (std::size_t i = 0; i < N; ++i) {
+      layers_->push_back(std::make_shared<Layer>(d_model, d_ff, heads_num, dropout_rate, layer_norm_eps, gen, norm_first));
+    }
+    if (norm_first) norm_ = this->register_module("norm", std::make_shared<LayerNorm<T>>(d_model, layer_norm_eps));
+  }
+
+  template <class... LayerArgs>
+  Tensor<T> run(const IndexArray& tokens, const LayerArgs&... layer_args) {
+    Tensor<T> x = (*positional_encoding_)((*embedding_)(tokens));
+    for (const auto& layer : *layers_) x = (*layer)(x, layer_args...);
+    return norm_ ? (*norm_)(x) : x;
+  }
+
+  const ModuleList<T, Layer>& layers() const { return *layers_; }
+
+ private:
+  std::shared_ptr<Embedding<T>> embedding_;
+  std::shared_ptr<AddPositionalEncoding<T>> positional_encoding_;
+  std::shared_ptr<ModuleList<T, Layer>> layers_;
+  std::shared_ptr<LayerNorm<T>> norm_;  // null unless norm_first
+};
+
+}  // namespace tapegrad::nn::transformer
