@@ -11,7 +11,7 @@ namespace tapegrad {
 
 struct GradientTape::Recorder {
   std::vector<std::shared_ptr<const Entry>> entries;  // shared: nested tapes may hold one entry
-  std::vector<std::uint64_t> ids;                     // entries[i]->id, increasing; kept after release
+  std::vector<std::uint64_t> ids;                     // entries[i]->output->producer, increasing; kept after release
   // Set by a destructor that ran on another thread; the owning thread drops the recorder.
   std::atomic<bool> ended{false};
   // Why backward cannot run: empty while it can.
@@ -25,6 +25,11 @@ thread_local int pause_depth = 0;
 // Drops recorders whose tape was destroyed on another thread.
 void forget_ended_recorders() {
   std::erase_if(active_recorders, [](const auto& r) { return r->ended.load(std::memory_order_acquire); });
+}
+
+// Whether node is a non-leaf whose producing entry is among ids [begin, end) (increasing).
+bool produced_outside(const NodeBase& node, const std::uint64_t* begin, const std::uint64_t* end) {
+  return !node.is_leaf && !std::binary_search(begin, end, node.producer);
 }
 
 std::string describe_node(const NodeBase& node) {
@@ -113,7 +118,7 @@ void GradientTape::record(std::shared_ptr<const Entry> entry) {
   forget_ended_recorders();
   for (const auto& recorder : active_recorders) {
     recorder->entries.push_back(entry);
-    recorder->ids.push_back(entry->id);
+    recorder->ids.push_back(entry->output->producer);
   }
 }
 
@@ -141,7 +146,7 @@ void GradientTape::check_can_walk(const Tensor<T>& output) const {
                     " does not require a gradient (no input required one, or no tape was recording)");
   }
   const NodeBase& root = *output.node();
-  if (!root.is_leaf && !std::binary_search(recorder_->ids.begin(), recorder_->ids.end(), root.producer)) {
+  if (produced_outside(root, recorder_->ids.data(), recorder_->ids.data() + recorder_->ids.size())) {
     throw TapeError("backward: output " + output.describe() + " (from " + root.op + ") was not recorded by this tape");
   }
 }
@@ -190,7 +195,7 @@ std::vector<Tensor<T>> GradientTape::gradient(const Tensor<T>& target, const std
                       " does not require a gradient, so the target cannot depend on it through this tape");
     }
     const NodeBase& node = *sources[i].node();
-    if (!node.is_leaf && !std::binary_search(recorder_->ids.begin(), recorder_->ids.end(), node.producer)) {
+    if (produced_outside(node, recorder_->ids.data(), recorder_->ids.data() + recorder_->ids.size())) {
       throw TapeError("gradient: source " + std::to_string(i) + " " + sources[i].describe() + " (from " + node.op +
                       ") was not recorded by this tape");
     }
@@ -259,7 +264,7 @@ void check_entry(const GradientTape::Entry& e, const std::uint64_t* ids_begin, c
   if (e.output->version != 0) throw modified(*e.output, 0);
   for (const auto& input : e.inputs) {
     if (input.node->version != input.version) throw modified(*input.node, input.version);
-    if (input.node->requires_grad && !input.node->is_leaf && !std::binary_search(ids_begin, ids_end, input.node->producer)) {
+    if (input.node->requires_grad && produced_outside(*input.node, ids_begin, ids_end)) {
       throw TapeError("backward: the gradient flowing back through " + describe_site(e) + " reaches tensor " +
                       describe_node(*input.node) + ", whose op is not on this tape (it ran before this tape began, "
                       "or under a tape that has ended), so the gradient would stop there silently. Compute it "

@@ -79,8 +79,7 @@ class GradientTape {
     std::function<void()> backward;  // reads the output's gradient, accumulates into inputs
     std::source_location where;       // the op's call site, for anomaly reports
     std::vector<Saved> inputs;        // the op's defined tensor inputs
-    std::uint64_t id;                 // from next_entry_id(); output->producer
-  };
+  };  // output->producer (from next_entry_id()) identifies the entry
   // Used by ops (through detail::make_result): appends to every tape alive on this thread.
   static void record(std::shared_ptr<const Entry> entry);
   // A process-wide unique id, increasing in creation order.

@@ -100,7 +100,7 @@ Tensor<T> make_result(const char* op, std::source_location where, xt::xarray<T> 
     if (raw->retains_grad) raw->accumulate_grad(std::move(*grad));
   };
   GradientTape::record(std::make_shared<const GradientTape::Entry>(
-      GradientTape::Entry{node, op, std::move(run), where, std::move(recording.inputs), node->producer}));
+      GradientTape::Entry{node, op, std::move(run), where, std::move(recording.inputs)}));
   return out;
 }
 
