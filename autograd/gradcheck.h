@@ -38,4 +38,12 @@ using GradcheckFunction = std::function<Tensor<double>(const std::vector<Tensor<
 GradcheckResult gradcheck(const GradcheckFunction& fn, const std::vector<Tensor<double>>& inputs,
                           const GradcheckOptions& options = {});
 
+// Second order: gradcheck of the first derivative. With v a fixed random tensor of fn's output
+// shape, checks the Jacobian of (x, v) -> J(x)^T v (the gradients of sum(fn(x) * v) with respect
+// to the inputs that require one, computed with create_graph, flattened and joined) against
+// central differences of that first derivative, as PyTorch's gradgradcheck. Every op fn uses must
+// have a differentiable backward (GradientOptions::create_graph).
+GradcheckResult gradgradcheck(const GradcheckFunction& fn, const std::vector<Tensor<double>>& inputs,
+                              const GradcheckOptions& options = {});
+
 }  // namespace tapegrad

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
 
 #include "autograd/anomaly.h"
 #include "autograd/detail/checks.h"
+#include "autograd/detail/graph_gradient.h"
 #include "autograd/detail/walk.h"
 
 namespace tapegrad {
@@ -60,7 +62,26 @@ LeafGradient leaf_gradient(const NodeBase& leaf, bool has_hooks) {
   return has_hooks ? LeafGradient::defer : LeafGradient::accumulate;
 }
 
-WalkScope::WalkScope(const std::vector<const NodeBase*>* capture) : capture_(capture), previous_(current_walk) {
+bool walk_creates_graph() { return current_walk != nullptr && current_walk->create_graph_; }
+
+std::shared_ptr<NodeBase> take_walk_gradient(const NodeBase& node) { return current_walk->take_gradient(node); }
+
+std::shared_ptr<NodeBase> WalkScope::take_gradient(const NodeBase& node) {
+  const auto it = graph_gradients_.find(&node);
+  if (it == graph_gradients_.end()) return nullptr;
+  std::shared_ptr<NodeBase> gradient = std::move(it->second);
+  graph_gradients_.erase(it);
+  return gradient;
+}
+
+void put_walk_gradient(const NodeBase& node, std::shared_ptr<NodeBase> gradient) {
+  current_walk->graph_gradients_[&node] = std::move(gradient);
+}
+
+bool has_walk_gradient(const NodeBase& node) { return current_walk->graph_gradients_.contains(&node); }
+
+WalkScope::WalkScope(const std::vector<const NodeBase*>* capture, bool create_graph)
+    : capture_(capture), create_graph_(create_graph), previous_(current_walk) {
   current_walk = this;
 }
 
@@ -158,19 +179,20 @@ void GradientTape::backward(const Tensor<T>& output, const xt::xarray<T>& seed) 
   if (!std::equal(seed.shape().begin(), seed.shape().end(), output.value().shape().begin(), output.value().shape().end())) {
     throw ShapeError("backward: seed of shape " + format_shape(seed.shape()) + " does not match output " + output.describe());
   }
-  seed_and_walk(output, seed, nullptr);
+  detail::WalkScope scope(nullptr, /*create_graph=*/false);
+  seed_and_walk(output, seed, scope);
 }
 
 template <class T>
-void GradientTape::seed_and_walk(const Tensor<T>& output, const xt::xarray<T>& seed,
-                                 const std::vector<const NodeBase*>* capture) {
+void GradientTape::seed_and_walk(const Tensor<T>& output, const xt::xarray<T>& seed, detail::WalkScope& scope) {
   // Intermediates start every walk clean: a gradient retained from an earlier walk must not
   // flow back a second time.
   for (const auto& e : recorder_->entries) e->output->clear_grad();
   if (is_anomaly_enabled()) [[unlikely]] detail::check_gradient(output, seed, "the seed passed to backward");
-  output.node()->accumulate_grad(xt::xarray<T>(seed));
   try {
-    walk(capture);
+    if (scope.creates_graph()) detail::put_walk_gradient(*output.node(), Tensor<T>(xt::xarray<T>(seed)).node());
+    else output.node()->accumulate_grad(xt::xarray<T>(seed));
+    walk(scope);
   } catch (...) {
     // The walk stopped half-way: some entries are released, some gradients are in flight. Nothing
     // can resume it, so a later backward says why instead of reading released entries.
@@ -183,7 +205,8 @@ void GradientTape::seed_and_walk(const Tensor<T>& output, const xt::xarray<T>& s
 }
 
 template <class T>
-std::vector<Tensor<T>> GradientTape::gradient(const Tensor<T>& target, const std::vector<Tensor<T>>& sources) {
+std::vector<Tensor<T>> GradientTape::gradient(const Tensor<T>& target, const std::vector<Tensor<T>>& sources,
+                                              const GradientOptions& options) {
   detail::require_defined(target, "gradient", "target");
   if (target.numel() != 1) {
     throw ShapeError("gradient: the target " + target.describe() + " has more than one element; reduce it first (e.g. sum)");
@@ -203,19 +226,21 @@ std::vector<Tensor<T>> GradientTape::gradient(const Tensor<T>& target, const std
   check_can_walk(target);
   xt::xarray<T> seed = xt::xarray<T>::from_shape(target.value().shape());
   seed.fill(T(1));
-  // A source's gradient is collected in its own grad(), so whatever it held is set aside and put
-  // back after; intermediates are retained for the walk. Other leaves drop what reaches them.
+  // A source's gradient is collected in its own grad() (or, under create_graph, by the walk), so
+  // whatever grad() held is set aside and put back after; intermediates are retained for the walk.
+  // Other leaves drop what reaches them.
   struct SetAside {
     Tensor<T> tensor;
     std::optional<xt::xarray<T>> grad;
     bool retains_grad;
+    Tensor<T> collected;  // what the walk found (undefined: the target does not depend on it)
   };
   std::vector<SetAside> set_aside;
   std::vector<const NodeBase*> leaves;
   for (const auto& source : sources) {
     const auto& node = source.node();
     if (std::any_of(set_aside.begin(), set_aside.end(), [&](const auto& s) { return s.tensor.same_node(source); })) continue;
-    set_aside.push_back({source, node->take_grad(), node->retains_grad});
+    set_aside.push_back({source, node->take_grad(), node->retains_grad, {}});
     if (node->is_leaf) leaves.push_back(node.get());
     else node->retains_grad = true;
   }
@@ -225,25 +250,29 @@ std::vector<Tensor<T>> GradientTape::gradient(const Tensor<T>& target, const std
       if (!node->is_leaf) node->retains_grad = s.retains_grad;
       std::optional<xt::xarray<T>> collected = node->take_grad();
       node->grad = std::move(s.grad);  // as it was, without running its hooks again
-      s.grad = std::move(collected);
+      if (!options.create_graph && collected) s.collected = Tensor<T>(std::move(*collected));
     }
   };
   try {
+    detail::WalkScope scope(&leaves, options.create_graph);
     if (target.is_leaf()) {
       // Nothing to walk: d target / d target is 1.
-      for (auto& s : set_aside) if (s.tensor.same_node(target)) s.tensor.node()->grad = seed;
+      for (auto& s : set_aside) if (s.tensor.same_node(target)) s.collected = Tensor<T>(seed);
     } else {
-      seed_and_walk(target, seed, &leaves);
+      seed_and_walk(target, seed, scope);
+      if (options.create_graph) {
+        for (auto& s : set_aside) s.collected = detail::collect_walk_gradient(scope, s.tensor);
+      }
     }
   } catch (...) {
     restore();
     throw;
   }
-  restore();  // now each s.grad holds what the walk collected
+  restore();
   std::vector<Tensor<T>> result;
   for (const auto& source : sources) {
     const auto it = std::find_if(set_aside.begin(), set_aside.end(), [&](const auto& s) { return s.tensor.same_node(source); });
-    result.emplace_back(it->grad ? *it->grad : xt::xarray<T>(xt::zeros<T>(source.value().shape())));
+    result.push_back(it->collected.defined() ? it->collected : Tensor<T>::zeros(source.shape()));
   }
   return result;
 }
@@ -275,20 +304,27 @@ void check_entry(const GradientTape::Entry& e, const std::uint64_t* ids_begin, c
 
 }  // namespace
 
-void GradientTape::walk(const std::vector<const NodeBase*>* capture) {
-  NoGradGuard no_recording_inside_backward;
-  detail::WalkScope hooked_leaves(capture);
+void GradientTape::walk(detail::WalkScope& scope) {
+  // A create_graph walk records what the closures compute; a first-order one records nothing.
+  std::optional<NoGradGuard> no_recording;
+  if (!scope.creates_graph()) no_recording.emplace();
+  // A create_graph walk keeps the entries it walks (PyTorch's create_graph implies retain_graph):
+  // the gradients it returns are differentiated through them again.
+  const bool release = !persistent_ && !scope.creates_graph();
   auto& entries = recorder_->entries;
-  const std::uint64_t* ids = recorder_->ids.data();
   // Entries are appended in creation order, which is a topological order: walking them newest
-  // to oldest visits every output after all of its consumers.
+  // to oldest visits every output after all of its consumers. A create_graph walk appends the
+  // backward's own entries as it goes; they are newer than where the walk started, so it does
+  // not visit them.
   // Once an entry's backward has run, every consumer of its output has been visited, so the
   // output's gradient is final: it is dropped at once (unless retained), and a non-persistent
   // tape drops the entry too, freeing what its closure saved. Peak memory during backward is
   // then the forward's saved tensors plus the gradients still in flight, not all of them.
   for (std::size_t i = entries.size(); i-- > 0;) {
-    const Entry& e = *entries[i];
-    if (e.output->has_grad()) {
+    const std::shared_ptr<const Entry> held = entries[i];  // the vector may grow while e runs
+    const Entry& e = *held;
+    if (scope.creates_graph() ? detail::has_walk_gradient(*e.output) : e.output->has_grad()) {
+      const std::uint64_t* ids = recorder_->ids.data();
       check_entry(e, ids, ids + i);
       const detail::BackwardSite site(e.op, e.where);  // names this op in anomaly reports
       try {
@@ -298,10 +334,10 @@ void GradientTape::walk(const std::vector<const NodeBase*>* capture) {
       }
     }
     if (!e.output->retains_grad) e.output->clear_grad();
-    if (!persistent_) entries[i].reset();
+    if (release) entries[i].reset();
   }
-  hooked_leaves.finish();
-  if (!persistent_) {
+  scope.finish();
+  if (release) {
     entries.clear();
     recorder_->ids.clear();
     recorder_->spent = "this tape was already used and released its entries; make it "
@@ -313,8 +349,10 @@ template void GradientTape::backward<float>(const Tensor<float>&);
 template void GradientTape::backward<double>(const Tensor<double>&);
 template void GradientTape::backward<float>(const Tensor<float>&, const xt::xarray<float>&);
 template void GradientTape::backward<double>(const Tensor<double>&, const xt::xarray<double>&);
-template std::vector<Tensor<float>> GradientTape::gradient<float>(const Tensor<float>&, const std::vector<Tensor<float>>&);
+template std::vector<Tensor<float>> GradientTape::gradient<float>(const Tensor<float>&, const std::vector<Tensor<float>>&,
+                                                                  const GradientOptions&);
 template std::vector<Tensor<double>> GradientTape::gradient<double>(const Tensor<double>&,
-                                                                    const std::vector<Tensor<double>>&);
+                                                                    const std::vector<Tensor<double>>&,
+                                                                    const GradientOptions&);
 
 }  // namespace tapegrad

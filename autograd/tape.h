@@ -20,8 +20,9 @@
 //   producing op is not on the walking tape (recorded before the tape began, or by a tape that
 //   has ended) throws TapeError instead of stopping there silently.
 // - Nested tapes: an op records on every tape alive on the thread, so an outer tape also sees
-//   what was computed while an inner one was alive. Backward closures are not themselves
-//   recorded: there are no higher-order gradients.
+//   what was computed while an inner one was alive. A backward is not itself recorded, except
+//   under gradient(..., {.create_graph = true}): then it is, and its gradients can be
+//   differentiated again (higher-order gradients).
 // - Threads: a tape belongs to the thread that made it: it records that thread's ops, and
 //   backward from another thread throws TapeError. Destroying it on another thread is safe (it
 //   stops recording). Gradient accumulation into a leaf shared by threads is serialised.
@@ -42,6 +43,22 @@
 
 namespace tapegrad {
 
+namespace detail {
+class WalkScope;
+}
+
+struct GradientOptions {
+  // Record the backward computation itself on the tapes alive on this thread (this one included),
+  // so the returned gradients are tensors that can be differentiated again: by this tape (make it
+  // persistent, or call gradient again before its single use is spent) or by an outer one
+  // (TensorFlow's nested tapes; PyTorch's create_graph). The walked entries are kept, as
+  // PyTorch's create_graph keeps the graph. Every op on the path must have a differentiable
+  // backward (all of tapegrad's ops do; a custom op does when its backward takes tensors, see
+  // autograd/custom_op.h); one that has not throws TapeError naming it. The first derivative is
+  // the same, bit for bit, as without create_graph.
+  bool create_graph = false;
+};
+
 class GradientTape {
  public:
   explicit GradientTape(bool persistent = false);
@@ -57,9 +74,11 @@ class GradientTape {
   // d target / d source for each source (leaves, or intermediates this tape recorded), returned
   // instead of accumulated: no tensor's grad() changes (TensorFlow's tape.gradient, PyTorch's
   // torch.autograd.grad). target must have one element. A source the target does not depend on
-  // gets zeros. Hooks run as in backward. Like backward, it uses up a non-persistent tape.
+  // gets zeros. Hooks run as in backward. Like backward, it uses up a non-persistent tape (not
+  // with create_graph, see GradientOptions).
   template <class T>
-  std::vector<Tensor<T>> gradient(const Tensor<T>& target, const std::vector<Tensor<T>>& sources);
+  std::vector<Tensor<T>> gradient(const Tensor<T>& target, const std::vector<Tensor<T>>& sources,
+                                  const GradientOptions& options = {});
 
   // Number of recorded entries not yet released.
   std::size_t size() const;
@@ -91,10 +110,10 @@ class GradientTape {
 
  private:
   template <class T> void check_can_walk(const Tensor<T>& output) const;
-  // Seeds output and walks; `capture` (gradient's leaf sources) or null (backward).
+  // Seeds output and walks; the scope says which leaves receive gradients and how they are carried.
   template <class T>
-  void seed_and_walk(const Tensor<T>& output, const xt::xarray<T>& seed, const std::vector<const NodeBase*>* capture);
-  void walk(const std::vector<const NodeBase*>* capture);
+  void seed_and_walk(const Tensor<T>& output, const xt::xarray<T>& seed, detail::WalkScope& scope);
+  void walk(detail::WalkScope& scope);
 
   std::shared_ptr<Recorder> recorder_;
   std::thread::id owner_;

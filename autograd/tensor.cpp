@@ -60,12 +60,17 @@ std::optional<xt::xarray<T>> Node<T>::take_grad() {
 }
 
 template <class T>
-void Node<T>::accumulate_grad(xt::xarray<T>&& g) {
+void Node<T>::require_gradient_shape(const xt::xarray<T>& g) const {
   if (!std::equal(g.shape().begin(), g.shape().end(), value.shape().begin(), value.shape().end())) {
     throw TapeError(std::string("gradient of shape ") + format_shape(g.shape()) + " does not match tensor" +
                     (name.empty() ? "" : " '" + name + "'") + " of shape " + format_shape(value.shape()) +
                     (op ? std::string(" produced by ") + op : std::string()));
   }
+}
+
+template <class T>
+void Node<T>::accumulate_grad(xt::xarray<T>&& g) {
+  require_gradient_shape(g);
   if (is_leaf) {
     switch (detail::leaf_gradient(*this, !hooks.empty())) {
       case detail::LeafGradient::drop:
@@ -95,10 +100,12 @@ void Node<T>::accumulate_grad(xt::xarray<T>&& g) {
 }
 
 template <class T>
-void Node<T>::apply_hooks(xt::xarray<T>& g) const {
+bool Node<T>::apply_hooks(xt::xarray<T>& g) const {
+  bool any_replaced = false;
   for (std::size_t i = 0; i < hooks.size(); ++i) {
     std::optional<xt::xarray<T>> replaced = hooks[i].second(g);
     if (!replaced) continue;
+    any_replaced = true;
     if (!std::equal(replaced->shape().begin(), replaced->shape().end(), value.shape().begin(), value.shape().end())) {
       throw TapeError("gradient hook " + std::to_string(i + 1) + " of tensor " + describe() +
                       " returned a gradient of shape " + format_shape(replaced->shape()) +
@@ -106,6 +113,7 @@ void Node<T>::apply_hooks(xt::xarray<T>& g) const {
     }
     g = std::move(*replaced);
   }
+  return any_replaced;
 }
 
 template <class T>

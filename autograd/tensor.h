@@ -74,10 +74,13 @@ class Node final : public NodeBase {
   // TapeError naming both shapes when g does not have the value's shape: that is a bug in some
   // op's backward.
   void accumulate_grad(xt::xarray<T>&& g);
+  // That shape check alone.
+  void require_gradient_shape(const xt::xarray<T>& g) const;
   // Moves the gradient out (the node is left without one), under the node's lock.
   std::optional<xt::xarray<T>> take_grad();
-  // Runs the hooks in registration order on g, each seeing the previous one's result.
-  void apply_hooks(xt::xarray<T>& g) const;
+  // Runs the hooks in registration order on g, each seeing the previous one's result; true when
+  // one replaced it.
+  bool apply_hooks(xt::xarray<T>& g) const;
   void finish_walk(bool apply) override;
 
   xt::xarray<T> value;
@@ -98,6 +101,8 @@ class Tensor {
   // An undefined tensor (defined() is false), e.g. an absent bias.
   Tensor() = default;
   explicit Tensor(xt::xarray<T> value, bool requires_grad = false);
+  // Another handle to an existing node (ops and backward formulas use it for an op's output).
+  explicit Tensor(std::shared_ptr<Node<T>> node) : node_(std::move(node)) {}
 
   static Tensor zeros(const Shape& shape, bool requires_grad = false);
   static Tensor ones(const Shape& shape, bool requires_grad = false);

@@ -1,6 +1,7 @@
 #pragma once
 // Validation helpers shared by ops; each throws with the op's name and the shapes in the message.
 #include <string_view>
+#include <vector>
 
 #include "autograd/tensor.h"
 
@@ -14,6 +15,9 @@ std::string format_number(double value);
 
 // detail::checked_numel and detail::allocatable, the shape-size checks, are in autograd/errors.h
 // (kernels use them too).
+
+// A shape as the signed sizes reshape, view and expand take.
+inline std::vector<Index> as_dims(const Shape& shape) { return std::vector<Index>(shape.begin(), shape.end()); }
 
 // ValueError when t is undefined, naming op and argument.
 template <class T>

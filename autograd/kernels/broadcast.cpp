@@ -32,7 +32,7 @@ bool broadcasts_to(const Shape& from, const Shape& to) {
 }
 
 template <class T>
-xt::xarray<T> sum_to(xt::xarray<T> g, const Shape& shape) {
+xt::xarray<T> sum_to(const xt::xarray<T>& g, const Shape& shape) {
   const std::size_t nd = g.dimension();
   const std::size_t lead = nd - shape.size();
   if (lead == 0 && std::equal(shape.begin(), shape.end(), g.shape().begin())) return g;
@@ -65,7 +65,7 @@ xt::xarray<T> sum_to(xt::xarray<T> g, const Shape& shape) {
   return out;
 }
 
-template xt::xarray<float> sum_to<float>(xt::xarray<float>, const Shape&);
-template xt::xarray<double> sum_to<double>(xt::xarray<double>, const Shape&);
+template xt::xarray<float> sum_to<float>(const xt::xarray<float>&, const Shape&);
+template xt::xarray<double> sum_to<double>(const xt::xarray<double>&, const Shape&);
 
 }  // namespace tapegrad::kernels

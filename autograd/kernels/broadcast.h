@@ -16,9 +16,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op);
 // True when `from` broadcasts to `to` (one-sided: `to` is not changed).
 bool broadcasts_to(const Shape& from, const Shape& to);
 
-// Sums g over the axes that broadcasting added or stretched, giving a tensor of `shape`.
-// Requires broadcasts_to(shape, g.shape()). Taken by value: when nothing is reduced, a
-// temporary passed in is moved straight out again.
-template <class T> xt::xarray<T> sum_to(xt::xarray<T> g, const Shape& shape);
+// Sums g over the axes that broadcasting added or stretched, giving a new array of `shape` (a
+// copy when nothing is reduced). Requires broadcasts_to(shape, g.shape()).
+template <class T> xt::xarray<T> sum_to(const xt::xarray<T>& g, const Shape& shape);
 
 }  // namespace tapegrad::kernels

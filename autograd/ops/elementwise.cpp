@@ -5,6 +5,7 @@
 #include "autograd/detail/checks.h"
 #include "autograd/detail/record.h"
 #include "autograd/kernels/broadcast.h"
+#include "autograd/ops/reduce.h"
 
 namespace tapegrad {
 
@@ -13,7 +14,7 @@ namespace {
 using detail::accumulate;
 using detail::make_result;
 using detail::should_record;
-using kernels::sum_to;
+using detail::unbroadcast;
 
 template <class T>
 void check_binary(const Tensor<T>& a, const Tensor<T>& b, const char* op) {
@@ -28,9 +29,9 @@ template <class T>
 Tensor<T> add(const Tensor<T>& a, const Tensor<T>& b, CallSite where) {
   check_binary(a, b, "add");
   return make_result("add", where, xt::xarray<T>(a.value() + b.value()), should_record(a, b),
-                     [a, b](const xt::xarray<T>& g, const xt::xarray<T>&) {
-                       if (a.requires_grad()) accumulate(a, sum_to(g, a.shape()));
-                       if (b.requires_grad()) accumulate(b, sum_to(g, b.shape()));
+                     [a, b](const Tensor<T>& g, const Tensor<T>&) {
+                       if (a.requires_grad()) accumulate(a, unbroadcast(g, a.shape()));
+                       if (b.requires_grad()) accumulate(b, unbroadcast(g, b.shape()));
                      });
 }
 
@@ -38,9 +39,9 @@ template <class T>
 Tensor<T> sub(const Tensor<T>& a, const Tensor<T>& b, CallSite where) {
   check_binary(a, b, "sub");
   return make_result("sub", where, xt::xarray<T>(a.value() - b.value()), should_record(a, b),
-                     [a, b](const xt::xarray<T>& g, const xt::xarray<T>&) {
-                       if (a.requires_grad()) accumulate(a, sum_to(g, a.shape()));
-                       if (b.requires_grad()) accumulate(b, sum_to(xt::xarray<T>(-g), b.shape()));
+                     [a, b](const Tensor<T>& g, const Tensor<T>&) {
+                       if (a.requires_grad()) accumulate(a, unbroadcast(g, a.shape()));
+                       if (b.requires_grad()) accumulate(b, unbroadcast(neg(g), b.shape()));
                      });
 }
 
@@ -48,9 +49,9 @@ template <class T>
 Tensor<T> mul(const Tensor<T>& a, const Tensor<T>& b, CallSite where) {
   check_binary(a, b, "mul");
   return make_result("mul", where, xt::xarray<T>(a.value() * b.value()), should_record(a, b),
-                     [a, b](const xt::xarray<T>& g, const xt::xarray<T>&) {
-                       if (a.requires_grad()) accumulate(a, sum_to(xt::xarray<T>(g * b.value()), a.shape()));
-                       if (b.requires_grad()) accumulate(b, sum_to(xt::xarray<T>(g * a.value()), b.shape()));
+                     [a, b](const Tensor<T>& g, const Tensor<T>&) {
+                       if (a.requires_grad()) accumulate(a, unbroadcast(mul(g, b), a.shape()));
+                       if (b.requires_grad()) accumulate(b, unbroadcast(mul(g, a), b.shape()));
                      });
 }
 
@@ -58,10 +59,10 @@ template <class T>
 Tensor<T> div(const Tensor<T>& a, const Tensor<T>& b, CallSite where) {
   check_binary(a, b, "div");
   return make_result("div", where, xt::xarray<T>(a.value() / b.value()), should_record(a, b),
-                     [a, b](const xt::xarray<T>& g, const xt::xarray<T>& y) {
-                       if (a.requires_grad()) accumulate(a, sum_to(xt::xarray<T>(g / b.value()), a.shape()));
+                     [a, b](const Tensor<T>& g, const Tensor<T>& y) {
+                       if (a.requires_grad()) accumulate(a, unbroadcast(div(g, b), a.shape()));
                        // d(a/b)/db = -a/b^2 = -y/b
-                       if (b.requires_grad()) accumulate(b, sum_to(xt::xarray<T>(-g * y / b.value()), b.shape()));
+                       if (b.requires_grad()) accumulate(b, unbroadcast(div(mul(neg(g), y), b), b.shape()));
                      });
 }
 
@@ -69,11 +70,11 @@ template <class T>
 Tensor<T> pow(const Tensor<T>& a, const Tensor<T>& b, CallSite where) {
   check_binary(a, b, "pow");
   return make_result("pow", where, xt::xarray<T>(xt::pow(a.value(), b.value())), should_record(a, b),
-                     [a, b](const xt::xarray<T>& g, const xt::xarray<T>& y) {
+                     [a, b](const Tensor<T>& g, const Tensor<T>& y) {
                        if (a.requires_grad()) {
-                         accumulate(a, sum_to(xt::xarray<T>(g * b.value() * xt::pow(a.value(), b.value() - T(1))), a.shape()));
+                         accumulate(a, unbroadcast(mul(mul(g, b), pow(a, add(b, T(-1)))), a.shape()));
                        }
-                       if (b.requires_grad()) accumulate(b, sum_to(xt::xarray<T>(g * y * xt::log(a.value())), b.shape()));
+                       if (b.requires_grad()) accumulate(b, unbroadcast(mul(mul(g, y), log(a)), b.shape()));
                      });
 }
 
@@ -81,21 +82,21 @@ template <class T>
 Tensor<T> add(const Tensor<T>& a, Scalar<T> s, CallSite where) {
   detail::require_defined(a, "add", "a");
   return make_result("add_scalar", where, xt::xarray<T>(a.value() + s), should_record(a),
-                     [a](const xt::xarray<T>& g, const xt::xarray<T>&) { accumulate(a, xt::xarray<T>(g)); });
+                     [a](const Tensor<T>& g, const Tensor<T>&) { accumulate(a, g); });
 }
 
 template <class T>
 Tensor<T> mul(const Tensor<T>& a, Scalar<T> s, CallSite where) {
   detail::require_defined(a, "mul", "a");
   return make_result("mul_scalar", where, xt::xarray<T>(a.value() * s), should_record(a),
-                     [a, s](const xt::xarray<T>& g, const xt::xarray<T>&) { accumulate(a, xt::xarray<T>(g * s)); });
+                     [a, s](const Tensor<T>& g, const Tensor<T>&) { accumulate(a, mul(g, s)); });
 }
 
 template <class T>
 Tensor<T> rsub(const Tensor<T>& a, Scalar<T> s, CallSite where) {
   detail::require_defined(a, "rsub", "a");
   return make_result("rsub_scalar", where, xt::xarray<T>(s - a.value()), should_record(a),
-                     [a](const xt::xarray<T>& g, const xt::xarray<T>&) { accumulate(a, xt::xarray<T>(-g)); });
+                     [a](const Tensor<T>& g, const Tensor<T>&) { accumulate(a, neg(g)); });
 }
 
 template <class T>
@@ -103,15 +104,15 @@ Tensor<T> rdiv(const Tensor<T>& a, Scalar<T> s, CallSite where) {
   detail::require_defined(a, "rdiv", "a");
   // d(s/a)/da = -s/a^2 = -y/a
   return make_result("rdiv_scalar", where, xt::xarray<T>(s / a.value()), should_record(a),
-                     [a](const xt::xarray<T>& g, const xt::xarray<T>& y) { accumulate(a, xt::xarray<T>(-g * y / a.value())); });
+                     [a](const Tensor<T>& g, const Tensor<T>& y) { accumulate(a, div(mul(neg(g), y), a)); });
 }
 
 template <class T>
 Tensor<T> pow(const Tensor<T>& a, Scalar<T> exponent, CallSite where) {
   detail::require_defined(a, "pow", "a");
   return make_result("pow_scalar", where, xt::xarray<T>(xt::pow(a.value(), exponent)), should_record(a),
-                     [a, exponent](const xt::xarray<T>& g, const xt::xarray<T>&) {
-                       accumulate(a, xt::xarray<T>(g * exponent * xt::pow(a.value(), exponent - T(1))));
+                     [a, exponent](const Tensor<T>& g, const Tensor<T>&) {
+                       accumulate(a, mul(mul(g, exponent), pow(a, exponent - T(1))));
                      });
 }
 
@@ -119,39 +120,40 @@ template <class T>
 Tensor<T> neg(const Tensor<T>& a, CallSite where) {
   detail::require_defined(a, "neg", "a");
   return make_result("neg", where, xt::xarray<T>(-a.value()), should_record(a),
-                     [a](const xt::xarray<T>& g, const xt::xarray<T>&) { accumulate(a, xt::xarray<T>(-g)); });
+                     [a](const Tensor<T>& g, const Tensor<T>&) { accumulate(a, neg(g)); });
 }
 
 template <class T>
 Tensor<T> exp(const Tensor<T>& a, CallSite where) {
   detail::require_defined(a, "exp", "a");
   return make_result("exp", where, xt::xarray<T>(xt::exp(a.value())), should_record(a),
-                     [a](const xt::xarray<T>& g, const xt::xarray<T>& y) { accumulate(a, xt::xarray<T>(g * y)); });
+                     [a](const Tensor<T>& g, const Tensor<T>& y) { accumulate(a, mul(g, y)); });
 }
 
 template <class T>
 Tensor<T> log(const Tensor<T>& a, CallSite where) {
   detail::require_defined(a, "log", "a");
   return make_result("log", where, xt::xarray<T>(xt::log(a.value())), should_record(a),
-                     [a](const xt::xarray<T>& g, const xt::xarray<T>&) { accumulate(a, xt::xarray<T>(g / a.value())); });
+                     [a](const Tensor<T>& g, const Tensor<T>&) { accumulate(a, div(g, a)); });
 }
 
 template <class T>
 Tensor<T> sqrt(const Tensor<T>& a, CallSite where) {
   detail::require_defined(a, "sqrt", "a");
   return make_result("sqrt", where, xt::xarray<T>(xt::sqrt(a.value())), should_record(a),
-                     [a](const xt::xarray<T>& g, const xt::xarray<T>& y) { accumulate(a, xt::xarray<T>(g / (T(2) * y))); });
+                     [a](const Tensor<T>& g, const Tensor<T>& y) { accumulate(a, div(g, mul(y, T(2)))); });
 }
 
 template <class T>
 Tensor<T> abs(const Tensor<T>& a, CallSite where) {
   detail::require_defined(a, "abs", "a");
   // d|x|/dx = sign(x) = [x > 0] - [x < 0]: 0 at x == 0 and at a NaN x, as PyTorch 1.13's sgn
-  // (xt::sign gives NaN there).
+  // (xt::sign gives NaN there). A step function: its own derivative is 0, so it is a constant.
   return make_result("abs", where, xt::xarray<T>(xt::abs(a.value())), should_record(a),
-                     [a](const xt::xarray<T>& g, const xt::xarray<T>&) {
+                     [a](const Tensor<T>& g, const Tensor<T>&) {
                        const auto& x = a.value();
-                       accumulate(a, xt::xarray<T>(g * (xt::cast<T>(x > T(0)) - xt::cast<T>(x < T(0)))));
+                       const Tensor<T> sign(xt::xarray<T>(xt::cast<T>(x > T(0)) - xt::cast<T>(x < T(0))));
+                       accumulate(a, mul(g, sign));
                      });
 }
 
@@ -159,7 +161,7 @@ template <class To, class From>
 Tensor<To> cast(const Tensor<From>& a, CallSite where) {
   detail::require_defined(a, "cast", "a");
   return make_result("cast", where, xt::xarray<To>(xt::cast<To>(a.value())), should_record(a),
-                     [a](const xt::xarray<To>& g, const xt::xarray<To>&) { accumulate(a, xt::xarray<From>(xt::cast<From>(g))); });
+                     [a](const Tensor<To>& g, const Tensor<To>&) { accumulate(a, cast<From>(g)); });
 }
 
 template <class T>

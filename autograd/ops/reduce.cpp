@@ -5,7 +5,10 @@
 
 #include "autograd/detail/checks.h"
 #include "autograd/detail/record.h"
+#include "autograd/kernels/broadcast.h"
 #include "autograd/kernels/row_kernels.h"
+#include "autograd/ops/elementwise.h"
+#include "autograd/ops/shape.h"
 #include "autograd/kernels/strided_copy.h"
 
 namespace tapegrad {
@@ -93,10 +96,10 @@ Tensor<T> sum_or_mean(const char* op, std::source_location where, const Tensor<T
     }
   });
   return make_result(op, where, std::move(out), should_record(a),
-                     [a, kept = p.kept_shape, divisor](const xt::xarray<T>& g, const xt::xarray<T>&) {
+                     [a, kept = detail::as_dims(p.kept_shape), divisor](const Tensor<T>& g, const Tensor<T>&) {
                        // Every input element of a group receives its group's gradient (/ count).
-                       xt::xarray<T> grad = kernels::broadcast_copy(g.data(), kept, a.shape());
-                       if (divisor != 1.0) grad /= static_cast<T>(divisor);
+                       Tensor<T> grad = expand(reshape(g, kept), detail::as_dims(a.shape()));
+                       if (divisor != 1.0) grad = div(grad, Tensor<T>(xt::xarray<T>(static_cast<T>(divisor))));
                        accumulate(a, std::move(grad));
                      });
 }
@@ -136,20 +139,18 @@ Tensor<T> max_impl(std::source_location where, const Tensor<T>& a, const std::ve
       c[r] = static_cast<T>(ties);
     }
   });
+  // d max / dx is the indicator of the tied maxima, divided by their count: a constant.
   return make_result("max", where, std::move(out), should_record(a),
-                     [a, kept = p.kept_shape, counts = std::move(counts)](const xt::xarray<T>& g, const xt::xarray<T>& y) {
+                     [a, kept = p.kept_shape, counts = Tensor<T>(std::move(counts))](const Tensor<T>& g, const Tensor<T>& y) {
                        const Shape in_shape = a.shape();
-                       const xt::xarray<T> share = g / counts;
-                       xt::xarray<T> grad = kernels::broadcast_copy(y.data(), kept, in_shape);
-                       const xt::xarray<T> spread = kernels::broadcast_copy(share.data(), kept, in_shape);
+                       xt::xarray<T> is_max = kernels::broadcast_copy(y.value().data(), kept, in_shape);
                        const T* xv = a.value().data();
-                       const T* sv = spread.data();
-                       T* gv = grad.data();
-                       // grad holds the broadcast maximum until overwritten with the gradient.
-                       kernels::parallel_items(grad.size(), 1, [&](std::size_t begin, std::size_t end) {
-                         for (std::size_t i = begin; i < end; ++i) gv[i] = xv[i] == gv[i] ? sv[i] : T(0);
+                       T* mv = is_max.data();
+                       kernels::parallel_items(is_max.size(), 1, [&](std::size_t begin, std::size_t end) {
+                         for (std::size_t i = begin; i < end; ++i) mv[i] = xv[i] == mv[i] ? T(1) : T(0);
                        });
-                       accumulate(a, std::move(grad));
+                       const Tensor<T> share = reshape(div(g, counts), detail::as_dims(kept));
+                       accumulate(a, mul(expand(share, detail::as_dims(in_shape)), Tensor<T>(std::move(is_max))));
                      });
 }
 
@@ -191,13 +192,25 @@ Tensor<T> max(const Tensor<T>& a, const Axes& axes, bool keepdims, CallSite wher
   return max_impl(where, a, axes_mask("max", a.shape(), axes), keepdims);
 }
 
+template <class T>
+Tensor<T> sum_to(const Tensor<T>& a, const Shape& shape, CallSite where) {
+  detail::require_defined(a, "sum_to", "a");
+  if (!kernels::broadcasts_to(shape, a.shape())) {
+    throw ShapeError("sum_to: shape " + format_shape(shape) + " does not broadcast to the input's shape " +
+                     format_shape(a.shape()));
+  }
+  return make_result("sum_to", where, kernels::sum_to(a.value(), shape), should_record(a),
+                     [a](const Tensor<T>& g, const Tensor<T>&) { accumulate(a, expand(g, detail::as_dims(a.shape()))); });
+}
+
 #define TAPEGRAD_INSTANTIATE_REDUCE(T)                            \
   template Tensor<T> sum(const Tensor<T>&, CallSite);                       \
   template Tensor<T> sum(const Tensor<T>&, const Axes&, bool, CallSite);    \
   template Tensor<T> mean(const Tensor<T>&, CallSite);                      \
   template Tensor<T> mean(const Tensor<T>&, const Axes&, bool, CallSite);   \
   template Tensor<T> max(const Tensor<T>&, CallSite);                       \
-  template Tensor<T> max(const Tensor<T>&, const Axes&, bool, CallSite);
+  template Tensor<T> max(const Tensor<T>&, const Axes&, bool, CallSite);    \
+  template Tensor<T> sum_to(const Tensor<T>&, const Shape&, CallSite);
 TAPEGRAD_INSTANTIATE_REDUCE(float)
 TAPEGRAD_INSTANTIATE_REDUCE(double)
 

@@ -16,6 +16,7 @@
 //         ValueError.
 // Each group is summed in index order by one thread, in double (float sums over long axes keep
 // their precision), so results are the same bit for bit at any thread count.
+#include <algorithm>
 #include <vector>
 
 #include "autograd/tensor.h"
@@ -35,5 +36,21 @@ template <class T> Tensor<T> mean(const Tensor<T>& a, const Axes& axes, bool kee
 template <class T> Tensor<T> max(const Tensor<T>& a, CallSite where = std::source_location::current());
 template <class T> Tensor<T> max(const Tensor<T>& a, const Axes& axes, bool keepdims = false,
     CallSite where = std::source_location::current());
+
+// Sums a over the axes that broadcasting from `shape` to a's shape adds or stretches, giving a
+// tensor of `shape` (PyTorch's sum_to_size; the backward of every broadcasting op). ShapeError
+// unless `shape` broadcasts to a's shape. Its backward is expand, and expand's is sum_to.
+template <class T> Tensor<T> sum_to(const Tensor<T>& a, const Shape& shape,
+    CallSite where = std::source_location::current());
+
+namespace detail {
+// For backward formulas: sum_to when g has more or larger axes than `shape`, otherwise g itself
+// (taken and returned by value, so a temporary passes through without a copy).
+template <class T> Tensor<T> unbroadcast(Tensor<T> g, const Shape& shape) {
+  const auto& s = g.value().shape();
+  if (std::equal(s.begin(), s.end(), shape.begin(), shape.end())) return g;
+  return sum_to(g, shape);
+}
+}  // namespace detail
 
 }  // namespace tapegrad

@@ -10,6 +10,7 @@
 #include "autograd/kernels/broadcast.h"
 #include "autograd/kernels/row_kernels.h"
 #include "autograd/kernels/strided_copy.h"
+#include "autograd/ops/reduce.h"
 
 namespace tapegrad {
 
@@ -48,7 +49,7 @@ xt::xarray<T> with_shape(const xt::xarray<T>& x, const Shape& shape) {
 template <class T>
 Tensor<T> reshaped(const char* op, std::source_location where, const Tensor<T>& a, const Shape& shape) {
   return make_result(op, where, with_shape(a.value(), shape), should_record(a),
-                     [a](const xt::xarray<T>& g, const xt::xarray<T>&) { accumulate(a, with_shape(g, a.shape())); });
+                     [a](const Tensor<T>& g, const Tensor<T>&) { accumulate(a, reshape(g, detail::as_dims(a.shape()))); });
 }
 
 // The ops that reorder axes (permute, transpose): output axis i is input axis perm[i]; the
@@ -58,8 +59,8 @@ Tensor<T> permuted(const char* op, std::source_location where, const Tensor<T>& 
   std::vector<std::size_t> inverse(perm.size());
   for (std::size_t i = 0; i < perm.size(); ++i) inverse[perm[i]] = i;
   return make_result(op, where, kernels::permute_copy(a.value(), perm), should_record(a),
-                     [a, inverse](const xt::xarray<T>& g, const xt::xarray<T>&) {
-                       accumulate(a, kernels::permute_copy(g, inverse));
+                     [a, inverse = std::vector<Index>(inverse.begin(), inverse.end())](const Tensor<T>& g, const Tensor<T>&) {
+                       accumulate(a, permute(g, inverse));
                      });
 }
 
@@ -275,7 +276,7 @@ Tensor<T> expand(const Tensor<T>& a, const std::vector<Index>& shape, CallSite w
   }
   detail::allocatable(out, sizeof(T), "expand", "the output");
   return make_result("expand", where, kernels::broadcast_copy(a.value().data(), in, out), should_record(a),
-                     [a](const xt::xarray<T>& g, const xt::xarray<T>&) { accumulate(a, kernels::sum_to(g, a.shape())); });
+                     [a](const Tensor<T>& g, const Tensor<T>&) { accumulate(a, sum_to(g, a.shape())); });
 }
 
 template <class T>

@@ -1,0 +1,34 @@
+#include "higher_order/op_case.h"
+
+namespace tapegrad::testing {
+
+using V = std::vector<Tensor<double>>;
+
+// A reduction of a linear op has a zero second derivative; squaring first gives each case a
+// non-zero one, so gradgradcheck has something to check.
+std::vector<OpCase> reduce_and_shape_cases() {
+  return {
+      {"sum_all", [](const V& x) { return sum(mul(x[0], x[0])); }, [] { return V{leaf({2, 3}, 101)}; }},
+      {"sum_axes", [](const V& x) { return sum(mul(x[0], x[0]), {0, 2}); }, [] { return V{leaf({2, 3, 2}, 102)}; }},
+      {"sum_keepdims", [](const V& x) { return mul(sum(x[0], {1}, true), x[0]); }, [] { return V{leaf({3, 4}, 103)}; }},
+      {"mean_all", [](const V& x) { return mean(mul(x[0], x[0])); }, [] { return V{leaf({2, 3}, 104)}; }},
+      {"mean_axes_keepdims", [](const V& x) { return mul(mean(x[0], {-1}, true), x[0]); },
+       [] { return V{leaf({2, 5}, 105)}; }},
+      {"max_all", [](const V& x) { return mul(max(x[0]), x[0]); }, [] { return V{leaf({2, 3}, 106)}; }},
+      {"max_axes", [](const V& x) { return mul(max(x[0], {1}, true), x[0]); }, [] { return V{leaf({3, 4}, 107)}; }},
+      {"sum_to", [](const V& x) { return mul(sum_to(x[0], {1, 3}), x[1]); },
+       [] { return V{leaf({2, 3}, 108), leaf({1, 3}, 109)}; }},
+      {"expand", [](const V& x) { return mul(expand(x[0], {2, 3, 4}), x[1]); },
+       [] { return V{leaf({3, 1}, 110), leaf({2, 3, 4}, 111)}; }},
+      {"reshape", [](const V& x) { return mul(reshape(x[0], {3, -1}), x[1]); },
+       [] { return V{leaf({2, 3}, 112), leaf({3, 2}, 113)}; }},
+      {"permute", [](const V& x) { return mul(permute(x[0], {2, 0, 1}), x[1]); },
+       [] { return V{leaf({2, 3, 4}, 114), leaf({4, 2, 3}, 115)}; }},
+      {"transpose", [](const V& x) { return mul(transpose(x[0], 0, 1), x[0].to<double>()); },
+       [] { return V{leaf({3, 3}, 116)}; }},
+      {"unsqueeze_squeeze", [](const V& x) { return mul(squeeze(unsqueeze(x[0], 1)), x[0]); },
+       [] { return V{leaf({4}, 117)}; }},
+  };
+}
+
+}  // namespace tapegrad::testing
