@@ -104,15 +104,27 @@ void scatter(const xt::xarray<T>& part, const Window& w, xt::xarray<T>& whole) {
   kernels::strided_copy(l.shape, part.data(), kernels::row_major_strides(l.shape), whole.data() + l.offset, l.strides);
 }
 
+template <class T>
+Tensor<T> unwindowed(const Tensor<T>& part, const Shape& whole, const Window& w);
+
 // One window of `a` as a tensor of its own (slice, narrow, split, chunk); the gradient lands in
 // the window of a zero gradient of a's shape.
 template <class T>
 Tensor<T> windowed(const char* op, std::source_location where, const Tensor<T>& a, const Window& w) {
-  return make_result(op, where, gather(a.value(), w), should_record(a), [a, w](const xt::xarray<T>& g, const xt::xarray<T>&) {
-    xt::xarray<T> grad = xt::zeros<T>(a.shape());
-    scatter(g, w, grad);
-    accumulate(a, std::move(grad));
-  });
+  return make_result(op, where, gather(a.value(), w), should_record(a),
+                     [a, w](const Tensor<T>& g, const Tensor<T>&) { accumulate(a, unwindowed(g, a.shape(), w)); });
+}
+
+// The backward of windowed: `part` written into the window of zeros of shape `whole`. Its own
+// backward takes the window out again.
+template <class T>
+Tensor<T> unwindowed(const Tensor<T>& part, const Shape& whole, const Window& w) {
+  xt::xarray<T> out = xt::zeros<T>(whole);
+  scatter(part.value(), w, out);
+  return make_result("slice_backward", std::source_location::current(), std::move(out), should_record(part),
+                     [part, w](const Tensor<T>& g, const Tensor<T>&) {
+                       accumulate(part, windowed("slice", std::source_location::current(), g, w));
+                     });
 }
 
 // Consecutive windows of the given sizes along axis (split, chunk).
@@ -355,9 +367,9 @@ Tensor<T> concat(const std::vector<Tensor<T>>& tensors, Index axis, CallSite whe
     start += windows.back().length;
   }
   return make_result("concat", where, std::move(out), detail::should_record_any(tensors),
-                     [tensors, windows](const xt::xarray<T>& g, const xt::xarray<T>&) {
+                     [tensors, windows, where](const Tensor<T>& g, const Tensor<T>&) {
                        for (std::size_t i = 0; i < tensors.size(); ++i)
-                         if (tensors[i].requires_grad()) accumulate(tensors[i], gather(g, windows[i]));
+                         if (tensors[i].requires_grad()) accumulate(tensors[i], windowed("slice", where, g, windows[i]));
                      });
 }
 
@@ -411,6 +423,63 @@ std::vector<Tensor<T>> split(const Tensor<T>& a, const std::vector<std::size_t>&
   return pieces("split", where, a, d, sizes);
 }
 
+namespace {
+
+// index_select's kernel: seen as [outer, n, inner], output row (o, k) is input row (o, idx[k]),
+// each `inner` long.
+template <class T>
+xt::xarray<T> select_rows(const xt::xarray<T>& x, const std::vector<Index>& idx, std::size_t d) {
+  const Shape in = shape_of(x);
+  const kernels::AxisLayout l = kernels::axis_layout(in, d);
+  const std::size_t count = idx.size();
+  Shape out_shape = in;
+  out_shape[d] = count;
+  xt::xarray<T> out =
+      xt::xarray<T>::from_shape(detail::allocatable(out_shape, sizeof(T), "index_select", "the output"));
+  const T* xv = x.data();
+  T* y = out.data();
+  kernels::parallel_items(l.outer * count, l.inner, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t r = begin; r < end; ++r) {
+      const std::size_t o = r / count, k = r % count;
+      std::copy_n(xv + (o * l.n + static_cast<std::size_t>(idx[k])) * l.inner, l.inner, y + r * l.inner);
+    }
+  });
+  return out;
+}
+
+// index_select's backward: the rows of g added into zeros with `n` rows along axis d, row k into
+// row idx[k]. Its own backward selects the rows again.
+template <class T>
+Tensor<T> index_add_into_zeros(const Tensor<T>& g, const IndexArray& index, std::size_t d, std::size_t n) {
+  const std::vector<Index> idx(index.begin(), index.end());
+  Shape whole = g.shape();
+  whole[d] = n;
+  const kernels::AxisLayout l = kernels::axis_layout(whole, d);
+  // Each task owns a tile of columns of one outer slice and adds the rows of g into it in index
+  // order, so repeated indices sum without races and in the same order at any thread count.
+  constexpr std::size_t kTile = 256;
+  const std::size_t count = idx.size(), tiles = (l.inner + kTile - 1) / kTile;
+  xt::xarray<T> grad = xt::zeros<T>(whole);
+  const T* gv = g.value().data();
+  T* dv = grad.data();
+  kernels::parallel_items(l.outer * tiles, count * kTile, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t t = begin; t < end; ++t) {
+      const std::size_t o = t / tiles, c0 = (t % tiles) * kTile, c1 = std::min(l.inner, c0 + kTile);
+      for (std::size_t k = 0; k < count; ++k) {
+        const T* src = gv + (o * count + k) * l.inner;
+        T* dst = dv + (o * l.n + static_cast<std::size_t>(idx[k])) * l.inner;
+        for (std::size_t c = c0; c < c1; ++c) dst[c] += src[c];
+      }
+    }
+  });
+  return make_result("index_select_backward", std::source_location::current(), std::move(grad), should_record(g),
+                     [g, index, d](const Tensor<T>& gg, const Tensor<T>&) {
+                       accumulate(g, index_select(gg, static_cast<Index>(d), index));
+                     });
+}
+
+}  // namespace
+
 template <class T>
 Tensor<T> index_select(const Tensor<T>& a, Index axis, const IndexArray& index, CallSite where) {
   detail::require_defined(a, "index_select", "a");
@@ -428,42 +497,9 @@ Tensor<T> index_select(const Tensor<T>& a, Index axis, const IndexArray& index, 
                        " of shape " + format_shape(in));
     }
   }
-  // Seen as [outer, n, inner]: output row (o, k) is input row (o, idx[k]), each `inner` long.
-  const kernels::AxisLayout l = kernels::axis_layout(in, d);
-  const std::size_t count = idx.size();
-  Shape out_shape = in;
-  out_shape[d] = count;
-  xt::xarray<T> out =
-      xt::xarray<T>::from_shape(detail::allocatable(out_shape, sizeof(T), "index_select", "the output"));
-  const T* x = a.value().data();
-  T* y = out.data();
-  kernels::parallel_items(l.outer * count, l.inner, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t r = begin; r < end; ++r) {
-      const std::size_t o = r / count, k = r % count;
-      std::copy_n(x + (o * l.n + static_cast<std::size_t>(idx[k])) * l.inner, l.inner, y + r * l.inner);
-    }
-  });
-  return make_result("index_select", where, std::move(out), should_record(a),
-                     [a, idx, l](const xt::xarray<T>& g, const xt::xarray<T>&) {
-                       // Each task owns a tile of columns of one outer slice and adds the rows of
-                       // g into it in index order, so repeated indices sum without races and in
-                       // the same order at any thread count.
-                       constexpr std::size_t kTile = 256;
-                       const std::size_t count = idx.size(), tiles = (l.inner + kTile - 1) / kTile;
-                       xt::xarray<T> grad = xt::zeros<T>(a.shape());
-                       const T* gv = g.data();
-                       T* dv = grad.data();
-                       kernels::parallel_items(l.outer * tiles, count * kTile, [&](std::size_t begin, std::size_t end) {
-                         for (std::size_t t = begin; t < end; ++t) {
-                           const std::size_t o = t / tiles, c0 = (t % tiles) * kTile, c1 = std::min(l.inner, c0 + kTile);
-                           for (std::size_t k = 0; k < count; ++k) {
-                             const T* src = gv + (o * count + k) * l.inner;
-                             T* dst = dv + (o * l.n + static_cast<std::size_t>(idx[k])) * l.inner;
-                             for (std::size_t c = c0; c < c1; ++c) dst[c] += src[c];
-                           }
-                         }
-                       });
-                       accumulate(a, std::move(grad));
+  return make_result("index_select", where, select_rows(a.value(), idx, d), should_record(a),
+                     [a, index, d](const Tensor<T>& g, const Tensor<T>&) {
+                       accumulate(a, index_add_into_zeros(g, index, d, a.shape()[d]));
                      });
 }
 
