@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "autograd/custom_op.h"
+#include "autograd/functional.h"
 #include "autograd/tape.h"
 #include "higher_order/op_case.h"
 
@@ -69,8 +71,143 @@ TEST_P(EveryOp, Gradgradcheck) {
   EXPECT_TRUE(result) << result.message;
 }
 
+// The case as a function of its differentiated inputs alone (the functional API differentiates
+// every input it is given), with the constant inputs filled in.
+struct DifferentiatedInputs {
+  std::vector<Tensor<double>> all, differentiated;
+  TensorFunction<double> fn;
+};
+
+DifferentiatedInputs differentiated_inputs(const OpCase& c) {
+  DifferentiatedInputs d{c.inputs(), {}, {}};
+  for (const auto& t : d.all)
+    if (t.requires_grad()) d.differentiated.push_back(t);
+  d.fn = [all = d.all, fn = c.fn](const std::vector<Tensor<double>>& xs) {
+    std::vector<Tensor<double>> merged = all;
+    std::size_t next = 0;
+    for (auto& t : merged)
+      if (t.requires_grad()) t = xs[next++];
+    return fn(merged);
+  };
+  return d;
+}
+
+double inner(const std::vector<Tensor<double>>& a, const std::vector<Tensor<double>>& b) {
+  double total = 0.0;
+  for (std::size_t i = 0; i < a.size(); ++i) total += xt::sum(a[i].value() * b[i].value())();
+  return total;
+}
+
+// Forward mode against reverse mode: <J u, v> = <u, J^T v> for random u and v.
+TEST_P(EveryOp, JvpAgreesWithVjp) {
+  const OpCase& c = GetParam();
+  const DifferentiatedInputs d = differentiated_inputs(c);
+  std::vector<Tensor<double>> u;
+  for (std::size_t i = 0; i < d.differentiated.size(); ++i) u.push_back(constant(d.differentiated[i].shape(), 300 + i));
+  const auto [out, j_u] = jvp(d.fn, d.differentiated, u);
+  const Tensor<double> v = constant(out.shape(), 299);
+  const auto [out_again, jt_v] = vjp(d.fn, d.differentiated, v);
+  const double forward = inner(j_u, {v}), reverse = inner(u, jt_v);
+  EXPECT_NEAR(forward, reverse, 1e-10 * (1.0 + std::abs(reverse)));
+}
+
 INSTANTIATE_TEST_SUITE_P(Ops, EveryOp, ::testing::ValuesIn(all_cases()),
                          [](const ::testing::TestParamInfo<OpCase>& info) { return info.param.name; });
+
+TEST(HigherOrder, SecondAndThirdDerivativesOfACubeByHand) {
+  // f(x) = sum(x^3): f' = 3x^2, f'' = 6x (diagonal), f''' = 6.
+  Tensor<double> x(xt::xarray<double>{-1.5, 0.5, 2.0}, true);
+  GradientTape tape;
+  const Tensor<double> f = sum(mul(mul(x, x), x));
+  const auto first = tape.gradient(f, {x}, {.create_graph = true});
+  EXPECT_EQ(first[0].value(), (xt::xarray<double>{6.75, 0.75, 12.0}));
+  ASSERT_TRUE(first[0].requires_grad());
+  const auto second = tape.gradient(sum(first[0]), {x}, {.create_graph = true});
+  EXPECT_EQ(second[0].value(), (xt::xarray<double>{-9.0, 3.0, 12.0}));
+  const auto third = tape.gradient(sum(second[0]), {x});
+  EXPECT_EQ(third[0].value(), (xt::xarray<double>{6.0, 6.0, 6.0}));
+}
+
+TEST(HigherOrder, NestedTapesOuterDifferentiatesInnerGradient) {
+  // TensorFlow's pattern: the inner tape's gradient, taken with create_graph, is recorded by the
+  // outer tape. z = x^2 y: dz/dx = 2xy, whose derivatives are 2y (x) and 2x (y).
+  Tensor<double> x(xt::xarray<double>{3.0}, true), y(xt::xarray<double>{-2.0}, true);
+  GradientTape outer;
+  Tensor<double> dx;
+  {
+    GradientTape inner;
+    const Tensor<double> z = sum(mul(mul(x, x), y));
+    dx = inner.gradient(z, {x}, {.create_graph = true})[0];
+  }
+  EXPECT_EQ(dx.value()(0), -12.0);
+  const auto second = outer.gradient(sum(dx), {x, y});
+  EXPECT_EQ(second[0].value()(0), -4.0);
+  EXPECT_EQ(second[1].value()(0), 6.0);
+}
+
+TEST(HigherOrder, HessianVectorProductMatchesDifferencesOfTheGradient) {
+  const TensorFunction<double> f = [](const std::vector<Tensor<double>>& p) {
+    return sum(mul(exp(mul(p[0], p[1])), div(p[0], add(p[1], 3.0))));
+  };
+  const std::vector<Tensor<double>> x{leaf({2, 3}, 401), leaf({3}, 402)};
+  const std::vector<Tensor<double>> v{constant({2, 3}, 403), constant({3}, 404)};
+  const auto hv = hessian_vector_product(f, x, v);
+  // (grad f(x + h v) - grad f(x - h v)) / 2h
+  const double h = 1e-5;
+  const auto shifted_gradient = [&](double step) {
+    std::vector<Tensor<double>> moved;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      moved.push_back(Tensor<double>(xt::xarray<double>(x[i].value() + step * v[i].value()), true));
+    }
+    return grad(f, moved);
+  };
+  const auto plus = shifted_gradient(h), minus = shifted_gradient(-h);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const xt::xarray<double> numeric = (plus[i].value() - minus[i].value()) / (2 * h);
+    EXPECT_TRUE(xt::allclose(hv[i].value(), numeric, 1e-6, 1e-8)) << "input " << i;
+  }
+}
+
+TEST(HigherOrder, AGradientPenaltyDifferentiatesThroughTheRecordedGradient) {
+  // L = sum((d/dx sum(w * x^2))^2) = sum((2 w x)^2) = 4 sum(w^2 x^2), so dL/dw = 8 w x^2.
+  Tensor<double> w(xt::xarray<double>{0.5, -1.0}, true);
+  const Tensor<double> x(xt::xarray<double>{2.0, 3.0}, true);
+  const auto dl_dw = grad<double>(
+      [&](const std::vector<Tensor<double>>& p) {
+        GradientTape inner;
+        const auto gx = inner.gradient(sum(mul(p[0], mul(x, x))), {x}, {.create_graph = true});
+        return sum(mul(gx[0], gx[0]));
+      },
+      {w});
+  EXPECT_EQ(dl_dw[0].value(), (xt::xarray<double>{16.0, -72.0}));
+}
+
+TEST(HigherOrder, AnArrayBackwardThrowsUnderCreateGraphNamingTheOp) {
+  Tensor<double> x(xt::xarray<double>{1.0, 2.0}, true);
+  GradientTape tape;
+  const Tensor<double> y = custom_op<double>(
+      "array_square", xt::xarray<double>(x.value() * x.value()),
+      [x](const xt::xarray<double>& g, const xt::xarray<double>&) { add_gradient(x, xt::xarray<double>(2.0 * g * x.value())); },
+      x);
+  try {
+    tape.gradient(sum(y), {x}, {.create_graph = true});
+    FAIL() << "expected TapeError";
+  } catch (const TapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("array_square"), std::string::npos) << e.what();
+  }
+}
+
+TEST(HigherOrder, AHookReplacementEntersTheRecordedGradientAsAConstant) {
+  // y = x^2 with a hook replacing dL/dy = 1 by the constant 2: the gradient is 2 * 2x = 6 at
+  // x = 1.5, and its derivative 4.
+  Tensor<double> x(xt::xarray<double>{1.5}, true);
+  GradientTape tape;
+  Tensor<double> y = mul(x, x);
+  y.register_hook([](const xt::xarray<double>& g) { return std::optional<xt::xarray<double>>(2.0 * g); });
+  const auto g = tape.gradient(sum(y), {x}, {.create_graph = true});
+  EXPECT_EQ(g[0].value()(0), 6.0);
+  EXPECT_EQ(tape.gradient(sum(g[0]), {x})[0].value()(0), 4.0);
+}
 
 }  // namespace
 }  // namespace tapegrad::testing
