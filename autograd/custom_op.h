@@ -5,15 +5,19 @@
 //   Tensor<T> cube(const Tensor<T>& x) {
 //     xt::xarray<T> y = x.value() * x.value() * x.value();
 //     return custom_op("cube", std::move(y),
-//                      [x](const xt::xarray<T>& grad, const xt::xarray<T>& /*result*/) {
-//                        add_gradient(x, xt::xarray<T>(grad * T(3) * x.value() * x.value()));
+//                      [x](const Tensor<T>& grad, const Tensor<T>& /*result*/) {
+//                        add_gradient(x, mul(mul(grad, mul(x, x)), T(3)));
 //                      },
 //                      x);
 //   }
 //
-// The backward closure gets the gradient of the result and the result itself, and adds the
-// vector-Jacobian product of each input into it with add_gradient. It runs on plain arrays; it is
-// not recorded. Check it with gradcheck (autograd/gradcheck.h) in float64.
+// The backward formula gets the gradient of the result and the result itself, and adds the
+// vector-Jacobian product of each input into it with add_gradient, computed with tapegrad's ops:
+// a first-order backward runs it unrecorded, and GradientOptions::create_graph records it, so it
+// can be differentiated again. A backward on plain arrays,
+// [x](const xt::xarray<T>& grad, const xt::xarray<T>& result) { add_gradient(x, array); },
+// also works for first order; a create_graph walk reaching it throws TapeError naming the op.
+// Check it with gradcheck and gradgradcheck (autograd/gradcheck.h) in float64.
 #include "autograd/source_location.h"
 #include <utility>
 
@@ -43,6 +47,10 @@ Tensor<T> custom_op(CustomOpName name, xt::xarray<T> value, Backward&& backward,
 // Adds g into x's gradient when x requires one (g must have x's shape).
 template <class T>
 void add_gradient(const Tensor<T>& x, xt::xarray<T> g) {
+  if (x.defined() && x.requires_grad()) detail::accumulate(x, std::move(g));
+}
+template <class T>
+void add_gradient(const Tensor<T>& x, Tensor<T> g) {
   if (x.defined() && x.requires_grad()) detail::accumulate(x, std::move(g));
 }
 

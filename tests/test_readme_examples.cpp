@@ -1,5 +1,6 @@
 // The README's code snippets, compiled and run, so the README stays true.
 #include "autograd/custom_op.h"
+#include "autograd/functional.h"
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
@@ -20,16 +21,53 @@ TEST(Readme, UsingItSnippet) {
 
 Tensor<double> cube(const Tensor<double>& x) {
   return custom_op("cube", xt::xarray<double>(x.value() * x.value() * x.value()),
-                   [x](const xt::xarray<double>& grad, const xt::xarray<double>&) {
-                     add_gradient(x, xt::xarray<double>(grad * 3.0 * x.value() * x.value()));
+                   [x](const Tensor<double>& grad, const Tensor<double>& /*result*/) {
+                     add_gradient(x, mul(mul(grad, mul(x, x)), 3.0));   // a formula over ops
+                   }, x);
+}
+
+// The op with a wrong first derivative (3x instead of 3x^2), and with a right first derivative
+// whose formula hides one x from the second (detach): each check must catch its own.
+Tensor<double> wrong_first(const Tensor<double>& x) {
+  return custom_op("wrong_first", xt::xarray<double>(x.value() * x.value() * x.value()),
+                   [x](const Tensor<double>& grad, const Tensor<double>&) { add_gradient(x, mul(mul(grad, x), 3.0)); }, x);
+}
+Tensor<double> wrong_second(const Tensor<double>& x) {
+  return custom_op("wrong_second", xt::xarray<double>(x.value() * x.value() * x.value()),
+                   [x](const Tensor<double>& grad, const Tensor<double>&) {
+                     add_gradient(x, mul(mul(grad, mul(x, x.detach())), 3.0));
                    }, x);
 }
 
 TEST(Readme, GradcheckYourOwnOpSnippet) {
   Generator gen(0);
-  auto result = gradcheck([](const std::vector<Tensor<double>>& in) { return cube(in[0]); },
-                          {Tensor<double>::randn({2, 3}, gen).set_requires_grad(true)});
-  EXPECT_TRUE(result.ok) << result.message;
+  std::vector<Tensor<double>> in{Tensor<double>::randn({2, 3}, gen).set_requires_grad(true)};
+  auto f = [](const std::vector<Tensor<double>>& x) { return cube(x[0]); };
+  const auto first = gradcheck(f, in);
+  EXPECT_TRUE(first.ok) << first.message;
+  const auto second = gradgradcheck(f, in);
+  EXPECT_TRUE(second.ok) << second.message;
+  EXPECT_FALSE(gradcheck([](const std::vector<Tensor<double>>& x) { return wrong_first(x[0]); }, in).ok);
+  auto bad_second = [](const std::vector<Tensor<double>>& x) { return wrong_second(x[0]); };
+  EXPECT_TRUE(gradcheck(bad_second, in).ok);
+  EXPECT_FALSE(gradgradcheck(bad_second, in).ok);
+}
+
+TEST(Readme, HigherOrderSnippet) {
+  // loss = sum(x^3): g = 3x^2, and the gradient of sum(g * g) = 9 sum(x^4) is 36 x^3.
+  Tensor<double> x(xt::xarray<double>{0.5, -2.0}, true);
+  GradientTape tape;
+  auto loss = sum(cube(x));
+  auto g = tape.gradient(loss, {x}, {.create_graph = true})[0];
+  auto gg = tape.gradient(sum(mul(g, g)), {x})[0];
+  EXPECT_EQ(gg.value(), (xt::xarray<double>{4.5, -288.0}));
+
+  const TensorFunction<double> f = [](const std::vector<Tensor<double>>& p) { return sum(cube(p[0])); };
+  EXPECT_EQ(grad(f, {x})[0].value(), (xt::xarray<double>{0.75, 12.0}));
+  const Tensor<double> v(xt::xarray<double>{1.0, 2.0});
+  EXPECT_EQ(hessian_vector_product(f, {x}, {v})[0].value(), (xt::xarray<double>{3.0, -24.0}));  // 6 x v
+  const auto [y, j_u] = jvp<double>([](const std::vector<Tensor<double>>& p) { return cube(p[0]); }, {x}, {v});
+  EXPECT_EQ(j_u[0].value(), (xt::xarray<double>{0.75, 24.0}));  // 3 x^2 u
 }
 
 }  // namespace
