@@ -3,6 +3,8 @@
 #include <thread>
 
 #include "autograd/custom_op.h"
+#include "autograd/functional.h"
+#include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "nn/linear.h"
@@ -106,6 +108,33 @@ BAD_INPUT_ROW(Tape, tape_gradient_source_not_requiring_grad, TapeError, ([] {
                 tape.gradient(sum(x * 2.0), {zeros({2})});
               }()),
               "gradient: source 0 [2]", "does not require a gradient")
+
+BAD_INPUT_ROW(Tape, tape_gradient_create_graph_through_array_backward, TapeError, ([] {
+                GradientTape tape;
+                const auto x = leaf({2});
+                const auto y = custom_op<double>("array_op", xt::xarray<double>(x.value()),
+                                                 [x](const xt::xarray<double>& g, const xt::xarray<double>&) {
+                                                   add_gradient(x, xt::xarray<double>(g));
+                                                 }, x);
+                tape.gradient(sum(y), {x}, {.create_graph = true});
+              }()),
+              "create_graph: the backward of array_op runs on plain arrays")
+BAD_INPUT_ROW(Tape, jvp_tangent_count_mismatch, ValueError,
+              (jvp<double>([](const std::vector<Tensor<double>>& p) { return p[0]; }, {leaf({2})}, {})),
+              "jvp: 0 tangents for 1 inputs")
+BAD_INPUT_ROW(Tape, jvp_tangent_wrong_shape, ShapeError,
+              (jvp<double>([](const std::vector<Tensor<double>>& p) { return p[0]; }, {leaf({2})}, {zeros({3})})),
+              "jvp: tangents[0] has shape [3] but input 0 is [2]")
+BAD_INPUT_ROW(Tape, vjp_v_wrong_shape, ShapeError,
+              (vjp<double>([](const std::vector<Tensor<double>>& p) { return mul(p[0], p[0]); }, {leaf({2})}, zeros({3}))),
+              "vjp: v has shape [3] but the function's result is [2]")
+BAD_INPUT_ROW(Tape, hessian_vector_product_v_wrong_shape, ShapeError,
+              (hessian_vector_product<double>([](const std::vector<Tensor<double>>& p) { return sum(p[0]); }, {leaf({2})},
+                                              {zeros({2, 1})})),
+              "hessian_vector_product: v[0] has shape [2,1] but input 0 is [2]")
+BAD_INPUT_ROW(Tape, gradgradcheck_no_input_requires_grad, ValueError,
+              (gradgradcheck([](const std::vector<Tensor<double>>& p) { return p[0]; }, {zeros({2})})),
+              "gradgradcheck: no input requires a gradient")
 
 }  // namespace
 }  // namespace tapegrad::bad_inputs
