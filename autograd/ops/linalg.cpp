@@ -8,6 +8,7 @@
 #include "autograd/kernels/broadcast.h"
 #include "autograd/kernels/einsum_plan.h"
 #include "autograd/kernels/row_kernels.h"
+#include "autograd/ops/shape.h"
 
 namespace tapegrad {
 
@@ -124,79 +125,136 @@ void broadcast_gemm(const T* a, const Shape& a_batch, bool ta, const T* b, const
   }
 }
 
-// The gradient of one operand, computed over the whole broadcast batch as [batch..., rows, cols],
-// summed back to the operand's own batch axes and given the operand's shape.
+// A batched matrix product summed over part of its batch: out[b'] = sum of op(x[b]) op(y[b]) over
+// the indices b of `batch` that broadcast from b' (an index of out_batch). x holds
+// [x_batch..., rows, inner] matrices ([.., inner, rows] read transposed when x_t), y holds
+// [y_batch..., inner, cols] ([.., cols, inner] when y_t), out [out_batch..., rows, cols]; all read
+// from the data, so any shape with those elements fits (a 1-D matmul operand, linear's leading
+// axes folded into rows). matmul is one with out_batch = batch, and the gradient of either operand
+// of one is another (accumulate_product_gradients): products all the way up, each reading its
+// operands transposed in place by a BLAS flag.
+struct MatrixProduct {
+  Shape x_batch;
+  bool x_t = false;
+  Shape y_batch;
+  bool y_t = false;
+  std::size_t rows = 1, cols = 1, inner = 1;
+  Shape batch, out_batch;
+  const char* op = "matmul";  // the op whose backward this is, for error messages
+};
+
+// The product's value, given `shape`. `workspace` names the [batch, rows, cols] array computed
+// before the sum over the batch (it can dwarf every input) when it is refused.
 template <class T>
-xt::xarray<T> reduce_to_operand(xt::xarray<T> full, const Shape& own_batch, std::size_t rows, std::size_t cols,
-                                const Shape& operand_shape) {
-  Shape own = own_batch;
-  own.push_back(rows);
-  own.push_back(cols);
+xt::xarray<T> product_value(const T* x, const T* y, const MatrixProduct& p, const Shape& shape, const char* workspace) {
+  const std::size_t count = product(p.batch);
+  // x^T y summed over the whole batch, neither operand broadcast: the sum is folded into one
+  // product, x' [count * inner, rows]^T y' [count * inner, cols].
+  if (p.x_t && !p.y_t && product(p.out_batch) == 1 && product(p.x_batch) == count && product(p.y_batch) == count) {
+    auto out = xt::xarray<T>::from_shape(Shape{p.rows, p.cols});
+    kernels::gemm(true, false, p.rows, p.cols, count * p.inner, T(1), x, p.rows, y, p.cols, T(0), out.data(), p.cols);
+    out.reshape(shape);
+    return out;
+  }
+  Shape full_shape = p.batch, own = p.out_batch;
+  for (Shape* s : {&full_shape, &own}) s->insert(s->end(), {p.rows, p.cols});
+  auto full = xt::xarray<T>::from_shape(detail::allocatable(full_shape, sizeof(T), p.op, workspace));
+  broadcast_gemm(x, p.x_batch, p.x_t, y, p.y_batch, p.y_t, p.rows, p.cols, p.inner, p.batch, full.data());
   if (product(own) != full.size()) full = kernels::sum_to(full, own);
-  full.reshape(operand_shape);
+  full.reshape(shape);
   return full;
 }
 
-// One operand's gradient: the batched product x y ([batch, rows, inner] x [batch, inner, cols],
-// each transposed as flagged, each broadcast over its own batch axes) into a [batch, rows, cols]
-// workspace, then summed to the operand's batch axes and shape.
+constexpr const char* kHigherOrderWorkspace = "the workspace of a higher-order gradient";
+
 template <class T>
-xt::xarray<T> operand_gradient(const T* x, const Shape& x_batch, bool x_t, const T* y, const Shape& y_batch, bool y_t,
-                               std::size_t rows, std::size_t cols, std::size_t inner, const MatmulDims& d,
-                               const Shape& operand_batch, const Shape& operand_shape, const char* workspace) {
-  Shape full_shape = d.batch;
-  full_shape.push_back(rows);
-  full_shape.push_back(cols);
-  auto full = xt::xarray<T>::from_shape(detail::allocatable(full_shape, sizeof(T), "matmul", workspace));
-  broadcast_gemm(x, x_batch, x_t, y, y_batch, y_t, rows, cols, inner, d.batch, full.data());
-  return reduce_to_operand(std::move(full), operand_batch, rows, cols, operand_shape);
+void accumulate_product_gradients(const Tensor<T>& x, const Tensor<T>& y, const MatrixProduct& p, const Tensor<T>& g,
+                                  const char* x_workspace, const char* y_workspace, CallSite where);
+
+// A product as a recorded op (the gradient of a matmul's or a linear's operand), of `shape`.
+template <class T>
+Tensor<T> product_op(const Tensor<T>& x, const Tensor<T>& y, const MatrixProduct& p, const Shape& shape,
+                     const char* workspace, CallSite where) {
+  return make_result("matmul_backward", where, product_value(x.value().data(), y.value().data(), p, shape, workspace),
+                     should_record(x, y), [x, y, p, where](const Tensor<T>& g, const Tensor<T>&) {
+                       accumulate_product_gradients(x, y, p, g, kHigherOrderWorkspace, kHigherOrderWorkspace, where);
+                     });
 }
 
-// dA = g B^T, [batch, m, n] x [batch, k, n]^T, summed to A's batch axes.
+// Adds the gradients of the operands x and y of product p, given g, the gradient of its output:
+// d op(x) = g op(y)^T and d op(y) = op(x)^T g, each summed to its operand's batch axes. For a
+// transposed operand the product is transposed instead ((g op(y)^T)^T = op(y) g^T), so each
+// gradient is again a product of g and the other operand with transpose flags, never a copy.
 template <class T>
-xt::xarray<T> matmul_grad_a(const xt::xarray<T>& g, const xt::xarray<T>& b, const MatmulDims& d, const Shape& a_shape) {
-  return operand_gradient(g.data(), d.batch, false, b.data(), d.b_batch, true, d.m, d.k, d.n, d, d.a_batch, a_shape,
-                          "the backward's workspace for a's gradient");
-}
-
-// dB = A^T g, [batch, m, k]^T x [batch, m, n], summed to B's batch axes. When B has no batch of
-// its own and A has the whole batch, the sum over the batch is folded into one product:
-// dB = A'^T g' with A' = [batch * m, k] and g' = [batch * m, n].
-template <class T>
-xt::xarray<T> matmul_grad_b(const xt::xarray<T>& g, const xt::xarray<T>& a, const MatmulDims& d, const Shape& b_shape) {
-  const std::size_t count = product(d.batch);
-  if (product(d.b_batch) == 1 && product(d.a_batch) == count) {
-    auto grad = xt::xarray<T>::from_shape(Shape{d.k, d.n});
-    kernels::gemm(true, false, d.k, d.n, count * d.m, T(1), a.data(), d.k, g.data(), d.n, T(0), grad.data(), d.n);
-    grad.reshape(b_shape);
-    return grad;
+void accumulate_product_gradients(const Tensor<T>& x, const Tensor<T>& y, const MatrixProduct& p, const Tensor<T>& g,
+                                  const char* x_workspace, const char* y_workspace, CallSite where) {
+  if (x.requires_grad()) {
+    if (!p.x_t) {
+      const MatrixProduct dx{p.out_batch, false, p.y_batch, !p.y_t, p.rows, p.inner, p.cols, p.batch, p.x_batch, p.op};
+      accumulate(x, product_op(g, y, dx, x.shape(), x_workspace, where));
+    } else {
+      const MatrixProduct dx{p.y_batch, p.y_t, p.out_batch, true, p.inner, p.rows, p.cols, p.batch, p.x_batch, p.op};
+      accumulate(x, product_op(y, g, dx, x.shape(), x_workspace, where));
+    }
   }
-  return operand_gradient(a.data(), d.a_batch, true, g.data(), d.batch, false, d.k, d.n, d.m, d, d.b_batch, b_shape,
-                          "the backward's workspace for b's gradient");
+  if (y.requires_grad()) {
+    if (!p.y_t) {
+      const MatrixProduct dy{p.x_batch, !p.x_t, p.out_batch, false, p.inner, p.cols, p.rows, p.batch, p.y_batch, p.op};
+      accumulate(y, product_op(x, g, dy, y.shape(), y_workspace, where));
+    } else {
+      const MatrixProduct dy{p.out_batch, true, p.x_batch, p.x_t, p.cols, p.inner, p.rows, p.batch, p.y_batch, p.op};
+      accumulate(y, product_op(g, x, dy, y.shape(), y_workspace, where));
+    }
+  }
+}
+
+// linear's bias gradient: g [rows, out] summed over its rows, an op of its own so that the sum
+// keeps its kernel. Column blocks in parallel; within one, rows are added in order with a
+// contiguous (vectorised) inner loop: the same bits at any thread count. Its backward broadcasts
+// the gradient back over the rows.
+template <class T>
+Tensor<T> bias_gradient(const Tensor<T>& g, std::size_t rows, std::size_t out_features, CallSite where) {
+  xt::xarray<T> db = xt::zeros<T>(Shape{out_features});
+  T* sums = db.data();
+  const T* grad = g.value().data();
+  kernels::parallel_items((out_features + kBiasColumns - 1) / kBiasColumns, rows * kBiasColumns,
+                          [=](std::size_t first_block, std::size_t end_block) {
+                            const std::size_t begin = first_block * kBiasColumns;
+                            const std::size_t end = std::min(out_features, end_block * kBiasColumns);
+                            for (std::size_t r = 0; r < rows; ++r) {
+                              const T* row = grad + r * out_features;
+                              for (std::size_t j = begin; j < end; ++j) sums[j] += row[j];
+                            }
+                          });
+  return make_result("linear_bias_backward", where, std::move(db), should_record(g),
+                     [g](const Tensor<T>& u, const Tensor<T>&) {
+                       accumulate(g, expand(u, detail::as_dims(g.shape())));
+                     });
 }
 
 // ---- einsum ----
 
-// One recorded einsum over one or two operands. Its backward is einsum again: for operand i,
-// d operand_i = einsum(output, other operand -> operand_i's letters), with the sizes of letters
-// found in operand_i only (summed away in the forward) taken from `sizes`; a letter repeated in
-// operand_i gets the gradient on its diagonal.
+// One recorded einsum over one or two operands (`op` names it in the tape). Its backward is
+// einsum again, recorded: for operand i, d operand_i = einsum(output, other operand -> operand_i's
+// letters), with the sizes of letters found in operand_i only (summed away in the forward) taken
+// from `sizes`; a letter repeated in operand_i gets the gradient on its diagonal. That gradient is
+// an einsum of the same kind (output-only letters broadcast, repeated output letters written on
+// their diagonal), whose gradients are einsums again.
 template <class T>
-Tensor<T> einsum_node(const kernels::EinsumEquation& eq, const std::vector<Tensor<T>>& operands,
+Tensor<T> einsum_node(const char* op, const kernels::EinsumEquation& eq, const std::vector<Tensor<T>>& operands,
                       const kernels::EinsumSizes& sizes, CallSite where) {
   std::vector<const xt::xarray<T>*> values;
   for (const auto& x : operands) values.push_back(&x.value());
-  return make_result("einsum", where, kernels::einsum(eq, values), detail::should_record_any(operands),
-                     [eq, operands, sizes](const xt::xarray<T>& g, const xt::xarray<T>&) {
+  return make_result(op, where, kernels::einsum(eq, values, sizes), detail::should_record_any(operands),
+                     [eq, operands, sizes, where](const Tensor<T>& g, const Tensor<T>&) {
                        for (std::size_t i = 0; i < operands.size(); ++i) {
                          if (!operands[i].requires_grad()) continue;
+                         const bool pair = operands.size() == 2;
                          kernels::EinsumEquation grad_eq{{eq.output}, eq.operands[i]};
-                         std::vector<const xt::xarray<T>*> grad_values{&g};
-                         if (operands.size() == 2) {
-                           grad_eq.operands.push_back(eq.operands[1 - i]);
-                           grad_values.push_back(&operands[1 - i].value());
-                         }
-                         accumulate(operands[i], kernels::einsum(grad_eq, grad_values, sizes));
+                         if (pair) grad_eq.operands.push_back(eq.operands[1 - i]);
+                         const auto grad_operands = pair ? std::vector<Tensor<T>>{g, operands[1 - i]}
+                                                         : std::vector<Tensor<T>>{g};
+                         accumulate(operands[i], einsum_node("einsum_backward", grad_eq, grad_operands, sizes, where));
                        }
                      });
 }
@@ -211,10 +269,11 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b, CallSite where) {
   auto out = xt::xarray<T>::from_shape(detail::allocatable(d.out_shape, sizeof(T), "matmul", "the output"));
   broadcast_gemm(a.value().data(), d.a_batch, false, b.value().data(), d.b_batch, false, d.m, d.n, d.k, d.batch,
                  out.data());
+  const MatrixProduct p{d.a_batch, false, d.b_batch, false, d.m, d.n, d.k, d.batch, d.batch};
   return make_result("matmul", where, std::move(out), should_record(a, b),
-                     [a, b, d](const xt::xarray<T>& g, const xt::xarray<T>&) {
-                       if (a.requires_grad()) accumulate(a, matmul_grad_a(g, b.value(), d, a.shape()));
-                       if (b.requires_grad()) accumulate(b, matmul_grad_b(g, a.value(), d, b.shape()));
+                     [a, b, p, where](const Tensor<T>& g, const Tensor<T>&) {
+                       accumulate_product_gradients(a, b, p, g, "the backward's workspace for a's gradient",
+                                                    "the backward's workspace for b's gradient", where);
                      });
 }
 
@@ -248,37 +307,14 @@ Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& b
   }
   kernels::gemm(false, true, rows, out_features, in, T(1), x.value().data(), in, weight.value().data(), in, beta,
                 y.data(), out_features);
+  // As a product: x [rows, in] times weight [out, in] read transposed.
+  const MatrixProduct p{{}, false, {}, true, rows, out_features, in, {}, {}, "linear"};
   return make_result("linear", where, std::move(y), should_record(x, weight, bias),
-                     [x, weight, bias, rows, in, out_features](const xt::xarray<T>& g, const xt::xarray<T>&) {
-                       if (x.requires_grad()) {
-                         auto dx = xt::xarray<T>::from_shape(x.shape());
-                         kernels::gemm(false, false, rows, in, out_features, T(1), g.data(), out_features,
-                                       weight.value().data(), in, T(0), dx.data(), in);
-                         accumulate(x, std::move(dx));
-                       }
-                       if (weight.requires_grad()) {
-                         auto dw = xt::xarray<T>::from_shape(weight.shape());
-                         kernels::gemm(true, false, out_features, in, rows, T(1), g.data(), out_features,
-                                       x.value().data(), in, T(0), dw.data(), in);
-                         accumulate(weight, std::move(dw));
-                       }
+                     [x, weight, bias, p, where](const Tensor<T>& g, const Tensor<T>&) {
+                       accumulate_product_gradients(x, weight, p, g, "the backward's workspace for x's gradient",
+                                                    "the backward's workspace for weight's gradient", where);
                        if (bias.defined() && bias.requires_grad()) {
-                         // Column blocks in parallel; within one, rows are added in order with a
-                         // contiguous (vectorised) inner loop: the same bits at any thread count.
-                         xt::xarray<T> db = xt::zeros<T>(bias.shape());
-                         T* sums = db.data();
-                         const T* grad = g.data();
-                         kernels::parallel_items(
-                             (out_features + kBiasColumns - 1) / kBiasColumns, rows * kBiasColumns,
-                             [=](std::size_t first_block, std::size_t end_block) {
-                               const std::size_t begin = first_block * kBiasColumns;
-                               const std::size_t end = std::min(out_features, end_block * kBiasColumns);
-                               for (std::size_t r = 0; r < rows; ++r) {
-                                 const T* row = grad + r * out_features;
-                                 for (std::size_t j = begin; j < end; ++j) sums[j] += row[j];
-                               }
-                             });
-                         accumulate(bias, std::move(db));
+                         accumulate(bias, bias_gradient(g, p.rows, p.cols, where));
                        }
                      });
 }
@@ -292,7 +328,7 @@ Tensor<T> einsum(std::string_view subscripts, const std::vector<Tensor<T>>& oper
   std::vector<Shape> shapes;
   for (const auto& x : operands) shapes.push_back(x.shape());
   const kernels::EinsumSizes sizes = kernels::einsum_sizes(subscripts, eq, shapes);
-  if (operands.size() <= 2) return einsum_node(eq, operands, sizes, where);
+  if (operands.size() <= 2) return einsum_node("einsum", eq, operands, sizes, where);
   // Left to right, one recorded pair at a time; each intermediate keeps the letters that a later
   // operand or the output still needs, in order of first appearance.
   Tensor<T> acc = operands[0];
@@ -306,7 +342,7 @@ Tensor<T> einsum(std::string_view subscripts, const std::vector<Tensor<T>>& oper
       for (char c : acc_letters + eq.operands[i])
         if (later.find(c) != std::string::npos && keep.find(c) == std::string::npos) keep.push_back(c);
     }
-    acc = einsum_node(kernels::EinsumEquation{{acc_letters, eq.operands[i]}, keep},
+    acc = einsum_node("einsum", kernels::EinsumEquation{{acc_letters, eq.operands[i]}, keep},
                       std::vector<Tensor<T>>{acc, operands[i]}, sizes, where);
     acc_letters = keep;
   }

@@ -11,7 +11,9 @@ namespace tapegrad {
 // broadcasting from the right. A 1-D a [k] is taken as [1, k] and a 1-D b [k] as [k, 1], and that
 // axis is dropped from the result: [k] x [k] -> [] (dot product), [m, k] x [k] -> [m],
 // [k] x [k, n] -> [n], [2, 1, m, k] x [5, k, n] -> [2, 5, m, n]. Backward: da = g b^T and
-// db = a^T g, each summed over the batch axes its operand was broadcast along.
+// db = a^T g, each summed over the batch axes its operand was broadcast along; each is a recorded
+// product (transposes are BLAS flags, not copies) whose own gradients are such products again, so
+// the backward can be differentiated (create_graph).
 // ShapeError (naming both shapes) for a 0-dim operand, k mismatch, or batch axes that do not broadcast.
 template <class T> Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b,
     CallSite where = std::source_location::current());
@@ -19,7 +21,9 @@ template <class T> Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b,
 // torch.nn.functional.linear: y = x weight^T + bias, x [..., in], weight [out, in], bias [out] or
 // undefined (no bias) -> y [..., out]. One GEMM reading weight transposed in place, the bias
 // written first and accumulated onto (no transposed copy, no separate add). Backward: dx = g weight,
-// dweight = g^T x over all leading axes folded into rows, dbias = g summed over those rows.
+// dweight = g^T x over all leading axes folded into rows (matmul's backward products),
+// dbias = g summed over those rows (an op whose own backward broadcasts back over the rows); all
+// differentiable again (create_graph).
 // ShapeError (naming the shapes) when x is 0-dim or its last axis is not `in`, weight is not 2-D,
 // or bias is not [out].
 template <class T>
@@ -36,7 +40,8 @@ Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& b
 // are einsum("ibhd,jbhd->ijbh", q, k): [i, b, h, d] x [j, b, h, d] -> [i, j, b, h].
 // One operand is one strided pass; two are one batched GEMM with strided passes around it (see
 // kernels/einsum_plan.h); more are contracted left to right, pairwise.
-// Backward: d operand = einsum(output, other operand -> operand's indices).
+// Backward: d operand = einsum(output, other operand -> operand's indices), recorded, so that it
+// can be differentiated again (create_graph): the gradients of that einsum are einsums too.
 // Errors quote the subscripts and name the operand: ValueError for a wrong operand count, an
 // invalid character, an ellipsis (not supported), a repeated output index, an output index in no
 // operand; ShapeError for an operand whose rank differs from its subscripts and for an index with
