@@ -8,7 +8,9 @@
 #include <xtensor/xview.hpp>
 
 #include "autograd/kernels/parallel.h"
+#include "autograd/ops/elementwise.h"
 #include "autograd/ops/loss.h"
+#include "autograd/ops/reduce.h"
 #include "autograd/tape.h"
 #include "tests/support/reference.h"
 
@@ -366,6 +368,23 @@ TEST(CrossEntropy, FullyMaskedRowGivesInfAndNoGradient) {
     EXPECT_TRUE(xt::all(xt::isfinite(g)));
     EXPECT_LT(g(1, 2), 0.0);  // the other row learns as usual
   }
+}
+
+TEST(CrossEntropy, FullyMaskedRowHasNoSecondDerivative) {
+  // The loss is inf there, so gradgradcheck cannot see the row; its gradient is 0 whatever the
+  // seed and the logits, so the derivatives of that gradient are 0 too.
+  const double inf = std::numeric_limits<double>::infinity();
+  const Tensor<double> logits(xt::xarray<double>{{1.0, 2.0, 3.0}, {-inf, -inf, -inf}}, true);
+  const Tensor<double> seed(xt::xarray<double>{0.7, 1.3}, true);
+  GradientTape tape;
+  const auto loss = cross_entropy(logits, IndexArray{0, 1}, {.label_smoothing = 0.1, .reduction = Reduction::None});
+  const auto dlogits = tape.gradient(sum(mul(loss, seed)), {logits}, {.create_graph = true})[0];
+  const Tensor<double> direction(xt::xarray<double>{{0.5, -1.0, 2.0}, {1.5, 0.25, -0.75}});
+  const auto second = tape.gradient(sum(mul(dlogits, direction)), {logits, seed});
+  EXPECT_EQ(xt::xarray<double>(xt::view(second[0].value(), 1)), (xt::xarray<double>{0.0, 0.0, 0.0}));
+  EXPECT_TRUE(xt::all(xt::isfinite(second[0].value())));
+  EXPECT_EQ(second[1].value()(1), 0.0);
+  EXPECT_NE(second[1].value()(0), 0.0);  // the live row's gradient does move with its seed
 }
 
 TEST(CrossEntropy, GradcheckOnMaskedLogits) {

@@ -1,7 +1,9 @@
 #include "autograd/ops/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -10,6 +12,8 @@
 #include "autograd/kernels/broadcast.h"
 #include "autograd/kernels/row_kernels.h"
 #include "autograd/kernels/simd_span.h"
+#include "autograd/ops/elementwise.h"
+#include "autograd/ops/reduce.h"
 
 namespace tapegrad {
 
@@ -72,6 +76,45 @@ bool attention_row(const T* x, const bool* allow, std::size_t step, std::size_t 
   return true;
 }
 
+// attention_softmax's backward, dx = scale * y * (g - sum_j g_j y_j) on live rows and 0 on the
+// others, as an op of its own. Its backward, for a gradient u of dx:
+//   d/dg = scale * y * (u - sum_j u_j y_j), the same op on u;
+//   d/dy = scale * (u * (g - sum_j g_j y_j) - g * sum_j u_j y_j) on live rows, 0 on the others.
+template <class T>
+Tensor<T> attention_softmax_backward(const Tensor<T>& g, const Tensor<T>& y,
+                                     const std::shared_ptr<const std::vector<std::uint8_t>>& live, std::size_t n,
+                                     T scale, CallSite where = std::source_location::current()) {
+  auto dx = xt::xarray<T>::from_shape(g.value().shape());
+  const T *gv = g.value().data(), *yv = y.value().data();
+  kernels::parallel_items(live->size(), n, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t r = begin; r < end; ++r) {
+      const T *gr = gv + r * n, *yr = yv + r * n;
+      T* dr = dx.data() + r * n;
+      if (!(*live)[r]) {
+        std::fill_n(dr, n, T(0));
+        continue;
+      }
+      const T dot = kernels::simd::sum_of<T>(n, [&](auto at) { return at(gr) * at(yr); });
+      for (std::size_t k = 0; k < n; ++k) dr[k] = scale * yr[k] * (gr[k] - dot);
+    }
+  });
+  return make_result("attention_softmax_backward", where, std::move(dx), should_record(g, y),
+                     [g, y, live, n, scale](const Tensor<T>& u, const Tensor<T>&) {
+                       if (g.requires_grad()) accumulate(g, attention_softmax_backward(u, y, live, n, scale));
+                       if (!y.requires_grad()) return;
+                       const Tensor<T> gy = sum(mul(g, y), {-1}, true), uy = sum(mul(u, y), {-1}, true);
+                       Tensor<T> dy = mul(sub(mul(u, sub(g, gy)), mul(g, uy)), scale);
+                       if (std::find(live->begin(), live->end(), 0) != live->end()) {
+                         Shape rows = y.shape();
+                         rows.back() = 1;
+                         xt::xarray<T> keep = xt::xarray<T>::from_shape(rows);
+                         std::copy(live->begin(), live->end(), keep.begin());
+                         dy = mul(dy, Tensor<T>(std::move(keep)));
+                       }
+                       accumulate(y, std::move(dy));
+                     });
+}
+
 }  // namespace
 
 template <class T>
@@ -101,21 +144,9 @@ Tensor<T> attention_softmax(const Tensor<T>& scores, const std::optional<Mask>& 
     }
   });
   return make_result("attention_softmax", where, std::move(y), should_record(scores),
-                     [scores, live = std::move(live), n, scale](const xt::xarray<T>& g, const xt::xarray<T>& y) {
-                       auto dx = xt::xarray<T>::from_shape(g.shape());
-                       kernels::parallel_items(live.size(), n, [&](std::size_t begin, std::size_t end) {
-                         for (std::size_t r = begin; r < end; ++r) {
-                           const T *gr = g.data() + r * n, *yr = y.data() + r * n;
-                           T* dr = dx.data() + r * n;
-                           if (!live[r]) {
-                             std::fill_n(dr, n, T(0));
-                             continue;
-                           }
-                           const T dot = kernels::simd::sum_of<T>(n, [&](auto at) { return at(gr) * at(yr); });
-                           for (std::size_t k = 0; k < n; ++k) dr[k] = scale * yr[k] * (gr[k] - dot);
-                         }
-                       });
-                       accumulate(scores, std::move(dx));
+                     [scores, live = std::make_shared<const std::vector<std::uint8_t>>(std::move(live)), n,
+                      scale](const Tensor<T>& g, const Tensor<T>& y) {
+                       accumulate(scores, attention_softmax_backward(g, y, live, n, scale));
                      });
 }
 

@@ -8,7 +8,8 @@
 //   - a row with no allowed position (every key masked) gets uniform weights 1/n, as the
 //     composition does with a finite fill value, and no gradient;
 //   - backward: dx = scale * y * (g - sum_j g_j y_j) on rows with an allowed position, 0 elsewhere;
-//     the forward saves only its output and one flag per fully masked row.
+//     the forward saves only its output and one flag per fully masked row. The backward is an op
+//     of its own, differentiable again (create_graph) in g and y.
 // may_attend (true = may attend) broadcasts to the scores' shape, e.g. [batch, 1, keys] over
 // [batch, queries, keys]; it is read in place, never expanded. ShapeError when it does not
 // broadcast or the scores are 0-dim; ValueError for a non-finite scale.

@@ -1,6 +1,7 @@
 #include "autograd/ops/embedding.h"
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -8,6 +9,7 @@
 #include "autograd/detail/record.h"
 #include "autograd/kernels/indices.h"
 #include "autograd/kernels/row_kernels.h"
+#include "autograd/ops/elementwise.h"
 
 namespace tapegrad {
 
@@ -60,6 +62,43 @@ void check_indices(const IndexArray& indices, const Shape& weight_shape) {
   }
 }
 
+// embedding's backward: g [indices..., dim] scatter-added into zeros [num, dim], row idx[k] receiving
+// g[k]; the padding row stays 0. Linear in g, so its own backward is the matching gather: row
+// idx[k] of u, with the padding row zeroed first (those positions received nothing).
+template <class T>
+Tensor<T> embedding_backward(const Tensor<T>& g, const std::shared_ptr<const IndexArray>& indices,
+                             std::optional<std::size_t> pad, std::size_t num,
+                             CallSite where = std::source_location::current()) {
+  const std::size_t dim = g.shape().back();
+  // Each weight row is summed by one task over the positions that picked it, in position order:
+  // the same bits at any thread count, and no atomics.
+  const RowGroups groups = group_by_row(indices->data(), indices->size(), num);
+  xt::xarray<T> dw = xt::zeros<T>({num, dim});
+  // Work per row on average, for the task grain.
+  const std::size_t per_row = dim * indices->size() / std::max<std::size_t>(1, num);
+  const T* gv = g.value().data();
+  kernels::parallel_items(num, per_row, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t r = begin; r < end; ++r) {
+      if (r == pad) continue;  // the padding row gets no gradient
+      T* dst = dw.data() + r * dim;
+      for (std::size_t q = groups.start[r]; q < groups.start[r + 1]; ++q) {
+        const T* src = gv + groups.order[q] * dim;
+        for (std::size_t j = 0; j < dim; ++j) dst[j] += src[j];
+      }
+    }
+  });
+  return make_result("embedding_backward", where, std::move(dw), should_record(g),
+                     [g, indices, pad, num](const Tensor<T>& u, const Tensor<T>&) {
+                       Tensor<T> rows = u;
+                       if (pad) {
+                         xt::xarray<T> keep = xt::ones<T>({num, std::size_t{1}});
+                         keep(*pad, 0) = T(0);
+                         rows = mul(u, Tensor<T>(std::move(keep)));
+                       }
+                       accumulate(g, embedding(rows, *indices));
+                     });
+}
+
 }  // namespace
 
 template <class T>
@@ -84,24 +123,10 @@ Tensor<T> embedding(const Tensor<T>& weight, const IndexArray& indices, std::opt
   });
 
   return make_result("embedding", where, std::move(out), should_record(weight),
-                     [weight, indices, pad, num, dim](const xt::xarray<T>& g, const xt::xarray<T>&) {
-                       // Each weight row is summed by one task over the positions that picked it, in
-                       // position order: the same bits at any thread count, and no atomics.
-                       const RowGroups groups = group_by_row(indices.data(), indices.size(), num);
-                       xt::xarray<T> dw = xt::zeros<T>({num, dim});
-                       // Work per row on average, for the task grain.
-                       const std::size_t per_row = dim * indices.size() / std::max<std::size_t>(1, num);
-                       kernels::parallel_items(num, per_row, [&](std::size_t begin, std::size_t end) {
-                         for (std::size_t r = begin; r < end; ++r) {
-                           if (r == pad) continue;  // the padding row gets no gradient
-                           T* dst = dw.data() + r * dim;
-                           for (std::size_t q = groups.start[r]; q < groups.start[r + 1]; ++q) {
-                             const T* src = g.data() + groups.order[q] * dim;
-                             for (std::size_t j = 0; j < dim; ++j) dst[j] += src[j];
-                           }
-                         }
-                       });
-                       accumulate(weight, std::move(dw));
+                     // The indices are shared with the backward op's formula, not copied per backward.
+                     [weight, indices = std::make_shared<const IndexArray>(indices), pad, num](const Tensor<T>& g,
+                                                                                              const Tensor<T>&) {
+                       accumulate(weight, embedding_backward(g, indices, pad, num));
                      });
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 // Embedding lookup: rows of weight [num_embeddings, dim] picked by integer indices of any shape;
 // the output has shape indices.shape + [dim]. The backward scatter-adds into the picked rows;
-// the padding_idx row (when given) gets no gradient, as in PyTorch.
+// the padding_idx row (when given) gets no gradient, as in PyTorch. That scatter is an op of its
+// own (create_graph), whose backward is the gather again: embedding of its gradient, with the
+// padding row zeroed.
 #include <optional>
 
 #include "autograd/tensor.h"

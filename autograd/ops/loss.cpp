@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -13,6 +14,10 @@
 #include "autograd/kernels/indices.h"
 #include "autograd/kernels/row_kernels.h"
 #include "autograd/kernels/simd_span.h"
+#include "autograd/ops/elementwise.h"
+#include "autograd/ops/reduce.h"
+#include "autograd/ops/shape.h"
+#include "autograd/ops/softmax.h"
 
 namespace tapegrad {
 
@@ -78,6 +83,21 @@ class Upstream {
   bool per_element_;
   T scale_;
 };
+
+// Upstream for backward formulas: dL/d(unreduced losses) as a tensor that broadcasts against
+// them, g itself for None, the 0-d g / divisor otherwise (a constant 0 when the divisor is 0).
+template <class T>
+Tensor<T> spread(const Tensor<T>& g, Reduction reduction, std::size_t divisor) {
+  if (reduction == Reduction::None) return g;
+  if (divisor == 0) return Tensor<T>(xt::xarray<T>(T(0)));
+  return div(g, Tensor<T>(xt::xarray<T>(static_cast<T>(divisor))));
+}
+
+// spread's adjoint: the gradient of g given w, that of the unreduced losses.
+template <class T>
+Tensor<T> unspread(const Tensor<T>& w, Reduction reduction, std::size_t divisor) {
+  return reduction == Reduction::None ? w : spread(sum(w), reduction, divisor);
+}
 
 // Divisor of the pointwise losses (kl_div, mse_loss): every element for Mean, the first axis for
 // BatchMean (1 for a 0-d input, as PyTorch).
@@ -286,6 +306,146 @@ void cross_entropy_backward_lanes(const T* x, T* dx, std::size_t offset, Stride 
   }
 }
 
+// The targets of cross_entropy and nll_loss, shared by the loss's formula and its backward op's
+// (a backward does not copy them).
+using Targets = std::shared_ptr<const IndexArray>;
+
+// cross_entropy's backward (the kernel above) as an op of its own. With u the upstream of a
+// target's row (0 when it is ignored or its row fully masked: live = 0) and p = softmax over the
+// class axis, differentiable in the logits, its backward for a gradient v of dx is
+//   d/dlogits = u * p * (v - sum_c v_c p_c),
+//   d/dg      = unspread(live * (sum_c v_c p_c - s / C * sum_c v_c - (1 - s) * v_t)).
+template <class T>
+Tensor<T> cross_entropy_backward(const Tensor<T>& g, const Tensor<T>& logits, const Targets& targets,
+                                 const ClassAxis& axis, Index ignore, T smoothing, RowStats<const T> stats,
+                                 Reduction reduction, std::size_t divisor,
+                                 CallSite where = std::source_location::current()) {
+  const Upstream<T> upstream(g.value(), reduction, divisor);
+  xt::xarray<T> dx = xt::xarray<T>::from_shape(logits.value().shape());
+  if (dx.size() > 0) {
+    kernels::for_each_lane_block(axis.layout, [&](std::size_t offset, auto stride, auto width) {
+      cross_entropy_backward_lanes(logits.value().data(), dx.data(), offset, stride, width, axis.layout.n,
+                                   axis.row_of(offset), targets->data(), ignore, smoothing, stats, upstream);
+    });
+  }
+  return make_result(
+      "cross_entropy_backward", where, std::move(dx), should_record(g, logits),
+      [g, logits, targets, ignore, smoothing, classes = axis.layout.n, reduction, divisor](const Tensor<T>& v,
+                                                                                          const Tensor<T>&) {
+        const std::size_t class_axis = logits.ndim() == 1 ? 0 : 1;
+        const auto axis = static_cast<Index>(class_axis);
+        const Tensor<T> p = softmax(logits, axis);
+        // softmax gives a fully masked row zeros, so its probabilities sum to 0.
+        const xt::xarray<T> mass = xt::sum(p.value(), {class_axis});
+        xt::xarray<T> live_rows = xt::xarray<T>::from_shape(mass.shape());
+        for (std::size_t r = 0; r < live_rows.size(); ++r) {
+          live_rows.data()[r] = targets->data()[r] != ignore && mass.data()[r] > T(0) ? T(1) : T(0);
+        }
+        const Tensor<T> live(std::move(live_rows));
+        const Tensor<T> vp = sum(mul(v, p), {axis}, true);
+        if (logits.requires_grad()) {
+          const Tensor<T> u = unsqueeze(mul(spread(g, reduction, divisor), live), axis);
+          accumulate(logits, mul(u, mul(p, sub(v, vp))));
+        }
+        if (g.requires_grad()) {
+          Tensor<T> w = squeeze(vp, axis);
+          if (smoothing != T(0)) w = sub(w, mul(sum(v, {axis}), smoothing / static_cast<T>(classes)));
+          // nll_loss gives -v_t, and 0 for an ignored target.
+          if (smoothing != T(1)) w = add(w, mul(nll_loss(v, *targets, {ignore, Reduction::None}), T(1) - smoothing));
+          accumulate(g, unspread(mul(w, live), reduction, divisor));
+        }
+      });
+}
+
+// nll_loss's backward: -upstream at each counted target's class, 0 elsewhere, as an op of its own.
+// Linear in g; its backward is nll_loss itself, which gathers -v at those classes and reduces the
+// same way.
+template <class T>
+Tensor<T> nll_loss_backward(const Tensor<T>& g, const Shape& shape, const Targets& targets, const ClassAxis& axis,
+                            Index ignore, Reduction reduction, std::size_t divisor,
+                            CallSite where = std::source_location::current()) {
+  // One entry per target: -u at its class; a serial scatter of `rows` writes.
+  const Upstream<T> upstream(g.value(), reduction, divisor);
+  xt::xarray<T> dlp = xt::zeros<T>(shape);
+  for (std::size_t r = 0; r < axis.rows; ++r) {
+    const Index c = targets->data()[r];
+    if (c == ignore) continue;
+    dlp.data()[axis.lane_start(r) + static_cast<std::size_t>(c) * axis.layout.inner] = -upstream[r];
+  }
+  return make_result("nll_loss_backward", where, std::move(dlp), should_record(g),
+                     [g, targets, ignore, reduction](const Tensor<T>& v, const Tensor<T>&) {
+                       accumulate(g, nll_loss(v, *targets, {ignore, reduction}));
+                     });
+}
+
+// kl_div's gradients, each computed in one pass and an op of its own. With up the upstream and
+// m = [target > 0] (the loss is the constant 0 where target == 0), for a gradient v of each:
+//   d_input  = -target * up:                    d/dg = unspread(-target v),  d/dtarget = -up v;
+//   d_target = m (log target + 1 - input) up:   d/dg = unspread(m (log target + 1 - input) v),
+//                                               d/dinput = -m up v,  d/dtarget = m up v / target.
+template <class T>
+Tensor<T> kl_div_backward_input(const Tensor<T>& g, const Tensor<T>& target, Reduction reduction, std::size_t divisor,
+                                CallSite where = std::source_location::current()) {
+  const Upstream<T> upstream(g.value(), reduction, divisor);
+  const T* p = target.value().data();
+  return make_result("kl_div_backward_input", where,
+                     generate<T>(target.shape(), [&](std::size_t i) { return -p[i] * upstream[i]; }),
+                     should_record(g, target), [g, target, reduction, divisor](const Tensor<T>& v, const Tensor<T>&) {
+                       if (g.requires_grad()) accumulate(g, unspread(mul(neg(target), v), reduction, divisor));
+                       if (target.requires_grad()) accumulate(target, mul(neg(spread(g, reduction, divisor)), v));
+                     });
+}
+
+template <class T>
+Tensor<T> kl_div_backward_target(const Tensor<T>& g, const Tensor<T>& log_input, const Tensor<T>& target,
+                                 Reduction reduction, std::size_t divisor,
+                                 CallSite where = std::source_location::current()) {
+  const Upstream<T> upstream(g.value(), reduction, divisor);
+  const T* x = log_input.value().data();
+  const T* p = target.value().data();
+  // d/dt [t (log t - x)] = log t + 1 - x for t > 0; the loss is the constant 0 at t == 0.
+  xt::xarray<T> dt = generate<T>(target.shape(), [&](std::size_t i) {
+    return p[i] > T(0) ? (std::log(p[i]) + T(1) - x[i]) * upstream[i] : T(0);
+  });
+  return make_result(
+      "kl_div_backward_target", where, std::move(dt), should_record(g, log_input, target),
+      [g, log_input, target, reduction, divisor](const Tensor<T>& v, const Tensor<T>&) {
+        const xt::xarray<T> positive = xt::cast<T>(target.value() > T(0));
+        const Tensor<T> m(positive);
+        // The target where it is positive and 1 elsewhere: its log and inverse stay finite.
+        const Tensor<T> safe = add(mul(target, m), Tensor<T>(xt::xarray<T>(T(1) - positive)));
+        const Tensor<T> m_up_v = mul(mul(spread(g, reduction, divisor), v), m);
+        if (g.requires_grad()) {
+          accumulate(g, unspread(mul(mul(sub(add(log(safe), T(1)), log_input), m), v), reduction, divisor));
+        }
+        if (log_input.requires_grad()) accumulate(log_input, neg(m_up_v));
+        if (target.requires_grad()) accumulate(target, div(m_up_v, safe));
+      });
+}
+
+// mse_loss's gradient of the input, 2 (x - y) up, as an op of its own (the target's is its
+// negation). Its backward for a gradient v: d/dg = unspread(2 (x - y) v), d/dx = 2 up v = -d/dy.
+template <class T>
+Tensor<T> mse_loss_backward(const Tensor<T>& g, const Tensor<T>& input, const Tensor<T>& target, Reduction reduction,
+                            std::size_t divisor, CallSite where = std::source_location::current()) {
+  const Upstream<T> upstream(g.value(), reduction, divisor);
+  const T* x = input.value().data();
+  const T* y = target.value().data();
+  // d/dx (x - y)^2 = 2 (x - y) = -d/dy.
+  xt::xarray<T> dx =
+      generate<T>(input.shape(), [&](std::size_t i) { return T(2) * (x[i] - y[i]) * upstream[i]; });
+  return make_result("mse_loss_backward", where, std::move(dx), should_record(g, input, target),
+                     [g, input, target, reduction, divisor](const Tensor<T>& v, const Tensor<T>&) {
+                       if (g.requires_grad()) {
+                         accumulate(g, unspread(mul(mul(sub(input, target), T(2)), v), reduction, divisor));
+                       }
+                       if (!input.requires_grad() && !target.requires_grad()) return;
+                       Tensor<T> dx = mul(mul(spread(g, reduction, divisor), T(2)), v);
+                       if (target.requires_grad()) accumulate(target, neg(dx));
+                       if (input.requires_grad()) accumulate(input, std::move(dx));
+                     });
+}
+
 }  // namespace
 
 template <class T>
@@ -315,18 +475,10 @@ Tensor<T> cross_entropy(const Tensor<T>& logits, const IndexArray& targets, cons
   const std::size_t divisor = options.reduction == Reduction::Mean ? axis.counted : 1;
   return make_result(
       "cross_entropy", where, reduce(std::move(losses), options.reduction, divisor), should_record(logits),
-      [logits, targets, axis, ignore, smoothing, shift = std::move(shift), log_sum = std::move(log_sum),
-       reduction = options.reduction, divisor](const xt::xarray<T>& g, const xt::xarray<T>&) {
-        const Upstream<T> upstream(g, reduction, divisor);
-        xt::xarray<T> dx = xt::xarray<T>::from_shape(logits.value().shape());
-        if (dx.size() > 0) {
-          kernels::for_each_lane_block(axis.layout, [&](std::size_t offset, auto stride, auto width) {
-            cross_entropy_backward_lanes(logits.value().data(), dx.data(), offset, stride, width, axis.layout.n,
-                                         axis.row_of(offset), targets.data(), ignore, smoothing,
-                                         RowStats<const T>{shift.data(), log_sum.data()}, upstream);
-          });
-        }
-        accumulate(logits, std::move(dx));
+      [logits, targets = std::make_shared<const IndexArray>(targets), axis, ignore, smoothing, shift = std::move(shift),
+       log_sum = std::move(log_sum), reduction = options.reduction, divisor](const Tensor<T>& g, const Tensor<T>&) {
+        accumulate(logits, cross_entropy_backward(g, logits, targets, axis, ignore, smoothing,
+                                                  RowStats<const T>{shift.data(), log_sum.data()}, reduction, divisor));
       });
 }
 
@@ -345,17 +497,10 @@ Tensor<T> nll_loss(const Tensor<T>& log_probs, const IndexArray& targets, const 
   });
   const std::size_t divisor = options.reduction == Reduction::Mean ? axis.counted : 1;
   return make_result("nll_loss", where, reduce(std::move(losses), options.reduction, divisor), should_record(log_probs),
-                     [log_probs, targets, axis, ignore, reduction = options.reduction, divisor](const xt::xarray<T>& g,
-                                                                                               const xt::xarray<T>&) {
-                       // One entry per target: -u at its class; a serial scatter of `rows` writes.
-                       const Upstream<T> upstream(g, reduction, divisor);
-                       xt::xarray<T> dlp = xt::zeros<T>(log_probs.value().shape());
-                       for (std::size_t r = 0; r < axis.rows; ++r) {
-                         const Index c = targets.data()[r];
-                         if (c == ignore) continue;
-                         dlp.data()[axis.lane_start(r) + static_cast<std::size_t>(c) * axis.layout.inner] = -upstream[r];
-                       }
-                       accumulate(log_probs, std::move(dlp));
+                     [log_probs, targets = std::make_shared<const IndexArray>(targets), axis, ignore,
+                      reduction = options.reduction, divisor](const Tensor<T>& g, const Tensor<T>&) {
+                       accumulate(log_probs,
+                                  nll_loss_backward(g, log_probs.shape(), targets, axis, ignore, reduction, divisor));
                      });
 }
 
@@ -371,19 +516,12 @@ Tensor<T> kl_div(const Tensor<T>& log_input, const Tensor<T>& target, Reduction 
       generate<T>(shape, [&](std::size_t i) { return p[i] == T(0) ? T(0) : p[i] * (std::log(p[i]) - x[i]); });
   const std::size_t divisor = pointwise_divisor(reduction, shape, log_input.numel());
   return make_result("kl_div", where, reduce(std::move(losses), reduction, divisor), should_record(log_input, target),
-                     [log_input, target, reduction, divisor](const xt::xarray<T>& g, const xt::xarray<T>&) {
-                       const Upstream<T> upstream(g, reduction, divisor);
-                       const T* x = log_input.value().data();
-                       const T* p = target.value().data();
-                       const Shape shape = log_input.shape();
+                     [log_input, target, reduction, divisor](const Tensor<T>& g, const Tensor<T>&) {
                        if (log_input.requires_grad()) {
-                         accumulate(log_input, generate<T>(shape, [&](std::size_t i) { return -p[i] * upstream[i]; }));
+                         accumulate(log_input, kl_div_backward_input(g, target, reduction, divisor));
                        }
                        if (target.requires_grad()) {
-                         // d/dt [t (log t - x)] = log t + 1 - x for t > 0; the loss is the constant 0 at t == 0.
-                         accumulate(target, generate<T>(shape, [&](std::size_t i) {
-                                      return p[i] > T(0) ? (std::log(p[i]) + T(1) - x[i]) * upstream[i] : T(0);
-                                    }));
+                         accumulate(target, kl_div_backward_target(g, log_input, target, reduction, divisor));
                        }
                      });
 }
@@ -398,14 +536,9 @@ Tensor<T> mse_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction re
   xt::xarray<T> losses = generate<T>(shape, [&](std::size_t i) { return (x[i] - y[i]) * (x[i] - y[i]); });
   const std::size_t divisor = pointwise_divisor(reduction, shape, input.numel());
   return make_result("mse_loss", where, reduce(std::move(losses), reduction, divisor), should_record(input, target),
-                     [input, target, reduction, divisor](const xt::xarray<T>& g, const xt::xarray<T>&) {
-                       const Upstream<T> upstream(g, reduction, divisor);
-                       const T* x = input.value().data();
-                       const T* y = target.value().data();
-                       // d/dx (x - y)^2 = 2 (x - y) = -d/dy.
-                       xt::xarray<T> dx = generate<T>(
-                           input.shape(), [&](std::size_t i) { return T(2) * (x[i] - y[i]) * upstream[i]; });
-                       if (target.requires_grad()) accumulate(target, xt::xarray<T>(-dx));
+                     [input, target, reduction, divisor](const Tensor<T>& g, const Tensor<T>&) {
+                       Tensor<T> dx = mse_loss_backward(g, input, target, reduction, divisor);
+                       if (target.requires_grad()) accumulate(target, neg(dx));
                        if (input.requires_grad()) accumulate(input, std::move(dx));
                      });
 }

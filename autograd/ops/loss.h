@@ -1,5 +1,7 @@
 #pragma once
-// Loss functions with PyTorch's definitions and defaults.
+// Loss functions with PyTorch's definitions and defaults. Each loss's gradient is computed by a
+// kernel of its own, in an op whose backward is written with tensor ops, so the gradient can be
+// differentiated again (create_graph).
 
 #include "autograd/tensor.h"
 

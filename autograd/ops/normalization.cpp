@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <numeric>
 #include <sstream>
 #include <string>
 
@@ -9,6 +11,9 @@
 #include "autograd/detail/record.h"
 #include "autograd/kernels/row_kernels.h"
 #include "autograd/kernels/simd_span.h"
+#include "autograd/ops/elementwise.h"
+#include "autograd/ops/reduce.h"
+#include "autograd/ops/shape.h"
 
 namespace tapegrad {
 
@@ -80,8 +85,8 @@ RowStats<T> layer_norm_forward(const T* x, T* y, std::size_t rows, std::size_t n
 //   dx = rstd * (h - mean_c(h) - xhat * mean_c(h * xhat)),  dw = sum_rows g * xhat,  db = sum_rows g.
 // Any of dx, dw, db may be null (not wanted). dw and db have n elements and are overwritten.
 template <class T>
-void layer_norm_backward(const T* g, const T* x, const RowStats<T>& stats, std::size_t rows, std::size_t n, const T* w,
-                         T* dx, T* dw, T* db) {
+void layer_norm_backward_kernel(const T* g, const T* x, const RowStats<T>& stats, std::size_t rows, std::size_t n,
+                                const T* w, T* dx, T* dw, T* db) {
   const T* mean = stats.mean.data();
   const T* rstd = stats.rstd.data();
   const std::size_t chunks = (rows + kChunkRows - 1) / kChunkRows;
@@ -121,6 +126,99 @@ void layer_norm_backward(const T* g, const T* x, const RowStats<T>& stats, std::
   }
 }
 
+// Second order. The backward above re-expressed with differentiable ops, per row of x seen as
+// [rows, n]: xhat = (x - mean) * r with r = (var + eps)^-1/2, and the projection
+//   P(v) = v - mean(v) - xhat * mean(v * xhat),
+// so that dx = r * P(h) with h = g * w. P is self-adjoint and d xhat = r * P(d x).
+template <class T>
+struct Standardized {
+  Tensor<T> r, xhat;  // [rows, 1], [rows, n]
+};
+
+template <class T>
+Standardized<T> standardize(const Tensor<T>& x, std::size_t rows, std::size_t n, double eps) {
+  const Tensor<T> x2 = reshape(x, {static_cast<Index>(rows), static_cast<Index>(n)});
+  const Tensor<T> xc = sub(x2, mean(x2, {1}, true));
+  const Tensor<T> r = pow(add(mean(mul(xc, xc), {1}, true), static_cast<T>(eps)), T(-0.5));
+  return {r, mul(xc, r)};
+}
+
+template <class T>
+Tensor<T> project(const Tensor<T>& v, const Tensor<T>& xhat) {
+  return sub(sub(v, mean(v, {1}, true)), mul(xhat, mean(mul(v, xhat), {1}, true)));
+}
+
+// The gradients the kernel computes (each undefined when not wanted), each an op of its own whose
+// backward, for a gradient u of it, is (rows seen as [rows, n], w and u_w broadcast over them):
+//   dx = r P(g w):    d/dg = w r P(u),  d/dw = sum_rows g r P(u),
+//                     d/dx = -r^2 (mean(u q) xhat + mean(h xhat) P(u) + mean(u xhat) q), q = P(h);
+//   dw = sum_rows g xhat:  d/dg = xhat u_w,  d/dx = r P(g u_w);
+//   db = sum_rows g:       d/dg = u_b.
+template <class T>
+struct LayerNormGrads {
+  Tensor<T> dx, dw, db;
+};
+
+template <class T>
+LayerNormGrads<T> layer_norm_backward(const Tensor<T>& g, const Tensor<T>& x, const Tensor<T>& weight,
+                                      const Shape& normalized, const RowStats<T>& stats, double eps, bool want_x,
+                                      bool want_w, bool want_b, CallSite where = std::source_location::current()) {
+  const std::size_t rows = stats.mean.size();
+  const std::size_t n = std::accumulate(normalized.begin(), normalized.end(), std::size_t{1}, std::multiplies<>());
+  xt::xarray<T> dx, dw, db;  // allocated only for the gradients wanted
+  if (want_x) dx = xt::xarray<T>::from_shape(x.shape());
+  if (want_w) dw = xt::xarray<T>::from_shape(normalized);
+  if (want_b) db = xt::xarray<T>::from_shape(normalized);
+  layer_norm_backward_kernel(g.value().data(), x.value().data(), stats, rows, n,
+                             weight.defined() ? weight.value().data() : nullptr, want_x ? dx.data() : nullptr,
+                             want_w ? dw.data() : nullptr, want_b ? db.data() : nullptr);
+
+  const auto as_rows = [rows, n](const Tensor<T>& t) {
+    return reshape(t, {static_cast<Index>(rows), static_cast<Index>(n)});
+  };
+  const auto as_x = [x_dims = detail::as_dims(x.shape())](const Tensor<T>& t) { return reshape(t, x_dims); };
+  const auto as_row = [n](const Tensor<T>& t) { return reshape(t, {static_cast<Index>(n)}); };
+  LayerNormGrads<T> out;
+  if (want_x) {
+    out.dx = make_result(
+        "layer_norm_backward", where, std::move(dx), should_record(g, x, weight),
+        [=](const Tensor<T>& u, const Tensor<T>&) {
+          const Standardized<T> s = standardize(x, rows, n, eps);
+          const Tensor<T> g2 = as_rows(g), u2 = as_rows(u);
+          const Tensor<T> pu = project(u2, s.xhat), r_pu = mul(s.r, pu);
+          if (g.requires_grad()) accumulate(g, as_x(weight.defined() ? mul(r_pu, as_row(weight)) : r_pu));
+          if (weight.defined() && weight.requires_grad()) {
+            accumulate(weight, reshape(sum(mul(g2, r_pu), {0}), detail::as_dims(normalized)));
+          }
+          if (x.requires_grad()) {
+            const Tensor<T> h = weight.defined() ? mul(g2, as_row(weight)) : g2;
+            const Tensor<T> q = project(h, s.xhat);
+            const auto row_mean = [](const Tensor<T>& a, const Tensor<T>& b) { return mean(mul(a, b), {1}, true); };
+            const Tensor<T> sum_terms = add(add(mul(row_mean(u2, q), s.xhat), mul(row_mean(h, s.xhat), pu)),
+                                            mul(row_mean(u2, s.xhat), q));
+            accumulate(x, as_x(neg(mul(mul(s.r, s.r), sum_terms))));
+          }
+        });
+  }
+  if (want_w) {
+    out.dw = make_result("layer_norm_backward_weight", where, std::move(dw), should_record(g, x),
+                         [=](const Tensor<T>& u, const Tensor<T>&) {
+                           const Standardized<T> s = standardize(x, rows, n, eps);
+                           if (g.requires_grad()) accumulate(g, as_x(mul(s.xhat, as_row(u))));
+                           if (x.requires_grad()) {
+                             accumulate(x, as_x(mul(s.r, project(mul(as_rows(g), as_row(u)), s.xhat))));
+                           }
+                         });
+  }
+  if (want_b) {
+    out.db = make_result("layer_norm_backward_bias", where, std::move(db), should_record(g),
+                         [g](const Tensor<T>& u, const Tensor<T>&) {
+                           accumulate(g, expand(u, detail::as_dims(g.shape())));
+                         });
+  }
+  return out;
+}
+
 }  // namespace
 
 template <class T>
@@ -143,23 +241,18 @@ Tensor<T> layer_norm(const Tensor<T>& x, const Shape& normalized_shape, const Te
   auto y = xt::xarray<T>::from_shape(x_shape);
   RowStats<T> stats = layer_norm_forward(x.value().data(), y.data(), rows, n, w, b, static_cast<T>(eps));
 
-  return make_result(
-      "layer_norm", where, std::move(y), should_record(x, weight, bias),
-      [x, weight, bias, stats = std::move(stats), rows, n](const xt::xarray<T>& g, const xt::xarray<T>&) {
-        const bool want_x = x.requires_grad();
-        const bool want_w = weight.defined() && weight.requires_grad();
-        const bool want_b = bias.defined() && bias.requires_grad();
-        xt::xarray<T> dx, dw, db;  // allocated only for the inputs that want a gradient
-        if (want_x) dx = xt::xarray<T>::from_shape(x.shape());
-        if (want_w) dw = xt::xarray<T>::from_shape(weight.shape());
-        if (want_b) db = xt::xarray<T>::from_shape(bias.shape());
-        layer_norm_backward(g.data(), x.value().data(), stats, rows, n,
-                            weight.defined() ? weight.value().data() : nullptr, want_x ? dx.data() : nullptr,
-                            want_w ? dw.data() : nullptr, want_b ? db.data() : nullptr);
-        if (want_x) accumulate(x, std::move(dx));
-        if (want_w) accumulate(weight, std::move(dw));
-        if (want_b) accumulate(bias, std::move(db));
-      });
+  return make_result("layer_norm", where, std::move(y), should_record(x, weight, bias),
+                     [x, weight, bias, normalized_shape, stats = std::move(stats), eps](const Tensor<T>& g,
+                                                                                         const Tensor<T>&) {
+                       const bool want_x = x.requires_grad();
+                       const bool want_w = weight.defined() && weight.requires_grad();
+                       const bool want_b = bias.defined() && bias.requires_grad();
+                       LayerNormGrads<T> grads = layer_norm_backward(g, x, weight, normalized_shape, stats, eps,
+                                                                     want_x, want_w, want_b);
+                       if (want_x) accumulate(x, std::move(grads.dx));
+                       if (want_w) accumulate(weight, std::move(grads.dw));
+                       if (want_b) accumulate(bias, std::move(grads.db));
+                     });
 }
 
 #define TAPEGRAD_INSTANTIATE_NORMALIZATION(T) \
