@@ -24,7 +24,7 @@ namespace {
 
 std::vector<OpCase> all_cases() {
   std::vector<OpCase> all;
-  for (auto family : {elementwise_cases, reduce_and_shape_cases}) {
+  for (auto family : {elementwise_cases, reduce_and_shape_cases, activation_softmax_masking_cases}) {
     for (auto& c : family()) all.push_back(std::move(c));
   }
   return all;

@@ -26,5 +26,6 @@ Tensor<double> constant(const Shape& shape, std::uint64_t seed, double low = -1.
 
 std::vector<OpCase> elementwise_cases();
 std::vector<OpCase> reduce_and_shape_cases();
+std::vector<OpCase> activation_softmax_masking_cases();
 
 }  // namespace tapegrad::testing
