@@ -6,6 +6,7 @@
 #include "autograd/detail/checks.h"
 #include "autograd/detail/record.h"
 #include "autograd/kernels/row_kernels.h"
+#include "autograd/ops/elementwise.h"
 
 namespace tapegrad {
 
@@ -65,20 +66,78 @@ template <class T> T gelu_tanh_grad(T x) {
   return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * kSqrt2OverPi<T> * (T(1) + T(3) * kGeluCubic<T> * x * x);
 }
 
+// The backward of each activation is an op of its own, g * f'(v) with v the saved output (or
+// gelu's input): its value is scale_by's one fused pass, and its formula, the second derivative,
+// is written with differentiable ops. Each is linear in g, so d/dg is the op itself again.
+
+// relu' is a step: the gradient passes where y > 0 or y is NaN (PyTorch 1.13's threshold_backward
+// keeps it where !(x <= 0)), and is 0 at x == 0. Its derivative in y is 0, so y gets none.
+template <class T>
+Tensor<T> relu_backward(const Tensor<T>& g, const Tensor<T>& y, CallSite where = std::source_location::current()) {
+  const auto step = [](T v) { return v <= T(0) ? T(0) : T(1); };
+  return make_result("relu_backward", where, scale_by(g.value(), y.value(), step), should_record(g, y),
+                     [g, y](const Tensor<T>& gg, const Tensor<T>&) {
+                       if (g.requires_grad()) accumulate(g, relu_backward(gg, y));
+                     });
+}
+
+// g y (1 - y); d/dy = g (1 - 2y).
+template <class T>
+Tensor<T> sigmoid_backward(const Tensor<T>& g, const Tensor<T>& y, CallSite where = std::source_location::current()) {
+  return make_result("sigmoid_backward", where, scale_by(g.value(), y.value(), [](T v) { return v * (T(1) - v); }),
+                     should_record(g, y), [g, y](const Tensor<T>& gg, const Tensor<T>&) {
+                       if (g.requires_grad()) accumulate(g, sigmoid_backward(gg, y));
+                       if (y.requires_grad()) accumulate(y, mul(mul(gg, g), rsub(mul(y, T(2)), T(1))));
+                     });
+}
+
+// g (1 - y^2); d/dy = -2 g y.
+template <class T>
+Tensor<T> tanh_backward(const Tensor<T>& g, const Tensor<T>& y, CallSite where = std::source_location::current()) {
+  return make_result("tanh_backward", where, scale_by(g.value(), y.value(), [](T v) { return T(1) - v * v; }),
+                     should_record(g, y), [g, y](const Tensor<T>& gg, const Tensor<T>&) {
+                       if (g.requires_grad()) accumulate(g, tanh_backward(gg, y));
+                       if (y.requires_grad()) accumulate(y, mul(mul(gg, g), mul(y, T(-2))));
+                     });
+}
+
+// gelu''(x), with tapegrad's ops (a third derivative differentiates it again).
+//   Exact: d/dx (Phi + x phi) = 2 phi + x phi' = phi(x) (2 - x^2).
+//   Tanh:  with u' = sqrt(2/pi) (1 + 3 c x^2) and u'' = 6 sqrt(2/pi) c x, differentiating
+//          (1 + t) / 2 + x (1 - t^2) u' / 2 gives (1 - t^2) (u' + x u'' / 2 - x t u'^2).
+template <class T>
+Tensor<T> gelu_second_derivative(const Tensor<T>& x, bool use_tanh) {
+  const Tensor<T> x2 = mul(x, x);
+  if (!use_tanh) return mul(mul(exp(mul(x2, T(-0.5))), kInvSqrt2Pi<T>), rsub(x2, T(2)));
+  const Tensor<T> t = tanh(mul(add(x, mul(mul(x2, x), kGeluCubic<T>)), kSqrt2OverPi<T>));
+  const Tensor<T> du = mul(add(mul(x2, T(3) * kGeluCubic<T>), T(1)), kSqrt2OverPi<T>);
+  const Tensor<T> half_x_ddu = mul(x2, T(3) * kSqrt2OverPi<T> * kGeluCubic<T>);
+  return mul(rsub(mul(t, t), T(1)), sub(add(du, half_x_ddu), mul(mul(x, t), mul(du, du))));
+}
+
+// g gelu'(x); d/dx = g gelu''(x).
+template <class T>
+Tensor<T> gelu_backward(const Tensor<T>& g, const Tensor<T>& x, bool use_tanh,
+                        CallSite where = std::source_location::current()) {
+  xt::xarray<T> dx = use_tanh ? scale_by(g.value(), x.value(), gelu_tanh_grad<T>)
+                              : scale_by(g.value(), x.value(), gelu_erf_grad<T>);
+  return make_result("gelu_backward", where, std::move(dx), should_record(g, x),
+                     [g, x, use_tanh](const Tensor<T>& gg, const Tensor<T>&) {
+                       if (g.requires_grad()) accumulate(g, gelu_backward(gg, x, use_tanh));
+                       if (x.requires_grad()) accumulate(x, mul(mul(gg, g), gelu_second_derivative(x, use_tanh)));
+                     });
+}
+
 }  // namespace
 
 template <class T>
 Tensor<T> relu(const Tensor<T>& a, CallSite where) {
   detail::require_defined(a, "relu", "a");
   // NaN passes through (as PyTorch) so anomaly mode still sees it. y > 0 exactly where x > 0 and
-  // y is NaN exactly where x is, so the output is all the backward needs: the gradient passes
-  // where y > 0 or y is NaN (PyTorch 1.13's threshold_backward keeps it where !(x <= 0)), and is
-  // 0 at x == 0.
+  // y is NaN exactly where x is, so the output is all the backward needs.
   const auto forward = [](T x) { return x > T(0) || std::isnan(x) ? x : T(0); };
   return make_result("relu", where, map_elements(a.value(), forward), should_record(a),
-                     [a](const xt::xarray<T>& g, const xt::xarray<T>& y) {
-                       accumulate(a, scale_by(g, y, [](T v) { return v <= T(0) ? T(0) : T(1); }));
-                     });
+                     [a](const Tensor<T>& g, const Tensor<T>& y) { accumulate(a, relu_backward(g, y)); });
 }
 
 template <class T>
@@ -90,21 +149,15 @@ Tensor<T> sigmoid(const Tensor<T>& a, CallSite where) {
     const T e = std::exp(x);
     return e / (T(1) + e);
   };
-  // dy/dx = y (1 - y).
   return make_result("sigmoid", where, map_elements(a.value(), forward), should_record(a),
-                     [a](const xt::xarray<T>& g, const xt::xarray<T>& y) {
-                       accumulate(a, scale_by(g, y, [](T v) { return v * (T(1) - v); }));
-                     });
+                     [a](const Tensor<T>& g, const Tensor<T>& y) { accumulate(a, sigmoid_backward(g, y)); });
 }
 
 template <class T>
 Tensor<T> tanh(const Tensor<T>& a, CallSite where) {
   detail::require_defined(a, "tanh", "a");
-  // dy/dx = 1 - y^2.
   return make_result("tanh", where, map_elements(a.value(), [](T x) { return std::tanh(x); }), should_record(a),
-                     [a](const xt::xarray<T>& g, const xt::xarray<T>& y) {
-                       accumulate(a, scale_by(g, y, [](T v) { return T(1) - v * v; }));
-                     });
+                     [a](const Tensor<T>& g, const Tensor<T>& y) { accumulate(a, tanh_backward(g, y)); });
 }
 
 template <class T>
@@ -113,9 +166,10 @@ Tensor<T> gelu(const Tensor<T>& a, GeluApproximation approximate, CallSite where
   const bool use_tanh = approximate == GeluApproximation::Tanh;
   xt::xarray<T> y = use_tanh ? map_elements(a.value(), gelu_tanh<T>) : map_elements(a.value(), gelu_erf<T>);
   // The derivative needs x, which the handle `a` already holds.
-  return make_result("gelu", where, std::move(y), should_record(a), [a, use_tanh](const xt::xarray<T>& g, const xt::xarray<T>&) {
-    accumulate(a, use_tanh ? scale_by(g, a.value(), gelu_tanh_grad<T>) : scale_by(g, a.value(), gelu_erf_grad<T>));
-  });
+  return make_result("gelu", where, std::move(y), should_record(a),
+                     [a, use_tanh](const Tensor<T>& g, const Tensor<T>&) {
+                       accumulate(a, gelu_backward(g, a, use_tanh));
+                     });
 }
 
 #define TAPEGRAD_INSTANTIATE_ACTIVATION(T)      \

@@ -1,6 +1,8 @@
 #pragma once
 // Activations, elementwise: the output has the input's shape. The backward of relu, sigmoid and
-// tanh reads only the saved output; gelu's reads the input.
+// tanh reads only the saved output; gelu's reads the input. Each backward is an op of its own (one
+// fused pass) that differentiates again under create_graph, by the second derivatives:
+// relu'' = 0, sigmoid'' = y (1 - y) (1 - 2y), tanh'' = -2 y (1 - y^2), gelu'' below.
 
 #include "autograd/tensor.h"
 
@@ -19,6 +21,7 @@ enum class GeluApproximation { None, Tanh };
 //                   d/dx = Phi(x) + x exp(-x^2 / 2) / sqrt(2 pi).
 //   Tanh:           y = x (1 + tanh u) / 2,  u = sqrt(2/pi) (x + 0.044715 x^3);
 //                   d/dx = (1 + t) / 2 + x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2) / 2, t = tanh u.
+//   d2/dx2: None: exp(-x^2 / 2) (2 - x^2) / sqrt(2 pi);  Tanh: (1 - t^2) (u' + x u'' / 2 - x t u'^2).
 template <class T> Tensor<T> gelu(const Tensor<T>& a, GeluApproximation approximate = GeluApproximation::None,
     CallSite where = std::source_location::current());
 

@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <type_traits>
 
@@ -46,6 +47,35 @@ void select_into(std::size_t n, const bool* mask, T value, const T* x, T* out) {
   });
 }
 
+// a with value where the mask (at a's shape) is true. Its backward fills the gradient with 0
+// where the mask is true: this op again, sharing the mask, and so at every order (it is linear).
+template <class T>
+Tensor<T> fill_where(const Tensor<T>& a, std::shared_ptr<const Mask> mask, T value,
+                     CallSite where = std::source_location::current()) {
+  auto y = xt::xarray<T>::from_shape(a.shape());
+  select_into(y.size(), mask->data(), value, a.value().data(), y.data());
+  return make_result("masked_fill", where, std::move(y), should_record(a, value),
+                     [a, mask = std::move(mask)](const Tensor<T>& g, const Tensor<T>&) {
+                       accumulate(a, fill_where(g, mask, T(0)));
+                     });
+}
+
+// dropout's backward, g scaled where keep is true and 0 elsewhere; linear in g, so its own
+// backward is itself.
+template <class T>
+Tensor<T> dropout_backward(const Tensor<T>& g, std::shared_ptr<const Mask> keep, T scale,
+                           CallSite where = std::source_location::current()) {
+  auto dx = xt::xarray<T>::from_shape(g.shape());
+  const bool* k = keep->data();
+  const T* pg = g.value().data();
+  T* pd = dx.data();
+  for_each_element(dx.size(), [&](std::size_t i) { pd[i] = k[i] ? pg[i] * scale : T(0); });
+  return make_result("dropout_backward", where, std::move(dx), should_record(g),
+                     [g, keep = std::move(keep), scale](const Tensor<T>& gg, const Tensor<T>&) {
+                       accumulate(g, dropout_backward(gg, keep, scale));
+                     });
+}
+
 }  // namespace
 
 template <class T>
@@ -60,14 +90,7 @@ Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, T value, CallSite wh
   // The backward needs the mask at full size; materialise it once (one strided copy; xtensor's
   // broadcast assignment took longer than the fill itself) and save it.
   Mask full = mask_shape == shape ? mask : kernels::broadcast_copy(mask.data(), mask_shape, shape);
-  auto y = xt::xarray<T>::from_shape(shape);
-  select_into(y.size(), full.data(), value, a.value().data(), y.data());
-  return make_result("masked_fill", where, std::move(y), should_record(a, value),
-                     [a, full = std::move(full)](const xt::xarray<T>& g, const xt::xarray<T>&) {
-                       auto dx = xt::xarray<T>::from_shape(g.shape());
-                       select_into(dx.size(), full.data(), T(0), g.data(), dx.data());
-                       accumulate(a, std::move(dx));
-                     });
+  return fill_where(a, std::make_shared<const Mask>(std::move(full)), value, where);
 }
 
 template <class T>
@@ -81,7 +104,7 @@ Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen, C
   if (!(p >= 0.0 && p < 1.0)) throw ValueError("dropout: p must be in [0, 1), got p = " + std::to_string(p));
   if (!training || p == 0.0) {
     return make_result("dropout", where, xt::xarray<T>(a.value()), should_record(a),
-                       [a](const xt::xarray<T>& g, const xt::xarray<T>&) { accumulate(a, xt::xarray<T>(g)); });
+                       [a](const Tensor<T>& g, const Tensor<T>&) { accumulate(a, g); });
   }
   const T scale = static_cast<T>(1.0 / (1.0 - p));
   auto y = xt::xarray<T>::from_shape(a.shape());
@@ -95,13 +118,8 @@ Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen, C
     out[i] = k[i] ? x[i] * scale : T(0);
   });
   return make_result("dropout", where, std::move(y), should_record(a),
-                     [a, keep = std::move(keep), scale](const xt::xarray<T>& g, const xt::xarray<T>&) {
-                       auto dx = xt::xarray<T>::from_shape(g.shape());
-                       const bool* k = keep.data();
-                       const T* pg = g.data();
-                       T* pd = dx.data();
-                       for_each_element(dx.size(), [&](std::size_t i) { pd[i] = k[i] ? pg[i] * scale : T(0); });
-                       accumulate(a, std::move(dx));
+                     [a, kept = std::make_shared<const Mask>(std::move(keep)), scale](const Tensor<T>& g, const Tensor<T>&) {
+                       accumulate(a, dropout_backward(g, kept, scale));
                      });
 }
 

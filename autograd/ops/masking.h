@@ -15,7 +15,8 @@ using Mask = xt::xarray<bool>;
 // (xtensor's `mask == 0` is not elementwise). The mask broadcasts to a's shape (not the other way
 // round): e.g. a [batch, 1, 1, keys] padding mask over [batch, heads, queries, keys] scores;
 // otherwise ShapeError. The uint8 overload treats every nonzero byte as true. The gradient is 0
-// where the output was filled and passes through unchanged elsewhere.
+// where the output was filled and passes through unchanged elsewhere: masked_fill of the gradient
+// with 0, so it differentiates again (create_graph).
 template <class T> Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, T value,
     CallSite where = std::source_location::current());
 template <class T> Tensor<T> masked_fill(const Tensor<T>& a, const xt::xarray<std::uint8_t>& mask, T value,
@@ -25,6 +26,8 @@ template <class T> Tensor<T> masked_fill(const Tensor<T>& a, const xt::xarray<st
 // rest scaled by 1/(1-p); the keep-mask comes from gen (deterministic given its state). Identity
 // (and no draw from gen) when !training or p == 0. ValueError unless 0 <= p < 1. An element is kept
 // when its uniform draw u in [0, 1) from gen (one per element, row-major) satisfies u >= p.
+// The gradient is the same keep-mask and scale applied to the incoming gradient (an op of its own,
+// so it differentiates again).
 template <class T> Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen,
     CallSite where = std::source_location::current());
 

@@ -4,10 +4,14 @@
 #include <limits>
 #include <type_traits>
 
+#include <xtensor/xoperation.hpp>
+
 #include "autograd/detail/checks.h"
 #include "autograd/detail/record.h"
 #include "autograd/kernels/row_kernels.h"
 #include "autograd/kernels/simd_span.h"
+#include "autograd/ops/elementwise.h"
+#include "autograd/ops/reduce.h"
 
 namespace tapegrad {
 
@@ -160,28 +164,77 @@ xt::xarray<T> log_softmax_backward(const xt::xarray<T>& g, const xt::xarray<T>& 
   return dx;
 }
 
+// The softmax axis, normalized, for the formulas' reductions, and its layout for the kernels.
+struct Lanes {
+  Index axis;
+  AxisLayout layout;
+};
+
 template <class T>
-AxisLayout checked_layout(const Tensor<T>& a, Index axis, const char* op) {
+Lanes checked_lanes(const Tensor<T>& a, Index axis, const char* op) {
   detail::require_defined(a, op, "a");
-  return kernels::axis_layout(a.shape(), detail::normalize_axis(axis, a.ndim(), op, a.shape()));
+  const std::size_t normalized = detail::normalize_axis(axis, a.ndim(), op, a.shape());
+  return {static_cast<Index>(normalized), kernels::axis_layout(a.shape(), normalized)};
+}
+
+// The backward ops: their values are the fused kernels above, their formulas (the second
+// derivatives) tapegrad's ops. Sums are over the lane, kept as an axis of size 1.
+
+// dx = y (g - s), s = sum_k g_k y_k. With gg the gradient of dx:
+//   d/dg = y (gg - sum_k gg_k y_k), softmax_backward(gg, y) again;
+//   d/dy = gg (g - s) - g sum_k gg_k y_k.
+template <class T>
+Tensor<T> softmax_backward(const Tensor<T>& g, const Tensor<T>& y, const Lanes& lanes,
+                           CallSite where = std::source_location::current()) {
+  return make_result("softmax_backward", where, softmax_backward(g.value(), y.value(), lanes.layout),
+                     should_record(g, y), [g, y, lanes](const Tensor<T>& gg, const Tensor<T>&) {
+                       if (g.requires_grad()) accumulate(g, softmax_backward(gg, y, lanes));
+                       if (y.requires_grad()) {
+                         const Tensor<T> s = sum(mul(g, y), {lanes.axis}, true);
+                         const Tensor<T> r = sum(mul(gg, y), {lanes.axis}, true);
+                         accumulate(y, sub(mul(gg, sub(g, s)), mul(g, r)));
+                       }
+                     });
+}
+
+// dx = live (g - p sum_k g_k), p = exp(y), live = 0 on a fully masked lane (every y is -inf), else
+// 1. With gg the gradient of dx:
+//   d/dg = live (gg - sum_k gg_k p_k)  (the transposed Jacobian, not log_softmax_backward);
+//   d/dy = -gg p sum_k g_k  (0 on a fully masked lane, where p = 0).
+template <class T>
+Tensor<T> log_softmax_backward(const Tensor<T>& g, const Tensor<T>& y, const Lanes& lanes,
+                               CallSite where = std::source_location::current()) {
+  return make_result("log_softmax_backward", where, log_softmax_backward(g.value(), y.value(), lanes.layout),
+                     should_record(g, y), [g, y, lanes](const Tensor<T>& gg, const Tensor<T>&) {
+                       const Tensor<T> p = exp(y);
+                       if (g.requires_grad()) {
+                         // A constant: a lane's maximum is -inf only on a fully masked lane.
+                         const xt::xarray<T> top = max(y.detach(), {lanes.axis}, true).value();
+                         const Tensor<T> live(xt::xarray<T>(xt::cast<T>(xt::not_equal(top, kNegInf<T>))));
+                         accumulate(g, mul(sub(gg, sum(mul(gg, p), {lanes.axis}, true)), live));
+                       }
+                       if (y.requires_grad()) accumulate(y, mul(mul(neg(gg), p), sum(g, {lanes.axis}, true)));
+                     });
 }
 
 }  // namespace
 
 template <class T>
 Tensor<T> softmax(const Tensor<T>& a, Index axis, CallSite where) {
-  const AxisLayout l = checked_layout(a, axis, "softmax");
-  return make_result(
-      "softmax", where, softmax_forward(a.value(), l), should_record(a),
-      [a, l](const xt::xarray<T>& g, const xt::xarray<T>& y) { accumulate(a, softmax_backward(g, y, l)); });
+  const Lanes lanes = checked_lanes(a, axis, "softmax");
+  return make_result("softmax", where, softmax_forward(a.value(), lanes.layout), should_record(a),
+                     [a, lanes](const Tensor<T>& g, const Tensor<T>& y) {
+                       accumulate(a, softmax_backward(g, y, lanes));
+                     });
 }
 
 template <class T>
 Tensor<T> log_softmax(const Tensor<T>& a, Index axis, CallSite where) {
-  const AxisLayout l = checked_layout(a, axis, "log_softmax");
-  return make_result(
-      "log_softmax", where, log_softmax_forward(a.value(), l), should_record(a),
-      [a, l](const xt::xarray<T>& g, const xt::xarray<T>& y) { accumulate(a, log_softmax_backward(g, y, l)); });
+  const Lanes lanes = checked_lanes(a, axis, "log_softmax");
+  return make_result("log_softmax", where, log_softmax_forward(a.value(), lanes.layout), should_record(a),
+                     [a, lanes](const Tensor<T>& g, const Tensor<T>& y) {
+                       accumulate(a, log_softmax_backward(g, y, lanes));
+                     });
 }
 
 #define TAPEGRAD_INSTANTIATE_SOFTMAX(T)                \

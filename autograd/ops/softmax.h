@@ -5,6 +5,8 @@
 //   log_softmax(x)_i = x_i - m - log(sum_j exp(x_j - m))
 // Backward: softmax dx = y * (g - sum_j g_j y_j); log_softmax dx = g - exp(y) * sum_j g_j. The forward
 // saves only its output. A bad axis is a ValueError naming the op, the axis and the shape.
+// Each backward is a fused op of its own (softmax_backward, log_softmax_backward) whose backward,
+// written with tapegrad's ops, gives the second derivative (create_graph).
 //
 // A row whose entries are all -inf (e.g. attention whose every key is masked) is defined here,
 // where PyTorch gives NaN: softmax gives all zeros and log_softmax all -inf, and the gradient

@@ -28,5 +28,6 @@ std::vector<OpCase> elementwise_cases();
 std::vector<OpCase> reduce_and_shape_cases();
 std::vector<OpCase> linalg_cases();
 std::vector<OpCase> norm_attention_loss_cases();
+std::vector<OpCase> activation_softmax_masking_cases();
 
 }  // namespace tapegrad::testing
