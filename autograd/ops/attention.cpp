@@ -104,7 +104,7 @@ Tensor<T> attention_softmax_backward(const Tensor<T>& g, const Tensor<T>& y,
                        if (!y.requires_grad()) return;
                        const Tensor<T> gy = sum(mul(g, y), {-1}, true), uy = sum(mul(u, y), {-1}, true);
                        Tensor<T> dy = mul(sub(mul(u, sub(g, gy)), mul(g, uy)), scale);
-                       if (std::find(live->begin(), live->end(), 0) != live->end()) {
+                       if (std::find(live->begin(), live->end(), 0) != live->end()) {  // dx is 0 there, whatever y
                          Shape rows = y.shape();
                          rows.back() = 1;
                          xt::xarray<T> keep = xt::xarray<T>::from_shape(rows);
