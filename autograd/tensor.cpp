@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 
+#include <tbb/scalable_allocator.h>
 #include <tbb/task_arena.h>
 #include <xtensor/xbuilder.hpp>
 
@@ -139,10 +140,24 @@ std::shared_ptr<Node<T>> checked(const std::shared_ptr<Node<T>>& node, const cha
   }
   return node;
 }
+
+// Nodes (about 900 bytes with their count block, made and freed by the thousand in every step)
+// come from TBB's scalable allocator, in slabs of their own. From glibc's heap they would land in
+// the holes the large buffers leave (malloc_policy.h keeps those buffers in the heap) and split
+// them, so the heap outgrows its peak use: measured on the paper-size training step, 10 MiB of
+// peak RSS over 393 MiB of peak heap. Under AddressSanitizer they stay with malloc, which ASan checks.
+template <class T>
+std::shared_ptr<Node<T>> make_node(xt::xarray<T>&& value) {
+#ifdef TAPEGRAD_UNDER_ASAN
+  return std::make_shared<Node<T>>(std::move(value));
+#else
+  return std::allocate_shared<Node<T>>(tbb::scalable_allocator<Node<T>>(), std::move(value));
+#endif
+}
 }  // namespace
 
 template <class T>
-Tensor<T>::Tensor(xt::xarray<T> value, bool requires_grad) : node_(std::make_shared<Node<T>>(std::move(value))) {
+Tensor<T>::Tensor(xt::xarray<T> value, bool requires_grad) : node_(make_node(std::move(value))) {
   node_->requires_grad = requires_grad;
 }
 
