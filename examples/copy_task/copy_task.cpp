@@ -42,15 +42,28 @@ Batch make_batch(const IndexArray& data) {
   return out;
 }
 
-Tensor<float> batch_loss(nn::transformer::Transformer<float>& model, const Batch& batch, double label_smoothing) {
-  const Tensor<float> out = model.forward(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask);
-  const Tensor<float> log_probs = model.generator(out);
+template <class T>
+std::unique_ptr<nn::transformer::Transformer<T>> make_model(const Config& config, Generator& gen) {
+  return std::make_unique<nn::transformer::Transformer<T>>(config.vocab, config.vocab, config.seq_len, kPad,
+                                                           config.d_model, config.layers, config.d_ff, config.heads,
+                                                           config.dropout, 1e-5, gen);
+}
+
+template <class T>
+Tensor<T> batch_loss(nn::transformer::Transformer<T>& model, const Batch& batch, double label_smoothing) {
+  const Tensor<T> out = model.forward(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask);
+  const Tensor<T> log_probs = model.generator(out);
   // The generator gives log-probabilities; cross_entropy's log_softmax leaves them unchanged.
-  const Tensor<float> flat = reshape(log_probs, {-1, static_cast<Index>(log_probs.shape()[2])});
+  const Tensor<T> flat = reshape(log_probs, {-1, static_cast<Index>(log_probs.shape()[2])});
   IndexArray targets = batch.tgt_out;
   targets.reshape({targets.size()});
   return cross_entropy(flat, targets, {.ignore_index = kPad, .label_smoothing = label_smoothing});
 }
+
+template std::unique_ptr<nn::transformer::Transformer<float>> make_model(const Config&, Generator&);
+template std::unique_ptr<nn::transformer::Transformer<double>> make_model(const Config&, Generator&);
+template Tensor<float> batch_loss(nn::transformer::Transformer<float>&, const Batch&, double);
+template Tensor<double> batch_loss(nn::transformer::Transformer<double>&, const Batch&, double);
 
 IndexArray greedy_decode(nn::transformer::Transformer<float>& model, const IndexArray& src, std::size_t max_len) {
   const std::size_t batch = src.shape()[0];
@@ -78,9 +91,7 @@ IndexArray greedy_decode(nn::transformer::Transformer<float>& model, const Index
 Trainer::Trainer(const Config& config)
     : config_(config), init_gen_(config.seed), data_gen_(config.seed + 0x9E3779B97F4A7C15ull) {
   check_fits_in_memory(config);  // before allocating: a model too large is named, not a bad_alloc
-  model_ = std::make_unique<nn::transformer::Transformer<float>>(
-      config.vocab, config.vocab, config.seq_len, kPad, config.d_model, config.layers, config.d_ff, config.heads,
-      config.dropout, 1e-5, init_gen_);
+  model_ = make_model<float>(config, init_gen_);
   optimizer_ = std::make_unique<optim::Adam<float>>(
       model_->named_parameters(), optim::AdamOptions{.lr = kBaseLr, .betas = {0.9, 0.98}, .eps = 1e-9});
   reset_schedule(0);

@@ -44,9 +44,15 @@ struct Batch {
 };
 Batch make_batch(const IndexArray& data);
 
+// The copy task's model for `config` (vocab, seq_len, d_model, layers, d_ff, heads, dropout),
+// initialised from gen. The Trainer trains it in float; tests check its derivatives in double.
+template <class T>
+std::unique_ptr<nn::transformer::Transformer<T>> make_model(const Config& config, Generator& gen);
+
 // The training loss of one batch: mean cross-entropy over the non-pad target tokens (recorded
 // when a tape is alive).
-Tensor<float> batch_loss(nn::transformer::Transformer<float>& model, const Batch& batch, double label_smoothing = 0.0);
+template <class T>
+Tensor<T> batch_loss(nn::transformer::Transformer<T>& model, const Batch& batch, double label_smoothing = 0.0);
 
 // Greedy decoding from the start symbol, all sequences of src at once: [B, max_len].
 IndexArray greedy_decode(nn::transformer::Transformer<float>& model, const IndexArray& src, std::size_t max_len);

@@ -4,6 +4,7 @@
 // Each op family lists its cases in its own file here (higher_order/<family>_cases.cpp); cover
 // several shapes, broadcast and masked forms, and every differentiable argument.
 #include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,9 @@ struct OpCase {
   GradcheckOptions options = {};                       // looser only with a stated reason
 };
 
+// gtest prints a failing case by its name (not as the bytes of the struct).
+inline void PrintTo(const OpCase& c, std::ostream* os) { *os << c.name; }
+
 // A leaf of `shape` with uniform values in [low, high) from its own seed, requiring a gradient.
 Tensor<double> leaf(const Shape& shape, std::uint64_t seed, double low = -1.0, double high = 1.0);
 // The same, not requiring a gradient (an input held constant).
@@ -29,5 +33,7 @@ std::vector<OpCase> reduce_and_shape_cases();
 std::vector<OpCase> linalg_cases();
 std::vector<OpCase> norm_attention_loss_cases();
 std::vector<OpCase> activation_softmax_masking_cases();
+// Every nn module, its inputs followed by all its parameters (module_cases.cpp).
+std::vector<OpCase> module_cases();
 
 }  // namespace tapegrad::testing
