@@ -45,6 +45,18 @@ Tensor<T> inner_product(const std::vector<Tensor<T>>& a, const std::vector<Tenso
   return total;
 }
 
+// tape.gradient, or zeros when the target is a constant: a derivative that does not depend on the
+// sources is 0 (J^T w of an op whose derivative is 0, such as sign; the gradient of an f at most
+// linear in its inputs), where gradient() would refuse a target that needs no gradient.
+template <class T>
+std::vector<Tensor<T>> gradient_or_zeros(GradientTape& tape, const Tensor<T>& target, const std::vector<Tensor<T>>& sources,
+                                         bool create_graph) {
+  if (target.requires_grad()) return tape.gradient(target, sources, {.create_graph = create_graph});
+  std::vector<Tensor<T>> zeros;
+  for (const auto& s : sources) zeros.push_back(Tensor<T>::zeros(s.shape()));
+  return zeros;
+}
+
 }  // namespace
 
 template <class T>
@@ -76,7 +88,7 @@ ValueAndDerivative<T> jvp(const TensorFunction<T>& f, const std::vector<Tensor<T
   Tensor<T> out = evaluate("jvp", f, inputs);
   const Tensor<T> w = Tensor<T>::zeros(out.shape(), /*requires_grad=*/true);
   const std::vector<Tensor<T>> jt_w = tape.gradient(sum(mul(out, w)), inputs, {.create_graph = true});
-  std::vector<Tensor<T>> j_u = tape.gradient(inner_product(jt_w, tangents), {w}, {.create_graph = options.create_graph});
+  std::vector<Tensor<T>> j_u = gradient_or_zeros(tape, inner_product(jt_w, tangents), {w}, options.create_graph);
   return {std::move(out), std::move(j_u)};
 }
 
@@ -87,7 +99,7 @@ std::vector<Tensor<T>> hessian_vector_product(const TensorFunction<T>& f, const 
   GradientTape tape;
   const Tensor<T> out = evaluate("hessian_vector_product", f, inputs);
   const std::vector<Tensor<T>> g = tape.gradient(out, inputs, {.create_graph = true});
-  return tape.gradient(inner_product(g, v), inputs, {.create_graph = options.create_graph});
+  return gradient_or_zeros(tape, inner_product(g, v), inputs, options.create_graph);
 }
 
 #define TAPEGRAD_INSTANTIATE_FUNCTIONAL(T)                                                                      \

@@ -13,6 +13,8 @@
 // placeholder of f's output shape, J^T w is computed with create_graph, and J u is the gradient
 // of <J^T w, u> with respect to w (it is linear in w, so w's value does not matter). It costs two
 // backward walks and needs every op on the path to have a differentiable backward.
+// A derivative that is identically 0 comes back as zeros: jvp through an op whose derivative is 0
+// (sign), and hessian_vector_product of an f at most linear in its inputs.
 #include <functional>
 #include <vector>
 

@@ -8,6 +8,7 @@
 #include "autograd/ops/loss.h"
 #include "autograd/ops/masking.h"
 #include "autograd/ops/normalization.h"
+#include "autograd/ops/pointwise.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/shape.h"
 #include "autograd/ops/softmax.h"

@@ -10,7 +10,7 @@
 
 #include "autograd/detail/checks.h"
 #include "autograd/detail/walk.h"
-#include "autograd/kernels/row_kernels.h"
+#include "autograd/kernels/map.h"
 #include "autograd/malloc_policy.h"
 
 namespace tapegrad {
@@ -24,12 +24,8 @@ namespace {
 // lock, so the work is isolated: this thread never picks up another task that could wait for it.
 template <class T>
 void add_into(xt::xarray<T>& acc, const xt::xarray<T>& add) {
-  T* out = acc.data();
-  const T* in = add.data();
   tbb::this_task_arena::isolate([&] {
-    kernels::parallel_items(add.size(), 1, [out, in](std::size_t begin, std::size_t end) {
-      for (std::size_t i = begin; i < end; ++i) out[i] += in[i];
-    });
+    kernels::map(add.size(), acc.data(), add.data(), acc.data(), [](auto a, auto b) { return a + b; });
   });
 }
 }  // namespace

@@ -26,8 +26,8 @@ namespace {
 
 std::vector<OpCase> all_cases() {
   std::vector<OpCase> all;
-  for (auto family : {elementwise_cases, reduce_and_shape_cases, linalg_cases, norm_attention_loss_cases,
-                      activation_softmax_masking_cases, module_cases}) {
+  for (auto family : {elementwise_cases, pointwise_cases, reduce_and_shape_cases, linalg_cases,
+                      norm_attention_loss_cases, activation_softmax_masking_cases, module_cases}) {
     for (auto& c : family()) all.push_back(std::move(c));
   }
   return all;
@@ -167,6 +167,18 @@ TEST(HigherOrder, HessianVectorProductMatchesDifferencesOfTheGradient) {
     const xt::xarray<double> numeric = (plus[i].value() - minus[i].value()) / (2 * h);
     EXPECT_TRUE(xt::allclose(hv[i].value(), numeric, 1e-6, 1e-8)) << "input " << i;
   }
+}
+
+TEST(HigherOrder, IdenticallyZeroDerivativesComeBackAsZeros) {
+  // f linear in x: H = 0. sign: J = 0, so J u = 0 whatever u.
+  const TensorFunction<double> linear = [](const std::vector<Tensor<double>>& p) { return sum(mul(p[0], 3.0)); };
+  const Tensor<double> x = leaf({2, 3}, 405);
+  const auto hv = hessian_vector_product(linear, {x}, {constant({2, 3}, 406)});
+  EXPECT_EQ(hv[0].value(), xt::xarray<double>(xt::zeros<double>({2, 3})));
+  const TensorFunction<double> step = [](const std::vector<Tensor<double>>& p) { return sign(p[0]); };
+  const auto [y, j_u] = jvp(step, {x}, {constant({2, 3}, 407)});
+  EXPECT_EQ(y.value(), sign(x).value());
+  EXPECT_EQ(j_u[0].value(), xt::xarray<double>(xt::zeros<double>({2, 3})));
 }
 
 TEST(HigherOrder, AGradientPenaltyDifferentiatesThroughTheRecordedGradient) {

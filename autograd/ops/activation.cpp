@@ -5,7 +5,7 @@
 
 #include "autograd/detail/checks.h"
 #include "autograd/detail/record.h"
-#include "autograd/kernels/row_kernels.h"
+#include "autograd/kernels/map.h"
 #include "autograd/ops/elementwise.h"
 
 namespace tapegrad {
@@ -16,15 +16,11 @@ using detail::accumulate;
 using detail::make_result;
 using detail::should_record;
 
-// out[i] = f(x[i]), in parallel blocks over the flat storage.
+// out[i] = f(x[i]) (f on one T).
 template <class T, class F>
 xt::xarray<T> map_elements(const xt::xarray<T>& x, F f) {
   xt::xarray<T> out = xt::xarray<T>::from_shape(x.shape());
-  const T* xv = x.data();
-  T* ov = out.data();
-  kernels::parallel_items(x.size(), 1, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t i = begin; i < end; ++i) ov[i] = f(xv[i]);
-  });
+  kernels::map(x.size(), x.data(), out.data(), f);
   return out;
 }
 
@@ -33,12 +29,7 @@ xt::xarray<T> map_elements(const xt::xarray<T>& x, F f) {
 template <class T, class F>
 xt::xarray<T> scale_by(const xt::xarray<T>& g, const xt::xarray<T>& v, F f) {
   xt::xarray<T> out = xt::xarray<T>::from_shape(g.shape());
-  const T* gv = g.data();
-  const T* vv = v.data();
-  T* ov = out.data();
-  kernels::parallel_items(g.size(), 1, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t i = begin; i < end; ++i) ov[i] = gv[i] * f(vv[i]);
-  });
+  kernels::map(g.size(), g.data(), v.data(), out.data(), [f](T gi, T vi) { return gi * f(vi); });
   return out;
 }
 

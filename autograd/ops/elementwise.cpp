@@ -116,47 +116,6 @@ Tensor<T> pow(const Tensor<T>& a, Scalar<T> exponent, CallSite where) {
                      });
 }
 
-template <class T>
-Tensor<T> neg(const Tensor<T>& a, CallSite where) {
-  detail::require_defined(a, "neg", "a");
-  return make_result("neg", where, xt::xarray<T>(-a.value()), should_record(a),
-                     [a](const Tensor<T>& g, const Tensor<T>&) { accumulate(a, neg(g)); });
-}
-
-template <class T>
-Tensor<T> exp(const Tensor<T>& a, CallSite where) {
-  detail::require_defined(a, "exp", "a");
-  return make_result("exp", where, xt::xarray<T>(xt::exp(a.value())), should_record(a),
-                     [a](const Tensor<T>& g, const Tensor<T>& y) { accumulate(a, mul(g, y)); });
-}
-
-template <class T>
-Tensor<T> log(const Tensor<T>& a, CallSite where) {
-  detail::require_defined(a, "log", "a");
-  return make_result("log", where, xt::xarray<T>(xt::log(a.value())), should_record(a),
-                     [a](const Tensor<T>& g, const Tensor<T>&) { accumulate(a, div(g, a)); });
-}
-
-template <class T>
-Tensor<T> sqrt(const Tensor<T>& a, CallSite where) {
-  detail::require_defined(a, "sqrt", "a");
-  return make_result("sqrt", where, xt::xarray<T>(xt::sqrt(a.value())), should_record(a),
-                     [a](const Tensor<T>& g, const Tensor<T>& y) { accumulate(a, div(g, mul(y, T(2)))); });
-}
-
-template <class T>
-Tensor<T> abs(const Tensor<T>& a, CallSite where) {
-  detail::require_defined(a, "abs", "a");
-  // d|x|/dx = sign(x) = [x > 0] - [x < 0]: 0 at x == 0 and at a NaN x, as PyTorch 1.13's sgn
-  // (xt::sign gives NaN there). A step function: its own derivative is 0, so it is a constant.
-  return make_result("abs", where, xt::xarray<T>(xt::abs(a.value())), should_record(a),
-                     [a](const Tensor<T>& g, const Tensor<T>&) {
-                       const auto& x = a.value();
-                       const Tensor<T> sign(xt::xarray<T>(xt::cast<T>(x > T(0)) - xt::cast<T>(x < T(0))));
-                       accumulate(a, mul(g, sign));
-                     });
-}
-
 template <class To, class From>
 Tensor<To> cast(const Tensor<From>& a, CallSite where) {
   detail::require_defined(a, "cast", "a");
@@ -180,12 +139,7 @@ Tensor<U> Tensor<T>::to(CallSite where) const {
   template Tensor<T> mul(const Tensor<T>&, Scalar<T>, CallSite);               \
   template Tensor<T> rsub(const Tensor<T>&, Scalar<T>, CallSite);              \
   template Tensor<T> rdiv(const Tensor<T>&, Scalar<T>, CallSite);              \
-  template Tensor<T> pow(const Tensor<T>&, Scalar<T>, CallSite);               \
-  template Tensor<T> neg(const Tensor<T>&, CallSite);                          \
-  template Tensor<T> exp(const Tensor<T>&, CallSite);                          \
-  template Tensor<T> log(const Tensor<T>&, CallSite);                          \
-  template Tensor<T> sqrt(const Tensor<T>&, CallSite);                         \
-  template Tensor<T> abs(const Tensor<T>&, CallSite);
+  template Tensor<T> pow(const Tensor<T>&, Scalar<T>, CallSite);
 TAPEGRAD_INSTANTIATE_ELEMENTWISE(float)
 TAPEGRAD_INSTANTIATE_ELEMENTWISE(double)
 

@@ -5,6 +5,7 @@
 #include "autograd/source_location.h"
 #include <type_traits>
 
+#include "autograd/ops/pointwise.h"  // neg, exp, log, ...: the unary ops, one table
 #include "autograd/tensor.h"
 
 namespace tapegrad {
@@ -34,12 +35,6 @@ template <class T> Tensor<T> rdiv(const Tensor<T>& a, Scalar<T> s,
     CallSite where = std::source_location::current());
 template <class T> Tensor<T> pow(const Tensor<T>& a, Scalar<T> exponent,
     CallSite where = std::source_location::current());
-
-template <class T> Tensor<T> neg(const Tensor<T>& a, CallSite where = std::source_location::current());
-template <class T> Tensor<T> exp(const Tensor<T>& a, CallSite where = std::source_location::current());
-template <class T> Tensor<T> log(const Tensor<T>& a, CallSite where = std::source_location::current());
-template <class T> Tensor<T> sqrt(const Tensor<T>& a, CallSite where = std::source_location::current());
-template <class T> Tensor<T> abs(const Tensor<T>& a, CallSite where = std::source_location::current());
 
 // Differentiable element-type conversion (what Tensor<T>::to<U>() calls).
 template <class To, class From> Tensor<To> cast(const Tensor<From>& a,

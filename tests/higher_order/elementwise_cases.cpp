@@ -25,11 +25,6 @@ std::vector<OpCase> elementwise_cases() {
       {"rdiv_scalar", [](const V& x) { return rdiv(x[0], 2.0); }, [] { return V{leaf({2, 3}, 21, 0.5, 2.0)}; }},
       {"pow_scalar", [](const V& x) { return pow(x[0], 3.0); }, [] { return V{leaf({2, 3}, 22)}; }},
       {"pow_scalar_fractional", [](const V& x) { return pow(x[0], 0.5); }, [] { return V{leaf({4}, 23, 0.5, 2.0)}; }},
-      {"neg", [](const V& x) { return neg(x[0]); }, [] { return V{leaf({3}, 24)}; }},
-      {"exp", [](const V& x) { return exp(x[0]); }, [] { return V{leaf({2, 3}, 25)}; }},
-      {"log", [](const V& x) { return log(x[0]); }, [] { return V{leaf({2, 3}, 26, 0.5, 2.0)}; }},
-      {"sqrt", [](const V& x) { return sqrt(x[0]); }, [] { return V{leaf({2, 3}, 27, 0.5, 2.0)}; }},
-      {"abs", [](const V& x) { return abs(x[0]); }, [] { return V{leaf({2, 3}, 28)}; }},
       {"abs_of_product", [](const V& x) { return abs(mul(x[0], x[1])); }, [] { return V{leaf({4}, 29), leaf({4}, 30)}; }},
       {"cast_identity", [](const V& x) { return mul(x[0].to<double>(), x[0]); }, [] { return V{leaf({3}, 31)}; }},
   };

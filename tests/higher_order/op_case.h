@@ -29,6 +29,7 @@ Tensor<double> leaf(const Shape& shape, std::uint64_t seed, double low = -1.0, d
 Tensor<double> constant(const Shape& shape, std::uint64_t seed, double low = -1.0, double high = 1.0);
 
 std::vector<OpCase> elementwise_cases();
+std::vector<OpCase> pointwise_cases();
 std::vector<OpCase> reduce_and_shape_cases();
 std::vector<OpCase> linalg_cases();
 std::vector<OpCase> norm_attention_loss_cases();

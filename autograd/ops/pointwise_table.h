@@ -1,0 +1,32 @@
+#pragma once
+// The pointwise unary ops, one row each: adding a row declares the op (autograd/ops/pointwise.h),
+// defines and instantiates it (pointwise.cpp) and puts it under the tests of every op
+// (tests/test_pointwise.cpp: forward against the reference at every tail length and thread count;
+// tests/higher_order/pointwise_cases.cpp: gradcheck, gradgradcheck, bit-identity, jvp). As
+// PyTorch's derivatives.yaml and tinygrad's gradient table, a row is the op's whole definition:
+//
+//   OP(name, forward, reference, derivative, domain)
+//   - forward:    y from x, elementwise. x is a T or an xsimd batch of T (kernels/map.h), so use
+//                 xsimd's functions (they take both), T(...) constants and kernels::simd::select.
+//   - reference:  the same on one T with the standard library, which the tests compare against.
+//   - derivative: dL/dx from the tensors g (dL/dy), x and y, written with tapegrad's ops: under
+//                 create_graph it is recorded and differentiated again.
+//   - domain:     where the op is differentiable, which the tests draw inputs from: any (-2, 2),
+//                 positive (0.1, 2), above_minus_one (-0.9, 2), nonzero (0.1, 2) with either sign.
+//
+// `sign` is 0 at 0 and at NaN (as PyTorch's sgn), so abs's derivative is too.
+#define TAPEGRAD_UNARY_OPS(OP)                                                                               \
+  OP(neg, -x, -x, neg(g), any)                                                                               \
+  OP(exp, xsimd::exp(x), std::exp(x), mul(g, y), any)                                                        \
+  OP(expm1, xsimd::expm1(x), std::expm1(x), add(mul(g, y), g), any)                                          \
+  OP(log, xsimd::log(x), std::log(x), div(g, x), positive)                                                   \
+  OP(log1p, xsimd::log1p(x), std::log1p(x), div(g, add(x, T(1))), above_minus_one)                           \
+  OP(sqrt, xsimd::sqrt(x), std::sqrt(x), div(g, mul(y, T(2))), positive)                                     \
+  OP(rsqrt, T(1) / xsimd::sqrt(x), T(1) / std::sqrt(x), mul(g, mul(mul(y, mul(y, y)), T(-0.5))), positive)   \
+  OP(reciprocal, T(1) / x, T(1) / x, neg(mul(g, mul(y, y))), nonzero)                                        \
+  OP(sin, xsimd::sin(x), std::sin(x), mul(g, cos(x)), any)                                                   \
+  OP(cos, xsimd::cos(x), std::cos(x), neg(mul(g, sin(x))), any)                                              \
+  OP(abs, xsimd::abs(x), std::abs(x), mul(g, sign(x)), nonzero)                                              \
+  OP(sign, kernels::simd::select(x > T(0), decltype(x)(1), decltype(x)(0)) -                                 \
+               kernels::simd::select(x < T(0), decltype(x)(1), decltype(x)(0)),                              \
+     T(x > T(0)) - T(x < T(0)), Tensor<T>::zeros(g.shape()), nonzero)
