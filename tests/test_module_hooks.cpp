@@ -1,8 +1,9 @@
-// Module hooks (nn/module.h) on the modules with several inputs: the three attention families, the
-// Transformer's layers and stacks and the Transformer itself. What a forward hook sees and what
-// its replacement reaches, what an output-gradient hook sees and what its replacement changes,
-// order and removal, hooks of children running inside their parents, bad input, and the cost of
-// a call with no hooks. tests/test_hooks.cpp covers the one-input modules.
+// Module hooks (nn/module.h) on the modules with several inputs: the three multi-head attention
+// families and both scaled-dot-product attention modules, the Transformer's layers and stacks and
+// the Transformer itself. What a forward hook sees and what its replacement reaches, what an
+// output-gradient hook sees and what its replacement changes, order and removal, hooks of children
+// running inside their parents, bad input, and the cost of a call with no hooks.
+// tests/test_hooks.cpp covers the one-input modules.
 #include <functional>
 #include <map>
 #include <memory>
@@ -28,7 +29,8 @@ using testing::throws_with;
 using Hook = nn::Module<double>::ForwardHook;
 using Grads = std::vector<xt::xarray<double>>;
 
-// One attention family called the same way as the others: out(q, k, v) is its output tensor.
+// One attention module called the same way as the others: out(q, k, v) is its output tensor. The
+// three multi-head attention families, and the two scaled-dot-product attention modules.
 struct AttentionCase {
   std::string family;
   std::shared_ptr<nn::Module<double>> module;
@@ -40,12 +42,19 @@ std::vector<AttentionCase> attention_cases(Generator& gen) {
   auto batch_first = std::make_shared<nn::mha::MultiHeadAttention<double>>(8, 2, gen, /*dropout=*/0.0);
   auto labml = std::make_shared<nn::labml::MultiHeadAttention<double>>(2, 8, gen, /*dropout_prob=*/0.0);
   auto seed004 = std::make_shared<tf::MultiHeadAttention<double>>(8, 2, gen);
+  auto batch_first_sdpa = std::make_shared<nn::mha::ScaledDotProductAttention<double>>(gen, /*dropout=*/0.0);
+  auto seed004_sdpa = std::make_shared<tf::ScaledDotProductAttention<double>>(8);
   return {
       {"nn::mha", batch_first, [batch_first](auto& q, auto& k, auto& v) { return (*batch_first)(q, k, v).output; },
        {2, 3, 8}, {2, 5, 8}},
       {"nn::labml", labml, [labml](auto& q, auto& k, auto& v) { return (*labml)(q, k, v); }, {3, 2, 8}, {5, 2, 8}},
       {"nn::transformer", seed004, [seed004](auto& q, auto& k, auto& v) { return (*seed004)(q, k, v); }, {2, 3, 8},
        {2, 5, 8}},
+      {"nn::mha sdpa", batch_first_sdpa,
+       [batch_first_sdpa](auto& q, auto& k, auto& v) { return (*batch_first_sdpa)(q, k, v).output; }, {2, 3, 8},
+       {2, 5, 8}},
+      {"nn::transformer sdpa", seed004_sdpa, [seed004_sdpa](auto& q, auto& k, auto& v) { return (*seed004_sdpa)(q, k, v); },
+       {2, 3, 8}, {2, 5, 8}},
   };
 }
 
@@ -338,7 +347,7 @@ TEST(ModuleHook, EmptyHooksUnknownIdsAndMisshapedReplacementsAreErrorsNamingTheM
       return std::optional<Tensor<double>>(Tensor<double>::ones({1}));
     });
     EXPECT_TRUE(throws_with<ShapeError>([&] { c.out(q, k, v); },
-                                        {"MultiHeadAttention: forward hook 1", "of shape [1]",
+                                        {c.module->type_name() + ": forward hook 1", "of shape [1]",
                                          "output of shape " + format_shape(c.query_shape), "must have the output's shape"}));
     c.module->remove_hook(id);
   }
