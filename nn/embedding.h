@@ -17,7 +17,8 @@ class Embedding : public Module<T> {
 
   std::string type_name() const override { return "Embedding"; }
   Tensor<T> forward(const IndexArray& indices);
-  Tensor<T> operator()(const IndexArray& indices) { return forward(indices); }
+  // forward, then the hooks (nn/module.h), which see no inputs (indices are not tensors).
+  Tensor<T> operator()(const IndexArray& indices) { return this->run_hooks(forward(indices)); }
 
   const Tensor<T>& weight() const { return weight_; }
   std::optional<Index> padding_idx() const { return padding_idx_; }

@@ -1,11 +1,20 @@
 #include "nn/module.h"
 
 #include <algorithm>
+#include <atomic>
 #include <unordered_map>
+
+#include "autograd/ops/elementwise.h"
 
 namespace tapegrad::nn {
 
 namespace {
+
+// Unique across modules and types, so an id given to another module is never removed by mistake.
+std::uint64_t next_hook_id() {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
 
 std::string join(const std::vector<std::string>& items) {
   std::string text;
@@ -218,6 +227,60 @@ std::string Module<T>::summary() const {
   std::string out;
   append_summary("", 0, out);
   return out + "Total parameters: " + with_thousands(num_parameters()) + "\n";
+}
+
+template <class T>
+std::uint64_t Module<T>::register_forward_hook(ForwardHook hook) {
+  if (!hook) throw ValueError(type_name() + ": register_forward_hook was given an empty hook");
+  forward_hooks_.emplace_back(next_hook_id(), std::move(hook));
+  return forward_hooks_.back().first;
+}
+
+template <class T>
+std::uint64_t Module<T>::register_output_grad_hook(GradHook<T> hook) {
+  if (!hook) throw ValueError(type_name() + ": register_output_grad_hook was given an empty hook");
+  output_grad_hooks_.emplace_back(next_hook_id(), std::move(hook));
+  return output_grad_hooks_.back().first;
+}
+
+template <class T>
+void Module<T>::remove_hook(std::uint64_t id) {
+  const auto erase = [id](auto& hooks) {
+    const auto it = std::find_if(hooks.begin(), hooks.end(), [id](const auto& h) { return h.first == id; });
+    if (it == hooks.end()) return false;
+    hooks.erase(it);
+    return true;
+  };
+  if (!erase(forward_hooks_) && !erase(output_grad_hooks_)) {
+    throw ValueError(type_name() + ": remove_hook: no hook with id " + std::to_string(id));
+  }
+}
+
+template <class T>
+Tensor<T> Module<T>::apply_hooks(std::span<const Tensor<T>> inputs, Tensor<T> output) {
+  // Copies, so a hook that registers or removes hooks does not invalidate the loops below.
+  const auto forward_hooks = forward_hooks_;
+  const auto output_grad_hooks = output_grad_hooks_;
+  for (std::size_t i = 0; i < forward_hooks.size(); ++i) {
+    std::optional<Tensor<T>> replaced = forward_hooks[i].second(inputs, output);
+    if (!replaced) continue;
+    // A replacement of another shape would surface far away, in whatever consumes this output.
+    if (!replaced->defined() || replaced->shape() != output.shape()) {
+      const std::string what =
+          replaced->defined() ? "of shape " + format_shape(replaced->shape()) : std::string("that is undefined");
+      throw ShapeError(type_name() + ": forward hook " + std::to_string(i + 1) + " returned a replacement " + what +
+                       " for an output of shape " + format_shape(output.shape()) +
+                       "; a replacement must have the output's shape");
+    }
+    output = std::move(*replaced);
+  }
+  if (!output_grad_hooks.empty() && output.defined() && output.requires_grad()) {
+    const bool is_an_input =
+        std::any_of(inputs.begin(), inputs.end(), [&](const Tensor<T>& x) { return output.same_node(x); });
+    if (is_an_input) output = output * T(1);  // a node of this module's own to hook (identical values)
+    for (const auto& [id, hook] : output_grad_hooks) output.register_hook(hook);
+  }
+  return output;
 }
 
 template class Module<float>;

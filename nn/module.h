@@ -14,12 +14,37 @@
 // keeps every name in state_dict() (a load writes each name into the one tensor, so it stays
 // shared). A module may not contain itself, directly or through a descendant: registration throws.
 //
+// Hooks (PyTorch's register_forward_hook and the grad_output side of register_full_backward_hook)
+// are on every module and run when it is called through operator() (forward() alone runs none;
+// parents call their children through operator(), so a child's hooks run inside its parent's):
+// - a forward hook sees the module's tensor inputs, in argument order, and its output, and may
+//   return a replacement output (same shape), which is what the caller gets and what later hooks
+//   see. Arguments that are not tensors (token ids, masks) are not passed: an Embedding's or a
+//   Transformer's hook sees no inputs, a TransformerDecoder's only src (the encoder's output);
+// - an output-gradient hook is attached to each recorded output (Tensor::register_hook), so in
+//   backward it sees dL/d(output) and may replace it. An output that is one of the inputs (an
+//   identity such as Dropout in eval) first goes through a recorded copy, so the hook sees this
+//   module's output only. Outputs that need no gradient have none to hook. When a parent returns
+//   a child's output tensor itself (a Transformer returns its decoder's), both hooks sit on that
+//   one tensor and the child's, registered first in the forward, runs first in backward.
+// Hooks of either kind run in registration order; a hook that registers or removes hooks changes
+// the next call, not the running one. With none registered a call costs one branch and allocates
+// nothing. A module of one's own runs them by having operator() return
+// this->run_hooks(forward(...), <its tensor arguments>...); a module that is never called
+// (ModuleList) never runs its hooks.
+//
 // Constructor convention: PyTorch's required arguments, then the Generator that initialises the
 // parameters, then PyTorch's defaulted arguments with PyTorch's defaults, e.g.
 //   Linear<float> proj(512, 2048, gen, /*bias=*/true);
+#include <array>
+#include <concepts>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <unordered_set>
 #include <utility>
@@ -81,7 +106,25 @@ class Module {
   // with its shape, and the total.
   std::string summary() const;
 
+  // hook(inputs, output) -> a replacement output, or nullopt to keep it (see the top of this file).
+  using ForwardHook =
+      std::function<std::optional<Tensor<T>>(std::span<const Tensor<T>> inputs, const Tensor<T>& output)>;
+  // Each returns an id for remove_hook; ValueError naming the module for an empty hook.
+  std::uint64_t register_forward_hook(ForwardHook hook);
+  std::uint64_t register_output_grad_hook(GradHook<T> hook);
+  // ValueError naming the module when it has no hook with that id.
+  void remove_hook(std::uint64_t id);
+
  protected:
+  // What operator() returns: forward()'s output passed through the hooks, which see `inputs`
+  // (the call's tensor arguments, in order). Inline so a module with no hooks pays one branch.
+  template <std::same_as<Tensor<T>>... Inputs>
+  Tensor<T> run_hooks(Tensor<T> output, const Inputs&... inputs) {
+    if (forward_hooks_.empty() && output_grad_hooks_.empty()) return output;
+    const std::array<Tensor<T>, sizeof...(Inputs)> in{inputs...};
+    return apply_hooks(in, std::move(output));
+  }
+
   // Registers a parameter (marked requires_grad, and named unless it already has a name) and
   // returns the handle to keep. Registering a tensor that is already another module's parameter
   // ties the two: they are one parameter from then on.
@@ -103,11 +146,14 @@ class Module {
   bool contains(const Module* target, std::unordered_set<const Module*>& visited) const;
   void collect_generators(const std::string& prefix, std::vector<std::pair<std::string, Generator*>>& out);
   void append_summary(const std::string& name, std::size_t depth, std::string& out) const;
+  Tensor<T> apply_hooks(std::span<const Tensor<T>> inputs, Tensor<T> output);
 
   std::vector<std::pair<std::string, Tensor<T>>> parameters_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   std::vector<std::pair<std::string, Generator*>> generators_;
   bool training_ = true;
+  std::vector<std::pair<std::uint64_t, ForwardHook>> forward_hooks_;  // by id, in registration order
+  std::vector<std::pair<std::uint64_t, GradHook<T>>> output_grad_hooks_;
 };
 
 extern template class Module<float>;

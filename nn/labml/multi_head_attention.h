@@ -53,9 +53,10 @@ class MultiHeadAttention : public Module<T> {
   // and (from prepare_mask) when the mask does not fit.
   Tensor<T> forward(const Tensor<T>& query, const Tensor<T>& key, const Tensor<T>& value,
                     const std::optional<Mask>& mask = std::nullopt);
+  // forward, then the hooks (nn/module.h), which see query, key, value.
   Tensor<T> operator()(const Tensor<T>& query, const Tensor<T>& key, const Tensor<T>& value,
                        const std::optional<Mask>& mask = std::nullopt) {
-    return forward(query, key, value, mask);
+    return this->run_hooks(forward(query, key, value, mask), query, key, value);
   }
 
   // q [seq_q, batch_size, heads, d_k], k [seq_k, batch_size, heads, d_k] -> [seq_q, seq_k, batch_size, heads]:

@@ -47,9 +47,13 @@ class MultiHeadAttention : public Module<T> {
   // mask does not broadcast to [batch, n_heads, seq_q, seq_k].
   AttentionOutput<T> forward(const Tensor<T>& query, const Tensor<T>& key, const Tensor<T>& value,
                              const std::optional<Mask>& mask = std::nullopt);
+  // forward, then the hooks (nn/module.h) on the output tensor; they see query, key, value.
+  // attention_weights stay forward's: a replaced output was not computed from them.
   AttentionOutput<T> operator()(const Tensor<T>& query, const Tensor<T>& key, const Tensor<T>& value,
                                 const std::optional<Mask>& mask = std::nullopt) {
-    return forward(query, key, value, mask);
+    AttentionOutput<T> out = forward(query, key, value, mask);
+    out.output = this->run_hooks(std::move(out.output), query, key, value);
+    return out;
   }
 
   std::size_t n_heads() const { return n_heads_; }

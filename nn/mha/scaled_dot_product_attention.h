@@ -49,9 +49,13 @@ class ScaledDotProductAttention : public Module<T> {
   std::string type_name() const override { return "ScaledDotProductAttention"; }
   AttentionOutput<T> forward(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
                              const std::optional<Mask>& mask = std::nullopt);
+  // forward, then the hooks (nn/module.h) on the output tensor; they see q, k, v.
+  // attention_weights stay forward's: a replaced output was not computed from them.
   AttentionOutput<T> operator()(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
                                 const std::optional<Mask>& mask = std::nullopt) {
-    return forward(q, k, v, mask);
+    AttentionOutput<T> out = forward(q, k, v, mask);
+    out.output = this->run_hooks(std::move(out.output), q, k, v);
+    return out;
   }
 
  private:

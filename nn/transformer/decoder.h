@@ -44,10 +44,11 @@ class TransformerDecoderLayer : public Module<T> {
   std::string type_name() const override { return "TransformerDecoderLayer"; }
   Tensor<T> forward(const Tensor<T>& tgt, const Tensor<T>& src, const std::optional<Mask>& mask_src_tgt = std::nullopt,
                     const std::optional<Mask>& mask_self = std::nullopt);
+  // forward, then the hooks (nn/module.h), which see tgt, src.
   Tensor<T> operator()(const Tensor<T>& tgt, const Tensor<T>& src,
                        const std::optional<Mask>& mask_src_tgt = std::nullopt,
                        const std::optional<Mask>& mask_self = std::nullopt) {
-    return forward(tgt, src, mask_src_tgt, mask_self);
+    return this->run_hooks(forward(tgt, src, mask_src_tgt, mask_self), tgt, src);
   }
 
   const MultiHeadAttention<T>& self_attention() const { return *self_attention_; }
@@ -77,10 +78,11 @@ class TransformerDecoder : public LayerStack<T, TransformerDecoderLayer<T>> {
   std::string type_name() const override { return "TransformerDecoder"; }
   Tensor<T> forward(const IndexArray& tgt, const Tensor<T>& src, const std::optional<Mask>& mask_src_tgt = std::nullopt,
                     const std::optional<Mask>& mask_self = std::nullopt);
+  // forward, then the hooks (nn/module.h), which see src only (tgt tokens are not a tensor).
   Tensor<T> operator()(const IndexArray& tgt, const Tensor<T>& src,
                        const std::optional<Mask>& mask_src_tgt = std::nullopt,
                        const std::optional<Mask>& mask_self = std::nullopt) {
-    return forward(tgt, src, mask_src_tgt, mask_self);
+    return this->run_hooks(forward(tgt, src, mask_src_tgt, mask_self), src);
   }
 
   const ModuleList<T, TransformerDecoderLayer<T>>& decoder_layers() const { return this->layers(); }

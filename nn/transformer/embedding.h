@@ -18,7 +18,8 @@ class Embedding : public Module<T> {
   std::string type_name() const override { return "Embedding"; }
   // tokens [batch, seq] (ShapeError otherwise: every Transformer stack is batch-first).
   Tensor<T> forward(const IndexArray& tokens);
-  Tensor<T> operator()(const IndexArray& tokens) { return forward(tokens); }
+  // forward, then the hooks (nn/module.h), which see no inputs (tokens are not tensors).
+  Tensor<T> operator()(const IndexArray& tokens) { return this->run_hooks(forward(tokens)); }
 
   const nn::Embedding<T>& embedding_layer() const { return *embedding_layer_; }
 

@@ -40,7 +40,10 @@ class TransformerEncoderLayer : public Module<T> {
 
   std::string type_name() const override { return "TransformerEncoderLayer"; }
   Tensor<T> forward(const Tensor<T>& x, const std::optional<Mask>& mask = std::nullopt);
-  Tensor<T> operator()(const Tensor<T>& x, const std::optional<Mask>& mask = std::nullopt) { return forward(x, mask); }
+  // forward, then the hooks (nn/module.h), which see x.
+  Tensor<T> operator()(const Tensor<T>& x, const std::optional<Mask>& mask = std::nullopt) {
+    return this->run_hooks(forward(x, mask), x);
+  }
 
   const MultiHeadAttention<T>& multi_head_attention() const { return *multi_head_attention_; }
   bool norm_first() const { return norm_first_; }
@@ -64,8 +67,9 @@ class TransformerEncoder : public LayerStack<T, TransformerEncoderLayer<T>> {
 
   std::string type_name() const override { return "TransformerEncoder"; }
   Tensor<T> forward(const IndexArray& tokens, const std::optional<Mask>& mask = std::nullopt);
+  // forward, then the hooks (nn/module.h), which see no inputs (tokens are not tensors).
   Tensor<T> operator()(const IndexArray& tokens, const std::optional<Mask>& mask = std::nullopt) {
-    return forward(tokens, mask);
+    return this->run_hooks(forward(tokens, mask));
   }
 
   const ModuleList<T, TransformerEncoderLayer<T>>& encoder_layers() const { return this->layers(); }

@@ -52,9 +52,10 @@ class MultiHeadAttention : public Module<T> {
   std::string type_name() const override { return "MultiHeadAttention"; }
   Tensor<T> forward(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
                     const std::optional<Mask>& mask_3d = std::nullopt);
+  // forward, then the hooks (nn/module.h), which see q, k, v.
   Tensor<T> operator()(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
                        const std::optional<Mask>& mask_3d = std::nullopt) {
-    return forward(q, k, v, mask_3d);
+    return this->run_hooks(forward(q, k, v, mask_3d), q, k, v);
   }
 
   std::size_t d_model() const { return d_model_; }

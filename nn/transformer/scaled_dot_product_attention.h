@@ -35,9 +35,10 @@ class ScaledDotProductAttention : public Module<T> {
   std::string type_name() const override { return "ScaledDotProductAttention"; }
   Tensor<T> forward(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
                     const std::optional<Mask>& mask = std::nullopt);
+  // forward, then the hooks (nn/module.h), which see q, k, v.
   Tensor<T> operator()(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
                        const std::optional<Mask>& mask = std::nullopt) {
-    return forward(q, k, v, mask);
+    return this->run_hooks(forward(q, k, v, mask), q, k, v);
   }
 
   std::size_t d_k() const { return d_k_; }

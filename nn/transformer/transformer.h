@@ -65,9 +65,11 @@ class Transformer : public Module<T> {
                    const std::optional<Mask>& tgt_mask = std::nullopt);
   Tensor<T> forward(const IndexArray& src, const IndexArray& tgt, const std::optional<Mask>& src_mask = std::nullopt,
                     const std::optional<Mask>& tgt_mask = std::nullopt);
+  // forward, then the hooks (nn/module.h), which see no inputs (tokens are not tensors). encode,
+  // decode and generator run the children's hooks but not the Transformer's own.
   Tensor<T> operator()(const IndexArray& src, const IndexArray& tgt, const std::optional<Mask>& src_mask = std::nullopt,
                        const std::optional<Mask>& tgt_mask = std::nullopt) {
-    return forward(src, tgt, src_mask, tgt_mask);
+    return this->run_hooks(forward(src, tgt, src_mask, tgt_mask));
   }
   // Log-probabilities over the target vocabulary.
   Tensor<T> generator(const Tensor<T>& x) { return (*generator_)(x); }

@@ -8,6 +8,7 @@
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "nn/linear.h"
+#include "nn/transformer/multi_head_attention.h"
 #include "tests/bad_inputs/inputs.h"
 #include "tests/bad_inputs/row.h"
 
@@ -78,6 +79,16 @@ void backward_through_misshaped_hook() {
 
 std::optional<xt::xarray<double>> keep(const xt::xarray<double>&) { return std::nullopt; }
 
+// A forward hook that replaces an attention module's [1,2,4] output with a [1] tensor.
+void attention_with_misshaped_replacement() {
+  nn::transformer::MultiHeadAttention<double> mha(4, 2, gen());
+  mha.register_forward_hook([](std::span<const Tensor<double>>, const Tensor<double>&) {
+    return std::optional<Tensor<double>>(zeros({1}));
+  });
+  const auto x = zeros({1, 2, 4});
+  mha(x, x, x);
+}
+
 BAD_INPUT_ROW(Tape, tape_backward_after_inplace_edit, TapeError, (backward_after_inplace_edit()), "'x'",
               "modified in place", "mul")
 BAD_INPUT_ROW(Tape, tape_backward_through_ended_tape_intermediate, TapeError, (backward_through_ended_tape_intermediate()),
@@ -96,6 +107,11 @@ BAD_INPUT_ROW(Tape, hook_returns_misshaped_gradient, TapeError, (backward_throug
               "[2,3]", "shape [1]")
 BAD_INPUT_ROW(Tape, module_remove_unknown_hook, ValueError, (nn::Linear<double>(2, 2, gen()).remove_hook(12345)),
               "Linear", "remove_hook", "12345")
+BAD_INPUT_ROW(Tape, module_register_empty_forward_hook, ValueError,
+              (nn::Linear<double>(2, 2, gen()).register_forward_hook(nn::Module<double>::ForwardHook())), "Linear",
+              "register_forward_hook", "empty hook")
+BAD_INPUT_ROW(Tape, module_forward_hook_returns_misshaped_output, ShapeError, (attention_with_misshaped_replacement()),
+              "MultiHeadAttention", "forward hook 1", "[1]", "[1,2,4]")
 BAD_INPUT_ROW(Tape, tape_gradient_of_many_elements, ShapeError, ([] {
                 GradientTape tape;
                 const auto x = leaf({2});
