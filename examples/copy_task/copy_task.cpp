@@ -51,7 +51,7 @@ std::unique_ptr<nn::transformer::Transformer<T>> make_model(const Config& config
 
 template <class T>
 Tensor<T> batch_loss(nn::transformer::Transformer<T>& model, const Batch& batch, double label_smoothing) {
-  const Tensor<T> out = model.forward(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask);
+  const Tensor<T> out = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask);  // with its hooks
   const Tensor<T> log_probs = model.generator(out);
   // The generator gives log-probabilities; cross_entropy's log_softmax leaves them unchanged.
   const Tensor<T> flat = reshape(log_probs, {-1, static_cast<Index>(log_probs.shape()[2])});

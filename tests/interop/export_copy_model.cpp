@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
   const copy_task::Batch batch = copy_task::make_batch(data);
 
   GradientTape tape;
-  const auto log_probs = model.generator(model.forward(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask));
+  const auto log_probs = model.generator(model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask));
   IndexArray targets = batch.tgt_out;
   targets.reshape({targets.size()});
   const auto loss = cross_entropy(reshape(log_probs, {-1, static_cast<Index>(vocab)}), targets,
