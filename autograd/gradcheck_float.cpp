@@ -62,7 +62,9 @@ Column column(const GradcheckFunction32& fn, const std::vector<Tensor<float>>& i
   Column result{xt::zeros<double>({n}), xt::zeros<double>({n})};
   std::array<double, kSteps - 1> r;
   for (std::size_t o = 0; o < n; ++o) {
-    for (std::size_t k = 0; k + 1 < kSteps; ++k) r[k] = (4.0 * d[k + 1].quotient.data()[o] - d[k].quotient.data()[o]) / 3.0;
+    for (std::size_t k = 0; k + 1 < kSteps; ++k) {
+      r[k] = (4.0 * d[k + 1].quotient.data()[o] - d[k].quotient.data()[o]) / 3.0;
+    }
     double best = std::numeric_limits<double>::infinity();
     for (std::size_t k = 1; k + 1 < r.size(); ++k) {
       const double error = std::abs(r[k] - r[k - 1]) + std::abs(r[k] - r[k + 1]) + 2.0 * d[k + 1].rounding.data()[o];
@@ -99,9 +101,10 @@ GradcheckResult gradcheck(const GradcheckFunction32& fn, const std::vector<Tenso
   }
   const detail::AnalyticJacobian analytic = detail::analytic_jacobian(fn, inputs);
   // The analytic side rounds too: a few float epsilons of the values compared.
-  const auto worst = detail::worst_element(analytic, numeric, [&](std::size_t i, std::size_t e, std::size_t o, double a, double n) {
+  const auto tolerance = [&](std::size_t i, std::size_t e, std::size_t o, double a, double n) {
     return options.tolerance_factor * (errors[i][e].data()[o] + kFloatEpsilon * (std::abs(a) + std::abs(n)));
-  });
+  };
+  const auto worst = detail::worst_element(analytic, numeric, tolerance);
   if (!worst) return {};
   return detail::report(*worst, analytic, inputs, errors[worst->input][worst->element].data()[worst->output],
                         "float32 mode: Richardson extrapolation of central differences at the pair of steps with "

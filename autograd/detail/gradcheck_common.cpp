@@ -167,7 +167,9 @@ std::optional<std::string> check_accumulation_and_integrity(const CheckedFunctio
   tape.backward(output, seed);
   if (auto failure = snapshot.changes_by("backward")) return cleared(failure);
   std::vector<std::optional<xt::xarray<T>>> once;
-  for (const auto& x : inputs) once.push_back(x.requires_grad() && x.has_grad() ? std::optional(x.grad()) : std::nullopt);
+  for (const auto& x : inputs) {
+    once.push_back(x.requires_grad() && x.has_grad() ? std::optional(x.grad()) : std::nullopt);
+  }
   tape.backward(output, seed);
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (!once[i]) continue;
