@@ -67,7 +67,7 @@ xt::xarray<double> along(const GradcheckFunction& fn, const std::vector<Tensor<d
 
 GradcheckResult full_check(const GradcheckFunction& fn, const std::vector<Tensor<double>>& inputs,
                            const GradcheckOptions& options) {
-  detail::checked_output_shape(fn, inputs);
+  detail::require_jacobian_fits(detail::checked_output_shape(fn, inputs), inputs);
   // Numeric columns first, while no tape of gradcheck's is alive to record them.
   detail::NumericJacobian numeric(inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -152,13 +152,22 @@ GradcheckResult gradcheck(const GradcheckFunction& fn, const std::vector<Tensor<
   if (!options.fast_mode) return full_check(fn, inputs, options);
   const auto fast = fast_mismatch(fn, inputs, options);
   if (!fast) return {};
-  // The projection says something is wrong, not where: the full Jacobian finds the worst element.
+  // The projection says something is wrong, not where: the full Jacobian finds the worst element,
+  // if it fits in memory (fast mode is how a check of a large op stays cheap).
+  const std::string found = "gradcheck (fast mode): " + *fast;
+  const Shape out_shape = detail::checked_output_shape(fn, inputs);
+  try {
+    detail::require_jacobian_fits(out_shape, inputs);
+  } catch (const ValueError& too_large) {
+    return {false, found + ". The full Jacobian, which would name the worst element, cannot be built: " +
+                       too_large.what(), std::nullopt};
+  }
   GradcheckResult full = full_check(fn, inputs, options);
   if (full) {
-    return {false, "gradcheck (fast mode): " + *fast + "; yet every element of the full Jacobian is within tolerance "
-                   "(the projection's tolerance is the tighter one here): run with fast_mode off", std::nullopt};
+    return {false, found + "; yet every element of the full Jacobian is within tolerance (the projection's "
+                           "tolerance is the tighter one here): run with fast_mode off", std::nullopt};
   }
-  full.message = "gradcheck (fast mode): " + *fast + ". The full Jacobian: " + full.message;
+  full.message = found + ". The full Jacobian: " + full.message;
   return full;
 }
 

@@ -87,7 +87,7 @@ GradcheckResult gradcheck(const GradcheckFunction32& fn, const std::vector<Tenso
                      detail::format_number(options.tolerance_factor));
   }
   if (auto failure = detail::check_accumulation_and_integrity(fn, inputs)) return {false, *failure, std::nullopt};
-  detail::checked_output_shape(fn, inputs);
+  detail::require_jacobian_fits(detail::checked_output_shape(fn, inputs), inputs);
 
   detail::NumericJacobian numeric(inputs.size());
   std::vector<std::vector<xt::xarray<double>>> errors(inputs.size());

@@ -213,6 +213,19 @@ TEST(GradcheckFastMode, PassesCorrectOpsAndCatchesAWrongOne) {
   EXPECT_TRUE(result.worst);
 }
 
+TEST(GradcheckFastMode, SaysWhenTheFullJacobianIsTooLargeToNameTheWorstElement) {
+  // 2^17 elements in and out: the projection is cheap, the Jacobian would need 128 GiB. The
+  // backward is 10x off: PyTorch's atol scaling lets an element-wise op on n elements be off by
+  // about atol * n per element (see GradcheckOptions::fast_mode), here ~1.3.
+  const auto result = gradcheck([](const Inputs& x) { return cube(x[0], 30.0); }, {random_tensor({1 << 17}, 14)},
+                                {.fast_mode = true});
+  EXPECT_FALSE(result.ok);
+  EXPECT_FALSE(result.worst);
+  for (const char* fragment : {"gradcheck (fast mode): v^T J u for input 0", "cannot be built", "fit in memory"}) {
+    EXPECT_TRUE(contains(result.message, fragment)) << result.message << " lacks " << fragment;
+  }
+}
+
 TEST(GradcheckFastMode, CallsTheFunctionAConstantNumberOfTimes) {
   // 400 input and 400 output elements: the full check runs the function 2 * 400 + 3 times and
   // walks 400 backwards; fast mode runs it a handful of times and walks 3.

@@ -136,15 +136,19 @@ template <class T>
 Shape checked_output_shape(const CheckedFunction<T>& fn, const std::vector<Tensor<T>>& inputs) {
   const Tensor<T> output = fn(inputs);
   require_defined(output, "gradcheck", "the function's result");
+  return output.shape();
+}
+
+template <class T>
+void require_jacobian_fits(const Shape& output_shape, const std::vector<Tensor<T>>& inputs) {
   // One Jacobian row per output element and one column per input element that is checked, twice
   // (numeric and analytic): refuse up front, naming the sizes, rather than fail part-way (a
   // 90000-element input and output need 8.1e9 entries, 60 GiB).
   std::size_t columns = 0;
   for (const auto& x : inputs)
     if (x.requires_grad()) columns += x.numel();  // no overflow: these elements exist in memory
-  allocatable(Shape{output.numel(), columns}, sizeof(double), "gradcheck",
+  allocatable(Shape{checked_numel(output_shape, "gradcheck", "the function's result"), columns}, sizeof(double), "gradcheck",
               "the Jacobian [output elements, input elements]");
-  return output.shape();
 }
 
 template <class T>
@@ -260,6 +264,7 @@ GradcheckResult report(const WorstElement& worst, const AnalyticJacobian& analyt
   template std::string input_label<T>(std::size_t, const Tensor<T>&);                                         \
   template void validate_inputs<T>(const std::vector<Tensor<T>>&, const char*);                                \
   template Shape checked_output_shape<T>(const CheckedFunction<T>&, const std::vector<Tensor<T>>&);              \
+  template void require_jacobian_fits<T>(const Shape&, const std::vector<Tensor<T>>&);                         \
   template std::optional<std::string> check_accumulation_and_integrity<T>(const CheckedFunction<T>&,            \
                                                                           const std::vector<Tensor<T>>&);       \
   template AnalyticJacobian analytic_jacobian<T>(const CheckedFunction<T>&, const std::vector<Tensor<T>>&);     \

@@ -25,10 +25,13 @@ template <class T>
 void validate_inputs(const std::vector<Tensor<T>>& inputs, const char* who);
 
 // The function's output shape, from one plain forward; ValueError when the function returns an
-// undefined tensor, or when the Jacobians [output elements, checked input elements] cannot fit in
-// memory.
+// undefined tensor.
 template <class T>
 Shape checked_output_shape(const CheckedFunction<T>& fn, const std::vector<Tensor<T>>& inputs);
+
+// ValueError when the Jacobians [output elements, checked input elements] cannot fit in memory.
+template <class T>
+void require_jacobian_fits(const Shape& output_shape, const std::vector<Tensor<T>>& inputs);
 
 // One forward and two backward walks seeded with a fixed random tensor. The message of what went
 // wrong, or nothing: the forward or the backward changed an input's value (bitwise) or its version
