@@ -11,10 +11,6 @@ constinit thread_local const BackwardSite* BackwardSite::current = nullptr;
 
 namespace {
 
-std::string describe_site(const char* op, const std::source_location& where) {
-  return std::string(op) + " (called at " + where.file_name() + ":" + std::to_string(where.line()) + ")";
-}
-
 template <class T>
 std::string describe_value(T v) {
   if (std::isnan(v)) return "nan";
@@ -52,7 +48,7 @@ void check_forward(const char* op, const std::source_location& where, const xt::
   std::size_t bad = first_index(value, [](T v) { return std::isnan(v); });
   if (bad == value.size() && !inputs_hold_inf) bad = first_index(value, [](T v) { return std::isinf(v); });
   if (bad == value.size()) return;
-  throw AnomalyError("anomaly mode: " + describe_site(op, where) + " produced " +
+  throw AnomalyError("anomaly mode: " + describe_call(op, where) + " produced " +
                      describe_bad_element(value, bad, "its output"));
 }
 
@@ -61,7 +57,7 @@ void check_gradient(const Tensor<T>& input, const xt::xarray<T>& grad, const cha
   const std::size_t bad = first_index(grad, [](T v) { return !std::isfinite(v); });
   if (bad == grad.size()) return;
   const BackwardSite* site = BackwardSite::current;
-  const std::string producer = site != nullptr ? "the backward of " + describe_site(site->op, site->where)
+  const std::string producer = site != nullptr ? "the backward of " + describe_call(site->op, site->where)
                                : context != nullptr ? std::string(context)
                                                     : std::string("a gradient added outside backward");
   const std::string named = input.name().empty() ? "" : " '" + input.name() + "'";

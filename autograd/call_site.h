@@ -4,6 +4,8 @@
 // at each call, so it holds the caller's file and line. A wrapper rather than std::source_location
 // itself because std::source_location is constructible from `{}`, which would make `sum(x, {})`
 // (an empty axis list) ambiguous with `sum(x, where)`; CallSite has no default constructor.
+#include <string>
+
 #include "autograd/source_location.h"
 
 namespace tapegrad {
@@ -13,5 +15,11 @@ struct CallSite {
   operator std::source_location() const { return where; }
   std::source_location where;
 };
+
+// "cube (called at train.cpp:42)": how an op and its call site are named in messages (anomaly
+// reports, in-place write errors, gradcheck's report).
+inline std::string describe_call(const char* op, const std::source_location& where) {
+  return std::string(op) + " (called at " + where.file_name() + ":" + std::to_string(where.line()) + ")";
+}
 
 }  // namespace tapegrad

@@ -2,10 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 
 #include "autograd/detail/checks.h"
-#include "autograd/kernels/indices.h"
+#include "autograd/detail/gradcheck_common.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/shape.h"
@@ -15,121 +14,161 @@ namespace tapegrad {
 
 namespace {
 
-std::string format_index(std::size_t flat, const Shape& shape) {
-  return format_shape(kernels::unravel_index(flat, shape));
+using detail::input_label;
+
+// The fixed seeds of fast mode's random directions and of gradgradcheck's v.
+constexpr std::uint64_t kFastModeSeed = 20261125;
+constexpr std::uint64_t kGradgradSeed = 20261123;
+
+void check_options(const GradcheckOptions& options) {
+  const auto check = [](const char* name, double value, bool positive) {
+    if (!std::isfinite(value) || value < 0.0 || (positive && value == 0.0)) {
+      throw ValueError(std::string("gradcheck: option ") + name + " must be finite and " + (positive ? "> 0" : ">= 0") +
+                       ", got " + detail::format_number(value));
+    }
+  };
+  check("eps", options.eps, true);
+  check("atol", options.atol, false);
+  check("rtol", options.rtol, false);
 }
 
-std::string input_label(std::size_t i, const Tensor<double>& t) {
-  return "input " + std::to_string(i) + (t.name().empty() ? "" : " ('" + t.name() + "')");
-}
-
-// Numeric Jacobian column for one input element: (f(x + eps) - f(x - eps)) / 2 eps, flattened.
-// Runs before gradcheck's own tape exists, so nothing records it; fn may run a tape of its own
-// (gradgradcheck's function differentiates inside).
+// (f(x+) - f(x-)) / 2 eps, flattened, with input `input` set to `plus` and to `minus` in turn and
+// then put back bit for bit. Runs while no tape of gradcheck's is alive, so nothing records it;
+// fn may run a tape of its own (gradgradcheck's function differentiates inside).
 xt::xarray<double> central_difference(const GradcheckFunction& fn, const std::vector<Tensor<double>>& inputs,
-                                      std::size_t input, std::size_t element, double eps) {
-  double& x = inputs[input].node()->value.data()[element];
-  const double original = x;
-  x = original + eps;
-  const xt::xarray<double> plus = fn(inputs).value();
-  x = original - eps;
-  const xt::xarray<double> minus = fn(inputs).value();
-  x = original;
-  return (plus - minus) / (2.0 * eps);
+                                      std::size_t input, xt::xarray<double> plus, xt::xarray<double> minus,
+                                      double eps) {
+  xt::xarray<double>& x = inputs[input].node()->value;
+  xt::xarray<double> original = std::move(x);
+  x = std::move(plus);
+  const xt::xarray<double> f_plus = fn(inputs).value();
+  x = std::move(minus);
+  const xt::xarray<double> f_minus = fn(inputs).value();
+  x = std::move(original);
+  return xt::xarray<double>((f_plus - f_minus) / (2.0 * eps));
+}
+
+// The Jacobian column of one input element: only that element moves (the others keep their bits,
+// signed zeros included).
+xt::xarray<double> column(const GradcheckFunction& fn, const std::vector<Tensor<double>>& inputs, std::size_t input,
+                          std::size_t element, double eps) {
+  xt::xarray<double> plus = inputs[input].value(), minus = plus;
+  plus.data()[element] += eps;
+  minus.data()[element] -= eps;
+  return central_difference(fn, inputs, input, std::move(plus), std::move(minus), eps);
+}
+
+// The directional derivative along `direction` (fast mode's u).
+xt::xarray<double> along(const GradcheckFunction& fn, const std::vector<Tensor<double>>& inputs, std::size_t input,
+                         const xt::xarray<double>& direction, double eps) {
+  const auto& x = inputs[input].value();
+  return central_difference(fn, inputs, input, x + eps * direction, x - eps * direction, eps);
+}
+
+GradcheckResult full_check(const GradcheckFunction& fn, const std::vector<Tensor<double>>& inputs,
+                           const GradcheckOptions& options) {
+  detail::require_jacobian_fits(detail::checked_output_shape(fn, inputs), inputs);
+  // Numeric columns first, while no tape of gradcheck's is alive to record them.
+  detail::NumericJacobian numeric(inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].requires_grad()) continue;
+    for (std::size_t e = 0; e < inputs[i].numel(); ++e) numeric[i].push_back(column(fn, inputs, i, e, options.eps));
+  }
+  const detail::AnalyticJacobian analytic = detail::analytic_jacobian(fn, inputs);
+  const auto worst = detail::worst_element(analytic, numeric, [&options](auto, auto, auto, double, double n) {
+    return options.atol + options.rtol * std::abs(n);
+  });
+  if (!worst) return {};
+  // Richardson: D(h) = D + c h^2 + O(h^4), so D(eps) - D(2 eps) = -3 c eps^2 and the error of
+  // D(eps) is about a third of that difference (rounding noise shows in it too).
+  const double at_2eps = column(fn, inputs, worst->input, worst->element, 2.0 * options.eps).data()[worst->output];
+  const double numeric_error = std::abs(worst->numeric - at_2eps) / 3.0;
+  return detail::report(*worst, analytic, inputs, numeric_error,
+                        "central differences with eps " + detail::format_number(options.eps) +
+                            ", error |D(eps) - D(2 eps)| / 3; tolerance atol " + detail::format_number(options.atol) +
+                            " + rtol " + detail::format_number(options.rtol) + " * |numeric|");
+}
+
+// A random direction of the given shape with entries uniform in [0, 1) and norm 1, as PyTorch's
+// fast mode draws u and v.
+xt::xarray<double> unit_direction(const Shape& shape, Generator& gen) {
+  xt::xarray<double> d = Tensor<double>::uniform(shape, gen).value();
+  double norm = 0.0;
+  for (double x : d) norm += x * x;
+  norm = std::sqrt(norm);
+  if (norm > 0.0) d /= norm;
+  return d;
+}
+
+double dot(const xt::xarray<double>& a, const xt::xarray<double>& b) {
+  double s = 0.0;
+  for (std::size_t k = 0; k < a.size(); ++k) s += a.data()[k] * b.data()[k];
+  return s;
+}
+
+// PyTorch's fast mode (torch/autograd/gradcheck.py, _fast_gradcheck): per checked input i,
+// analytic <J_i^T v, u_i> from one backward seeded with v, numeric <v, central difference along
+// u_i>. The tolerance is _adjusted_atol's: the element-wise |a - n| <= atol + rtol |n| summed
+// under v^T (.) u allows v^T E u with E all atol, i.e. atol * sum(u_i) * sum(v), plus rtol |n|.
+// The message of the first input whose projections differ, or nothing.
+std::optional<std::string> fast_mismatch(const GradcheckFunction& fn, const std::vector<Tensor<double>>& inputs,
+                                         const GradcheckOptions& options) {
+  const Shape out_shape = detail::checked_output_shape(fn, inputs);
+  Generator gen(kFastModeSeed);
+  const xt::xarray<double> v = unit_direction(out_shape, gen);
+  std::vector<xt::xarray<double>> u(inputs.size());
+  std::vector<double> numeric(inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].requires_grad()) continue;
+    u[i] = unit_direction(inputs[i].shape(), gen);
+    numeric[i] = dot(v, along(fn, inputs, i, u[i], options.eps));
+  }
+  GradientTape tape;
+  const Tensor<double> output = fn(inputs);
+  for (const auto& x : inputs) x.node()->clear_grad();
+  if (output.requires_grad()) tape.backward(output, v);
+  std::optional<std::string> failure;
+  for (std::size_t i = 0; i < inputs.size() && !failure; ++i) {
+    if (!inputs[i].requires_grad()) continue;
+    const double a = inputs[i].has_grad() ? dot(inputs[i].grad(), u[i]) : 0.0;
+    const double n = numeric[i];
+    const double tolerance = options.atol * xt::sum(u[i])() * xt::sum(v)() + options.rtol * std::abs(n);
+    if (std::isfinite(a) && std::isfinite(n) && std::abs(a - n) <= tolerance) continue;
+    failure = "v^T J u for " + input_label(i, inputs[i]) + " of shape " + format_shape(inputs[i].shape()) +
+              " is analytic " + detail::format_number(a) + ", numeric " + detail::format_number(n) + " (tolerance " +
+              detail::format_number(tolerance) + " = atol * sum(u) * sum(v) + rtol * |numeric|; u, v random of norm 1)";
+  }
+  for (const auto& x : inputs) x.node()->clear_grad();
+  return failure;
 }
 
 }  // namespace
 
 GradcheckResult gradcheck(const GradcheckFunction& fn, const std::vector<Tensor<double>>& inputs,
                           const GradcheckOptions& options) {
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].defined()) throw ValueError("gradcheck: input " + std::to_string(i) + " is an undefined tensor");
-    if (!inputs[i].is_leaf()) {
-      throw ValueError("gradcheck: " + input_label(i, inputs[i]) + " is the output of an op; pass leaf tensors");
-    }
+  detail::validate_inputs(inputs, "gradcheck");
+  check_options(options);
+  if (auto failure = detail::check_accumulation_and_integrity(fn, inputs)) return {false, *failure, std::nullopt};
+  if (!options.fast_mode) return full_check(fn, inputs, options);
+  const auto fast = fast_mismatch(fn, inputs, options);
+  if (!fast) return {};
+  // The projection says something is wrong, not where: the full Jacobian finds the worst element,
+  // if it fits in memory (fast mode is how a check of a large op stays cheap).
+  const std::string found = "gradcheck (fast mode): " + *fast;
+  const Shape out_shape = detail::checked_output_shape(fn, inputs);
+  try {
+    detail::require_jacobian_fits(out_shape, inputs);
+  } catch (const ValueError& too_large) {
+    return {false, found + ". The full Jacobian, which would name the worst element, cannot be built: " +
+                       too_large.what(), std::nullopt};
   }
-  // Nothing to compare would be a silent pass.
-  if (std::none_of(inputs.begin(), inputs.end(), [](const auto& x) { return x.requires_grad(); })) {
-    throw ValueError("gradcheck: no input requires a gradient (of " + std::to_string(inputs.size()) +
-                     " inputs); mark the ones to check with set_requires_grad(true)");
+  GradcheckResult full = full_check(fn, inputs, options);
+  if (full) {
+    return {false, found + "; yet every element of the full Jacobian is within tolerance (the projection's "
+                           "tolerance is the tighter one here): run with fast_mode off", std::nullopt};
   }
-  const auto check_option = [](const char* name, double value, bool positive) {
-    if (!std::isfinite(value) || value < 0.0 || (positive && value == 0.0)) {
-      throw ValueError(std::string("gradcheck: option ") + name + " must be finite and " + (positive ? "> 0" : ">= 0") +
-                       ", got " + detail::format_number(value));
-    }
-  };
-  check_option("eps", options.eps, true);
-  check_option("atol", options.atol, false);
-  check_option("rtol", options.rtol, false);
-
-  std::size_t out_numel = 0;
-  {
-    const Tensor<double> plain_output = fn(inputs);
-    detail::require_defined(plain_output, "gradcheck", "the function's result");
-    out_numel = plain_output.numel();
-  }
-  // One Jacobian row per output element and one column per input element that is checked, twice
-  // (numeric and analytic): refuse up front, naming the sizes, rather than fail part-way (a
-  // 90000-element input and output need 8.1e9 entries, 60 GiB).
-  std::size_t columns = 0;
-  for (const auto& x : inputs)
-    if (x.requires_grad()) columns += x.numel();  // no overflow: these elements exist in memory
-  detail::allocatable(Shape{out_numel, columns}, sizeof(double), "gradcheck",
-                      "the Jacobian [output elements, input elements]");
-
-  // Numeric columns first, while no tape of gradcheck's is alive to record them.
-  std::vector<std::vector<xt::xarray<double>>> numeric(inputs.size());
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].requires_grad()) continue;
-    for (std::size_t e = 0; e < inputs[i].numel(); ++e) {
-      numeric[i].push_back(central_difference(fn, inputs, i, e, options.eps));
-    }
-  }
-
-  // Analytic Jacobian, one row per output element: analytic[i] has shape [numel(out), numel(input i)].
-  GradientTape tape(/*persistent=*/true);
-  const Tensor<double> output = fn(inputs);
-  std::vector<xt::xarray<double>> analytic(inputs.size());
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].requires_grad()) analytic[i] = xt::zeros<double>({out_numel, inputs[i].numel()});
-  }
-  if (output.requires_grad()) {
-    for (std::size_t o = 0; o < out_numel; ++o) {
-      for (const auto& x : inputs) x.node()->clear_grad();
-      xt::xarray<double> seed = xt::zeros<double>(output.value().shape());
-      seed.data()[o] = 1.0;
-      tape.backward(output, seed);
-      for (std::size_t i = 0; i < inputs.size(); ++i) {
-        if (!inputs[i].requires_grad() || !inputs[i].has_grad()) continue;  // no path: a zero row
-        const auto& g = inputs[i].grad();
-        std::copy(g.data(), g.data() + g.size(), &analytic[i](o, 0));
-      }
-    }
-    for (const auto& x : inputs) x.node()->clear_grad();
-  }
-
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].requires_grad()) continue;
-    for (std::size_t e = 0; e < inputs[i].numel(); ++e) {
-      for (std::size_t o = 0; o < out_numel; ++o) {
-        const double a = analytic[i](o, e);
-        const double n = numeric[i][e].data()[o];
-        if (std::isfinite(a) && std::isfinite(n) && std::abs(a - n) <= options.atol + options.rtol * std::abs(n)) {
-          continue;
-        }
-        std::ostringstream msg;
-        msg.precision(10);
-        msg << "gradcheck: Jacobian mismatch for " << input_label(i, inputs[i]) << " of shape "
-            << format_shape(inputs[i].shape()) << ", element " << format_index(e, inputs[i].shape())
-            << ", output element " << format_index(o, output.shape()) << " of output shape "
-            << format_shape(output.shape()) << ": analytic " << a << ", numeric " << n << " (atol " << options.atol
-            << ", rtol " << options.rtol << ", eps " << options.eps << ")";
-        return {false, msg.str()};
-      }
-    }
-  }
-  return {};
+  full.message = found + ". The full Jacobian: " + full.message;
+  return full;
 }
 
 GradcheckResult gradgradcheck(const GradcheckFunction& fn, const std::vector<Tensor<double>>& inputs,
@@ -147,7 +186,7 @@ GradcheckResult gradgradcheck(const GradcheckFunction& fn, const std::vector<Ten
   }
   // A fixed direction v of the output's shape, not a multiple of ones, so every output element
   // weighs differently; it is an input of the checked function too (J^T v is linear in v).
-  Generator direction_gen(20261123);
+  Generator direction_gen(kGradgradSeed);
   Tensor<double> v = Tensor<double>::uniform(out_shape, direction_gen, 0.5, 1.5).set_requires_grad(true);
   v.set_name("v (the gradient of the output)");
   const std::size_t n = inputs.size();

@@ -38,9 +38,7 @@ std::string describe_node(const NodeBase& node) {
   return node.describe() + (node.op ? std::string(" (output of ") + node.op + ")" : " (a leaf)");
 }
 
-std::string describe_site(const GradientTape::Entry& e) {
-  return std::string(e.op) + " (called at " + e.where.file_name() + ":" + std::to_string(e.where.line()) + ")";
-}
+std::string describe_site(const GradientTape::Entry& e) { return describe_call(e.op, e.where); }
 }  // namespace
 
 namespace detail {
@@ -123,6 +121,13 @@ GradientTape::~GradientTape() {
 }
 
 std::size_t GradientTape::size() const { return recorder_->entries.size(); }
+
+std::vector<std::shared_ptr<const GradientTape::Entry>> GradientTape::entries() const {
+  std::vector<std::shared_ptr<const Entry>> live;
+  for (const auto& e : recorder_->entries)
+    if (e) live.push_back(e);
+  return live;
+}
 
 void GradientTape::clear() {
   recorder_->entries.clear();

@@ -99,6 +99,9 @@ class GradientTape {
     std::source_location where;       // the op's call site, for anomaly reports
     std::vector<Saved> inputs;        // the op's defined tensor inputs
   };  // output->producer (from next_entry_id()) identifies the entry
+  // The entries recorded and not yet released, oldest first: gradcheck names the ops that read a
+  // failing input, with their call sites.
+  std::vector<std::shared_ptr<const Entry>> entries() const;
   // Used by ops (through detail::make_result): appends to every tape alive on this thread.
   static void record(std::shared_ptr<const Entry> entry);
   // A process-wide unique id, increasing in creation order.

@@ -4,6 +4,7 @@
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
+#include "autograd/testing/gradcheck_gtest.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {
@@ -19,18 +20,24 @@ TEST(Readme, UsingItSnippet) {
   EXPECT_EQ(w.grad().shape(), w.value().shape());
 }
 
-Tensor<double> cube(const Tensor<double>& x) {
-  return custom_op("cube", xt::xarray<double>(x.value() * x.value() * x.value()),
-                   [x](const Tensor<double>& grad, const Tensor<double>& /*result*/) {
-                     add_gradient(x, mul(mul(grad, mul(x, x)), 3.0));   // a formula over ops
+template <class T>  // float64 for gradcheck's defaults, float32 for its float32 mode
+Tensor<T> cube(const Tensor<T>& x) {
+  return custom_op("cube", xt::xarray<T>(x.value() * x.value() * x.value()),
+                   [x](const Tensor<T>& grad, const Tensor<T>& /*result*/) {
+                     add_gradient(x, mul(mul(grad, mul(x, x)), T(3)));   // a formula over ops
                    }, x);
 }
 
-// The op with a wrong first derivative (3x instead of 3x^2), and with a right first derivative
-// whose formula hides one x from the second (detach): each check must catch its own.
+// The op with a wrong first derivative (3x instead of 3x^2), with one that forgot the factor 3
+// (the README's sample report), and with a right first derivative whose formula hides one x from
+// the second (detach): each check must catch its own.
 Tensor<double> wrong_first(const Tensor<double>& x) {
   return custom_op("wrong_first", xt::xarray<double>(x.value() * x.value() * x.value()),
                    [x](const Tensor<double>& grad, const Tensor<double>&) { add_gradient(x, mul(mul(grad, x), 3.0)); }, x);
+}
+Tensor<double> wrong_factor(const Tensor<double>& x) {
+  return custom_op("wrong_factor", xt::xarray<double>(x.value() * x.value() * x.value()),
+                   [x](const Tensor<double>& grad, const Tensor<double>&) { add_gradient(x, mul(grad, mul(x, x))); }, x);
 }
 Tensor<double> wrong_second(const Tensor<double>& x) {
   return custom_op("wrong_second", xt::xarray<double>(x.value() * x.value() * x.value()),
@@ -47,10 +54,37 @@ TEST(Readme, GradcheckYourOwnOpSnippet) {
   EXPECT_TRUE(first.ok) << first.message;
   const auto second = gradgradcheck(f, in);
   EXPECT_TRUE(second.ok) << second.message;
+  const auto fast = gradcheck(f, in, {.fast_mode = true});
+  EXPECT_TRUE(fast.ok) << fast.message;
   EXPECT_FALSE(gradcheck([](const std::vector<Tensor<double>>& x) { return wrong_first(x[0]); }, in).ok);
   auto bad_second = [](const std::vector<Tensor<double>>& x) { return wrong_second(x[0]); };
   EXPECT_TRUE(gradcheck(bad_second, in).ok);
   EXPECT_FALSE(gradgradcheck(bad_second, in).ok);
+}
+
+// The README's sample report: a backward that forgot the factor 3.
+TEST(Readme, GradcheckReportSample) {
+  Generator gen(0);
+  std::vector<Tensor<double>> in{Tensor<double>::randn({2, 3}, gen).set_requires_grad(true)};
+  const auto r = gradcheck([](const std::vector<Tensor<double>>& x) { return wrong_factor(x[0]); }, in);
+  ASSERT_TRUE(r.worst);
+  for (const char* fragment : {"gradcheck: Jacobian mismatch for input 0 of shape [2,3], element [", "output element [",
+                               "estimated numeric error", "The worst of 6 mismatched elements",
+                               "Ops that read this input directly: wrong_factor (called at"}) {
+    EXPECT_NE(r.message.find(fragment), std::string::npos) << r.message << " lacks " << fragment;
+  }
+  EXPECT_NEAR(r.worst->numeric, 3.0 * r.worst->analytic, 1e-6 * std::abs(r.worst->numeric));
+}
+
+TEST(Readme, GradcheckMacroSnippet) {
+  Generator gen(0);
+  std::vector<Tensor<double>> in{Tensor<double>::randn({2, 3}, gen).set_requires_grad(true)};
+  auto f = [](const std::vector<Tensor<double>>& x) { return cube(x[0]); };
+  const Tensor<float> x32 = Tensor<float>::randn({2, 3}, gen).set_requires_grad(true);
+  EXPECT_GRADCHECK(f, in);
+  ASSERT_GRADCHECK(f, in, {.fast_mode = true});
+  EXPECT_GRADGRADCHECK(f, in);
+  EXPECT_GRADCHECK([](const std::vector<Tensor<float>>& x) { return cube(x[0]); }, {x32});  // float32
 }
 
 TEST(Readme, HigherOrderSnippet) {

@@ -30,6 +30,7 @@ void backward_of(Fn output, int times = 1) {
 }
 
 Tensor<double> identity(const std::vector<Tensor<double>>& x) { return x[0] * 1.0; }
+Tensor<float> identity32(const std::vector<Tensor<float>>& x) { return x[0] * 1.0f; }
 
 // ---- Tensor -------------------------------------------------------------------------------
 BAD_INPUT_ROW(Autograd, tensor_item_of_many_elements, ValueError, (zeros({2, 2}).item()), "item", "[2,2]", "4 elements")
@@ -131,6 +132,14 @@ BAD_INPUT_ROW(Autograd, gradcheck_zero_eps, ValueError, (gradcheck(identity, {le
               "eps", "0")
 BAD_INPUT_ROW(Autograd, gradcheck_negative_atol, ValueError, (gradcheck(identity, {leaf({2})}, {.atol = -1.0})),
               "gradcheck", "atol", "-1")
+BAD_INPUT_ROW(Autograd, gradcheck_float32_no_input_requires_grad, ValueError,
+              (gradcheck(identity32, {Tensor<float>::zeros({2})})), "gradcheck", "no input requires a gradient")
+BAD_INPUT_ROW(Autograd, gradcheck_float32_zero_tolerance_factor, ValueError,
+              (gradcheck(identity32, {Tensor<float>::ones({2}, true)}, {.tolerance_factor = 0.0})), "gradcheck",
+              "tolerance_factor", "0")
+BAD_INPUT_ROW(Autograd, gradcheck_float32_nan_tolerance_factor, ValueError,
+              (gradcheck(identity32, {Tensor<float>::ones({2}, true)}, {.tolerance_factor = nan})), "gradcheck",
+              "tolerance_factor", "nan")
 BAD_INPUT_ROW(Autograd, gradcheck_nan_rtol, ValueError, (gradcheck(identity, {leaf({2})}, {.rtol = nan})), "gradcheck",
               "rtol", "nan")
 

@@ -12,9 +12,7 @@ Tensor<double> random_tensor(const Shape& shape, std::uint64_t seed, bool requir
 
 ::testing::AssertionResult passes_gradcheck(const GradcheckFunction& fn, const std::vector<Tensor<double>>& inputs,
                                             const GradcheckOptions& options) {
-  const GradcheckResult result = gradcheck(fn, inputs, options);
-  if (result) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << result.message;
+  return gradcheck_assertion(gradcheck(fn, inputs, options));
 }
 
 double max_abs_diff(const xt::xarray<double>& a, const xt::xarray<double>& b) {

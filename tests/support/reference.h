@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "autograd/gradcheck.h"
+#include "autograd/testing/gradcheck_gtest.h"
 #include "autograd/tensor.h"
 
 namespace tapegrad::testing {
@@ -18,7 +19,8 @@ namespace tapegrad::testing {
 Tensor<double> random_tensor(const Shape& shape, std::uint64_t seed, bool requires_grad = true, double low = -1.0,
                              double high = 1.0);
 
-// EXPECT_TRUE(passes_gradcheck(fn, {a, b})) prints gradcheck's message on failure.
+// EXPECT_TRUE(passes_gradcheck(fn, {a, b})) prints gradcheck's message on failure: the same
+// assertion as EXPECT_GRADCHECK (autograd/testing/gradcheck_gtest.h), kept for the suites that call it.
 ::testing::AssertionResult passes_gradcheck(const GradcheckFunction& fn, const std::vector<Tensor<double>>& inputs,
                                             const GradcheckOptions& options = {});
 

@@ -1,0 +1,27 @@
+// A user's own GoogleTest test of a custom op against the installed tapegrad: EXPECT_GRADCHECK
+// and EXPECT_GRADGRADCHECK come with the package (autograd/testing/gradcheck_gtest.h).
+#include "autograd/custom_op.h"
+#include "autograd/ops.h"
+#include "autograd/testing/gradcheck_gtest.h"
+
+using namespace tapegrad;
+
+// softplus(x) = log(1 + exp(x)), whose derivative is sigmoid(x), written as a formula over ops
+// so that it can be differentiated again.
+template <class T>
+Tensor<T> softplus(const Tensor<T>& x) {
+  return custom_op("softplus", xt::xarray<T>(xt::log1p(xt::exp(x.value()))),
+                   [x](const Tensor<T>& grad, const Tensor<T>& /*result*/) { add_gradient(x, mul(grad, sigmoid(x))); },
+                   x);
+}
+
+TEST(Softplus, Gradchecks) {
+  Generator gen(0);
+  const auto f = [](const std::vector<Tensor<double>>& x) { return softplus(x[0]); };
+  const std::vector<Tensor<double>> in{Tensor<double>::randn({2, 3}, gen).set_requires_grad(true)};
+  EXPECT_GRADCHECK(f, in);
+  EXPECT_GRADCHECK(f, in, {.fast_mode = true});
+  EXPECT_GRADGRADCHECK(f, in);
+  const auto f32 = [](const std::vector<Tensor<float>>& x) { return softplus(x[0]); };
+  EXPECT_GRADCHECK(f32, {Tensor<float>::randn({2, 3}, gen).set_requires_grad(true)});
+}
