@@ -1,6 +1,7 @@
 // The pointwise table's forward kernels (autograd/ops/pointwise_table.h), every row: against the
-// row's standard-library reference at every length around the SIMD width and across parallel
-// blocks, the same bits at one and two threads, NaN passed through, and a bad input named. Their
+// row's standard-library reference at every length around the SIMD width, across parallel blocks
+// and on every broadcasting path, the same bits at one and two threads, NaN passed through, and
+// bad inputs named. Their
 // derivatives are checked with every other op in test_higher_order (higher_order/pointwise_cases.cpp).
 #include <cmath>
 #include <cstring>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <xtensor/xbroadcast.hpp>
 
 #include "autograd/kernels/map.h"
 #include "autograd/kernels/parallel.h"
@@ -79,6 +81,85 @@ TEST(Pointwise, EveryRowGivesTheSameBitsAtOneAndTwoThreads) {
     const xt::xarray<double> two = row.op(x, std::source_location::current()).value();
     set_num_threads(0);
     EXPECT_EQ(std::memcmp(one.data(), two.data(), n * sizeof(double)), 0) << row.name;
+  }
+}
+
+template <class T>
+struct BinaryRow {
+  std::string name;
+  Tensor<T> (*op)(const Tensor<T>&, const Tensor<T>&, CallSite);
+  T (*reference)(T, T);
+  PointwiseDomain domain_a, domain_b;
+};
+
+template <class T>
+std::vector<BinaryRow<T>> binary_rows() {
+  std::vector<BinaryRow<T>> all;
+#define TAPEGRAD_BINARY_ROW(name, forward, reference_formula, derivative_a, derivative_b, domain_a, domain_b) \
+  all.push_back({#name, &name<T>, [](T a, T b) -> T { return reference_formula; }, PointwiseDomain::domain_a,  \
+                 PointwiseDomain::domain_b});
+  TAPEGRAD_BINARY_OPS(TAPEGRAD_BINARY_ROW)
+#undef TAPEGRAD_BINARY_ROW
+  return all;
+}
+
+// Pairs of shapes for every path of the broadcasting map: equal (at every tail length), a
+// single-element side, a broadcast row (stride 0 along the last axis) on either side, and a
+// broadcast middle axis, with rows long and short.
+std::vector<std::pair<Shape, Shape>> binary_shapes() {
+  std::vector<std::pair<Shape, Shape>> pairs;
+  for (std::size_t n : lengths()) pairs.push_back({{n}, {n}});
+  pairs.insert(pairs.end(), {{{3, 4}, {}}, {{1}, {2, 5}}, {{37, 5}, {5}}, {{5, 1}, {5, 37}}, {{5, 37}, {5, 1}},
+                             {{3, 1, 17}, {4, 1}}, {{2, 1, 3}, {1, 4, 3}}, {{0, 3}, {3}}, {{300, 129}, {129}},
+                             {{300, 1}, {300, 129}}});
+  return pairs;
+}
+
+template <class T>
+void expect_binary_forward_matches_reference(T ulps) {
+  for (const auto& row : binary_rows<T>()) {
+    for (const auto& [shape_a, shape_b] : binary_shapes()) {
+      const Tensor<T> a(testing::pointwise_inputs<T>(row.domain_a, shape_a, 11));
+      const Tensor<T> b(testing::pointwise_inputs<T>(row.domain_b, shape_b, 12));
+      const xt::xarray<T> y = row.op(a, b, std::source_location::current()).value();
+      const xt::xarray<T> wide_a = xt::broadcast(a.value(), y.shape()), wide_b = xt::broadcast(b.value(), y.shape());
+      for (std::size_t i = 0; i < y.size(); ++i) {
+        const T expected = row.reference(wide_a.data()[i], wide_b.data()[i]);
+        const T tolerance = ulps * std::numeric_limits<T>::epsilon() * std::max(T(1), std::abs(expected));
+        ASSERT_NEAR(y.data()[i], expected, tolerance)
+            << row.name << " of shapes " << format_shape(shape_a) << " and " << format_shape(shape_b) << " at " << i;
+      }
+    }
+  }
+}
+
+TEST(Pointwise, EveryBinaryRowMatchesItsReferenceOnEveryBroadcastPath) {
+  expect_binary_forward_matches_reference<double>(4.0);
+  expect_binary_forward_matches_reference<float>(4.0f);
+}
+
+TEST(Pointwise, EveryBinaryRowGivesTheSameBitsAtOneAndTwoThreads) {
+  for (const auto& row : binary_rows<double>()) {
+    for (const auto& [shape_a, shape_b] : binary_shapes()) {
+      const Tensor<double> a(testing::pointwise_inputs<double>(row.domain_a, shape_a, 5));
+      const Tensor<double> b(testing::pointwise_inputs<double>(row.domain_b, shape_b, 6));
+      set_num_threads(1);
+      const xt::xarray<double> one = row.op(a, b, std::source_location::current()).value();
+      set_num_threads(2);
+      const xt::xarray<double> two = row.op(a, b, std::source_location::current()).value();
+      set_num_threads(0);
+      EXPECT_EQ(std::memcmp(one.data(), two.data(), one.size() * sizeof(double)), 0) << row.name;
+    }
+  }
+}
+
+TEST(Pointwise, BinaryRowsNameTheOpAndBothShapesWhenTheyDoNotBroadcast) {
+  for (const auto& row : binary_rows<double>()) {
+    const Tensor<double> a = Tensor<double>::ones({2, 3}), b = Tensor<double>::ones({4});
+    EXPECT_TRUE(testing::throws_with<ShapeError>([&] { row.op(a, b, std::source_location::current()); },
+                                                 {row.name, "[2,3]", "[4]", "do not broadcast"}));
+    EXPECT_TRUE(testing::throws_with<ValueError>([&] { row.op(a, Tensor<double>(), std::source_location::current()); },
+                                                 {row.name, "b"}));
   }
 }
 

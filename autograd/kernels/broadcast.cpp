@@ -31,19 +31,25 @@ bool broadcasts_to(const Shape& from, const Shape& to) {
   return true;
 }
 
+std::vector<std::size_t> broadcast_strides(const Shape& shape, const Shape& out_shape) {
+  const std::size_t nd = out_shape.size(), lead = nd - shape.size();
+  std::vector<std::size_t> strides(nd, 0);
+  std::size_t stride = 1;
+  for (std::size_t d = nd; d-- > lead;) {
+    const std::size_t size = shape[d - lead];
+    strides[d] = size == 1 ? 0 : stride;
+    stride *= size;
+  }
+  return strides;
+}
+
 template <class T>
 xt::xarray<T> sum_to(const xt::xarray<T>& g, const Shape& shape) {
   const std::size_t nd = g.dimension();
   const std::size_t lead = nd - shape.size();
   if (lead == 0 && std::equal(shape.begin(), shape.end(), g.shape().begin())) return g;
   // out_stride[d]: how far one step along g's axis d moves in the output (0 on reduced axes).
-  std::vector<std::size_t> out_stride(nd, 0);
-  std::size_t stride = 1;
-  for (std::size_t d = nd; d-- > lead;) {
-    const std::size_t size = shape[d - lead];
-    out_stride[d] = size == 1 ? 0 : stride;
-    stride *= size;
-  }
+  const std::vector<std::size_t> out_stride = broadcast_strides(shape, Shape(g.shape().begin(), g.shape().end()));
   xt::xarray<T> out = xt::zeros<T>(shape);
   if (g.size() == 0) return out;
   // One pass over g in row-major order with an odometer over its index; the innermost axis is

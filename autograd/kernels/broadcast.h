@@ -2,6 +2,7 @@
 // Broadcasting: the result shape of two shapes, and the reduction of a gradient back to an
 // input's shape (the one shared un-broadcast of every broadcasting op's backward).
 #include <string_view>
+#include <vector>
 
 #include <xtensor/xarray.hpp>
 
@@ -15,6 +16,10 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op);
 
 // True when `from` broadcasts to `to` (one-sided: `to` is not changed).
 bool broadcasts_to(const Shape& from, const Shape& to);
+
+// The element strides of a row-major array of `shape` read at `out_shape`, which it broadcasts to:
+// one per axis of out_shape, 0 along the axes `shape` lacks or has of size 1.
+std::vector<std::size_t> broadcast_strides(const Shape& shape, const Shape& out_shape);
 
 // Sums g over the axes that broadcasting added or stretched, giving a new array of `shape` (a
 // copy when nothing is reduced). Requires broadcasts_to(shape, g.shape()).

@@ -4,8 +4,6 @@
 
 #include "autograd/detail/checks.h"
 #include "autograd/detail/record.h"
-#include "autograd/kernels/broadcast.h"
-#include "autograd/ops/reduce.h"
 
 namespace tapegrad {
 
@@ -14,69 +12,8 @@ namespace {
 using detail::accumulate;
 using detail::make_result;
 using detail::should_record;
-using detail::unbroadcast;
-
-template <class T>
-void check_binary(const Tensor<T>& a, const Tensor<T>& b, const char* op) {
-  detail::require_defined(a, op, "a");
-  detail::require_defined(b, op, "b");
-  detail::allocatable(kernels::broadcast_shapes(a.shape(), b.shape(), op), sizeof(T), op, "the output");
-}
 
 }  // namespace
-
-template <class T>
-Tensor<T> add(const Tensor<T>& a, const Tensor<T>& b, CallSite where) {
-  check_binary(a, b, "add");
-  return make_result("add", where, xt::xarray<T>(a.value() + b.value()), should_record(a, b),
-                     [a, b](const Tensor<T>& g, const Tensor<T>&) {
-                       if (a.requires_grad()) accumulate(a, unbroadcast(g, a.shape()));
-                       if (b.requires_grad()) accumulate(b, unbroadcast(g, b.shape()));
-                     });
-}
-
-template <class T>
-Tensor<T> sub(const Tensor<T>& a, const Tensor<T>& b, CallSite where) {
-  check_binary(a, b, "sub");
-  return make_result("sub", where, xt::xarray<T>(a.value() - b.value()), should_record(a, b),
-                     [a, b](const Tensor<T>& g, const Tensor<T>&) {
-                       if (a.requires_grad()) accumulate(a, unbroadcast(g, a.shape()));
-                       if (b.requires_grad()) accumulate(b, unbroadcast(neg(g), b.shape()));
-                     });
-}
-
-template <class T>
-Tensor<T> mul(const Tensor<T>& a, const Tensor<T>& b, CallSite where) {
-  check_binary(a, b, "mul");
-  return make_result("mul", where, xt::xarray<T>(a.value() * b.value()), should_record(a, b),
-                     [a, b](const Tensor<T>& g, const Tensor<T>&) {
-                       if (a.requires_grad()) accumulate(a, unbroadcast(mul(g, b), a.shape()));
-                       if (b.requires_grad()) accumulate(b, unbroadcast(mul(g, a), b.shape()));
-                     });
-}
-
-template <class T>
-Tensor<T> div(const Tensor<T>& a, const Tensor<T>& b, CallSite where) {
-  check_binary(a, b, "div");
-  return make_result("div", where, xt::xarray<T>(a.value() / b.value()), should_record(a, b),
-                     [a, b](const Tensor<T>& g, const Tensor<T>& y) {
-                       if (a.requires_grad()) accumulate(a, unbroadcast(div(g, b), a.shape()));
-                       // d(a/b)/db = -a/b^2 = -y/b
-                       if (b.requires_grad()) accumulate(b, unbroadcast(div(mul(neg(g), y), b), b.shape()));
-                     });
-}
-
-template <class T>
-Tensor<T> pow(const Tensor<T>& a, const Tensor<T>& b, CallSite where) {
-  check_binary(a, b, "pow");
-  return make_result("pow", where, xt::xarray<T>(xt::pow(a.value(), b.value())), should_record(a, b),
-                     [a, b](const Tensor<T>& g, const Tensor<T>& y) {
-                       if (a.requires_grad()) {
-                         accumulate(a, unbroadcast(mul(mul(g, b), pow(a, add(b, T(-1)))), a.shape()));
-                       }
-                       if (b.requires_grad()) accumulate(b, unbroadcast(mul(mul(g, y), log(a)), b.shape()));
-                     });
-}
 
 template <class T>
 Tensor<T> add(const Tensor<T>& a, Scalar<T> s, CallSite where) {
@@ -130,11 +67,6 @@ Tensor<U> Tensor<T>::to(CallSite where) const {
 }
 
 #define TAPEGRAD_INSTANTIATE_ELEMENTWISE(T)                          \
-  template Tensor<T> add(const Tensor<T>&, const Tensor<T>&, CallSite);        \
-  template Tensor<T> sub(const Tensor<T>&, const Tensor<T>&, CallSite);        \
-  template Tensor<T> mul(const Tensor<T>&, const Tensor<T>&, CallSite);        \
-  template Tensor<T> div(const Tensor<T>&, const Tensor<T>&, CallSite);        \
-  template Tensor<T> pow(const Tensor<T>&, const Tensor<T>&, CallSite);        \
   template Tensor<T> add(const Tensor<T>&, Scalar<T>, CallSite);               \
   template Tensor<T> mul(const Tensor<T>&, Scalar<T>, CallSite);               \
   template Tensor<T> rsub(const Tensor<T>&, Scalar<T>, CallSite);              \

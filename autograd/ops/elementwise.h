@@ -1,28 +1,17 @@
 #pragma once
-// Elementwise arithmetic and math. Binary ops broadcast as PyTorch/NumPy do (shapes aligned from
-// the right; an axis of size 1 stretches); their backward sums the gradient back to each input's
-// shape with kernels::sum_to. Scalars are plain T (not deduced, so `x * 2.0` works for float).
+// Elementwise arithmetic with a scalar, the operators, and cast. The tensor-tensor ops (add, sub,
+// mul, div, pow, broadcasting as PyTorch/NumPy do) and the unary math (exp, log, ...) are rows of
+// the pointwise table (autograd/ops/pointwise.h). Scalars are plain T (not deduced, so `x * 2.0`
+// works for float).
 #include "autograd/source_location.h"
 #include <type_traits>
 
-#include "autograd/ops/pointwise.h"  // neg, exp, log, ...: the unary ops, one table
+#include "autograd/ops/pointwise.h"
 #include "autograd/tensor.h"
 
 namespace tapegrad {
 
 template <class T> using Scalar = std::type_identity_t<T>;
-
-template <class T> Tensor<T> add(const Tensor<T>& a, const Tensor<T>& b,
-    CallSite where = std::source_location::current());
-template <class T> Tensor<T> sub(const Tensor<T>& a, const Tensor<T>& b,
-    CallSite where = std::source_location::current());
-template <class T> Tensor<T> mul(const Tensor<T>& a, const Tensor<T>& b,
-    CallSite where = std::source_location::current());
-template <class T> Tensor<T> div(const Tensor<T>& a, const Tensor<T>& b,
-    CallSite where = std::source_location::current());
-// a^b elementwise, broadcasting; d/db = a^b log a (defined for a > 0).
-template <class T> Tensor<T> pow(const Tensor<T>& a, const Tensor<T>& b,
-    CallSite where = std::source_location::current());
 
 template <class T> Tensor<T> add(const Tensor<T>& a, Scalar<T> s,
     CallSite where = std::source_location::current());

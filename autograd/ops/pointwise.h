@@ -1,11 +1,15 @@
 #pragma once
-// The pointwise unary ops of autograd/ops/pointwise_table.h, whose row gives each one's formula,
-// derivative and domain:
-//   neg, exp, expm1, log, log1p, sqrt, rsqrt, reciprocal, sin, cos, abs, sign.
-// Each is declared as
-//   template <class T> Tensor<T> name(const Tensor<T>& a, CallSite where = current call site);
-// and gives an output of a's shape. Out of its domain an op gives what IEEE arithmetic gives
-// (log(-1) is NaN, reciprocal(0) is inf), as PyTorch; anomaly mode reports it.
+// The pointwise ops of autograd/ops/pointwise_table.h, whose row gives each one's formula,
+// derivative and domain.
+//   Unary:  neg, exp, expm1, log, log1p, sqrt, rsqrt, reciprocal, sin, cos, abs, sign; each
+//           template <class T> Tensor<T> name(const Tensor<T>& a, CallSite where = current call site)
+//           gives an output of a's shape.
+//   Binary: add, sub, mul, div, pow; each
+//           template <class T> Tensor<T> name(const Tensor<T>& a, const Tensor<T>& b, CallSite where = ...)
+//           broadcasts a and b (ShapeError naming both shapes when they do not) and sums each
+//           input's gradient back to its shape.
+// Out of its domain an op gives what IEEE arithmetic gives (log(-1) is NaN, reciprocal(0) is inf),
+// as PyTorch; anomaly mode reports it.
 #include "autograd/ops/pointwise_table.h"
 #include "autograd/source_location.h"
 #include "autograd/tensor.h"
@@ -16,5 +20,11 @@ namespace tapegrad {
   template <class T> Tensor<T> name(const Tensor<T>& a, CallSite where = std::source_location::current());
 TAPEGRAD_UNARY_OPS(TAPEGRAD_DECLARE_UNARY)
 #undef TAPEGRAD_DECLARE_UNARY
+
+#define TAPEGRAD_DECLARE_BINARY(name, forward, reference, derivative_a, derivative_b, domain_a, domain_b) \
+  template <class T> Tensor<T> name(const Tensor<T>& a, const Tensor<T>& b,                              \
+                                    CallSite where = std::source_location::current());
+TAPEGRAD_BINARY_OPS(TAPEGRAD_DECLARE_BINARY)
+#undef TAPEGRAD_DECLARE_BINARY
 
 }  // namespace tapegrad

@@ -1,10 +1,11 @@
 #pragma once
-// The pointwise unary ops, one row each: adding a row declares the op (autograd/ops/pointwise.h),
+// The pointwise ops, one row each: adding a row declares the op (autograd/ops/pointwise.h),
 // defines and instantiates it (pointwise.cpp) and puts it under the tests of every op
 // (tests/test_pointwise.cpp: forward against the reference at every tail length and thread count;
 // tests/higher_order/pointwise_cases.cpp: gradcheck, gradgradcheck, bit-identity, jvp). As
 // PyTorch's derivatives.yaml and tinygrad's gradient table, a row is the op's whole definition:
 //
+// Unary ops, TAPEGRAD_UNARY_OPS:
 //   OP(name, forward, reference, derivative, domain)
 //   - forward:    y from x, elementwise. x is a T or an xsimd batch of T (kernels/map.h), so use
 //                 xsimd's functions (they take both), T(...) constants and kernels::simd::select.
@@ -30,3 +31,16 @@
   OP(sign, kernels::simd::select(x > T(0), decltype(x)(1), decltype(x)(0)) -                                 \
                kernels::simd::select(x < T(0), decltype(x)(1), decltype(x)(0)),                              \
      T(x > T(0)) - T(x < T(0)), Tensor<T>::zeros(g.shape()), nonzero)
+
+// Binary ops, TAPEGRAD_BINARY_OPS, broadcasting as NumPy and PyTorch do (kernels/broadcast.h):
+//   OP(name, forward, reference, derivative_a, derivative_b, domain_a, domain_b)
+//   - forward, reference: y from a and b, as above (a and b both T, or both batches).
+//   - derivative_a, derivative_b: dL/da and dL/db at the broadcast shape, from the tensors g, a, b
+//     and y; the op sums each back to its input's shape.
+#define TAPEGRAD_BINARY_OPS(OP)                                                                          \
+  OP(add, a + b, a + b, g, g, any, any)                                                                  \
+  OP(sub, a - b, a - b, g, neg(g), any, any)                                                             \
+  OP(mul, a * b, a * b, mul(g, b), mul(g, a), any, any)                                                  \
+  OP(div, a / b, a / b, div(g, b), div(mul(neg(g), y), b), any, nonzero)                                 \
+  OP(pow, xsimd::pow(a, b), std::pow(a, b), mul(mul(g, b), pow(a, add(b, T(-1)))), mul(mul(g, y), log(a)), \
+     positive, any)
