@@ -1,71 +1,11 @@
 #include "autograd/ops/pointwise.h"
 
-#include <cmath>
-
-#include "autograd/detail/checks.h"
-#include "autograd/detail/record.h"
-#include "autograd/kernels/broadcast.h"
-#include "autograd/kernels/map.h"
-#include "autograd/ops/elementwise.h"
-#include "autograd/ops/reduce.h"
+#include "autograd/ops/pointwise_rows.h"
 
 namespace tapegrad {
 
-namespace {
-
-// One row of the table: y = forward(x) by the map kernel; backward accumulates derivative(g, x, y).
-template <class T, class Forward, class Derivative>
-Tensor<T> unary_op(const char* op, const Tensor<T>& a, CallSite where, Forward forward, Derivative derivative) {
-  detail::require_defined(a, op, "a");
-  xt::xarray<T> y = xt::xarray<T>::from_shape(a.value().shape());
-  kernels::map(y.size(), a.value().data(), y.data(), forward);
-  return detail::make_result(op, where, std::move(y), detail::should_record(a),
-                             [a, derivative](const Tensor<T>& g, const Tensor<T>& out) {
-                               detail::accumulate(a, derivative(g, a, out));
-                             });
-}
-
-// One binary row: y = forward(a, b) broadcast by the map kernel; backward accumulates each
-// derivative summed back to its input's shape.
-template <class T, class Forward, class DerivativeA, class DerivativeB>
-Tensor<T> binary_op(const char* op, const Tensor<T>& a, const Tensor<T>& b, CallSite where, Forward forward,
-                    DerivativeA derivative_a, DerivativeB derivative_b) {
-  detail::require_defined(a, op, "a");
-  detail::require_defined(b, op, "b");
-  const Shape shape = detail::allocatable(kernels::broadcast_shapes(a.shape(), b.shape(), op), sizeof(T), op, "the output");
-  xt::xarray<T> y = xt::xarray<T>::from_shape(shape);
-  kernels::map(a.value().data(), a.shape(), b.value().data(), b.shape(), y.data(), shape, forward);
-  return detail::make_result(op, where, std::move(y), detail::should_record(a, b),
-                             [a, b, derivative_a, derivative_b](const Tensor<T>& g, const Tensor<T>& out) {
-                               if (a.requires_grad()) detail::accumulate(a, detail::unbroadcast(derivative_a(g, a, b, out), a.shape()));
-                               if (b.requires_grad()) detail::accumulate(b, detail::unbroadcast(derivative_b(g, a, b, out), b.shape()));
-                             });
-}
-
-}  // namespace
-
-#define TAPEGRAD_DEFINE_UNARY(name, forward, reference, derivative, domain)                             \
-  template <class T>                                                                                    \
-  Tensor<T> name(const Tensor<T>& a, CallSite where) {                                                  \
-    return unary_op(#name, a, where, [](auto x) { return forward; },                                     \
-                    [](const Tensor<T>& g, [[maybe_unused]] const Tensor<T>& x,                          \
-                       [[maybe_unused]] const Tensor<T>& y) { return derivative; });                     \
-  }
 TAPEGRAD_UNARY_OPS(TAPEGRAD_DEFINE_UNARY)
-#undef TAPEGRAD_DEFINE_UNARY
-
-#define TAPEGRAD_DEFINE_BINARY(name, forward, reference, derivative_a, derivative_b, domain_a, domain_b)        \
-  template <class T>                                                                                          \
-  Tensor<T> name(const Tensor<T>& a, const Tensor<T>& b, CallSite where) {                                    \
-    return binary_op(                                                                                         \
-        #name, a, b, where, [](auto a, auto b) { return forward; },                                           \
-        [](const Tensor<T>& g, [[maybe_unused]] const Tensor<T>& a, [[maybe_unused]] const Tensor<T>& b,      \
-           [[maybe_unused]] const Tensor<T>& y) { return derivative_a; },                                     \
-        [](const Tensor<T>& g, [[maybe_unused]] const Tensor<T>& a, [[maybe_unused]] const Tensor<T>& b,      \
-           [[maybe_unused]] const Tensor<T>& y) { return derivative_b; });                                    \
-  }
 TAPEGRAD_BINARY_OPS(TAPEGRAD_DEFINE_BINARY)
-#undef TAPEGRAD_DEFINE_BINARY
 
 #define TAPEGRAD_INSTANTIATE_UNARY(name, forward, reference, derivative, domain) \
   template Tensor<float> name(const Tensor<float>&, CallSite);                   \
