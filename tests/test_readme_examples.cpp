@@ -1,4 +1,6 @@
 // The README's code snippets, compiled and run, so the README stays true.
+#include <cmath>
+
 #include "autograd/custom_op.h"
 #include "autograd/functional.h"
 #include "autograd/gradcheck.h"
@@ -15,9 +17,20 @@ TEST(Readme, UsingItSnippet) {
   auto w = Tensor<float>::randn({3, 4}, gen).set_requires_grad(true);
   auto x = Tensor<float>::randn({2, 3}, gen);
   GradientTape tape;
-  auto loss = mean(softmax(matmul(x, w), -1) * 2.0f);
+  auto loss = mean(tanh(matmul(x, w)));
   tape.backward(loss);
-  EXPECT_EQ(w.grad().shape(), w.value().shape());
+  // The comment's formula, by loops: dL/dw[k][j] = sum_i x[i][k] (1 - tanh^2((x w)[i][j])) / 8.
+  for (std::size_t k = 0; k < 3; ++k) {
+    for (std::size_t j = 0; j < 4; ++j) {
+      double expected = 0.0;
+      for (std::size_t i = 0; i < 2; ++i) {
+        double z = 0.0;
+        for (std::size_t m = 0; m < 3; ++m) z += double(x.value()(i, m)) * double(w.value()(m, j));
+        expected += double(x.value()(i, k)) * (1.0 - std::tanh(z) * std::tanh(z)) / 8.0;
+      }
+      EXPECT_NEAR(w.grad()(k, j), expected, 1e-6) << k << ", " << j;
+    }
+  }
 }
 
 template <class T>  // float64 for gradcheck's defaults, float32 for its float32 mode
