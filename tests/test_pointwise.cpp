@@ -15,6 +15,7 @@
 #include "autograd/kernels/map.h"
 #include "autograd/kernels/parallel.h"
 #include "autograd/ops/pointwise.h"
+#include "autograd/tape.h"
 #include "tests/support/pointwise_domain.h"
 #include "tests/support/reference.h"
 
@@ -160,6 +161,59 @@ TEST(Pointwise, BinaryRowsNameTheOpAndBothShapesWhenTheyDoNotBroadcast) {
                                                  {row.name, "[2,3]", "[4]", "do not broadcast"}));
     EXPECT_TRUE(testing::throws_with<ValueError>([&] { row.op(a, Tensor<double>(), std::source_location::current()); },
                                                  {row.name, "b"}));
+  }
+}
+
+template <class T>
+struct ScalarRow {
+  std::string name, recorded_name;
+  Tensor<T> (*op)(const Tensor<T>&, T, CallSite);
+  T (*reference)(T, T);
+  PointwiseDomain domain;
+};
+
+template <class T>
+std::vector<ScalarRow<T>> scalar_rows() {
+  std::vector<ScalarRow<T>> all;
+#define TAPEGRAD_SCALAR_ROW(name, recorded_name, forward, reference_formula, derivative, domain)                  \
+  all.push_back({#name, #recorded_name, &name<T>, [](T x, T s) -> T { return reference_formula; },               \
+                 PointwiseDomain::domain});
+  TAPEGRAD_SCALAR_OPS(TAPEGRAD_SCALAR_ROW)
+#undef TAPEGRAD_SCALAR_ROW
+  return all;
+}
+
+template <class T>
+void expect_scalar_forward_matches_reference(T ulps) {
+  for (const auto& row : scalar_rows<T>()) {
+    for (T s : {T(2.5), T(-1.5), T(3), T(0.5)}) {
+      for (std::size_t n : lengths()) {
+        const Tensor<T> x(testing::pointwise_inputs<T>(row.domain, {n}, 9 + n));
+        const xt::xarray<T> y = row.op(x, s, std::source_location::current()).value();
+        for (std::size_t i = 0; i < n; ++i) {
+          const T expected = row.reference(x.value()(i), s);
+          const T tolerance = ulps * std::numeric_limits<T>::epsilon() * std::max(T(1), std::abs(expected));
+          ASSERT_NEAR(y(i), expected, tolerance) << row.name << " at x = " << x.value()(i) << ", s = " << s;
+        }
+      }
+    }
+  }
+}
+
+TEST(Pointwise, EveryScalarRowMatchesItsReferenceAtEveryTailLength) {
+  expect_scalar_forward_matches_reference<double>(4.0);
+  expect_scalar_forward_matches_reference<float>(4.0f);
+}
+
+TEST(Pointwise, ScalarRowsAreRecordedUnderTheirOwnNameAndNameTheOpForAnUndefinedInput) {
+  for (const auto& row : scalar_rows<double>()) {
+    GradientTape tape;
+    const Tensor<double> x = Tensor<double>::ones({2}, true);
+    const Tensor<double> y = row.op(x, 2.0, std::source_location::current());
+    ASSERT_FALSE(tape.entries().empty());
+    EXPECT_STREQ(tape.entries().back()->op, row.recorded_name.c_str());
+    EXPECT_TRUE(testing::throws_with<ValueError>([&] { row.op(Tensor<double>(), 2.0, std::source_location::current()); },
+                                                 {row.name, "a"}));
   }
 }
 

@@ -1,8 +1,8 @@
 #pragma once
-// Elementwise arithmetic with a scalar, the operators, and cast. The tensor-tensor ops (add, sub,
-// mul, div, pow, broadcasting as PyTorch/NumPy do) and the unary math (exp, log, ...) are rows of
-// the pointwise table (autograd/ops/pointwise.h). Scalars are plain T (not deduced, so `x * 2.0`
-// works for float).
+// The arithmetic operators and cast. The ops the operators call (add, sub, mul, div with tensors,
+// broadcasting as PyTorch/NumPy do; add, mul, rsub, rdiv with a scalar) and the unary math (exp,
+// log, ...) are rows of the pointwise table (autograd/ops/pointwise.h). Scalars are plain T (not
+// deduced, so `x * 2.0` works for float).
 #include "autograd/source_location.h"
 #include <type_traits>
 
@@ -10,20 +10,6 @@
 #include "autograd/tensor.h"
 
 namespace tapegrad {
-
-template <class T> using Scalar = std::type_identity_t<T>;
-
-template <class T> Tensor<T> add(const Tensor<T>& a, Scalar<T> s,
-    CallSite where = std::source_location::current());
-template <class T> Tensor<T> mul(const Tensor<T>& a, Scalar<T> s,
-    CallSite where = std::source_location::current());
-// s - a and s / a.
-template <class T> Tensor<T> rsub(const Tensor<T>& a, Scalar<T> s,
-    CallSite where = std::source_location::current());
-template <class T> Tensor<T> rdiv(const Tensor<T>& a, Scalar<T> s,
-    CallSite where = std::source_location::current());
-template <class T> Tensor<T> pow(const Tensor<T>& a, Scalar<T> exponent,
-    CallSite where = std::source_location::current());
 
 // Differentiable element-type conversion (what Tensor<T>::to<U>() calls).
 template <class To, class From> Tensor<To> cast(const Tensor<From>& a,

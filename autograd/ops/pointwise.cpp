@@ -6,6 +6,7 @@ namespace tapegrad {
 
 TAPEGRAD_UNARY_OPS(TAPEGRAD_DEFINE_UNARY)
 TAPEGRAD_BINARY_OPS(TAPEGRAD_DEFINE_BINARY)
+TAPEGRAD_SCALAR_OPS(TAPEGRAD_DEFINE_SCALAR)
 
 #define TAPEGRAD_INSTANTIATE_UNARY(name, forward, reference, derivative, domain) \
   template Tensor<float> name(const Tensor<float>&, CallSite);                   \
@@ -18,5 +19,11 @@ TAPEGRAD_UNARY_OPS(TAPEGRAD_INSTANTIATE_UNARY)
   template Tensor<double> name(const Tensor<double>&, const Tensor<double>&, CallSite);
 TAPEGRAD_BINARY_OPS(TAPEGRAD_INSTANTIATE_BINARY)
 #undef TAPEGRAD_INSTANTIATE_BINARY
+
+#define TAPEGRAD_INSTANTIATE_SCALAR(name, recorded_name, forward, reference, derivative, domain) \
+  template Tensor<float> name(const Tensor<float>&, Scalar<float>, CallSite);                   \
+  template Tensor<double> name(const Tensor<double>&, Scalar<double>, CallSite);
+TAPEGRAD_SCALAR_OPS(TAPEGRAD_INSTANTIATE_SCALAR)
+#undef TAPEGRAD_INSTANTIATE_SCALAR
 
 }  // namespace tapegrad

@@ -8,8 +8,14 @@
 //           template <class T> Tensor<T> name(const Tensor<T>& a, const Tensor<T>& b, CallSite where = ...)
 //           broadcasts a and b (ShapeError naming both shapes when they do not) and sums each
 //           input's gradient back to its shape.
+//   With a scalar: add, mul, rsub (s - a), rdiv (s / a), pow (a^s); each
+//           template <class T> Tensor<T> name(const Tensor<T>& a, Scalar<T> s, CallSite where = ...)
+//           gives an output of a's shape (Scalar<T> is T, not deduced, so `mul(x, 2.0)` works
+//           for float).
 // Out of its domain an op gives what IEEE arithmetic gives (log(-1) is NaN, reciprocal(0) is inf),
 // as PyTorch; anomaly mode reports it.
+#include <type_traits>
+
 #include "autograd/ops/pointwise_table.h"
 #include "autograd/source_location.h"
 #include "autograd/tensor.h"
@@ -26,5 +32,13 @@ TAPEGRAD_UNARY_OPS(TAPEGRAD_DECLARE_UNARY)
                                     CallSite where = std::source_location::current());
 TAPEGRAD_BINARY_OPS(TAPEGRAD_DECLARE_BINARY)
 #undef TAPEGRAD_DECLARE_BINARY
+
+template <class T> using Scalar = std::type_identity_t<T>;
+
+#define TAPEGRAD_DECLARE_SCALAR(name, recorded_name, forward, reference, derivative, domain)            \
+  template <class T> Tensor<T> name(const Tensor<T>& a, Scalar<T> s,                                    \
+                                    CallSite where = std::source_location::current());
+TAPEGRAD_SCALAR_OPS(TAPEGRAD_DECLARE_SCALAR)
+#undef TAPEGRAD_DECLARE_SCALAR
 
 }  // namespace tapegrad

@@ -46,6 +46,19 @@ Tensor<T> binary_op(const char* op, const Tensor<T>& a, const Tensor<T>& b, Call
                              });
 }
 
+// One scalar row: y = forward(x, s) by the map kernel; backward accumulates derivative(g, x, y).
+template <class T, class Forward, class Derivative>
+Tensor<T> scalar_op(const char* op, const char* recorded_name, const Tensor<T>& a, CallSite where, Forward forward,
+                    Derivative derivative) {
+  detail::require_defined(a, op, "a");
+  xt::xarray<T> y = xt::xarray<T>::from_shape(a.value().shape());
+  kernels::map(y.size(), a.value().data(), y.data(), forward);
+  return detail::make_result(recorded_name, where, std::move(y), detail::should_record(a),
+                             [a, derivative](const Tensor<T>& g, const Tensor<T>& out) {
+                               detail::accumulate(a, derivative(g, a, out));
+                             });
+}
+
 }  // namespace detail
 
 #define TAPEGRAD_DEFINE_UNARY(name, forward, reference, derivative, domain)                          \
@@ -67,6 +80,16 @@ Tensor<T> binary_op(const char* op, const Tensor<T>& a, const Tensor<T>& b, Call
            [[maybe_unused]] const Tensor<T>& y) { return derivative_a; },                              \
         [](const Tensor<T>& g, [[maybe_unused]] const Tensor<T>& a, [[maybe_unused]] const Tensor<T>& b, \
            [[maybe_unused]] const Tensor<T>& y) { return derivative_b; });                             \
+  }
+
+#define TAPEGRAD_DEFINE_SCALAR(name, recorded_name, forward, reference, derivative, domain)            \
+  template <class T>                                                                                  \
+  Tensor<T> name(const Tensor<T>& a, Scalar<T> s, CallSite where) {                                   \
+    return detail::scalar_op(                                                                         \
+        #name, #recorded_name, a, where, [s](auto x) { return forward; },                             \
+        [s](const Tensor<T>& g, [[maybe_unused]] const Tensor<T>& x, [[maybe_unused]] const Tensor<T>& y) { \
+          return derivative;                                                                          \
+        });                                                                                           \
   }
 
 }  // namespace tapegrad

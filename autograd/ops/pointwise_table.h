@@ -44,3 +44,15 @@
   OP(div, a / b, a / b, div(g, b), div(mul(neg(g), y), b), any, nonzero)                                 \
   OP(pow, xsimd::pow(a, b), std::pow(a, b), mul(mul(g, b), pow(a, add(b, T(-1)))), mul(mul(g, y), log(a)), \
      positive, any)
+
+// Ops of a tensor and a scalar s (a plain T, the same for every element), TAPEGRAD_SCALAR_OPS:
+//   OP(name, recorded_name, forward, reference, derivative, domain)
+//   - forward, reference: y from x and s; derivative: dL/dx from the tensors g, x, y and the T s.
+//   - recorded_name: the op's name on the tape and in messages (add_scalar beside add).
+// The operators +, -, *, / with a scalar (autograd/ops/elementwise.h) call these.
+#define TAPEGRAD_SCALAR_OPS(OP)                                                                  \
+  OP(add, add_scalar, x + s, x + s, g, any)                                                      \
+  OP(mul, mul_scalar, x * s, x * s, mul(g, s), any)                                              \
+  OP(rsub, rsub_scalar, s - x, s - x, neg(g), any)                                               \
+  OP(rdiv, rdiv_scalar, s / x, s / x, div(mul(neg(g), y), x), nonzero)                           \
+  OP(pow, pow_scalar, xsimd::pow(x, decltype(x)(s)), std::pow(x, s), mul(mul(g, s), pow(x, s - T(1))), positive)

@@ -9,7 +9,7 @@ namespace tapegrad::testing {
 using V = std::vector<Tensor<double>>;
 
 // Every row of the pointwise table, from the row's domain: a unary op at a 0-d, a 1-d and a 3-d
-// shape; a binary op at equal and broadcast shapes.
+// shape; a binary op at equal and broadcast shapes; an op with a scalar at four scalars.
 std::vector<OpCase> pointwise_cases() {
   std::vector<OpCase> cases;
   const auto add_row = [&cases](const std::string& name, Tensor<double> (*op)(const Tensor<double>&, CallSite),
@@ -52,6 +52,22 @@ std::vector<OpCase> pointwise_cases() {
   add_binary_row(#name, &name<double>, PointwiseDomain::domain_a, PointwiseDomain::domain_b);
   TAPEGRAD_BINARY_OPS(TAPEGRAD_BINARY_CASES)
 #undef TAPEGRAD_BINARY_CASES
+
+  using ScalarOp = Tensor<double> (*)(const Tensor<double>&, double, CallSite);
+  const auto add_scalar_row = [&cases](const std::string& name, ScalarOp op, PointwiseDomain domain) {
+    // Scalars of both signs, an integer and a fraction (pow's domain keeps the base positive).
+    std::uint64_t seed = 300;
+    for (double s : {2.5, -1.5, 3.0, 0.5}) {
+      cases.push_back({name + "_scalar_" + std::to_string(seed - 299),
+                       [op, s](const V& x) { return op(x[0], s, std::source_location::current()); },
+                       [domain, seed] { return V{Tensor<double>(pointwise_inputs<double>(domain, {2, 3}, seed), true)}; }});
+      ++seed;
+    }
+  };
+#define TAPEGRAD_SCALAR_CASES(name, recorded_name, forward, reference, derivative, domain) \
+  add_scalar_row(#name, &name<double>, PointwiseDomain::domain);
+  TAPEGRAD_SCALAR_OPS(TAPEGRAD_SCALAR_CASES)
+#undef TAPEGRAD_SCALAR_CASES
   return cases;
 }
 
