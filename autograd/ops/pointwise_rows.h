@@ -1,6 +1,7 @@
 #pragma once
-// How a row of the pointwise table (pointwise_table.h) becomes an op: TAPEGRAD_DEFINE_UNARY and
-// TAPEGRAD_DEFINE_BINARY expand a row into the op's definition, inside namespace tapegrad.
+// How a row of the pointwise table (pointwise_table.h) becomes an op: TAPEGRAD_DEFINE_UNARY,
+// TAPEGRAD_DEFINE_BINARY and TAPEGRAD_DEFINE_SCALAR expand a row into the op's definition, inside
+// namespace tapegrad.
 // pointwise.cpp expands the whole table with them; tests/test_contributing_row.cpp expands the
 // example row of CONTRIBUTING.md, so the guide's row is compiled and checked as written.
 #include <cmath>
@@ -17,13 +18,15 @@ namespace tapegrad {
 
 namespace detail {
 
-// One row of the table: y = forward(x) by the map kernel; backward accumulates derivative(g, x, y).
+// One unary or scalar row: y = forward(x) by the map kernel (a scalar row's forward holds its s);
+// backward accumulates derivative(g, x, y). `recorded_name` names it on the tape (add_scalar).
 template <class T, class Forward, class Derivative>
-Tensor<T> unary_op(const char* op, const Tensor<T>& a, CallSite where, Forward forward, Derivative derivative) {
+Tensor<T> unary_op(const char* op, const char* recorded_name, const Tensor<T>& a, CallSite where, Forward forward,
+                   Derivative derivative) {
   detail::require_defined(a, op, "a");
   xt::xarray<T> y = xt::xarray<T>::from_shape(a.value().shape());
   kernels::map(y.size(), a.value().data(), y.data(), forward);
-  return detail::make_result(op, where, std::move(y), detail::should_record(a),
+  return detail::make_result(recorded_name, where, std::move(y), detail::should_record(a),
                              [a, derivative](const Tensor<T>& g, const Tensor<T>& out) {
                                detail::accumulate(a, derivative(g, a, out));
                              });
@@ -46,26 +49,13 @@ Tensor<T> binary_op(const char* op, const Tensor<T>& a, const Tensor<T>& b, Call
                              });
 }
 
-// One scalar row: y = forward(x, s) by the map kernel; backward accumulates derivative(g, x, y).
-template <class T, class Forward, class Derivative>
-Tensor<T> scalar_op(const char* op, const char* recorded_name, const Tensor<T>& a, CallSite where, Forward forward,
-                    Derivative derivative) {
-  detail::require_defined(a, op, "a");
-  xt::xarray<T> y = xt::xarray<T>::from_shape(a.value().shape());
-  kernels::map(y.size(), a.value().data(), y.data(), forward);
-  return detail::make_result(recorded_name, where, std::move(y), detail::should_record(a),
-                             [a, derivative](const Tensor<T>& g, const Tensor<T>& out) {
-                               detail::accumulate(a, derivative(g, a, out));
-                             });
-}
-
 }  // namespace detail
 
 #define TAPEGRAD_DEFINE_UNARY(name, forward, reference, derivative, domain)                          \
   template <class T>                                                                                 \
   Tensor<T> name(const Tensor<T>& a, CallSite where) {                                               \
     return detail::unary_op(                                                                         \
-        #name, a, where, [](auto x) { return forward; },                                             \
+        #name, #name, a, where, [](auto x) { return forward; },                                      \
         [](const Tensor<T>& g, [[maybe_unused]] const Tensor<T>& x, [[maybe_unused]] const Tensor<T>& y) { \
           return derivative;                                                                         \
         });                                                                                          \
@@ -85,7 +75,7 @@ Tensor<T> scalar_op(const char* op, const char* recorded_name, const Tensor<T>& 
 #define TAPEGRAD_DEFINE_SCALAR(name, recorded_name, forward, reference, derivative, domain)            \
   template <class T>                                                                                  \
   Tensor<T> name(const Tensor<T>& a, Scalar<T> s, CallSite where) {                                   \
-    return detail::scalar_op(                                                                         \
+    return detail::unary_op(                                                                          \
         #name, #recorded_name, a, where, [s](auto x) { return forward; },                             \
         [s](const Tensor<T>& g, [[maybe_unused]] const Tensor<T>& x, [[maybe_unused]] const Tensor<T>& y) { \
           return derivative;                                                                          \
