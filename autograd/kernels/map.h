@@ -46,6 +46,17 @@ void map_span(std::size_t begin, std::size_t end, T* out, F& f, const In*... in)
   for (; i < end; ++i) out[i] = f(in[i]...);
 }
 
+// f with its first (fix_first) or second (fix_second) operand held at s: one side of a broadcast
+// that is a single value, for the whole array or along a row.
+template <class T, class F>
+auto fix_first(T s, F& f) {
+  return [s, &f](auto y) { return f(decltype(y)(s), y); };
+}
+template <class T, class F>
+auto fix_second(T s, F& f) {
+  return [s, &f](auto x) { return f(x, decltype(x)(s)); };
+}
+
 template <class T, class F, class... In>
 void map_blocks(std::size_t n, T* out, F& f, const In*... in) {
   static_assert(kMapBlock % simd::Batch<T>::size == 0);
@@ -80,12 +91,8 @@ void map(const T* a, const Shape& a_shape, const T* b, const Shape& b_shape, T* 
   const auto same = [&](const Shape& s) { return s == out_shape; };
   const auto single = [](const Shape& s) { return std::all_of(s.begin(), s.end(), [](std::size_t d) { return d == 1; }); };
   if (same(a_shape) && same(b_shape)) return map(n, a, b, out, f);
-  if (single(a_shape) && same(b_shape)) {
-    return map(n, b, out, [s = *a, &f](auto y) { return f(decltype(y)(s), y); });
-  }
-  if (same(a_shape) && single(b_shape)) {
-    return map(n, a, out, [s = *b, &f](auto x) { return f(x, decltype(x)(s)); });
-  }
+  if (single(a_shape) && same(b_shape)) return map(n, b, out, detail::fix_first(*a, f));
+  if (same(a_shape) && single(b_shape)) return map(n, a, out, detail::fix_second(*b, f));
   const std::vector<std::size_t> sa = broadcast_strides(a_shape, out_shape);
   const std::vector<std::size_t> sb = broadcast_strides(b_shape, out_shape);
   const std::size_t nd = out_shape.size(), inner = out_shape.back(), rows = n / inner;
@@ -104,11 +111,11 @@ void map(const T* a, const Shape& a_shape, const T* b, const Shape& b_shape, T* 
       if (sa[nd - 1] != 0 && sb[nd - 1] != 0) {
         detail::map_span(0, inner, ro, f, ra, rb);
       } else if (sa[nd - 1] == 0) {
-        auto fixed_a = [s = *ra, &f](auto y) { return f(decltype(y)(s), y); };
-        detail::map_span(0, inner, ro, fixed_a, rb);
+        auto fixed = detail::fix_first(*ra, f);
+        detail::map_span(0, inner, ro, fixed, rb);
       } else {
-        auto fixed_b = [s = *rb, &f](auto x) { return f(x, decltype(x)(s)); };
-        detail::map_span(0, inner, ro, fixed_b, ra);
+        auto fixed = detail::fix_second(*rb, f);
+        detail::map_span(0, inner, ro, fixed, ra);
       }
     }
   });
