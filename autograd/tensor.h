@@ -63,6 +63,10 @@ class NodeBase : public std::enable_shared_from_this<NodeBase> {
 template <class T>
 using GradHook = std::function<std::optional<xt::xarray<T>>(const xt::xarray<T>&)>;
 
+// An op's scalar argument: T, but not deduced from it, so that `mul(x, 2.0)` and
+// `masked_fill(x, m, -INFINITY)` compile whether x holds float or double.
+template <class T> using Scalar = std::type_identity_t<T>;
+
 template <class T>
 class Node final : public NodeBase {
  public:

@@ -3,6 +3,7 @@
 
 #include <xtensor/xoperation.hpp>
 
+#include "autograd/ops/attention.h"
 #include "autograd/ops/masking.h"
 #include "autograd/tape.h"
 #include "tests/support/reference.h"
@@ -192,6 +193,27 @@ TEST(Dropout, SameGeneratorStateGivesSameMask) {
   EXPECT_NE(ya.value(), dropout(x, 0.4, true, c).value());
   EXPECT_NE(ya.value(), dropout(x, 0.4, true, a).value());  // the generator moved on
   EXPECT_EQ(a.offset(), b.offset() * 2);
+}
+
+// The fill value is a Scalar<T>: any arithmetic argument converts to the tensor's type, as for
+// mul(x, 2.0), instead of failing template deduction (-INFINITY is a float).
+TEST(MaskedFill, TheFillValueConvertsToTheTensorsType) {
+  const Mask mask{true, false};
+  const Tensor<double> x(xt::xarray<double>{1.0, 2.0});
+  EXPECT_EQ(masked_fill(x, mask, -INFINITY).value(), (xt::xarray<double>{-INFINITY, 2.0}));
+  const Tensor<float> y(xt::xarray<float>{1.0f, 2.0f});
+  EXPECT_EQ(masked_fill(y, mask, 0.5).value(), (xt::xarray<float>{0.5f, 2.0f}));
+  EXPECT_EQ(attention_softmax(y, std::nullopt, 0.0).value(), (xt::xarray<float>{0.5f, 0.5f}));
+}
+
+TEST(Dropout, FloatAndDoubleDropTheSameElements) {
+  const auto x = random_tensor({50, 20}, 409, false, 0.5, 1.5);  // no element is 0
+  Generator for_double(410), for_float(410);
+  const xt::xarray<double> kept_double = xt::not_equal(dropout(x, 0.3, true, for_double).value(), 0.0);
+  const xt::xarray<double> kept_float = xt::not_equal(dropout(x.to<float>(), 0.3, true, for_float).value(), 0.0f);
+  EXPECT_EQ(kept_double, kept_float);
+  EXPECT_GT(xt::sum(kept_double)(), 600.0);
+  EXPECT_LT(xt::sum(kept_double)(), 800.0);
 }
 
 TEST(Dropout, Gradcheck) {

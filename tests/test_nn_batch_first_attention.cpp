@@ -497,14 +497,14 @@ TEST_F(BatchFirstSeed003Bugs, D_OutputProjectionIsApplied) {
 }
 
 TEST_F(BatchFirstSeed003Bugs, E_AttentionDropoutIsAppliedInTraining) {
-  // Replays the attn_drop stream: one uniform draw per weight, row-major; a weight is kept when
+  // Replays the attn_drop stream: one float uniform draw per weight, row-major; a weight is kept when
   // u >= p and then scaled by 1/(1-p) (the dropout op's documented contract).
   Generator gen2(33);
   MultiHeadAttention<double> train(kDModel, kHeads, gen2, 0.4);
   Generator replay = *train.named_generators().at(0).second;  // the stream's state before the forward
   const auto result = train(x.query, x.key, x.value, c.mask);
   Array drop = xt::zeros<double>(Shape{2, kHeads, 4, 5});
-  std::vector<double> u(drop.size());
+  std::vector<float> u(drop.size());
   replay.fill_uniform(u.data(), u.size());
   for (std::size_t e = 0; e < u.size(); ++e) drop.data()[e] = u[e] >= 0.4 ? 1.0 / 0.6 : 0.0;
   const ReferenceOptions with_dropout{.scale = std::nullopt, .drop = &drop};

@@ -422,14 +422,14 @@ TEST_F(LabmlSeed003Bugs, D_OutputProjectionIsApplied) {
 }
 
 TEST_F(LabmlSeed003Bugs, E_AttentionDropoutIsAppliedInTraining) {
-  // Replays the dropout stream: one uniform draw per attention element, row-major; an element is
+  // Replays the dropout stream: one float uniform draw per attention element, row-major; an element is
   // kept when u >= p and then scaled by 1/(1-p) (the dropout op's documented contract).
   Generator gen2(33);
   MultiHeadAttention<double> train(kHeads, kDModel, gen2, 0.4);
   Generator replay = *train.named_generators().at(0).second;  // the stream's state before the forward
   const Array out = train(x.query, x.key, x.value, c.mask).value();
   Array drop = xt::zeros<double>(Shape{4, 5, 2, kHeads});
-  std::vector<double> u(drop.size());
+  std::vector<float> u(drop.size());
   replay.fill_uniform(u.data(), u.size());
   for (std::size_t e = 0; e < u.size(); ++e) drop.data()[e] = u[e] >= 0.4 ? 1.0 / 0.6 : 0.0;
   const Reference plain = naive_attention(train, x.query.value(), x.key.value(), x.value.value(), c.mask);

@@ -82,6 +82,20 @@ TEST(Init, XavierUniformBound) {
   EXPECT_EQ(nn::init::fans(Tensor<double>::zeros({5, 3, 2})), (std::pair<std::size_t, std::size_t>{6, 10}));
 }
 
+TEST(Init, ConstantZerosAndOnesFillInPlaceAsAnEdit) {
+  Generator gen(5);
+  auto w = Tensor<double>::uniform({2, 3}, gen, -1.0, 1.0, true);
+  const auto version = w.version();
+  nn::init::constant_(w, 0.25);
+  EXPECT_EQ(w.value(), xt::xarray<double>(xt::full_like(w.value(), 0.25)));
+  nn::init::ones_(w);
+  EXPECT_EQ(w.value(), xt::xarray<double>(xt::ones<double>({2, 3})));
+  nn::init::zeros_(w);
+  EXPECT_EQ(w.value(), xt::xarray<double>(xt::zeros<double>({2, 3})));
+  EXPECT_EQ(w.version(), version + 3);  // each one an in-place edit the tape can detect
+  EXPECT_TRUE(w.requires_grad());
+}
+
 TEST(Embedding, PadRowStartsZeroAndGetsNoGradient) {
   Generator gen(0);
   nn::Embedding<double> emb(5, 3, gen, /*padding_idx=*/0);

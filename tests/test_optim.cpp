@@ -236,10 +236,12 @@ TEST(Schedule, SchedulerSetsGroupRatesLikeLambdaLR) {
   optim::Adam<double> adam({{"w", w}}, {.lr = 2.0});
   optim::LRScheduler<double> scheduler(adam, optim::step_decay(2, 0.5));
   EXPECT_DOUBLE_EQ(scheduler.last_lr(), 2.0);
+  EXPECT_EQ(scheduler.last_step(), 0u);
   scheduler.step();
   EXPECT_DOUBLE_EQ(scheduler.last_lr(), 2.0);
   scheduler.step();
   EXPECT_DOUBLE_EQ(scheduler.last_lr(), 1.0);
+  EXPECT_EQ(scheduler.last_step(), 2u);
   const auto cos = optim::cosine(10, 0.1);
   EXPECT_DOUBLE_EQ(cos(0), 1.0);
   EXPECT_DOUBLE_EQ(cos(5), 0.55);

@@ -118,7 +118,7 @@ Tensor<T> attention_softmax_backward(const Tensor<T>& g, const Tensor<T>& y,
 }  // namespace
 
 template <class T>
-Tensor<T> attention_softmax(const Tensor<T>& scores, const std::optional<Mask>& may_attend, T scale, CallSite where) {
+Tensor<T> attention_softmax(const Tensor<T>& scores, const std::optional<Mask>& may_attend, Scalar<T> scale, CallSite where) {
   detail::require_defined(scores, "attention_softmax", "scores");
   const Shape shape = scores.shape();
   if (shape.empty()) throw ShapeError("attention_softmax: scores must have at least 1 dim, got []");

@@ -22,7 +22,7 @@
 namespace tapegrad {
 
 template <class T>
-Tensor<T> attention_softmax(const Tensor<T>& scores, const std::optional<Mask>& may_attend, T scale,
+Tensor<T> attention_softmax(const Tensor<T>& scores, const std::optional<Mask>& may_attend, Scalar<T> scale,
                             CallSite where = std::source_location::current());
 
 }  // namespace tapegrad

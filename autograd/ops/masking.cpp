@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include <xtensor/xoperation.hpp>
 
@@ -79,7 +80,7 @@ Tensor<T> dropout_backward(const Tensor<T>& g, std::shared_ptr<const Mask> keep,
 }  // namespace
 
 template <class T>
-Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, T value, CallSite where) {
+Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, Scalar<T> value, CallSite where) {
   detail::require_defined(a, "masked_fill", "a");
   const Shape shape = a.shape();
   const Shape mask_shape(mask.shape().begin(), mask.shape().end());
@@ -94,7 +95,7 @@ Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, T value, CallSite wh
 }
 
 template <class T>
-Tensor<T> masked_fill(const Tensor<T>& a, const xt::xarray<std::uint8_t>& mask, T value, CallSite where) {
+Tensor<T> masked_fill(const Tensor<T>& a, const xt::xarray<std::uint8_t>& mask, Scalar<T> value, CallSite where) {
   return masked_fill(a, Mask(xt::not_equal(mask, std::uint8_t{0})), value, where);
 }
 
@@ -112,9 +113,19 @@ Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen, C
   T* out = y.data();
   bool* k = keep.data();
   const T* x = a.value().data();
-  gen.fill_uniform(out, y.size());  // the draws go into the output buffer, then are replaced in place
+  // float draws: into the output buffer when it holds floats (each is replaced in place after it
+  // is read), into a buffer of their own otherwise.
+  std::vector<float> own_draws;
+  float* u;
+  if constexpr (std::is_same_v<T, float>) {
+    u = out;
+  } else {
+    own_draws.resize(y.size());
+    u = own_draws.data();
+  }
+  gen.fill_uniform(u, y.size());
   for_each_element(y.size(), [&](std::size_t i) {
-    k[i] = static_cast<double>(out[i]) >= p;
+    k[i] = static_cast<double>(u[i]) >= p;
     out[i] = k[i] ? x[i] * scale : T(0);
   });
   return make_result("dropout", where, std::move(y), should_record(a),

@@ -33,8 +33,6 @@ TAPEGRAD_UNARY_OPS(TAPEGRAD_DECLARE_UNARY)
 TAPEGRAD_BINARY_OPS(TAPEGRAD_DECLARE_BINARY)
 #undef TAPEGRAD_DECLARE_BINARY
 
-template <class T> using Scalar = std::type_identity_t<T>;
-
 #define TAPEGRAD_DECLARE_SCALAR(name, recorded_name, forward, reference, derivative, domain)            \
   template <class T> Tensor<T> name(const Tensor<T>& a, Scalar<T> s,                                    \
                                     CallSite where = std::source_location::current());

@@ -88,7 +88,6 @@ class Trainer {
   void load(const std::filesystem::path& path);
 
   nn::transformer::Transformer<float>& model() { return *model_; }
-  Generator& data_generator() { return data_gen_; }
   std::size_t steps() const { return steps_; }
 
  private:

@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-
 #include "autograd/ops/attention.h"
 #include "autograd/ops/linalg.h"
 
@@ -10,11 +9,11 @@ namespace tapegrad::nn::transformer {
 
 namespace {
 
-// The [batch, seq_q, seq_k] scores shape, after checking q [batch, seq_q, d_k],
-// k [batch, seq_k, d_k] and v [batch, seq_k, d_v] against each other and against d_k.
-// (Messages are built only when a check fails.)
+// The module's name in messages (built only when a check fails).
 std::string who(std::size_t d_k) { return "ScaledDotProductAttention(d_k=" + std::to_string(d_k) + ")"; }
 
+// The [batch, seq_q, seq_k] scores shape, after checking q [batch, seq_q, d_k],
+// k [batch, seq_k, d_k] and v [batch, seq_k, d_v] against each other and against d_k.
 template <class T>
 Shape scores_shape(std::size_t d_k, const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v) {
   const auto shapes = [&] { return "q " + q.describe() + ", k " + k.describe() + ", v " + v.describe(); };

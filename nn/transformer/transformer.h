@@ -76,7 +76,6 @@ class Transformer : public Module<T> {
 
   const TransformerEncoder<T>& encoder() const { return *encoder_; }
   const TransformerDecoder<T>& decoder() const { return *decoder_; }
-  const OutputGenerator<T>& generator_module() const { return *generator_; }
 
   // The last weights (and, after a backward, their gradients) of every attention module, by
   // name: "encoder.encoder_layers.0.multi_head_attention", "decoder.decoder_layers.0.self_attention",
