@@ -317,8 +317,8 @@ TEST(EinsumTorchForms, ImplicitOutputSortsUpperCaseFirst) {
 
 TEST(EinsumTorchForms, ImplicitTraceAndOuterProduct) {
   EXPECT_EQ(einsum("ii", Tensor<double>(xt::xarray<double>{{1, 2}, {3, 4}})).value(), xt::xarray<double>(5.0));
-  EXPECT_EQ(einsum("i,j", Tensor<double>(xt::xarray<double>{1, 2}), Tensor<double>(xt::xarray<double>{3, 4, 5})).value(),
-            (xt::xarray<double>{{3, 4, 5}, {6, 8, 10}}));
+  const Tensor<double> u(xt::xarray<double>{1, 2}), v(xt::xarray<double>{3, 4, 5});
+  EXPECT_EQ(einsum("i,j", u, v).value(), (xt::xarray<double>{{3, 4, 5}, {6, 8, 10}}));
 }
 
 // `values` laid out as `shape` (xtensor's initializer lists are ambiguous with one element per row).
