@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "autograd/kernels/einsum_plan.h"
+#include "autograd/kernels/einsum_subscripts.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "fuzz/einsum_input.h"
@@ -99,19 +99,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::size_t n = input.shapes.size();
 
   // The problem's size, to skip what the naive reference cannot walk quickly. Invalid inputs
-  // throw here already; tapegrad::einsum below must throw for them too.
-  kernels::EinsumEquation eq;
-  kernels::EinsumSizes sizes;
+  // throw here already; tapegrad::einsum below must throw for them too. The reference walks the
+  // resolved equation (ellipses as letters, broadcast size-1 axes dropped from the operands).
+  kernels::ResolvedEinsum resolved;
   bool valid = true;
   try {
-    eq = kernels::parse_einsum(input.subscripts, n);
-    sizes = kernels::einsum_sizes(input.subscripts, eq, input.shapes);
+    resolved = kernels::resolve_einsum(input.subscripts, input.shapes);
   } catch (const Error&) {
     valid = false;
   }
   if (valid) {
     std::size_t assignments = 1;
-    for (const auto& [c, s] : sizes) assignments *= std::max<std::size_t>(s, 1);
+    for (const auto& [c, s] : resolved.sizes) assignments *= std::max<std::size_t>(s, 1);
     if (assignments > kMaxAssignments) return 0;
   }
 
@@ -127,14 +126,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     out = einsum(input.subscripts, operands);
   } catch (const Error&) {
-    require(!valid, "the op rejects what parse_einsum and einsum_sizes accept", input.subscripts);
+    require(!valid, "the op rejects what resolve_einsum accepts", input.subscripts);
     return 0;
   }
-  require(valid, "the op accepts what parse_einsum or einsum_sizes reject", input.subscripts);
+  require(valid, "the op accepts what resolve_einsum rejects", input.subscripts);
 
   const xt::xarray<double> seed = operand_values(out.shape(), 5);
   tape.backward(out, seed);
-  const Reference ref = naive_einsum(eq, sizes, values, seed);
+  std::vector<xt::xarray<double>> resolved_values = values;  // same elements, broadcast axes dropped
+  for (std::size_t k = 0; k < n; ++k) resolved_values[k].reshape(resolved.shapes[k]);
+  Reference ref = naive_einsum(resolved.eq, resolved.sizes, resolved_values, seed);
+  for (std::size_t k = 0; k < n; ++k) ref.grads[k].reshape(input.shapes[k]);
   require(same(out.value(), ref.out), "forward equals the naive reference", input.subscripts);
   for (std::size_t k = 0; k < n; ++k) {
     if (input.alias && k == 1) continue;

@@ -25,7 +25,6 @@ constexpr std::size_t kChunkWork = 1u << 13;
 // (varying sequence lengths) starts over rather than growing without bound.
 constexpr std::size_t kMaxCachedPlans = 1024;
 
-bool is_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool contains(const std::string& s, char c) { return s.find(c) != std::string::npos; }
 
 std::string quoted(std::string_view subscripts) { return "einsum(\"" + std::string(subscripts) + "\")"; }
@@ -517,47 +516,6 @@ std::string EinsumEquation::str() const {
   std::string s;
   for (std::size_t i = 0; i < operands.size(); ++i) s += (i ? "," : "") + operands[i];
   return s + "->" + output;
-}
-
-EinsumEquation parse_einsum(std::string_view subscripts, std::size_t num_operands) {
-  const std::string where = quoted(subscripts);
-  if (subscripts.find('.') != std::string_view::npos)
-    throw ValueError(where + ": ellipsis \"...\" is not supported; write every index explicitly");
-  EinsumEquation eq;
-  eq.operands.emplace_back();
-  bool has_arrow = false;
-  for (std::size_t pos = 0; pos < subscripts.size(); ++pos) {
-    const char c = subscripts[pos];
-    if (c == ' ') continue;
-    if (c == '-' && pos + 1 < subscripts.size() && subscripts[pos + 1] == '>') {
-      if (has_arrow) throw ValueError(where + ": \"->\" appears more than once");
-      has_arrow = true;
-      ++pos;
-    } else if (c == ',') {
-      if (has_arrow) throw ValueError(where + ": ',' after \"->\"; the output is a single list of indices");
-      eq.operands.emplace_back();
-    } else if (is_letter(c)) {
-      (has_arrow ? eq.output : eq.operands.back()).push_back(c);
-    } else {
-      throw ValueError(where + ": invalid character '" + std::string(1, c) + "' at position " + std::to_string(pos) +
-                       "; indices are letters a-z, A-Z, operands are separated by ',' and the output follows \"->\"");
-    }
-  }
-  if (eq.operands.size() != num_operands) {
-    throw ValueError(where + ": the subscripts describe " + std::to_string(eq.operands.size()) + " operand(s) but " +
-                     std::to_string(num_operands) + " were given");
-  }
-  if (has_arrow) {
-    for (char c : eq.output)
-      if (std::count(eq.output.begin(), eq.output.end(), c) > 1)
-        throw ValueError(where + ": output index '" + std::string(1, c) + "' appears more than once");
-  } else {
-    std::string all;
-    for (const auto& s : eq.operands) all += s;
-    eq.output = select(all, [&](char c) { return std::count(all.begin(), all.end(), c) == 1; });
-    std::sort(eq.output.begin(), eq.output.end());
-  }
-  return eq;
 }
 
 EinsumSizes einsum_sizes(std::string_view subscripts, const EinsumEquation& eq, const std::vector<Shape>& shapes,

@@ -36,7 +36,7 @@
 
 namespace tapegrad::kernels {
 
-// An equation in explicit form: the letters of each operand and of the output.
+// An equation in explicit form: the letters of each operand and of the output (no ellipsis).
 struct EinsumEquation {
   std::vector<std::string> operands;
   std::string output;
@@ -48,16 +48,10 @@ struct EinsumEquation {
 // letter -> size.
 using EinsumSizes = std::map<char, std::size_t>;
 
-// Parses `subscripts` written for `num_operands` operands: letters a-z A-Z, operands separated by
-// ',', spaces ignored, an optional "->" followed by the output letters. Without "->" the output is
-// the letters that appear exactly once over all operands, in ASCII order (A-Z before a-z), as in
-// NumPy and PyTorch. Throws ValueError quoting the subscripts for: a wrong number of operands, an
-// invalid character, an ellipsis (not supported), a malformed arrow, a letter repeated in the
-// output. (An output letter found in no operand is caught by einsum_sizes, which knows the sizes.)
-EinsumEquation parse_einsum(std::string_view subscripts, std::size_t num_operands);
-
-// The size of every letter of `eq` from the operands' shapes; output letters found in no operand
-// take their size from `output_only`. Messages start with `einsum("<subscripts>")`. Throws
+// The size of every letter of `eq` from the operands' shapes, which must match exactly (the user's
+// subscripts, with ellipses and broadcasting, are resolved into such an equation by
+// kernels/einsum_subscripts.h); output letters found in no operand take their size from
+// `output_only`. Messages start with `einsum("<subscripts>")`. Throws
 // ShapeError when operand k's rank differs from its number of letters or when one letter has two
 // sizes (naming both operands and shapes), ValueError when an output letter cannot be sized.
 EinsumSizes einsum_sizes(std::string_view subscripts, const EinsumEquation& eq, const std::vector<Shape>& shapes,

@@ -7,6 +7,7 @@
 #include "autograd/kernels/blas.h"
 #include "autograd/kernels/broadcast.h"
 #include "autograd/kernels/einsum_plan.h"
+#include "autograd/kernels/einsum_subscripts.h"
 #include "autograd/kernels/row_kernels.h"
 #include "autograd/ops/shape.h"
 
@@ -324,26 +325,32 @@ Tensor<T> einsum(std::string_view subscripts, const std::vector<Tensor<T>>& oper
   const std::string op = "einsum(\"" + std::string(subscripts) + "\")";
   for (std::size_t i = 0; i < operands.size(); ++i)
     detail::require_defined(operands[i], op, "operand " + std::to_string(i));
-  const kernels::EinsumEquation eq = kernels::parse_einsum(subscripts, operands.size());
   std::vector<Shape> shapes;
   for (const auto& x : operands) shapes.push_back(x.shape());
-  const kernels::EinsumSizes sizes = kernels::einsum_sizes(subscripts, eq, shapes);
-  if (operands.size() <= 2) return einsum_node("einsum", eq, operands, sizes, where);
+  const kernels::ResolvedEinsum resolved = kernels::resolve_einsum(subscripts, shapes);
+  const kernels::EinsumEquation& eq = resolved.eq;
+  const kernels::EinsumSizes& sizes = resolved.sizes;
+  // An operand's size-1 axes that broadcast leave it through a recorded reshape (same elements,
+  // same order), whose gradient reshapes back: the planner sees only exact shapes.
+  std::vector<Tensor<T>> xs = operands;
+  for (std::size_t k = 0; k < xs.size(); ++k)
+    if (resolved.shapes[k] != shapes[k]) xs[k] = reshape(xs[k], detail::as_dims(resolved.shapes[k]), where);
+  if (xs.size() <= 2) return einsum_node("einsum", eq, xs, sizes, where);
   // Left to right, one recorded pair at a time; each intermediate keeps the letters that a later
   // operand or the output still needs, in order of first appearance.
-  Tensor<T> acc = operands[0];
+  Tensor<T> acc = xs[0];
   std::string acc_letters = eq.operands[0];
-  for (std::size_t i = 1; i < operands.size(); ++i) {
+  for (std::size_t i = 1; i < xs.size(); ++i) {
     std::string keep = eq.output;
-    if (i + 1 < operands.size()) {
+    if (i + 1 < xs.size()) {
       std::string later = eq.output;
-      for (std::size_t j = i + 1; j < operands.size(); ++j) later += eq.operands[j];
+      for (std::size_t j = i + 1; j < xs.size(); ++j) later += eq.operands[j];
       keep.clear();
       for (char c : acc_letters + eq.operands[i])
         if (later.find(c) != std::string::npos && keep.find(c) == std::string::npos) keep.push_back(c);
     }
     acc = einsum_node("einsum", kernels::EinsumEquation{{acc_letters, eq.operands[i]}, keep},
-                      std::vector<Tensor<T>>{acc, operands[i]}, sizes, where);
+                      std::vector<Tensor<T>>{acc, xs[i]}, sizes, where);
     acc_letters = keep;
   }
   return acc;

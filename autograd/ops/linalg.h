@@ -30,22 +30,28 @@ template <class T>
 Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias = {},
                  CallSite where = std::source_location::current());
 
-// einsum: out[output indices] = sum over every other index of prod_k operand_k[its indices].
-// Subscripts are letters a-z, A-Z, one group per operand, separated by ','; spaces are ignored.
-// The output follows "->" ("ij,jk->ik"); without it, it is the indices that appear exactly once,
-// in ASCII order (A-Z before a-z). A repeated index in one operand takes its diagonal
+// einsum, as torch.einsum (PyTorch 1.13): out[output indices] = sum over every other index of
+// prod_k operand_k[its indices]. Subscripts are letters a-z, A-Z, one group per operand, separated
+// by ','; spaces are ignored. The output follows "->" ("ij,jk->ik"); without it, it is the
+// ellipsis dims, then the indices that appear exactly once, in ASCII order (A-Z before a-z):
+// "ba" transposes, "ii" is the trace. A repeated index in one operand takes its diagonal
 // ("ii->i", "ii->"); an index in one operand only and not in the output is summed away ("ij->");
 // indices in both operands and the output are batch indices ("bij,bjk->bik"); an index in one
 // operand only but in the output gives outer products ("i,j->ij"). The seeds' attention scores
 // are einsum("ibhd,jbhd->ijbh", q, k): [i, b, h, d] x [j, b, h, d] -> [i, j, b, h].
+// Broadcasting: "..." stands for an operand's unnamed dims, which align from the right and
+// broadcast across operands ("...ij,...jk->...ik" of [2, 1, 3, 4] and [5, 4, 2] is [2, 5, 3, 2]),
+// and an index may have size 1 in one operand and n in another (read as constant along it).
 // One operand is one strided pass; two are one batched GEMM with strided passes around it (see
-// kernels/einsum_plan.h); more are contracted left to right, pairwise.
+// kernels/einsum_plan.h); more are contracted left to right, pairwise. Ellipses become letters
+// and broadcast size-1 axes are reshaped away before planning (kernels/einsum_subscripts.h).
 // Backward: d operand = einsum(output, other operand -> operand's indices), recorded, so that it
 // can be differentiated again (create_graph): the gradients of that einsum are einsums too.
 // Errors quote the subscripts and name the operand: ValueError for a wrong operand count, an
-// invalid character, an ellipsis (not supported), a repeated output index, an output index in no
-// operand; ShapeError for an operand whose rank differs from its subscripts and for an index with
-// two sizes.
+// invalid character, a '.' outside "...", two ellipses in one group, a repeated output index, an
+// output index in no operand, more than 52 distinct indices; ShapeError for an operand whose rank
+// does not fit its subscripts, a repeated index with two sizes in one operand, and an index or
+// ellipsis dim whose sizes do not broadcast.
 template <class T> Tensor<T> einsum(std::string_view subscripts, const std::vector<Tensor<T>>& operands,
     CallSite where = std::source_location::current());
 template <class T>

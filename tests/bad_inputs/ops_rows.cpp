@@ -116,7 +116,19 @@ BAD_INPUT_ROW(Ops, matmul_undefined_b, ValueError, (matmul(zeros({2, 2}), undefi
 BAD_INPUT_ROW(Ops, einsum_operand_count, ValueError, (einsum("ij,jk->ik", zeros({2, 2}))), "einsum", "\"ij,jk->ik\"",
               "describe 2 operand(s)", "1 were given")
 BAD_INPUT_ROW(Ops, einsum_invalid_character, ValueError, (einsum("i1->i", zeros({2, 2}))), "einsum", "\"i1->i\"", "'1'")
-BAD_INPUT_ROW(Ops, einsum_ellipsis, ValueError, (einsum("...i->i", zeros({2, 2}))), "einsum", "\"...i->i\"", "ellipsis")
+BAD_INPUT_ROW(Ops, einsum_two_ellipses, ValueError, (einsum("...i...->i", zeros({2, 2}))), "einsum",
+              "\"...i...->i\"", "operand 0", "second ellipsis")
+BAD_INPUT_ROW(Ops, einsum_dot_outside_ellipsis, ValueError, (einsum("i.->i", zeros({2}))), "einsum", "\"i.->i\"",
+              "'.' at position 1")
+BAD_INPUT_ROW(Ops, einsum_ellipsis_needs_more_dims, ShapeError, (einsum("...ijk", zeros({2, 2}))), "einsum",
+              "operand 0", "[2,2]", "\"...ijk\"", "at least 3")
+BAD_INPUT_ROW(Ops, einsum_ellipsis_dims_do_not_broadcast, ShapeError, (einsum("...,...", zeros({2}), zeros({3}))),
+              "einsum", "\"...\"", "operand 0 [2]", "operand 1 [3]")
+BAD_INPUT_ROW(Ops, einsum_diagonal_sizes_differ, ShapeError, (einsum("ii->i", zeros({3, 1}))), "einsum", "'i'",
+              "operand 0 [3,1]", "sizes 3 and 1")
+BAD_INPUT_ROW(Ops, einsum_more_than_52_indices, ValueError,
+              (einsum("...ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", zeros(Shape(53, 1)))), "einsum",
+              "covers 1 dims", "at most 52")
 BAD_INPUT_ROW(Ops, einsum_repeated_output_index, ValueError, (einsum("ij->ii", zeros({2, 2}))), "einsum", "\"ij->ii\"",
               "'i'")
 BAD_INPUT_ROW(Ops, einsum_output_index_in_no_operand, ValueError, (einsum("ij->k", zeros({2, 2}))), "einsum",

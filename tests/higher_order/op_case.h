@@ -60,6 +60,8 @@ std::vector<OpCase> elementwise_cases();
 std::vector<OpCase> pointwise_cases();
 std::vector<OpCase> reduce_and_shape_cases();
 std::vector<OpCase> linalg_cases();
+// einsum in torch's grammar: ellipsis, implicit output, size-1 broadcasting (einsum_cases.cpp).
+std::vector<OpCase> einsum_cases();
 std::vector<OpCase> norm_attention_loss_cases();
 std::vector<OpCase> activation_softmax_masking_cases();
 // Every nn module, its inputs followed by all its parameters (module_cases.cpp).
