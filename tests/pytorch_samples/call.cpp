@@ -1,7 +1,5 @@
 #include "call.h"
 
-#include <algorithm>
-
 #include "autograd/detail/checks.h"
 
 namespace tapegrad::pytorch_samples {

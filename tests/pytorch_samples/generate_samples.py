@@ -139,7 +139,8 @@ def encode(x, writer, tensor_info):
 
 
 def describe(x):
-    """The short text of a value in a sample id: shapes for tensors, repr for the rest."""
+    """The short text of a value in a sample id: shapes (and a dtype other than float64) for
+    tensors, 4 digits for floats, str for the rest."""
     if isinstance(x, torch.Tensor):
         text = "[" + ",".join(map(str, x.shape)) + "]"
         return text if x.dtype == torch.float64 else text + str(x.dtype).removeprefix("torch.")
@@ -174,6 +175,7 @@ def einsum_samples():
 
 
 def record(name, index, sample, call, writer, seed):
+    """Runs one sample in PyTorch: (id, its encoding), or (id, why it is left out)."""
     # Every float64 input becomes a fresh contiguous leaf: some reference inputs are stride-0
     # views marked requires_grad, which PyTorch then finds unused by the graph.
     leaves = {}

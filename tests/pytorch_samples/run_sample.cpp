@@ -1,7 +1,5 @@
 #include "run_sample.h"
 
-#include <typeinfo>
-
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "compare.h"

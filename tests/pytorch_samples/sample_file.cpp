@@ -19,7 +19,10 @@ class Reader {
   explicit Reader(std::vector<double> bin) : bin_(std::move(bin)) {}
 
   Value value(const json& j) const {
-    const auto& [kind, body] = *j.items().begin();
+    // One key, the value's kind. (Not `*j.items().begin()`: the proxy it binds to is a temporary.)
+    const auto first = j.begin();
+    const std::string kind = first.key();
+    const json& body = first.value();
     Value v;
     if (kind == "tensor") {
       v.kind = Value::Kind::tensor;
@@ -81,7 +84,7 @@ std::vector<double> read_doubles(const std::string& path) {
   if (!in) throw std::runtime_error("cannot open " + path + " (run generate_samples.py first)");
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::vector<double> out(bytes.size() / sizeof(double));
-  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(double));  // little-endian float64 both sides
+  if (!out.empty()) std::memcpy(out.data(), bytes.data(), out.size() * sizeof(double));  // little-endian float64 both sides
   return out;
 }
 
