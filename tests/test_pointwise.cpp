@@ -237,6 +237,33 @@ TEST(Pointwise, NaNPassesThroughExceptSignWhichGivesZero) {
   }
 }
 
+// IEEE's pow (std::pow, PyTorch) where xsimd's departs from it, in batches and in the tail:
+// x^0 = 1 for every x, 0 to a negative power is infinite (signed as the base for odd powers), and
+// a negative base to a power beyond the odd integers is positive.
+template <class T>
+void expect_ieee_pow_edges() {
+  const std::size_t n = kernels::simd::Batch<T>::size + 1;
+  const T huge = T(1) / std::numeric_limits<T>::epsilon() * T(4);  // an even integer
+  const auto filled = [n](T v) { return Tensor<T>(xt::xarray<T>(typename xt::xarray<T>::shape_type{n}, v)); };
+  const Tensor<T> base = filled(0), zero = filled(0), negative = filled(-501), even = filled(huge), three = filled(3);
+  for (std::size_t i = 0; i < n; ++i) {
+    EXPECT_EQ(pow(base, zero).value()(i), T(1)) << i;
+    EXPECT_EQ(pow(negative, zero).value()(i), T(1)) << i;
+    EXPECT_EQ(pow(base, T(0)).value()(i), T(1)) << i;
+    EXPECT_EQ(pow(negative, even).value()(i), std::numeric_limits<T>::infinity()) << i;
+    EXPECT_FLOAT_EQ(pow(negative, three).value()(i), std::pow(T(-501), T(3))) << i;  // still odd
+    EXPECT_EQ(pow(base, filled(-2)).value()(i), std::numeric_limits<T>::infinity()) << i;
+    EXPECT_EQ(pow(filled(-0.0), filled(-3)).value()(i), -std::numeric_limits<T>::infinity()) << i;
+    EXPECT_EQ(pow(filled(-0.0), filled(-2)).value()(i), std::numeric_limits<T>::infinity()) << i;
+    EXPECT_EQ(pow(base, filled(2.5)).value()(i), T(0)) << i;
+  }
+}
+
+TEST(Pointwise, PowGivesIeeeAnswersAtZeroExponentsAndHugeEvenOnes) {
+  expect_ieee_pow_edges<double>();
+  expect_ieee_pow_edges<float>();
+}
+
 TEST(Pointwise, MapKernelWritesInPlaceAndRunsScalarOnlyFunctions) {
   std::vector<double> a = {1, 2, 3, 4, 5, 6, 7, 8, 9}, b = {9, 8, 7, 6, 5, 4, 3, 2, 1};
   kernels::map(a.size(), a.data(), b.data(), a.data(), [](auto p, auto q) { return p * q; });

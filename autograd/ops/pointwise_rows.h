@@ -9,6 +9,7 @@
 #include "autograd/detail/checks.h"
 #include "autograd/detail/record.h"
 #include "autograd/kernels/broadcast.h"
+#include "autograd/kernels/ieee_pow.h"
 #include "autograd/kernels/map.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/pointwise.h"

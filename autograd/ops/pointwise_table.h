@@ -42,7 +42,7 @@
   OP(sub, a - b, a - b, g, neg(g), any, any)                                                             \
   OP(mul, a * b, a * b, mul(g, b), mul(g, a), any, any)                                                  \
   OP(div, a / b, a / b, div(g, b), div(mul(neg(g), y), b), any, nonzero)                                 \
-  OP(pow, xsimd::pow(a, b), std::pow(a, b), mul(mul(g, b), pow(a, add(b, T(-1)))), mul(mul(g, y), log(a)), \
+  OP(pow, kernels::ieee_pow(a, b), std::pow(a, b), mul(mul(g, b), pow(a, add(b, T(-1)))), mul(mul(g, y), log(a)), \
      positive, any)
 
 // Ops of a tensor and a scalar s (a plain T, the same for every element), TAPEGRAD_SCALAR_OPS:
@@ -55,4 +55,4 @@
   OP(mul, mul_scalar, x * s, x * s, mul(g, s), any)                                              \
   OP(rsub, rsub_scalar, s - x, s - x, neg(g), any)                                               \
   OP(rdiv, rdiv_scalar, s / x, s / x, div(mul(neg(g), y), x), nonzero)                           \
-  OP(pow, pow_scalar, xsimd::pow(x, decltype(x)(s)), std::pow(x, s), mul(mul(g, s), pow(x, s - T(1))), positive)
+  OP(pow, pow_scalar, kernels::ieee_pow(x, decltype(x)(s)), std::pow(x, s), mul(mul(g, s), pow(x, s - T(1))), positive)
