@@ -13,6 +13,7 @@
 #include <xtensor/xbroadcast.hpp>
 
 #include "autograd/kernels/map.h"
+#include "autograd/kernels/pointwise_math.h"
 #include "autograd/kernels/parallel.h"
 #include "autograd/ops/pointwise.h"
 #include "autograd/tape.h"
@@ -175,15 +176,15 @@ struct ScalarRow {
   std::string name, recorded_name;
   Tensor<T> (*op)(const Tensor<T>&, T, CallSite);
   T (*reference)(T, T);
-  PointwiseDomain domain;
+  PointwiseDomain domain, scalars;
 };
 
 template <class T>
 std::vector<ScalarRow<T>> scalar_rows() {
   std::vector<ScalarRow<T>> all;
-#define TAPEGRAD_SCALAR_ROW(name, recorded_name, forward, reference_formula, derivative, domain)                  \
+#define TAPEGRAD_SCALAR_ROW(name, recorded_name, forward, reference_formula, derivative, domain, scalars)         \
   all.push_back({#name, #recorded_name, &name<T>, [](T x, T s) -> T { return reference_formula; },               \
-                 PointwiseDomain::domain});
+                 PointwiseDomain::domain, PointwiseDomain::scalars});
   TAPEGRAD_SCALAR_OPS(TAPEGRAD_SCALAR_ROW)
 #undef TAPEGRAD_SCALAR_ROW
   return all;
@@ -192,7 +193,7 @@ std::vector<ScalarRow<T>> scalar_rows() {
 template <class T>
 void expect_scalar_forward_matches_reference(T ulps) {
   for (const auto& row : scalar_rows<T>()) {
-    for (T s : {T(2.5), T(-1.5), T(3), T(0.5)}) {
+    for (T s : testing::pointwise_scalars<T>(row.scalars)) {
       for (std::size_t n : lengths()) {
         const Tensor<T> x(testing::pointwise_inputs<T>(row.domain, {n}, 9 + n));
         const xt::xarray<T> y = row.op(x, s, std::source_location::current()).value();

@@ -54,18 +54,19 @@ std::vector<OpCase> pointwise_cases() {
 #undef TAPEGRAD_BINARY_CASES
 
   using ScalarOp = Tensor<double> (*)(const Tensor<double>&, double, CallSite);
-  const auto add_scalar_row = [&cases](const std::string& name, ScalarOp op, PointwiseDomain domain) {
-    // Scalars of both signs, an integer and a fraction (pow's domain keeps the base positive).
+  const auto add_scalar_row = [&cases](const std::string& name, ScalarOp op, PointwiseDomain domain,
+                                       PointwiseDomain scalars) {
+    // Scalars of both signs (unless the row's scalars are positive), an integer and a fraction.
     std::uint64_t seed = 300;
-    for (double s : {2.5, -1.5, 3.0, 0.5}) {
+    for (double s : pointwise_scalars<double>(scalars)) {
       cases.push_back({name + "_scalar_" + std::to_string(seed - 299),
                        [op, s](const V& x) { return op(x[0], s, std::source_location::current()); },
                        [domain, seed] { return V{Tensor<double>(pointwise_inputs<double>(domain, {2, 3}, seed), true)}; }});
       ++seed;
     }
   };
-#define TAPEGRAD_SCALAR_CASES(name, recorded_name, forward, reference, derivative, domain) \
-  add_scalar_row(#name, &name<double>, PointwiseDomain::domain);
+#define TAPEGRAD_SCALAR_CASES(name, recorded_name, forward, reference, derivative, domain, scalars) \
+  add_scalar_row(#name, &name<double>, PointwiseDomain::domain, PointwiseDomain::scalars);
   TAPEGRAD_SCALAR_OPS(TAPEGRAD_SCALAR_CASES)
 #undef TAPEGRAD_SCALAR_CASES
   return cases;
