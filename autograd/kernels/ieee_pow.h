@@ -25,7 +25,8 @@ V ieee_pow(V a, V b) {
   constexpr T all_even = T(2) / std::numeric_limits<T>::epsilon();
   const V r = xsimd::pow(a, b);
   const auto beyond_odd = xsimd::abs(b) >= V(all_even);
-  const auto odd = !beyond_odd & (b - V(2) * xsimd::floor(b * V(0.5)) == V(1));
+  const auto below_even = xsimd::abs(b) < V(all_even);
+  const auto odd = below_even & (b - V(2) * xsimd::floor(b * V(0.5)) == V(1));
   const V pole = simd::select(odd, V(xsimd::copysign(V(std::numeric_limits<T>::infinity()), a)),
                               V(std::numeric_limits<T>::infinity()));
   V fixed = simd::select(beyond_odd, V(xsimd::abs(r)), r);
