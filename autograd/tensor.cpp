@@ -49,6 +49,12 @@ std::string Node<T>::describe() const {
 }
 
 template <class T>
+void Node<T>::set_grad(xt::xarray<T>&& g) {
+  const std::lock_guard lock(grad_mutex_);
+  grad = std::move(g);
+}
+
+template <class T>
 std::optional<xt::xarray<T>> Node<T>::take_grad() {
   const std::lock_guard lock(grad_mutex_);
   std::optional<xt::xarray<T>> out = std::move(grad);
@@ -259,6 +265,17 @@ const xt::xarray<T>& Tensor<T>::grad() const {
 
 template <class T>
 void Tensor<T>::zero_grad() { checked(node_, "zero_grad")->clear_grad(); }
+
+template <class T>
+Tensor<T>& Tensor<T>::set_grad(xt::xarray<T> grad) {
+  const Node<T>& node = *checked(node_, "set_grad");
+  if (!std::equal(grad.shape().begin(), grad.shape().end(), node.value.shape().begin(), node.value.shape().end())) {
+    throw ValueError("set_grad: gradient of shape " + format_shape(grad.shape()) + " for tensor " + describe() +
+                     ": it must have the tensor's shape");
+  }
+  node_->set_grad(std::move(grad));
+  return *this;
+}
 
 template <class T>
 bool Tensor<T>::requires_grad() const { return checked(node_, "requires_grad")->requires_grad; }

@@ -5,6 +5,7 @@
 // tensor.cpp. Ops never alias: every op returns a tensor with storage of its own.
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -80,6 +81,8 @@ class Node final : public NodeBase {
   void accumulate_grad(xt::xarray<T>&& g);
   // That shape check alone.
   void require_gradient_shape(const xt::xarray<T>& g) const;
+  // Replaces the gradient (shape already checked), under the node's lock.
+  void set_grad(xt::xarray<T>&& g);
   // Moves the gradient out (the node is left without one), under the node's lock.
   std::optional<xt::xarray<T>> take_grad();
   // Runs the hooks in registration order on g, each seeing the previous one's result; true when
@@ -138,6 +141,10 @@ class Tensor {
   // Drops the gradient (leaves accumulate across backward calls until this). Safe while another
   // thread's backward accumulates into the same tensor.
   void zero_grad();
+  // Replaces the gradient with `grad` (PyTorch's `t.grad = g`), e.g. to clip or average gradients
+  // by hand before an optimiser step. ValueError naming both shapes unless grad has the value's
+  // shape. Any tensor may be given one, as in PyTorch; backward then accumulates into it.
+  Tensor& set_grad(xt::xarray<T> grad);
 
   bool requires_grad() const;
   // Only a leaf's flag can be set: an op's output requires a gradient exactly when it was recorded.
@@ -177,5 +184,13 @@ class Tensor {
 
 extern template class Tensor<float>;
 extern template class Tensor<double>;
+
+// Prints the tensor's name, shape, element type, whether it requires a gradient (and has one), the
+// op that made it, then its values as xtensor prints them (summarised with "..." beyond 1000
+// elements): e.g.
+//   tensor 'w' [2,2] float64 requires_grad, made by matmul
+//   {{ 1.,  2.},
+//    { 3.,  4.}}
+template <class T> std::ostream& operator<<(std::ostream& out, const Tensor<T>& tensor);
 
 }  // namespace tapegrad

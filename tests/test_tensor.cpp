@@ -1,7 +1,9 @@
 #include <cmath>
+#include <sstream>
 
 #include "autograd/malloc_policy.h"
 #include "autograd/ops/elementwise.h"
+#include "autograd/ops/reduce.h"
 #include "autograd/tape.h"
 #include "tests/support/reference.h"
 
@@ -102,6 +104,44 @@ TEST(Tensor, NamesAppearInDescriptions) {
   auto w = Tensor<float>::zeros({3, 4});
   w.set_name("weight");
   EXPECT_EQ(w.describe(), "'weight' [3,4]");
+}
+
+template <class T> std::string printed(const Tensor<T>& t) {
+  std::ostringstream out;
+  out << t;
+  return out.str();
+}
+
+TEST(Tensor, PrintsWhatItIsThenItsValues) {
+  auto w = Tensor<double>(xt::xarray<double>{{1, 2}, {3, 4}}, true).set_name("w");
+  EXPECT_EQ(printed(w), "tensor 'w' [2,2] float64 requires_grad\n{{ 1.,  2.},\n { 3.,  4.}}");
+  GradientTape tape;
+  const Tensor<double> y = mul(w, w);
+  EXPECT_EQ(printed(y), "tensor [2,2] float64 requires_grad, made by mul\n{{  1.,   4.},\n {  9.,  16.}}");
+  tape.backward(sum(y));
+  EXPECT_EQ(printed(w), "tensor 'w' [2,2] float64 requires_grad (has a gradient)\n{{ 1.,  2.},\n { 3.,  4.}}");
+  EXPECT_EQ(printed(Tensor<float>(xt::xarray<float>{0.5f})), "tensor [1] float32\n{ 0.5}");
+  EXPECT_EQ(printed(Tensor<float>()), "tensor (undefined)");
+}
+
+TEST(Tensor, PrintingALargeTensorSummarisesIt) {
+  const std::string text = printed(Tensor<float>::zeros({100, 100}));
+  EXPECT_NE(text.find("..."), std::string::npos);
+  EXPECT_LT(text.size(), 2000u);
+}
+
+TEST(Tensor, SetGradReplacesTheGradientAndBackwardAddsToIt) {
+  auto x = Tensor<double>(xt::xarray<double>{1, 2}, true).set_name("x");
+  x.set_grad(xt::xarray<double>{10, 20});
+  EXPECT_EQ(x.grad(), (xt::xarray<double>{10, 20}));
+  GradientTape tape;
+  tape.backward(sum(mul(x, x)));  // d/dx = 2x = {2, 4}
+  EXPECT_EQ(x.grad(), (xt::xarray<double>{12, 24}));
+  x.set_grad(xt::xarray<double>{0, -1});
+  EXPECT_EQ(x.grad(), (xt::xarray<double>{0, -1}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { x.set_grad(xt::xarray<double>{1, 2, 3}); },
+                                      {"set_grad", "[3]", "'x' [2]", "shape"}));
+  EXPECT_EQ(x.grad(), (xt::xarray<double>{0, -1}));  // a refused gradient changes nothing
 }
 
 TEST(MallocPolicy, AppliedAtLoadUnlessOptedOut) {
