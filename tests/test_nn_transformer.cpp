@@ -722,6 +722,34 @@ TEST(Transformer, DropoutActiveInTrainingIdentityInEval) {
   EXPECT_EQ(dropping(src, tgt).value(), reference);
 }
 
+TEST(Transformer, OptionsStructBuildsTheModelThePositionalArgumentsBuild) {
+  // Every field distinct, so a field read in the wrong place changes a shape or a number.
+  Generator g1(36), g2(36);
+  tf::Transformer<double> positional(5, 7, 9, 1, kDModel, 2, kDFF, kHeads, 0.25, 1e-3, g1, true);
+  tf::Transformer<double> named({.src_vocab_size = 5, .tgt_vocab_size = 7, .max_len = 9, .pad_idx = 1, .N = 2,
+                                 .layer = {.d_model = kDModel, .d_ff = kDFF, .heads_num = kHeads, .dropout_rate = 0.25,
+                                           .layer_norm_eps = 1e-3, .norm_first = true}},
+                                g2);
+  ASSERT_EQ(names_of(named), names_of(positional));
+  ASSERT_EQ(named.state_dict(), positional.state_dict());
+  const IndexArray src{{2, 3, 4}}, tgt{{5, 2, 6}};
+  EXPECT_EQ(named(src, tgt).value(), positional(src, tgt).value());  // same dropout, eps and pre-LN
+  EXPECT_EQ(named.encoder().embedding().embedding_layer().padding_idx(), 1);
+}
+
+TEST(Transformer, OptionsDefaultToPyTorchsTransformer) {
+  const tf::TransformerOptions options;
+  EXPECT_EQ(options.N, 6u);
+  EXPECT_EQ(options.layer.d_model, 512u);
+  EXPECT_EQ(options.layer.d_ff, 2048u);
+  EXPECT_EQ(options.layer.heads_num, 8u);
+  EXPECT_EQ(options.layer.dropout_rate, 0.1);
+  EXPECT_EQ(options.layer.layer_norm_eps, 1e-5);
+  EXPECT_FALSE(options.layer.norm_first);
+  Generator gen(37);  // a vocabulary size left out is refused, not a model with no tokens
+  EXPECT_TRUE(throws_with<ValueError>([&] { tf::Transformer<float>({.tgt_vocab_size = 4}, gen); }, {"0"}));
+}
+
 TEST(Transformer, AttentionWeightsAreListedPerModuleWithGradients) {
   Generator gen(36);
   tf::Transformer<double> model(5, 5, 10, 0, kDModel, 2, kDFF, kHeads, 0.0, 1e-5, gen);

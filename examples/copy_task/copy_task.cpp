@@ -44,9 +44,14 @@ Batch make_batch(const IndexArray& data) {
 
 template <class T>
 std::unique_ptr<nn::transformer::Transformer<T>> make_model(const Config& config, Generator& gen) {
-  return std::make_unique<nn::transformer::Transformer<T>>(config.vocab, config.vocab, config.seq_len, kPad,
-                                                           config.d_model, config.layers, config.d_ff, config.heads,
-                                                           config.dropout, 1e-5, gen);
+  const nn::transformer::TransformerOptions options{
+      .src_vocab_size = config.vocab,
+      .tgt_vocab_size = config.vocab,
+      .max_len = config.seq_len,
+      .pad_idx = kPad,
+      .N = config.layers,
+      .layer = {.d_model = config.d_model, .d_ff = config.d_ff, .heads_num = config.heads, .dropout_rate = config.dropout}};
+  return std::make_unique<nn::transformer::Transformer<T>>(options, gen);
 }
 
 template <class T>

@@ -32,14 +32,18 @@
 #include "nn/transformer/ffn.h"
 #include "nn/transformer/layer_stack.h"
 #include "nn/transformer/multi_head_attention.h"
+#include "nn/transformer/options.h"
 
 namespace tapegrad::nn::transformer {
 
 template <class T>
 class TransformerDecoderLayer : public Module<T> {
  public:
+  TransformerDecoderLayer(const LayerOptions& options, Generator& gen);
+  // The seed's argument order.
   TransformerDecoderLayer(std::size_t d_model, std::size_t d_ff, std::size_t heads_num, double dropout_rate,
-                          double layer_norm_eps, Generator& gen, bool norm_first = false);
+                          double layer_norm_eps, Generator& gen, bool norm_first = false)
+      : TransformerDecoderLayer(LayerOptions{d_model, d_ff, heads_num, dropout_rate, layer_norm_eps, norm_first}, gen) {}
 
   std::string type_name() const override { return "TransformerDecoderLayer"; }
   Tensor<T> forward(const Tensor<T>& tgt, const Tensor<T>& src, const std::optional<Mask>& mask_src_tgt = std::nullopt,
@@ -71,9 +75,14 @@ class TransformerDecoderLayer : public Module<T> {
 template <class T>
 class TransformerDecoder : public LayerStack<T, TransformerDecoderLayer<T>> {
  public:
+  TransformerDecoder(const StackOptions& options, Generator& gen);
+  // The seed's argument order.
   TransformerDecoder(std::size_t tgt_vocab_size, std::size_t max_len, Index pad_idx, std::size_t d_model,
                      std::size_t N, std::size_t d_ff, std::size_t heads_num, double dropout_rate, double layer_norm_eps,
-                     Generator& gen, bool norm_first = false);
+                     Generator& gen, bool norm_first = false)
+      : TransformerDecoder(StackOptions{tgt_vocab_size, max_len, pad_idx, N,
+                                        {d_model, d_ff, heads_num, dropout_rate, layer_norm_eps, norm_first}},
+                           gen) {}
 
   std::string type_name() const override { return "TransformerDecoder"; }
   Tensor<T> forward(const IndexArray& tgt, const Tensor<T>& src, const std::optional<Mask>& mask_src_tgt = std::nullopt,

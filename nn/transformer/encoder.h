@@ -29,14 +29,18 @@
 #include "nn/transformer/ffn.h"
 #include "nn/transformer/layer_stack.h"
 #include "nn/transformer/multi_head_attention.h"
+#include "nn/transformer/options.h"
 
 namespace tapegrad::nn::transformer {
 
 template <class T>
 class TransformerEncoderLayer : public Module<T> {
  public:
+  TransformerEncoderLayer(const LayerOptions& options, Generator& gen);
+  // The seed's argument order.
   TransformerEncoderLayer(std::size_t d_model, std::size_t d_ff, std::size_t heads_num, double dropout_rate,
-                          double layer_norm_eps, Generator& gen, bool norm_first = false);
+                          double layer_norm_eps, Generator& gen, bool norm_first = false)
+      : TransformerEncoderLayer(LayerOptions{d_model, d_ff, heads_num, dropout_rate, layer_norm_eps, norm_first}, gen) {}
 
   std::string type_name() const override { return "TransformerEncoderLayer"; }
   Tensor<T> forward(const Tensor<T>& x, const std::optional<Mask>& mask = std::nullopt);
@@ -61,9 +65,14 @@ class TransformerEncoderLayer : public Module<T> {
 template <class T>
 class TransformerEncoder : public LayerStack<T, TransformerEncoderLayer<T>> {
  public:
+  TransformerEncoder(const StackOptions& options, Generator& gen);
+  // The seed's argument order.
   TransformerEncoder(std::size_t vocab_size, std::size_t max_len, Index pad_idx, std::size_t d_model, std::size_t N,
                      std::size_t d_ff, std::size_t heads_num, double dropout_rate, double layer_norm_eps, Generator& gen,
-                     bool norm_first = false);
+                     bool norm_first = false)
+      : TransformerEncoder(StackOptions{vocab_size, max_len, pad_idx, N,
+                                        {d_model, d_ff, heads_num, dropout_rate, layer_norm_eps, norm_first}},
+                           gen) {}
 
   std::string type_name() const override { return "TransformerEncoder"; }
   Tensor<T> forward(const IndexArray& tokens, const std::optional<Mask>& mask = std::nullopt);

@@ -11,6 +11,7 @@
 #include "nn/layer_norm.h"
 #include "nn/positional_encoding.h"
 #include "nn/transformer/embedding.h"
+#include "nn/transformer/options.h"
 
 namespace tapegrad::nn::transformer {
 
@@ -20,17 +21,17 @@ class LayerStack : public Module<T> {
   const Embedding<T>& embedding() const { return *embedding_; }
 
  protected:
-  LayerStack(const std::string& layers_name, std::size_t vocab_size, std::size_t max_len, Index pad_idx,
-             std::size_t d_model, std::size_t N, std::size_t d_ff, std::size_t heads_num, double dropout_rate,
-             double layer_norm_eps, Generator& gen, bool norm_first)
-      : embedding_(this->register_module("embedding", std::make_shared<Embedding<T>>(vocab_size, d_model, pad_idx, gen))),
-        positional_encoding_(this->register_module("positional_encoding",
-                                                   std::make_shared<AddPositionalEncoding<T>>(d_model, max_len))),
+  LayerStack(const std::string& layers_name, const StackOptions& options, Generator& gen)
+      : embedding_(this->register_module(
+            "embedding", std::make_shared<Embedding<T>>(options.vocab_size, options.layer.d_model, options.pad_idx, gen))),
+        positional_encoding_(this->register_module(
+            "positional_encoding", std::make_shared<AddPositionalEncoding<T>>(options.layer.d_model, options.max_len))),
         layers_(this->register_module(layers_name, std::make_shared<ModuleList<T, Layer>>())) {
-    for (std::size_t i = 0; i < N; ++i) {
-      layers_->push_back(std::make_shared<Layer>(d_model, d_ff, heads_num, dropout_rate, layer_norm_eps, gen, norm_first));
+    for (std::size_t i = 0; i < options.N; ++i) layers_->push_back(std::make_shared<Layer>(options.layer, gen));
+    if (options.layer.norm_first) {
+      norm_ = this->register_module("norm",
+                                    std::make_shared<LayerNorm<T>>(options.layer.d_model, options.layer.layer_norm_eps));
     }
-    if (norm_first) norm_ = this->register_module("norm", std::make_shared<LayerNorm<T>>(d_model, layer_norm_eps));
   }
 
   template <class... LayerArgs>

@@ -14,16 +14,11 @@ Tensor<T> OutputGenerator<T>::forward(const Tensor<T>& x) {
 }
 
 template <class T>
-Transformer<T>::Transformer(std::size_t src_vocab_size, std::size_t tgt_vocab_size, std::size_t max_len, Index pad_idx,
-                            std::size_t d_model, std::size_t N, std::size_t d_ff, std::size_t heads_num,
-                            double dropout_rate, double layer_norm_eps, Generator& gen, bool norm_first)
-    : encoder_(this->register_module(
-          "encoder", std::make_shared<TransformerEncoder<T>>(src_vocab_size, max_len, pad_idx, d_model, N, d_ff,
-                                                             heads_num, dropout_rate, layer_norm_eps, gen, norm_first))),
-      decoder_(this->register_module(
-          "decoder", std::make_shared<TransformerDecoder<T>>(tgt_vocab_size, max_len, pad_idx, d_model, N, d_ff,
-                                                             heads_num, dropout_rate, layer_norm_eps, gen, norm_first))),
-      generator_(this->register_module("generator", std::make_shared<OutputGenerator<T>>(d_model, tgt_vocab_size, gen))) {}
+Transformer<T>::Transformer(const TransformerOptions& options, Generator& gen)
+    : encoder_(this->register_module("encoder", std::make_shared<TransformerEncoder<T>>(options.encoder(), gen))),
+      decoder_(this->register_module("decoder", std::make_shared<TransformerDecoder<T>>(options.decoder(), gen))),
+      generator_(this->register_module(
+          "generator", std::make_shared<OutputGenerator<T>>(options.layer.d_model, options.tgt_vocab_size, gen))) {}
 
 template <class T>
 Tensor<T> Transformer<T>::encode(const IndexArray& src, const std::optional<Mask>& src_mask) {

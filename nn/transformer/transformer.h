@@ -2,6 +2,7 @@
 // An encoder-decoder Transformer built from seed 004's stacks, arranged as The Annotated
 // Transformer's EncoderDecoder (so the copy task runs on it):
 //
+// Transformer(TransformerOptions, gen) (options.h: named fields with defaults), or in the seed's order
 // Transformer(src_vocab_size, tgt_vocab_size, max_len, pad_idx, d_model, N, d_ff, heads_num,
 //             dropout_rate, layer_norm_eps, gen, norm_first = false), children:
 //   encoder    TransformerEncoder(src_vocab_size, ...)
@@ -31,6 +32,7 @@
 #include "nn/transformer/encoder.h"
 #include "nn/transformer/masks.h"
 #include "nn/transformer/multi_head_attention.h"
+#include "nn/transformer/options.h"
 #include "nn/unary_module.h"
 
 namespace tapegrad::nn::transformer {
@@ -54,9 +56,14 @@ class OutputGenerator : public UnaryModule<T> {
 template <class T>
 class Transformer : public Module<T> {
  public:
+  Transformer(const TransformerOptions& options, Generator& gen);
+  // The seed's argument order (options.h names them instead).
   Transformer(std::size_t src_vocab_size, std::size_t tgt_vocab_size, std::size_t max_len, Index pad_idx,
               std::size_t d_model, std::size_t N, std::size_t d_ff, std::size_t heads_num, double dropout_rate,
-              double layer_norm_eps, Generator& gen, bool norm_first = false);
+              double layer_norm_eps, Generator& gen, bool norm_first = false)
+      : Transformer(TransformerOptions{src_vocab_size, tgt_vocab_size, max_len, pad_idx, N,
+                                       {d_model, d_ff, heads_num, dropout_rate, layer_norm_eps, norm_first}},
+                    gen) {}
 
   std::string type_name() const override { return "Transformer"; }
 
