@@ -12,21 +12,19 @@
 
 namespace tapegrad::optim {
 
-struct AdamOptions {
+// Adam's and AdamW's options: the same fields, and PyTorch's defaults, but for weight_decay's
+// (0 for Adam's L2 term, 1e-2 for AdamW's decoupled decay). Aggregates, so designated
+// initialisers work: Adam<float>(params, {.lr = 1e-4, .betas = {0.9, 0.98}, .eps = 1e-9}).
+template <double DefaultWeightDecay>
+struct AdamFamilyOptions {
   double lr = 1e-3;
   std::pair<double, double> betas = {0.9, 0.999};
   double eps = 1e-8;
-  double weight_decay = 0.0;
+  double weight_decay = DefaultWeightDecay;
   bool amsgrad = false;
 };
-
-struct AdamWOptions {
-  double lr = 1e-3;
-  std::pair<double, double> betas = {0.9, 0.999};
-  double eps = 1e-8;
-  double weight_decay = 1e-2;
-  bool amsgrad = false;
-};
+using AdamOptions = AdamFamilyOptions<0.0>;
+using AdamWOptions = AdamFamilyOptions<1e-2>;
 
 template <class T>
 class Adam : public Optimizer<T> {

@@ -9,6 +9,7 @@
 #include <tbb/parallel_for.h>
 
 #include "autograd/kernels/blas.h"
+#include "autograd/kernels/merged_axes.h"
 
 namespace tapegrad::kernels {
 
@@ -354,25 +355,11 @@ void run_pass_range(const StridedPass& p, const T* src, T* dst, std::size_t begi
 // Side of the square tiles of a tiled permutation: 16 floats fill one cache line.
 constexpr std::size_t kTile = 16;
 
-// One axis of a permutation: its size and its strides in the source and the destination.
-struct PermutedAxis {
-  std::size_t size, src, dst;
-};
+using PermutedAxis = WalkAxis<std::size_t>;
 
-// A pass that only moves elements (no sum, no diagonal), with its size-1 axes dropped and each
-// axis merged into its outer neighbour where both arrays step over the pair contiguously.
+// A pass that only moves elements (no sum, no diagonal), its axes merged (kernels/merged_axes.h).
 std::vector<PermutedAxis> merged_permutation(const StridedPass& p) {
-  std::vector<PermutedAxis> axes;
-  for (std::size_t d = 0; d < p.outer.size(); ++d) {
-    if (p.outer[d] == 1) continue;
-    const PermutedAxis axis{p.outer[d], p.outer_src[d], p.outer_dst[d]};
-    if (!axes.empty() && axes.back().src == axis.src * axis.size && axes.back().dst == axis.dst * axis.size) {
-      axes.back() = {axes.back().size * axis.size, axis.src, axis.dst};
-    } else {
-      axes.push_back(axis);
-    }
-  }
-  return axes;
+  return merged_axes<std::size_t>(p.outer, p.outer_src, p.outer_dst);
 }
 
 // A permutation whose destination is contiguous along one axis and whose source is contiguous

@@ -13,6 +13,7 @@
 #include <xtensor/xarray.hpp>
 
 #include "autograd/errors.h"
+#include "autograd/kernels/merged_axes.h"
 #include "autograd/kernels/row_kernels.h"
 
 namespace tapegrad::kernels {
@@ -36,43 +37,25 @@ inline Strides row_major_strides(const Shape& shape) {
 // index space are written in parallel.
 template <class T>
 void strided_copy(const Shape& shape, const T* src, const Strides& src_strides, T* dst, const Strides& dst_strides) {
-  // Drop size-1 axes and merge each axis into its outer neighbour when both arrays step over the
-  // pair contiguously: a plain copy becomes one long inner loop, a permute keeps only the axes
-  // it really reorders.
-  Shape n;
-  Strides s, t;
   std::size_t numel = 1;
-  for (std::size_t d = 0; d < shape.size(); ++d) {
-    numel *= shape[d];
-    if (shape[d] == 1) continue;
-    const auto size = static_cast<std::ptrdiff_t>(shape[d]);
-    if (!n.empty() && s.back() == src_strides[d] * size && t.back() == dst_strides[d] * size) {
-      n.back() *= shape[d];
-      s.back() = src_strides[d];
-      t.back() = dst_strides[d];
-    } else {
-      n.push_back(shape[d]);
-      s.push_back(src_strides[d]);
-      t.push_back(dst_strides[d]);
-    }
-  }
+  for (const std::size_t size : shape) numel *= size;
   if (numel == 0) return;
-  if (n.empty()) {
+  const std::vector<WalkAxis<std::ptrdiff_t>> axes = merged_axes<std::ptrdiff_t>(shape, src_strides, dst_strides);
+  if (axes.empty()) {
     *dst = *src;
     return;
   }
-
-  const std::size_t outer_dims = n.size() - 1, inner = n.back();
-  const std::ptrdiff_t s_in = s.back(), t_in = t.back();
+  const std::size_t outer_dims = axes.size() - 1, inner = axes.back().size;
+  const std::ptrdiff_t s_in = axes.back().src, t_in = axes.back().dst;
   parallel_items(numel / inner, inner, [&](std::size_t begin, std::size_t end) {
     // Odometer over the outer axes, started at row `begin`.
     std::vector<std::size_t> index(outer_dims);
     std::ptrdiff_t s_off = 0, t_off = 0;
     for (std::size_t d = outer_dims, r = begin; d-- > 0;) {
-      index[d] = r % n[d];
-      r /= n[d];
-      s_off += static_cast<std::ptrdiff_t>(index[d]) * s[d];
-      t_off += static_cast<std::ptrdiff_t>(index[d]) * t[d];
+      index[d] = r % axes[d].size;
+      r /= axes[d].size;
+      s_off += static_cast<std::ptrdiff_t>(index[d]) * axes[d].src;
+      t_off += static_cast<std::ptrdiff_t>(index[d]) * axes[d].dst;
     }
     for (std::size_t row = begin; row < end; ++row) {
       const T* from = src + s_off;
@@ -80,14 +63,15 @@ void strided_copy(const Shape& shape, const T* src, const Strides& src_strides, 
       if (s_in == 1 && t_in == 1) {
         std::copy_n(from, inner, to);
       } else {
-        for (std::size_t i = 0; i < inner; ++i) to[static_cast<std::ptrdiff_t>(i) * t_in] = from[static_cast<std::ptrdiff_t>(i) * s_in];
+        for (std::size_t i = 0; i < inner; ++i)
+          to[static_cast<std::ptrdiff_t>(i) * t_in] = from[static_cast<std::ptrdiff_t>(i) * s_in];
       }
       for (std::size_t d = outer_dims; d-- > 0;) {
-        s_off += s[d];
-        t_off += t[d];
-        if (++index[d] < n[d]) break;
-        s_off -= s[d] * static_cast<std::ptrdiff_t>(n[d]);
-        t_off -= t[d] * static_cast<std::ptrdiff_t>(n[d]);
+        s_off += axes[d].src;
+        t_off += axes[d].dst;
+        if (++index[d] < axes[d].size) break;
+        s_off -= axes[d].src * static_cast<std::ptrdiff_t>(axes[d].size);
+        t_off -= axes[d].dst * static_cast<std::ptrdiff_t>(axes[d].size);
         index[d] = 0;
       }
     }
