@@ -4,6 +4,7 @@
 #include "autograd/ops/attention.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/embedding.h"
+#include "autograd/ops/indexing.h"
 #include "autograd/ops/linalg.h"
 #include "autograd/ops/loss.h"
 #include "autograd/ops/masking.h"

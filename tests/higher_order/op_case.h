@@ -64,6 +64,8 @@ std::vector<OpCase> linalg_cases();
 std::vector<OpCase> einsum_cases();
 std::vector<OpCase> norm_attention_loss_cases();
 std::vector<OpCase> activation_softmax_masking_cases();
+// gather, scatter_add, index_fill (indexing_cases.cpp).
+std::vector<OpCase> indexing_cases();
 // Every nn module, its inputs followed by all its parameters (module_cases.cpp).
 std::vector<OpCase> module_cases();
 
