@@ -1,7 +1,9 @@
 #pragma once
 // Every op, one include.
 #include "autograd/ops/activation.h"
+#include "autograd/ops/argmax.h"
 #include "autograd/ops/attention.h"
+#include "autograd/ops/binary_cross_entropy.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/embedding.h"
 #include "autograd/ops/indexing.h"

@@ -125,7 +125,7 @@ Tensor<T> gather(const Tensor<T>& x, Index dim, const IndexArray& index, CallSit
     cols.for_each([&](std::size_t c) {
       const std::size_t io = cols.offset(c, istr), xo = cols.offset(c, xstr);
       for (std::size_t k = 0, at = io; k < cols.shape[d]; ++k, at += istr[d])
-        o[at] = xv[xo + static_cast<std::size_t>(iv[at])];
+        o[at] = xv[xo + static_cast<std::size_t>(iv[at]) * xstr[d]];
     });
   }
   return make_result("gather", where, std::move(out), should_record(x), [x, index, d](const Tensor<T>& g, const Tensor<T>&) {
