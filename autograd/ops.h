@@ -1,9 +1,12 @@
 #pragma once
 // Every op, one include.
 #include "autograd/ops/activation.h"
+#include "autograd/ops/argmax.h"
 #include "autograd/ops/attention.h"
+#include "autograd/ops/binary_cross_entropy.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/embedding.h"
+#include "autograd/ops/indexing.h"
 #include "autograd/ops/linalg.h"
 #include "autograd/ops/loss.h"
 #include "autograd/ops/masking.h"

@@ -15,6 +15,7 @@
 #include "nn/containers.h"
 #include "nn/dropout.h"
 #include "nn/embedding.h"
+#include "nn/label_smoothing.h"
 #include "nn/labml/multi_head_attention.h"
 #include "nn/labml/prepare_for_multi_head_attention.h"
 #include "nn/layer_norm.h"
@@ -209,6 +210,10 @@ std::vector<OpCase> layer_cases() {
                   input({2, 3, 4}, 532)),
       module_case("OutputGenerator", make(533, false, built<tf::OutputGenerator<double>>(kDModel, kVocab)), on_x,
                   input({2, 3, 4}, 534)),
+      // The loss is linear in its log-probabilities: through log_softmax it has a second derivative.
+      module_case("LabelSmoothing", make(535, false, without_generator<nn::LabelSmoothing<double>>(kVocab, kPad, 0.3)),
+                  [](auto& m, const V& x) { return m(log_softmax(x[0], -1), IndexArray{1, kPad, 4}); },
+                  input({3, kVocab}, 536)),
   };
 }
 

@@ -67,6 +67,10 @@ std::vector<OpCase> activation_softmax_masking_cases();
 // Issue 13 part 3: 0-d axes, empty axis lists, dropout p = 1, broadcast masked_fill, rounding
 // div, maximum / minimum, pow of a scalar base, max / min along a dim (part3_cases.cpp).
 std::vector<OpCase> part3_cases();
+// gather, scatter_add, index_fill (indexing_cases.cpp).
+std::vector<OpCase> indexing_cases();
+// binary_cross_entropy, binary_cross_entropy_with_logits (bce_cases.cpp).
+std::vector<OpCase> bce_cases();
 // Every nn module, its inputs followed by all its parameters (module_cases.cpp).
 std::vector<OpCase> module_cases();
 

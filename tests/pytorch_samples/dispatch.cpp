@@ -116,6 +116,18 @@ template <bool largest> Outputs extreme_along_dim(Call& c) {
   return {r.values, T(xt::xarray<double>(xt::cast<double>(r.indices)))};
 }
 
+// argmax / argmin: the indices as numbers; dim and keepdim positional or keywords.
+template <bool largest> Outputs arg_extreme(Call& c) {
+  const T x = c.tensor(c.input());
+  std::optional<Index> dim;
+  if (c.has_arg(0)) dim = c.integer(c.arg(0));
+  else if (const Value* v = c.kwarg("dim"); v && v->kind != Value::Kind::none) dim = c.integer(*v);
+  const Value* keepdim = c.kwarg("keepdim");
+  const bool keep = c.has_arg(1) ? c.boolean(c.arg(1)) : keepdim && c.boolean(*keepdim);
+  const IndexArray at = largest ? argmax(x, dim, keep) : argmin(x, dim, keep);
+  return {T(xt::xarray<double>(xt::cast<double>(at)))};
+}
+
 const std::map<std::string, Row> table = {
     // pointwise
     {"neg", unary([](const T& x) { return neg(x); })},
@@ -279,6 +291,34 @@ const std::map<std::string, Row> table = {
        const T input = c.tensor(c.input());
        return {mse_loss(input, c.tensor(c.arg(0)), reduction_mode(c))};
      }},
+    // indexing, binary cross-entropy, argmax / argmin (issue 13 part 4 group B)
+    {"gather",
+     [](Call& c) -> Outputs { return {gather(c.tensor(c.input()), c.integer(c.arg(0)), c.indices(c.arg(1)))}; }},
+    {"scatter_add",
+     [](Call& c) -> Outputs {
+       return {scatter_add(c.tensor(c.input()), c.integer(c.arg(0)), c.indices(c.arg(1)), c.tensor(c.arg(2)))};
+     }},
+    {"index_fill",
+     [](Call& c) -> Outputs {
+       const Value& value = c.arg(2);
+       if (value.kind == Value::Kind::tensor) lacks("a fill value given as a tensor (with its gradient)");
+       return {index_fill(c.tensor(c.input()), c.integer(c.arg(0)), c.indices(c.arg(1)), c.number(value))};
+     }},
+    {"nn.functional.binary_cross_entropy",
+     [](Call& c) -> Outputs {
+       const T probs = c.tensor(c.input());
+       return {binary_cross_entropy(probs, c.tensor(c.arg(0)), reduction_mode(c))};
+     }},
+    {"nn.functional.binary_cross_entropy_with_logits",
+     [](Call& c) -> Outputs {
+       const T logits = c.tensor(c.input());
+       const T target = c.tensor(c.arg(0));
+       std::optional<T> pos_weight;
+       if (const Value* v = c.kwarg("pos_weight"); v && v->kind != Value::Kind::none) pos_weight = c.tensor(*v);
+       return {binary_cross_entropy_with_logits(logits, target, reduction_mode(c), pos_weight)};
+     }},
+    {"argmax", arg_extreme<true>},
+    {"argmin", arg_extreme<false>},
 };
 
 }  // namespace

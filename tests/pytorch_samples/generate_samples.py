@@ -61,6 +61,9 @@ OPS = [
     "softmax", "softmax.with_dtype", "log_softmax", "log_softmax.dtype", "nn.functional.layer_norm",
     "masked_fill", "nn.functional.dropout", "nn.functional.embedding", "nn.functional.cross_entropy",
     "nn.functional.nll_loss", "nn.functional.kl_div", "nn.functional.mse_loss",
+    # indexing, binary cross-entropy, argmax / argmin (issue 13 part 4 group B)
+    "gather", "scatter_add", "index_fill", "nn.functional.binary_cross_entropy",
+    "nn.functional.binary_cross_entropy_with_logits", "argmax", "argmin",
 ]
 
 # test_linalg.py's TestLinalg.test_einsum and test_einsum_corner_cases, as (equation, shapes).

@@ -1,0 +1,134 @@
+#include "autograd/ops/binary_cross_entropy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "autograd/detail/checks.h"
+#include "autograd/detail/record.h"
+#include "autograd/kernels/broadcast.h"
+#include "autograd/kernels/indices.h"
+#include "autograd/kernels/row_kernels.h"
+#include "autograd/ops/activation.h"
+#include "autograd/ops/elementwise.h"
+#include "autograd/ops/pointwise.h"
+#include "autograd/ops/reduce.h"
+
+namespace tapegrad {
+
+namespace {
+
+using detail::accumulate;
+using detail::make_result;
+using detail::should_record;
+
+template <class T> Tensor<T> constant(T v) { return Tensor<T>(xt::xarray<T>(v)); }
+
+template <class T>
+void require_same_shape(const char* op, const Tensor<T>& input, const char* input_name, const Tensor<T>& target) {
+  detail::require_defined(input, op, input_name);
+  detail::require_defined(target, op, "target");
+  if (input.shape() != target.shape()) {
+    throw ShapeError(std::string(op) + ": target " + format_shape(target.shape()) + " must have the shape of " +
+                     input_name + " " + format_shape(input.shape()));
+  }
+}
+
+// Only kl_div divides by the batch size.
+void reject_batchmean(const char* op, Reduction reduction, const Shape& shape) {
+  if (reduction == Reduction::BatchMean) {
+    throw ValueError(std::string(op) + ": reduction BatchMean (input " + format_shape(shape) +
+                     ") is only defined for kl_div; use Mean, Sum or None");
+  }
+}
+
+template <class T> Tensor<T> reduce_losses(const Tensor<T>& losses, Reduction reduction) {
+  if (reduction == Reduction::None) return losses;
+  return reduction == Reduction::Sum ? sum(losses) : mean(losses);
+}
+
+// PyTorch's clamped log: log(v), at least -100.
+template <class T> T clamped_log(T v) { return std::max(std::log(v), T(-100)); }
+
+// The unreduced binary cross-entropy, an op of its own for PyTorch's gradients (the 1e-12 floor
+// and the clamp are not what differentiating the clamped logs would give).
+template <class T> Tensor<T> bce_losses(const Tensor<T>& p, const Tensor<T>& t, CallSite where) {
+  const T* pv = p.value().data();
+  const T* tv = t.value().data();
+  xt::xarray<T> out = xt::xarray<T>::from_shape(p.shape());
+  T* o = out.data();
+  // PyTorch's CPU kernel, term for term: (t - 1) max(log(1 - p), -100) - t max(log p, -100).
+  kernels::parallel_items(out.size(), 1, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i)
+      o[i] = (tv[i] - T(1)) * clamped_log(T(1) - pv[i]) - tv[i] * clamped_log(pv[i]);
+  });
+  return make_result("binary_cross_entropy", where, std::move(out), should_record(p, t),
+                     [p, t](const Tensor<T>& g, const Tensor<T>&) {
+                       if (p.requires_grad()) {
+                         const Tensor<T> floor = maximum(mul(p, rsub(p, T(1))), constant(T(1e-12)));
+                         accumulate(p, div(mul(g, sub(p, t)), floor));
+                       }
+                       if (t.requires_grad()) accumulate(t, mul(g, sub(log(rsub(p, T(1))), log(p))));
+                     });
+}
+
+// softplus(-x) = -log sigmoid(x) = max(-x, 0) + log1p(exp(-|x|)), without overflow; d/dx =
+// sigmoid(x) - 1, through sigmoid so that it differentiates again.
+template <class T> Tensor<T> neg_log_sigmoid(const Tensor<T>& x, CallSite where) {
+  const T* xv = x.value().data();
+  xt::xarray<T> out = xt::xarray<T>::from_shape(x.shape());
+  T* o = out.data();
+  kernels::parallel_items(out.size(), 1, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) o[i] = std::max(-xv[i], T(0)) + std::log1p(std::exp(-std::abs(xv[i])));
+  });
+  return make_result("binary_cross_entropy_with_logits", where, std::move(out), should_record(x),
+                     [x](const Tensor<T>& g, const Tensor<T>&) { accumulate(x, mul(g, add(sigmoid(x), T(-1)))); });
+}
+
+}  // namespace
+
+template <class T>
+Tensor<T> binary_cross_entropy(const Tensor<T>& probs, const Tensor<T>& target, Reduction reduction, CallSite where) {
+  constexpr const char* op = "binary_cross_entropy";
+  require_same_shape(op, probs, "probs", target);
+  const T* pv = probs.value().data();
+  for (std::size_t i = 0; i < probs.numel(); ++i) {
+    if (!(pv[i] >= T(0) && pv[i] <= T(1))) {
+      throw ValueError(std::string(op) + ": probs must lie in [0, 1], got " + detail::format_number(pv[i]) +
+                       " at position " + format_shape(kernels::unravel_index(i, probs.shape())) + " of probs " +
+                       format_shape(probs.shape()));
+    }
+  }
+  reject_batchmean(op, reduction, probs.shape());
+  return reduce_losses(bce_losses(probs, target, where), reduction);
+}
+
+template <class T>
+Tensor<T> binary_cross_entropy_with_logits(const Tensor<T>& logits, const Tensor<T>& target, Reduction reduction,
+                                           const std::optional<Tensor<Scalar<T>>>& pos_weight, CallSite where) {
+  constexpr const char* op = "binary_cross_entropy_with_logits";
+  require_same_shape(op, logits, "logits", target);
+  reject_batchmean(op, reduction, logits.shape());
+  // (1 - t) x + weight softplus(-x), weight = 1 + (w - 1) t.
+  Tensor<T> weight;
+  if (pos_weight) {
+    detail::require_defined(*pos_weight, op, "pos_weight");
+    if (!kernels::broadcasts_to(pos_weight->shape(), logits.shape())) {
+      throw ShapeError(std::string(op) + ": pos_weight " + format_shape(pos_weight->shape()) +
+                       " does not broadcast to logits " + format_shape(logits.shape()));
+    }
+    weight = add(mul(add(*pos_weight, T(-1)), target), T(1));
+  }
+  const Tensor<T> softplus_neg = neg_log_sigmoid(logits, where);
+  const Tensor<T> losses = add(mul(rsub(target, T(1)), logits), pos_weight ? mul(weight, softplus_neg) : softplus_neg);
+  return reduce_losses(losses, reduction);
+}
+
+#define TAPEGRAD_INSTANTIATE_BCE(T)                                                                      \
+  template Tensor<T> binary_cross_entropy(const Tensor<T>&, const Tensor<T>&, Reduction, CallSite);     \
+  template Tensor<T> binary_cross_entropy_with_logits(const Tensor<T>&, const Tensor<T>&, Reduction,    \
+                                                      const std::optional<Tensor<T>>&, CallSite);
+TAPEGRAD_INSTANTIATE_BCE(float)
+TAPEGRAD_INSTANTIATE_BCE(double)
+
+}  // namespace tapegrad
