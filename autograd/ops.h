@@ -10,5 +10,7 @@
 #include "autograd/ops/normalization.h"
 #include "autograd/ops/pointwise.h"
 #include "autograd/ops/reduce.h"
+#include "autograd/ops/selection.h"
 #include "autograd/ops/shape.h"
 #include "autograd/ops/softmax.h"
+#include "autograd/ops/statistics.h"

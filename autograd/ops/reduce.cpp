@@ -52,9 +52,9 @@ ReducePlan plan_reduction(const Shape& shape, const std::vector<bool>& reduced, 
 
 std::vector<bool> all_axes(const Shape& shape) { return std::vector<bool>(shape.size(), true); }
 
-// The reduced-axis mask of an axis list; an axis named twice (e.g. 1 and -1 of a matrix) is a
-// ValueError. An empty list reduces nothing.
-std::vector<bool> axes_mask(const char* op, const Shape& shape, const Axes& axes) {
+}  // namespace
+
+std::vector<bool> detail::axes_mask(const char* op, const Shape& shape, const Axes& axes) {
   std::vector<bool> reduced(shape.size(), false);
   for (const Index axis : axes) {
     const std::size_t d = detail::normalize_axis(axis, shape.size(), op, shape);
@@ -66,6 +66,8 @@ std::vector<bool> axes_mask(const char* op, const Shape& shape, const Axes& axes
   }
   return reduced;
 }
+
+namespace {
 
 // The input as `rows` contiguous rows of `cols`: the input's own storage when the reduced axes
 // already trail, otherwise a permuted copy held in `storage`.
@@ -165,7 +167,7 @@ Tensor<T> sum(const Tensor<T>& a, CallSite where) {
 template <class T>
 Tensor<T> sum(const Tensor<T>& a, const Axes& axes, bool keepdims, CallSite where) {
   detail::require_defined(a, "sum", "a");
-  return sum_or_mean("sum", where, a, axes_mask("sum", a.shape(), axes), keepdims, false);
+  return sum_or_mean("sum", where, a, detail::axes_mask("sum", a.shape(), axes), keepdims, false);
 }
 
 template <class T>
@@ -177,7 +179,7 @@ Tensor<T> mean(const Tensor<T>& a, CallSite where) {
 template <class T>
 Tensor<T> mean(const Tensor<T>& a, const Axes& axes, bool keepdims, CallSite where) {
   detail::require_defined(a, "mean", "a");
-  return sum_or_mean("mean", where, a, axes_mask("mean", a.shape(), axes), keepdims, true);
+  return sum_or_mean("mean", where, a, detail::axes_mask("mean", a.shape(), axes), keepdims, true);
 }
 
 template <class T>
@@ -189,7 +191,7 @@ Tensor<T> max(const Tensor<T>& a, CallSite where) {
 template <class T>
 Tensor<T> max(const Tensor<T>& a, const Axes& axes, bool keepdims, CallSite where) {
   detail::require_defined(a, "max", "a");
-  return max_impl(where, a, axes_mask("max", a.shape(), axes), keepdims);
+  return max_impl(where, a, detail::axes_mask("max", a.shape(), axes), keepdims);
 }
 
 template <class T>

@@ -44,6 +44,11 @@ template <class T> Tensor<T> sum_to(const Tensor<T>& a, const Shape& shape,
     CallSite where = std::source_location::current());
 
 namespace detail {
+// The reduced-axis mask of an axis list for a tensor of `shape`, as the reductions read it (for ops
+// that reduce elsewhere, so they check axes alike): an axis out of range or named twice (1 and -1
+// of a matrix) is a ValueError naming op; an empty list reduces nothing.
+std::vector<bool> axes_mask(const char* op, const Shape& shape, const Axes& axes);
+
 // For backward formulas: sum_to when g has more or larger axes than `shape`, otherwise g itself
 // (taken and returned by value, so a temporary passes through without a copy).
 template <class T> Tensor<T> unbroadcast(Tensor<T> g, const Shape& shape) {

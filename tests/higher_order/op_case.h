@@ -66,5 +66,9 @@ std::vector<OpCase> norm_attention_loss_cases();
 std::vector<OpCase> activation_softmax_masking_cases();
 // Every nn module, its inputs followed by all its parameters (module_cases.cpp).
 std::vector<OpCase> module_cases();
+// clamp, where (selection_cases.cpp).
+std::vector<OpCase> selection_cases();
+// logsumexp, var, std (statistics_cases.cpp).
+std::vector<OpCase> statistics_cases();
 
 }  // namespace tapegrad::testing
