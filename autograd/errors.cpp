@@ -37,6 +37,15 @@ std::size_t normalize_axis(Index axis, std::size_t ndim, std::string_view op, co
   return static_cast<std::size_t>(a);
 }
 
+bool is_scalar_axis(Index axis, const Shape& shape, std::string_view op) {
+  if (!shape.empty()) return false;
+  if (axis != 0 && axis != -1) {
+    throw ValueError(std::string(op) + ": axis " + std::to_string(axis) +
+                     " is out of range [-1, 0] for a 0-d tensor (shape [])");
+  }
+  return true;
+}
+
 namespace {
 
 // Sizes multiply in std::size_t but are used as signed offsets (kernels::Strides are ptrdiff_t).

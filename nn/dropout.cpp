@@ -6,7 +6,7 @@ namespace tapegrad::nn {
 
 template <class T>
 Dropout<T>::Dropout(Generator& gen, double p) : p_(p), stream_(gen.next_u64()) {
-  if (!(p >= 0.0 && p < 1.0)) throw ValueError("Dropout: p must be in [0, 1), got " + std::to_string(p));
+  check_dropout_p(p, "Dropout");  // the op's rule, checked when the module is built
   this->register_generator("stream", &stream_);
 }
 

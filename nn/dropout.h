@@ -1,6 +1,7 @@
 #pragma once
 // Dropout(p = 0.5): in training, zeroes each element with probability p and scales the rest by
-// 1/(1-p); identity in eval. Its random stream is a Generator of its own, seeded from the
+// 1/(1-p); identity in eval. p in [0, 1] (check_dropout_p, autograd/ops/masking.h): p = 1 zeroes
+// everything in training. Its random stream is a Generator of its own, seeded from the
 // construction generator, so a model is reproducible from one seed and a checkpoint can save the
 // stream's state (Module::named_generators()).
 #include "nn/unary_module.h"

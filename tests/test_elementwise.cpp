@@ -1,7 +1,13 @@
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
+#include <xtensor/xbuilder.hpp>
+#include <xtensor/xmath.hpp>
+
 #include "autograd/ops/elementwise.h"
+#include "autograd/ops/reduce.h"
 #include "autograd/tape.h"
 #include "tests/support/reference.h"
 
@@ -124,6 +130,102 @@ TEST(Elementwise, NonBroadcastableShapesThrowNamingOpAndShapes) {
 TEST(Elementwise, UndefinedInputThrowsNamingOp) {
   EXPECT_TRUE(throws_with<ValueError>([] { exp(Tensor<double>()); }, {"exp", "undefined"}));
   EXPECT_TRUE(throws_with<ValueError>([] { add(Tensor<double>(), Tensor<double>::ones({2})); }, {"add", "'a'"}));
+}
+
+// Values from PyTorch 1.13. Gradients of a pair of ops f(a, b), weighted by w.
+struct PairGrads {
+  xt::xarray<double> y, da, db;
+};
+PairGrads run_pair(Tensor<double> (*op)(const Tensor<double>&, const Tensor<double>&, CallSite),
+                   const xt::xarray<double>& a_value, const xt::xarray<double>& b_value, const xt::xarray<double>& w) {
+  const Tensor<double> a(a_value, true), b(b_value, true);
+  GradientTape tape;
+  const Tensor<double> y = op(a, b, std::source_location::current());
+  tape.backward(sum(mul(y, Tensor<double>(w))));
+  return {y.value(), a.grad(), b.grad()};
+}
+
+// Bits, so that -0. and 0. differ and NaN equals NaN.
+bool same_bits(const xt::xarray<double>& x, const xt::xarray<double>& y) {
+  if (x.shape() != y.shape()) return false;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x.data()[i]) ? !std::isnan(y.data()[i]) : std::bit_cast<std::uint64_t>(x.data()[i]) != std::bit_cast<std::uint64_t>(y.data()[i]))
+      return false;
+  }
+  return true;
+}
+
+TEST(MaximumMinimum, PropagateNaNKeepTheFirstAtTiesAndSplitTheGradientThere) {
+  const double nan = std::nan("");
+  // Seven cases, three times over: the SIMD batches as well as the scalar tail see each one.
+  const auto thrice = [](const xt::xarray<double>& v) { return xt::xarray<double>(xt::concatenate(xt::xtuple(v, v, v))); };
+  const xt::xarray<double> a = thrice({1.0, 2.0, 3.0, nan, 1.0, -0.0, 0.0}), b = thrice({2.0, 2.0, 1.0, 1.0, nan, 0.0, -0.0});
+  const xt::xarray<double> w = thrice({1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0});
+  // torch.maximum(a, b): [2, 2, 3, nan, nan, -0., 0.]; a.grad [0, 1, 3, 4, 5, 3, 3.5], b.grad [1, 1, 0, 4, 5, 3, 3.5].
+  const PairGrads mx = run_pair(&maximum<double>, a, b, w);
+  EXPECT_TRUE(same_bits(mx.y, thrice({2.0, 2.0, 3.0, nan, nan, -0.0, 0.0})));
+  EXPECT_EQ(mx.da, thrice({0.0, 1.0, 3.0, 4.0, 5.0, 3.0, 3.5}));
+  EXPECT_EQ(mx.db, thrice({1.0, 1.0, 0.0, 4.0, 5.0, 3.0, 3.5}));
+  const PairGrads mn = run_pair(&minimum<double>, a, b, w);
+  EXPECT_TRUE(same_bits(mn.y, thrice({1.0, 2.0, 1.0, nan, nan, -0.0, 0.0})));
+  EXPECT_EQ(mn.da, thrice({1.0, 1.0, 0.0, 4.0, 5.0, 3.0, 3.5}));
+  EXPECT_EQ(mn.db, thrice({0.0, 1.0, 3.0, 4.0, 5.0, 3.0, 3.5}));
+  // Broadcast, with ties: torch.maximum([[1], [2]], [1, 2, 3]) gives a.grad [[0.5], [1.5]], b.grad [0.5, 1.5, 2].
+  xt::xarray<double> column{1.0, 2.0};
+  column.reshape({2, 1});
+  const PairGrads wide = run_pair(&maximum<double>, column, xt::xarray<double>{1.0, 2.0, 3.0}, xt::ones<double>({2, 3}));
+  EXPECT_EQ(wide.y, (xt::xarray<double>{{1.0, 2.0, 3.0}, {2.0, 2.0, 3.0}}));
+  EXPECT_EQ(wide.da, xt::xarray<double>(column - 0.5));
+  EXPECT_EQ(wide.db, (xt::xarray<double>{0.5, 1.5, 2.0}));
+}
+
+TEST(DivRoundingMode, TruncAndFloorMatchPyTorchWithZeroGradient) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const xt::xarray<double> a{7.0, -7.0, 7.0, -7.0, 5.5, -0.5, 0.5, -1.0, 1.0, 1.0, -3.0};
+  const xt::xarray<double> b{2.0, 2.0, -2.0, -2.0, 0.5, 1.0, -1.0, inf, 0.1, 0.0, 1.5};
+  const xt::xarray<double> ones = xt::ones<double>({a.size()});
+  const auto trunc = [](const Tensor<double>& x, const Tensor<double>& y, CallSite where) {
+    return div(x, y, RoundingMode::trunc, where);
+  };
+  const auto floor = [](const Tensor<double>& x, const Tensor<double>& y, CallSite where) {
+    return div(x, y, RoundingMode::floor, where);
+  };
+  const PairGrads t = run_pair(+trunc, a, b, ones);
+  EXPECT_TRUE(same_bits(t.y, xt::xarray<double>{3.0, -3.0, -3.0, 3.0, 11.0, -0.0, -0.0, -0.0, 10.0, inf, -2.0}));
+  EXPECT_EQ(t.da, xt::zeros<double>({a.size()}));
+  EXPECT_EQ(t.db, xt::zeros<double>({a.size()}));
+  // Python's //: 1.0 // 0.1 is 9 (a / b rounds to 10.0 first); -1 // inf is -1.
+  const PairGrads f = run_pair(+floor, a, b, ones);
+  EXPECT_TRUE(same_bits(f.y, xt::xarray<double>{3.0, -4.0, -4.0, 3.0, 11.0, -1.0, -1.0, -1.0, 9.0, inf, -2.0}));
+  EXPECT_EQ(f.da, xt::zeros<double>({a.size()}));
+  EXPECT_EQ(f.db, xt::zeros<double>({a.size()}));
+  EXPECT_TRUE(same_bits(div(Tensor<double>(xt::xarray<double>{-0.0, inf}), Tensor<double>(xt::xarray<double>{3.0, 2.0}),
+                            RoundingMode::floor).value(),
+                        xt::xarray<double>{-0.0, std::nan("")}));
+  const Tensor<double> x = random_tensor({2, 3}, 31), y = random_tensor({3}, 32, true, 0.5, 1.5);
+  EXPECT_EQ(div(x, y, RoundingMode::none).value(), div(x, y).value());
+}
+
+TEST(PowScalarBase, ValuesAndGradientMatchPyTorch) {
+  const xt::xarray<double> e{0.0, 1.0, -1.0, 2.5};
+  const auto run = [&e](double base) {
+    const Tensor<double> x(e, true);
+    GradientTape tape;
+    const Tensor<double> y = pow(base, x);
+    tape.backward(sum(y));
+    return std::pair{y.value(), x.grad()};
+  };
+  const auto [y2, g2] = run(2.0);
+  EXPECT_TRUE(xt::allclose(y2, xt::xarray<double>{1.0, 2.0, 0.5, std::pow(2.0, 2.5)}));
+  EXPECT_TRUE(xt::allclose(g2, y2 * std::log(2.0)));
+  // Base 0: torch.pow(0., x) is [1, 0, inf, 0] and its gradient [0, 0, -inf, 0].
+  const auto [y0, g0] = run(0.0);
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(y0, (xt::xarray<double>{1.0, 0.0, inf, 0.0}));
+  EXPECT_EQ(g0, (xt::xarray<double>{0.0, 0.0, -inf, 0.0}));
+  EXPECT_EQ(run(1.0).second, xt::zeros<double>({4}));
+  EXPECT_TRUE(xt::all(xt::isnan(run(-2.0).second)));  // log of a negative base
+  EXPECT_TRUE(passes_gradcheck([](const Inputs& in) { return pow(3.0, in[0]); }, {random_tensor({2, 3}, 33)}));
 }
 
 }  // namespace

@@ -4,7 +4,10 @@
 #include <xtensor/xoperation.hpp>
 
 #include "autograd/ops/attention.h"
+#include "autograd/ops/elementwise.h"
 #include "autograd/ops/masking.h"
+#include "autograd/ops/reduce.h"
+#include "autograd/ops/shape.h"
 #include "autograd/tape.h"
 #include "tests/support/reference.h"
 
@@ -110,28 +113,35 @@ TEST(MaskedFill, WorksForFloat) {
             (xt::xarray<float>{1.0f, -std::numeric_limits<float>::infinity()}));
 }
 
-TEST(MaskedFill, MaskThatDoesNotBroadcastToInputThrows) {
+TEST(MaskedFill, InputBroadcastsToTheMasksShapeAndItsGradientSumsBack) {
+  // torch.tensor([1., 2., 3.]).masked_fill(torch.tensor([[True, False, False], [False, True, False]]), -1.)
+  const Tensor<double> a(xt::xarray<double>{1.0, 2.0, 3.0}, true);
+  GradientTape tape;
+  const Tensor<double> y = masked_fill(a, Mask{{true, false, false}, {false, true, false}}, -1.0);
+  EXPECT_EQ(y.value(), (xt::xarray<double>{{-1.0, 2.0, 3.0}, {1.0, -1.0, 3.0}}));
+  tape.backward(sum(mul(y, Tensor<double>(xt::xarray<double>{{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}}))));
+  EXPECT_EQ(a.grad(), (xt::xarray<double>{4.0, 2.0, 9.0}));  // PyTorch's
+  // Both sides broadcast: [2,1] under [3] gives [2,3].
+  const Tensor<double> column = reshape(Tensor<double>(xt::xarray<double>{1.0, 2.0}), {2, 1});
+  EXPECT_EQ(masked_fill(column, Mask{true, false, true}, 0.0).value(), (xt::xarray<double>{{0.0, 1.0, 0.0}, {0.0, 2.0, 0.0}}));
+  for (const auto& [shape_a, shape_mask] : std::vector<std::pair<Shape, Shape>>{{{3}, {2, 3}}, {{2, 1}, {3}}, {{}, {2, 2}}}) {
+    SCOPED_TRACE(format_shape(shape_a) + " under " + format_shape(shape_mask));
+    const Mask mask = random_mask(shape_mask, 305);
+    EXPECT_TRUE(passes_gradcheck([mask](const Inputs& x) { return masked_fill(x[0], mask, 0.5); },
+                                 {random_tensor(shape_a, 306)}));
+  }
+}
+
+TEST(MaskedFill, ShapesThatDoNotBroadcastThrowNamingBoth) {
   const auto a = random_tensor({2, 3}, 301);
-  EXPECT_TRUE(throws_with<ShapeError>(
-      [&] {
-        masked_fill(a, Mask::from_shape({3, 2}), 0.0);
-      },
-      {"masked_fill", "[3,2]", "[2,3]"}));
+  EXPECT_TRUE(throws_with<ShapeError>([&] { masked_fill(a, Mask::from_shape({3, 2}), 0.0); },
+                                      {"masked_fill", "[2,3]", "[3,2]", "do not broadcast"}));
   EXPECT_TRUE(
-      throws_with<ShapeError>([&] { masked_fill(a, Mask::from_shape({2}), 0.0); }, {"masked_fill", "[2]", "[2,3]"}));
-  // The input does not broadcast up to the mask: a mask with more dims is an error.
-  EXPECT_TRUE(throws_with<ShapeError>(
-      [&] {
-        masked_fill(a, Mask::from_shape({4, 2, 3}), 0.0);
-      },
-      {"masked_fill", "[4,2,3]", "[2,3]"}));
-  EXPECT_TRUE(throws_with<ShapeError>(
-      [&] {
-        masked_fill(random_tensor({2, 1}, 302), Mask::from_shape({2, 3}), 0.0);
-      },
-      {"masked_fill", "[2,3]", "[2,1]"}));
+      throws_with<ShapeError>([&] { masked_fill(a, Mask::from_shape({2}), 0.0); }, {"masked_fill", "[2,3]", "[2]"}));
+  EXPECT_TRUE(throws_with<ShapeError>([&] { masked_fill(a, Mask::from_shape({4, 3, 3}), 0.0); },
+                                      {"masked_fill", "[2,3]", "[4,3,3]"}));
   EXPECT_TRUE(throws_with<ShapeError>([&] { masked_fill(a, xt::xarray<std::uint8_t>::from_shape({4}), 0.0); },
-                                      {"masked_fill", "[4]", "[2,3]"}));
+                                      {"masked_fill", "[2,3]", "[4]"}));
   EXPECT_TRUE(
       throws_with<ValueError>([] { masked_fill(Tensor<double>(), Mask{true}, 0.0); }, {"masked_fill", "undefined"}));
 }
@@ -229,13 +239,28 @@ TEST(Dropout, Gradcheck) {
   }
 }
 
+TEST(Dropout, POneZeroesEverythingInTrainingWithZeroGradientAndIsIdentityInEval) {
+  // torch.nn.functional.dropout(x, 1.0, True) is zeros with a zero gradient; in eval, x.
+  const auto x = random_tensor({2, 3}, 413);
+  Generator gen(414);
+  const Generator before = gen;
+  GradientTape tape;
+  const Tensor<double> y = dropout(x, 1.0, true, gen);
+  EXPECT_EQ(y.value(), (xt::zeros<double>({2, 3})));
+  tape.backward(sum(y));
+  EXPECT_EQ(x.grad(), (xt::zeros<double>({2, 3})));
+  EXPECT_EQ(gen.next_u64(), Generator(before).next_u64());  // nothing was drawn
+  EXPECT_EQ(dropout(x, 1.0, false, gen).value(), x.value());
+  EXPECT_TRUE(passes_gradcheck([&gen](const Inputs& in) { return dropout(in[0], 1.0, true, gen); }, {x}));
+}
+
 TEST(Dropout, BadProbabilityThrowsNamingP) {
   const auto x = random_tensor({2, 3}, 411);
   Generator gen(412);
-  for (const double p : {-0.1, 1.0, 1.5, std::numeric_limits<double>::quiet_NaN()}) {
+  for (const double p : {-0.1, 1.5, std::numeric_limits<double>::quiet_NaN()}) {
     SCOPED_TRACE(p);
-    EXPECT_TRUE(throws_with<ValueError>([&] { dropout(x, p, true, gen); }, {"dropout", "p = "}));
-    EXPECT_TRUE(throws_with<ValueError>([&] { dropout(x, p, false, gen); }, {"dropout", "p = "}));
+    EXPECT_TRUE(throws_with<ValueError>([&] { dropout(x, p, true, gen); }, {"dropout", "[0, 1]", "p = "}));
+    EXPECT_TRUE(throws_with<ValueError>([&] { dropout(x, p, false, gen); }, {"dropout", "[0, 1]", "p = "}));
   }
   EXPECT_TRUE(throws_with<ValueError>([&] { dropout(Tensor<double>(), 0.1, true, gen); }, {"dropout", "undefined"}));
 }

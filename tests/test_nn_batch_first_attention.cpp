@@ -539,7 +539,7 @@ TEST(BatchFirstMultiHeadAttention, DModelMustBeAMultipleOfNHeads) {
                                       {"MultiHeadAttention", "d_model (6)", "n_heads (4)"}));
   EXPECT_TRUE(throws_with<ValueError>([&] { MultiHeadAttention<double>(6, 0, gen); },
                                       {"MultiHeadAttention", "n_heads (0)"}));
-  EXPECT_TRUE(throws_with<ValueError>([&] { MultiHeadAttention<double>(6, 2, gen, -0.1); }, {"Dropout", "[0, 1)"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { MultiHeadAttention<double>(6, 2, gen, -0.1); }, {"Dropout", "[0, 1]"}));
 }
 
 TEST(BatchFirstMultiHeadAttention, BadInputShapesNameTheArgument) {

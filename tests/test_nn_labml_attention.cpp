@@ -469,7 +469,7 @@ TEST(LabmlMultiHeadAttention, DModelMustBeAMultipleOfHeads) {
                                       {"MultiHeadAttention", "d_model (6)", "heads (4)"}));
   EXPECT_TRUE(throws_with<ValueError>([&] { MultiHeadAttention<double>(0, 6, gen); },
                                       {"MultiHeadAttention", "heads (0)"}));
-  EXPECT_TRUE(throws_with<ValueError>([&] { MultiHeadAttention<double>(2, 6, gen, 1.0); }, {"Dropout", "[0, 1)"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { MultiHeadAttention<double>(2, 6, gen, 1.5); }, {"Dropout", "[0, 1]"}));
 }
 
 TEST(LabmlMultiHeadAttention, BadInputShapesNameTheArgument) {

@@ -143,7 +143,17 @@ TEST(DropoutModule, ActiveInTrainingIdentityInEval) {
   EXPECT_LT(zeros, 600u);
   drop.eval();
   EXPECT_EQ(drop(x).value(), x.value());
-  EXPECT_TRUE(throws_with<ValueError>([&] { nn::Dropout<double>(gen, 1.0); }, {"Dropout", "[0, 1)"}));
+}
+
+TEST(DropoutModule, FollowsTheOpsRuleForP) {
+  Generator gen(0);
+  nn::Dropout<double> all(gen, 1.0);  // as torch.nn.Dropout(1.0): zeros in training
+  const auto x = Tensor<double>::ones({4});
+  EXPECT_EQ(all(x).value(), (xt::zeros<double>({4})));
+  all.eval();
+  EXPECT_EQ(all(x).value(), x.value());
+  EXPECT_TRUE(throws_with<ValueError>([&] { nn::Dropout<double>(gen, 1.5); }, {"Dropout", "[0, 1]", "p = 1.5"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { nn::Dropout<double>(gen, -0.5); }, {"Dropout", "[0, 1]", "p = -0.5"}));
 }
 
 TEST(DropoutModule, SameConstructionSeedSameMasks) {

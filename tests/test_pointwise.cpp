@@ -13,7 +13,10 @@
 #include <xtensor/xbroadcast.hpp>
 
 #include "autograd/kernels/map.h"
+#include "autograd/kernels/pointwise_math.h"
 #include "autograd/kernels/parallel.h"
+#include "autograd/ops/reduce.h"
+#include "autograd/tape.h"
 #include "autograd/ops/pointwise.h"
 #include "autograd/tape.h"
 #include "tests/support/pointwise_domain.h"
@@ -175,15 +178,15 @@ struct ScalarRow {
   std::string name, recorded_name;
   Tensor<T> (*op)(const Tensor<T>&, T, CallSite);
   T (*reference)(T, T);
-  PointwiseDomain domain;
+  PointwiseDomain domain, scalars;
 };
 
 template <class T>
 std::vector<ScalarRow<T>> scalar_rows() {
   std::vector<ScalarRow<T>> all;
-#define TAPEGRAD_SCALAR_ROW(name, recorded_name, forward, reference_formula, derivative, domain)                  \
+#define TAPEGRAD_SCALAR_ROW(name, recorded_name, forward, reference_formula, derivative, domain, scalars)         \
   all.push_back({#name, #recorded_name, &name<T>, [](T x, T s) -> T { return reference_formula; },               \
-                 PointwiseDomain::domain});
+                 PointwiseDomain::domain, PointwiseDomain::scalars});
   TAPEGRAD_SCALAR_OPS(TAPEGRAD_SCALAR_ROW)
 #undef TAPEGRAD_SCALAR_ROW
   return all;
@@ -192,7 +195,7 @@ std::vector<ScalarRow<T>> scalar_rows() {
 template <class T>
 void expect_scalar_forward_matches_reference(T ulps) {
   for (const auto& row : scalar_rows<T>()) {
-    for (T s : {T(2.5), T(-1.5), T(3), T(0.5)}) {
+    for (T s : testing::pointwise_scalars<T>(row.scalars)) {
       for (std::size_t n : lengths()) {
         const Tensor<T> x(testing::pointwise_inputs<T>(row.domain, {n}, 9 + n));
         const xt::xarray<T> y = row.op(x, s, std::source_location::current()).value();
@@ -235,6 +238,46 @@ TEST(Pointwise, NaNPassesThroughExceptSignWhichGivesZero) {
       else EXPECT_TRUE(std::isnan(y(i))) << row.name << " at " << i;
     }
   }
+}
+
+// IEEE's pow (std::pow, PyTorch) where xsimd's departs from it, in batches and in the tail:
+// x^0 = 1 for every x, 0 to a negative power is infinite (signed as the base for odd powers), and
+// a negative base to a power beyond the odd integers is positive.
+template <class T>
+void expect_ieee_pow_edges() {
+  const std::size_t n = kernels::simd::Batch<T>::size + 1;
+  const T huge = T(1) / std::numeric_limits<T>::epsilon() * T(4);  // an even integer
+  const auto filled = [n](T v) { return Tensor<T>(xt::xarray<T>(typename xt::xarray<T>::shape_type{n}, v)); };
+  const Tensor<T> base = filled(0), zero = filled(0), negative = filled(-501), even = filled(huge), three = filled(3);
+  for (std::size_t i = 0; i < n; ++i) {
+    EXPECT_EQ(pow(base, zero).value()(i), T(1)) << i;
+    EXPECT_EQ(pow(negative, zero).value()(i), T(1)) << i;
+    EXPECT_EQ(pow(base, T(0)).value()(i), T(1)) << i;
+    EXPECT_EQ(pow(negative, even).value()(i), std::numeric_limits<T>::infinity()) << i;
+    EXPECT_FLOAT_EQ(pow(negative, three).value()(i), std::pow(T(-501), T(3))) << i;  // still odd
+    EXPECT_EQ(pow(base, filled(-2)).value()(i), std::numeric_limits<T>::infinity()) << i;
+    EXPECT_EQ(pow(filled(-0.0), filled(-3)).value()(i), -std::numeric_limits<T>::infinity()) << i;
+    EXPECT_EQ(pow(filled(-0.0), filled(-2)).value()(i), std::numeric_limits<T>::infinity()) << i;
+    EXPECT_EQ(pow(base, filled(2.5)).value()(i), T(0)) << i;
+  }
+}
+
+TEST(Pointwise, PowGivesIeeeAnswersAtZeroExponentsAndHugeEvenOnes) {
+  expect_ieee_pow_edges<double>();
+  expect_ieee_pow_edges<float>();
+}
+
+// PyTorch's pow derivatives: d/da is 0 where b = 0, d/db is 0 where a = 0 and b >= 0 (the
+// plain formulas give 0 * inf = NaN at a = 0); elsewhere b a^(b-1) and a^b log a.
+TEST(Pointwise, PowDerivativesAreZeroWherePyTorchsAre) {
+  Tensor<double> a(xt::xarray<double>{0.0, 0.0, 0.0, 2.0}, true), b(xt::xarray<double>{0.0, 2.0, 0.5, 3.0}, true);
+  GradientTape tape;
+  const auto grads = tape.gradient(sum(pow(a, b)), {a, b});
+  EXPECT_EQ(grads[0].value(), (xt::xarray<double>{0.0, 0.0, INFINITY, 12.0}));
+  EXPECT_EQ(grads[1].value(), (xt::xarray<double>{0.0, 0.0, 0.0, 8.0 * std::log(2.0)}));
+  GradientTape again;
+  const Tensor<double> x(xt::xarray<double>{0.0, 1.5}, true);
+  EXPECT_EQ(again.gradient(sum(pow(x, 0.0)), {x})[0].value(), (xt::xarray<double>{0.0, 0.0}));
 }
 
 TEST(Pointwise, MapKernelWritesInPlaceAndRunsScalarOnlyFunctions) {

@@ -1,6 +1,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <type_traits>
 
 #include "autograd/kernels/parallel.h"
 #include "autograd/ops/elementwise.h"
@@ -182,15 +183,105 @@ TEST(Reduce, MaxPropagatesNaN) {
   EXPECT_EQ(m(1), 2.0);
 }
 
-TEST(Reduce, EmptyAxisListReducesNothing) {
+TEST(Reduce, EmptyAxisListReducesEverythingAsPyTorch113) {
   const auto a = random_tensor({2, 3}, 15);
-  for (const bool keepdims : {false, true}) {
-    EXPECT_EQ(sum(a, {}, keepdims).value(), a.value());
-    EXPECT_EQ(mean(a, {}, keepdims).value(), a.value());
-    EXPECT_EQ(max(a, {}, keepdims).value(), a.value());
-  }
+  EXPECT_EQ(sum(a, {}).value(), sum(a).value());
+  EXPECT_EQ(mean(a, {}).value(), mean(a).value());
+  EXPECT_EQ(max(a, {}).value(), max(a).value());
+  EXPECT_EQ(sum(a, {}, true).shape(), (Shape{1, 1}));  // torch.ones(2, 3).sum([], keepdim=True)
+  EXPECT_EQ(max(a, {}, true).value(), max(a, {0, 1}, true).value());
+  EXPECT_TRUE(std::isnan(mean(Tensor<double>::zeros({0, 3}), {}).item()));
+  EXPECT_TRUE(throws_with<ValueError>([] { max(Tensor<double>::zeros({0, 3}), {}); }, {"max", "zero elements"}));
   EXPECT_TRUE(passes_gradcheck([](const Inputs& x) { return sum(x[0], {}); }, {a}));
+  EXPECT_TRUE(passes_gradcheck([](const Inputs& x) { return mean(x[0], {}, true); }, {a}));
   EXPECT_TRUE(passes_gradcheck([](const Inputs& x) { return max(x[0], {}); }, {a}));
+}
+
+TEST(Reduce, ZeroDimTensorTakesAxisZeroOrMinusOne) {
+  // torch.tensor(3.).sum(0), .mean(-1), .amax(0, keepdim=True): all 3., shape [], gradient 1.
+  for (const Axes& axes : {Axes{0}, Axes{-1}}) {
+    for (const bool keepdims : {false, true}) {
+      const Tensor<double> x(xt::xarray<double>(3.0), true);
+      GradientTape tape;
+      const std::vector<Tensor<double>> outs = {sum(x, axes, keepdims), mean(x, axes, keepdims), max(x, axes, keepdims)};
+      for (const auto& y : outs) {
+        EXPECT_EQ(y.shape(), Shape{});
+        EXPECT_EQ(y.item(), 3.0);
+      }
+      tape.backward(add(add(outs[0], outs[1]), outs[2]));
+      EXPECT_EQ(x.grad()(), 3.0);
+    }
+  }
+  const Tensor<double> x(xt::xarray<double>(3.0));
+  EXPECT_TRUE(throws_with<ValueError>([&] { sum(x, {1}); }, {"sum", "axis 1", "[-1, 0]", "[]"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { max(x, {-2}); }, {"max", "axis -2", "[-1, 0]", "[]"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { mean(x, {0, -1}); }, {"mean", "axis 0", "twice", "[]"}));
+}
+
+// torch.max(x, 1) / torch.min(x, 1) of this matrix, values, indices and gradient (PyTorch 1.13):
+// ties go to the first index, the first NaN wins, -0. and 0. tie.
+TEST(MaxAlongDim, ValuesIndicesAndGradientMatchPyTorch) {
+  const double nan = std::nan("");
+  const xt::xarray<double> m{{1.0, 3.0, 3.0, 0.0}, {2.0, 2.0, 2.0, 2.0}, {1.0, nan, 5.0, nan}, {-0.0, 0.0, -1.0, 0.0}};
+  const Tensor<double> g(xt::xarray<double>{1.0, 2.0, 3.0, 4.0});
+  {
+    const Tensor<double> x(m, true);
+    GradientTape tape;
+    const auto [values, indices] = max(x, 1);
+    EXPECT_EQ(indices, (IndexArray{1, 0, 1, 0}));
+    EXPECT_EQ(values.value()(0), 3.0);
+    EXPECT_EQ(values.value()(1), 2.0);
+    EXPECT_TRUE(std::isnan(values.value()(2)));
+    EXPECT_TRUE(std::signbit(values.value()(3)));  // -0., the first of the tie
+    tape.backward(sum(mul(values, g)));
+    EXPECT_EQ(x.grad(), (xt::xarray<double>{{0, 1, 0, 0}, {2, 0, 0, 0}, {0, 3, 0, 0}, {4, 0, 0, 0}}));
+  }
+  {
+    const Tensor<double> x(m, true);
+    GradientTape tape;
+    const auto [values, indices] = min(x, -1);
+    EXPECT_EQ(indices, (IndexArray{3, 0, 1, 2}));
+    EXPECT_EQ(values.value()(3), -1.0);
+    tape.backward(sum(mul(values, g)));
+    EXPECT_EQ(x.grad(), (xt::xarray<double>{{0, 0, 0, 1}, {2, 0, 0, 0}, {0, 3, 0, 0}, {0, 0, 4, 0}}));
+  }
+  // Along dim 0, keepdim: torch.max(x, 0, keepdim=True).indices is [[1, 2, 2, 2]].
+  const auto [values, indices] = max(Tensor<double>(m), 0, true);
+  EXPECT_EQ(values.shape(), (Shape{1, 4}));
+  EXPECT_EQ(indices, (IndexArray{{1, 2, 2, 2}}));
+  EXPECT_EQ(min(Tensor<double>(m), 0, true).indices, (IndexArray{{3, 2, 3, 2}}));
+  // A tie across a long lane (more than one SIMD batch) still goes to the first index.
+  xt::xarray<double> z = xt::zeros<double>({100});
+  z(10) = z(50) = z(90) = 1.0;
+  EXPECT_EQ(max(Tensor<double>(z), 0).indices(), 10);
+  EXPECT_EQ(min(Tensor<double>(z), 0).indices(), 0);
+}
+
+TEST(MaxAlongDim, ShapesZeroDimAndGradcheck) {
+  const auto a = random_tensor({2, 3, 4}, 17);
+  EXPECT_EQ(max(a, 1).values.shape(), (Shape{2, 4}));
+  EXPECT_EQ(max(a, 1, true).indices.shape(), (Shape{2, 1, 4}));
+  EXPECT_EQ(min(Tensor<double>::zeros({0, 2}), 1).values.shape(), Shape{0});  // no lanes: nothing to pick
+  const Tensor<double> s(xt::xarray<double>(3.0), true);
+  const auto [v, i] = max(s, -1, true);  // torch.tensor(3.).max(-1, keepdim=True): (3., 0)
+  EXPECT_EQ(v.shape(), Shape{});
+  EXPECT_EQ(v.item(), 3.0);
+  EXPECT_EQ(i.dimension(), 0u);
+  EXPECT_EQ(i(), 0);
+  // A braced list still means the axes overload (amax, a Tensor).
+  static_assert(std::is_same_v<decltype(max(a, {1})), Tensor<double>>);
+  for (const Index dim : {0, 1, 2, -1}) {
+    SCOPED_TRACE(dim);
+    EXPECT_TRUE(passes_gradcheck([dim](const Inputs& x) { return max(x[0], dim).values; }, {a}));
+    EXPECT_TRUE(passes_gradcheck([dim](const Inputs& x) { return min(x[0], dim, true).values; }, {a}));
+  }
+}
+
+TEST(MaxAlongDim, BadDimOrEmptyAxisThrows) {
+  EXPECT_TRUE(throws_with<ValueError>([] { max(Tensor<double>::zeros({2, 3}), 2); }, {"max", "axis 2", "[2,3]"}));
+  EXPECT_TRUE(throws_with<ValueError>([] { min(Tensor<double>::zeros({}), 1); }, {"min", "axis 1", "[-1, 0]"}));
+  EXPECT_TRUE(throws_with<ValueError>([] { max(Tensor<double>::zeros({2, 0}), 1); }, {"max", "axis 1", "[2,0]", "size 0"}));
+  EXPECT_TRUE(throws_with<ValueError>([] { min(Tensor<double>(), 0); }, {"min", "'a'", "undefined"}));
 }
 
 TEST(Reduce, EmptyGroupsFollowPyTorch) {
@@ -231,7 +322,7 @@ TEST(Reduce, OutOfRangeAxisThrowsNamingOpAndShape) {
   EXPECT_TRUE(throws_with<ValueError>([&] { sum(a, {2}); }, {"sum", "axis 2", "[2,3]"}));
   EXPECT_TRUE(throws_with<ValueError>([&] { mean(a, {0, -3}); }, {"mean", "axis -3", "[2,3]"}));
   EXPECT_TRUE(throws_with<ValueError>([&] { max(a, {5}); }, {"max", "axis 5", "[2,3]"}));
-  EXPECT_TRUE(throws_with<ValueError>([] { sum(Tensor<double>::ones({}), {0}); }, {"sum", "axis 0", "[]"}));
+  EXPECT_TRUE(throws_with<ValueError>([] { sum(Tensor<double>::ones({}), {1}); }, {"sum", "axis 1", "[]"}));
 }
 
 TEST(Reduce, UndefinedInputThrowsNamingOp) {

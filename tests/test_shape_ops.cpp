@@ -165,7 +165,36 @@ TEST(ShapeOps, UnsqueezeSqueezeBadAxisThrows) {
   EXPECT_TRUE(throws_with<ValueError>([&] { unsqueeze(a, -4); }, {"unsqueeze", "axis -4", "[2,3]"}));
   EXPECT_TRUE(throws_with<ValueError>([&] { squeeze(a, 2); }, {"squeeze", "axis 2", "[2,3]"}));
   EXPECT_TRUE(throws_with<ValueError>([&] { squeeze(a, -3); }, {"squeeze", "axis -3", "[2,3]"}));
-  EXPECT_TRUE(throws_with<ValueError>([] { squeeze(iota({}), 0); }, {"squeeze", "axis 0", "[]"}));
+  EXPECT_TRUE(throws_with<ValueError>([] { squeeze(iota({}), 1); }, {"squeeze", "axis 1", "[-1, 0]", "[]"}));
+  EXPECT_TRUE(throws_with<ValueError>([] { unsqueeze(iota({}), 1); }, {"unsqueeze", "axis 1", "[-1, 0]", "[]"}));
+}
+
+// PyTorch lets transpose, squeeze and index_select name axis 0 or -1 of a 0-d tensor (and
+// unsqueeze axis -1 or 0): each gives the tensor back, with its gradient.
+TEST(ShapeOps, ZeroDimTensorTakesAxisZeroOrMinusOne) {
+  const IndexArray zero{0};
+  for (const Index axis : {0, -1}) {
+    SCOPED_TRACE(axis);
+    const Tensor<double> x(xt::xarray<double>(3.0), true);
+    GradientTape tape;
+    const std::vector<Tensor<double>> outs = {transpose(x, axis, 0), transpose(x, -1, axis), squeeze(x, axis),
+                                              index_select(x, axis, zero)};
+    for (const auto& y : outs) {
+      EXPECT_EQ(y.shape(), Shape{});
+      EXPECT_EQ(y.item(), 3.0);
+    }
+    EXPECT_EQ(unsqueeze(x, axis).shape(), Shape{1});
+    tape.backward(add(add(outs[0], outs[1]), add(outs[2], outs[3])));
+    EXPECT_EQ(x.grad()(), 4.0);
+  }
+  const auto a = iota({});
+  EXPECT_TRUE(throws_with<ValueError>([&] { transpose(a, 0, 1); }, {"transpose", "axis 1", "[-1, 0]", "[]"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { transpose(a, -2, 0); }, {"transpose", "axis -2", "[-1, 0]", "[]"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { index_select(a, 1, zero); }, {"index_select", "axis 1", "[]"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { index_select(a, 0, IndexArray{1}); },
+                                      {"index_select", "0-d", "[0]", "shape [1]", "holding 1"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { index_select(a, 0, IndexArray{0, 0}); },
+                                      {"index_select", "0-d", "[0]", "shape [2]"}));
 }
 
 // ---- permute / transpose ----

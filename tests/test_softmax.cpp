@@ -360,14 +360,30 @@ TEST(Softmax, BitIdenticalAtAnyThreadCount) {
   set_num_threads(0);
 }
 
+TEST(Softmax, ZeroDimTensorIsOneLaneOfOneElement) {
+  // torch.tensor(3.).softmax(0) is 1 and log_softmax(-1) is 0, both with gradient 0.
+  for (const Index axis : {0, -1}) {
+    const Tensor<double> x(xt::xarray<double>(3.0), true);
+    GradientTape tape;
+    const Tensor<double> p = softmax(x, axis), lp = log_softmax(x, axis);
+    EXPECT_EQ(p.shape(), Shape{});
+    EXPECT_EQ(p.item(), 1.0);
+    EXPECT_EQ(lp.item(), 0.0);
+    tape.backward(add(p, lp));
+    EXPECT_EQ(x.grad()(), 0.0);
+  }
+  EXPECT_TRUE(passes_gradcheck([](const Inputs& x) { return log_softmax(softmax(x[0], 0), -1); },
+                               {random_tensor({}, 37)}));
+}
+
 TEST(Softmax, BadAxisThrowsNamingOpAxisAndShape) {
   const auto x = random_tensor({2, 3}, 36);
   for (const auto& [name, op] : kOps) {
     SCOPED_TRACE(name);
     EXPECT_TRUE(throws_with<ValueError>([&] { op(x, 2); }, {name, "axis 2", "[2,3]"}));
     EXPECT_TRUE(throws_with<ValueError>([&] { op(x, -3); }, {name, "axis -3", "[2,3]"}));
-    EXPECT_TRUE(
-        throws_with<ValueError>([&] { op(Tensor<double>(xt::xarray<double>(1.0)), 0); }, {name, "axis 0", "[]"}));
+    EXPECT_TRUE(throws_with<ValueError>([&] { op(Tensor<double>(xt::xarray<double>(1.0)), 1); },
+                                        {name, "axis 1", "[-1, 0]", "[]"}));
     EXPECT_TRUE(throws_with<ValueError>([&] { op(Tensor<double>(), 0); }, {name, "undefined"}));
   }
 }

@@ -11,6 +11,25 @@
 
 namespace tapegrad {
 
+// How div(a, b, mode) rounds the quotient, as PyTorch's rounding_mode: none is true division (the
+// default, PyTorch's None), trunc rounds toward zero, floor toward -inf (Python's //). Rounded
+// quotients have a zero gradient, as in PyTorch. a and b broadcast, as div's.
+enum class RoundingMode { none, trunc, floor };
+template <class T> Tensor<T> div(const Tensor<T>& a, const Tensor<T>& b, RoundingMode mode,
+                                 CallSite where = std::source_location::current()) {
+  switch (mode) {
+    case RoundingMode::trunc: return div_trunc(a, b, where);
+    case RoundingMode::floor: return div_floor(a, b, where);
+    case RoundingMode::none: break;
+  }
+  return div(a, b, where);
+}
+
+// s^x elementwise for a scalar base s (torch.pow(s, x)): the rpow row of the pointwise table.
+template <class T> Tensor<T> pow(Scalar<T> s, const Tensor<T>& x, CallSite where = std::source_location::current()) {
+  return rpow(x, s, where);
+}
+
 // Differentiable element-type conversion (what Tensor<T>::to<U>() calls).
 template <class To, class From> Tensor<To> cast(const Tensor<From>& a,
     CallSite where = std::source_location::current());

@@ -14,6 +14,7 @@
 #include "autograd/kernels/broadcast.h"
 #include "autograd/kernels/row_kernels.h"
 #include "autograd/kernels/strided_copy.h"
+#include "autograd/ops/shape.h"
 
 namespace tapegrad {
 
@@ -82,16 +83,16 @@ Tensor<T> dropout_backward(const Tensor<T>& g, std::shared_ptr<const Mask> keep,
 template <class T>
 Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, Scalar<T> value, CallSite where) {
   detail::require_defined(a, "masked_fill", "a");
-  const Shape shape = a.shape();
+  const Shape in = a.shape();
   const Shape mask_shape(mask.shape().begin(), mask.shape().end());
-  if (!kernels::broadcasts_to(mask_shape, shape)) {
-    throw ShapeError("masked_fill: mask of shape " + format_shape(mask_shape) +
-                     " does not broadcast to the input's shape " + format_shape(shape));
-  }
+  // The input and the mask broadcast together (PyTorch): the output has their broadcast shape.
+  const Shape shape = kernels::broadcast_shapes(in, mask_shape, "masked_fill (input, mask)");
+  // An input smaller than the output is expanded first; expand's backward sums the gradient back.
+  const Tensor<T> full_a = in == shape ? a : expand(a, detail::as_dims(shape), where);
   // The backward needs the mask at full size; materialise it once (one strided copy; xtensor's
   // broadcast assignment took longer than the fill itself) and save it.
   Mask full = mask_shape == shape ? mask : kernels::broadcast_copy(mask.data(), mask_shape, shape);
-  return fill_where(a, std::make_shared<const Mask>(std::move(full)), value, where);
+  return fill_where(full_a, std::make_shared<const Mask>(std::move(full)), value, where);
 }
 
 template <class T>
@@ -102,10 +103,14 @@ Tensor<T> masked_fill(const Tensor<T>& a, const xt::xarray<std::uint8_t>& mask, 
 template <class T>
 Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen, CallSite where) {
   detail::require_defined(a, "dropout", "a");
-  if (!(p >= 0.0 && p < 1.0)) throw ValueError("dropout: p must be in [0, 1), got p = " + std::to_string(p));
+  check_dropout_p(p, "dropout");
   if (!training || p == 0.0) {
     return make_result("dropout", where, xt::xarray<T>(a.value()), should_record(a),
                        [a](const Tensor<T>& g, const Tensor<T>&) { accumulate(a, g); });
+  }
+  if (p == 1.0) {  // every element dropped: 1/(1-p) would be infinite, and nothing is random
+    return make_result("dropout", where, xt::xarray<T>(xt::zeros<T>(a.shape())), should_record(a),
+                       [a](const Tensor<T>& g, const Tensor<T>&) { accumulate(a, Tensor<T>::zeros(g.shape())); });
   }
   const T scale = static_cast<T>(1.0 / (1.0 - p));
   auto y = xt::xarray<T>::from_shape(a.shape());
@@ -132,6 +137,12 @@ Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen, C
                      [a, kept = std::make_shared<const Mask>(std::move(keep)), scale](const Tensor<T>& g, const Tensor<T>&) {
                        accumulate(a, dropout_backward(g, kept, scale));
                      });
+}
+
+void check_dropout_p(double p, std::string_view op) {
+  if (!(p >= 0.0 && p <= 1.0)) {
+    throw ValueError(std::string(op) + ": p must be in [0, 1], got p = " + detail::format_number(p));
+  }
 }
 
 #define TAPEGRAD_INSTANTIATE_MASKING(T)                                                 \

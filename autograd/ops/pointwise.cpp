@@ -20,7 +20,7 @@ TAPEGRAD_UNARY_OPS(TAPEGRAD_INSTANTIATE_UNARY)
 TAPEGRAD_BINARY_OPS(TAPEGRAD_INSTANTIATE_BINARY)
 #undef TAPEGRAD_INSTANTIATE_BINARY
 
-#define TAPEGRAD_INSTANTIATE_SCALAR(name, recorded_name, forward, reference, derivative, domain) \
+#define TAPEGRAD_INSTANTIATE_SCALAR(name, recorded_name, forward, reference, derivative, domain, scalars) \
   template Tensor<float> name(const Tensor<float>&, Scalar<float>, CallSite);                   \
   template Tensor<double> name(const Tensor<double>&, Scalar<double>, CallSite);
 TAPEGRAD_SCALAR_OPS(TAPEGRAD_INSTANTIATE_SCALAR)

@@ -4,11 +4,11 @@
 //   Unary:  neg, exp, expm1, log, log1p, sqrt, rsqrt, reciprocal, sin, cos, abs, sign; each
 //           template <class T> Tensor<T> name(const Tensor<T>& a, CallSite where = current call site)
 //           gives an output of a's shape.
-//   Binary: add, sub, mul, div, pow; each
+//   Binary: add, sub, mul, div, pow, maximum, minimum, div_trunc, div_floor; each
 //           template <class T> Tensor<T> name(const Tensor<T>& a, const Tensor<T>& b, CallSite where = ...)
 //           broadcasts a and b (ShapeError naming both shapes when they do not) and sums each
 //           input's gradient back to its shape.
-//   With a scalar: add, mul, rsub (s - a), rdiv (s / a), pow (a^s); each
+//   With a scalar: add, mul, rsub (s - a), rdiv (s / a), pow (a^s), rpow (s^a); each
 //           template <class T> Tensor<T> name(const Tensor<T>& a, Scalar<T> s, CallSite where = ...)
 //           gives an output of a's shape (Scalar<T> is T, not deduced, so `mul(x, 2.0)` works
 //           for float).
@@ -33,7 +33,7 @@ TAPEGRAD_UNARY_OPS(TAPEGRAD_DECLARE_UNARY)
 TAPEGRAD_BINARY_OPS(TAPEGRAD_DECLARE_BINARY)
 #undef TAPEGRAD_DECLARE_BINARY
 
-#define TAPEGRAD_DECLARE_SCALAR(name, recorded_name, forward, reference, derivative, domain)            \
+#define TAPEGRAD_DECLARE_SCALAR(name, recorded_name, forward, reference, derivative, domain, scalars)   \
   template <class T> Tensor<T> name(const Tensor<T>& a, Scalar<T> s,                                    \
                                     CallSite where = std::source_location::current());
 TAPEGRAD_SCALAR_OPS(TAPEGRAD_DECLARE_SCALAR)

@@ -5,12 +5,16 @@
 // pointwise.cpp expands the whole table with them; tests/test_contributing_row.cpp expands the
 // example row of CONTRIBUTING.md, so the guide's row is compiled and checked as written.
 #include <cmath>
+#include <limits>
 
 #include "autograd/detail/checks.h"
 #include "autograd/detail/record.h"
 #include "autograd/kernels/broadcast.h"
+#include "autograd/kernels/ieee_pow.h"
 #include "autograd/kernels/map.h"
+#include "autograd/kernels/pointwise_math.h"
 #include "autograd/ops/elementwise.h"
+#include "autograd/ops/masking.h"
 #include "autograd/ops/pointwise.h"
 #include "autograd/ops/reduce.h"
 
@@ -49,6 +53,46 @@ Tensor<T> binary_op(const char* op, const Tensor<T>& a, const Tensor<T>& b, Call
                              });
 }
 
+// The share of maximum(a, b)'s gradient that goes to a, at the broadcast shape, as PyTorch: 1
+// where a > b (and where either is NaN: both sides get all of it), 1/2 where a == b, 0 where
+// a < b. minimum(a, b) gives a the share max_share(b, a). A constant: maximum is piecewise linear.
+template <class T>
+Tensor<T> max_share(const Tensor<T>& a, const Tensor<T>& b) {
+  const Shape shape = kernels::broadcast_shapes(a.shape(), b.shape(), "maximum");
+  xt::xarray<T> share = xt::xarray<T>::from_shape(shape);
+  kernels::map(a.value().data(), a.shape(), b.value().data(), b.shape(), share.data(), shape, [](auto x, auto y) {
+    using V = decltype(x);
+    return kernels::simd::select(x < y, V(0), kernels::simd::select(x == y, V(0.5f), V(1)));
+  });
+  return Tensor<T>(std::move(share));
+}
+
+// Where pow's derivative for the exponent is 0 by PyTorch's rule: the base is 0 and the exponent
+// not negative, over the broadcast of a and b. Made by the map kernel: xtensor 0.24's `&&` of two
+// bool arrays of different shapes gives wrong values (true where neither operand is).
+template <class T>
+Mask zero_base_nonnegative_exponent(const Tensor<T>& a, const Tensor<T>& b) {
+  const Shape shape = kernels::broadcast_shapes(a.shape(), b.shape(), "pow");
+  xt::xarray<T> flags = xt::xarray<T>::from_shape(shape);
+  kernels::map(a.value().data(), a.shape(), b.value().data(), b.shape(), flags.data(), shape, [](auto x, auto y) {
+    using V = decltype(x);
+    return kernels::simd::select((x == V(0)) & (y >= V(0)), V(1), V(0));
+  });
+  return xt::not_equal(flags, T(0));
+}
+
+// d(0^x)/dx as PyTorch takes it: 0 where x >= 0 (0^x is 0 for x > 0, and PyTorch picks 0 at
+// x = 0), -inf where x < 0 (inf times log 0). A constant.
+template <class T>
+Tensor<T> zero_base_slope(const Tensor<T>& x) {
+  xt::xarray<T> slope = xt::xarray<T>::from_shape(x.shape());
+  kernels::map(slope.size(), x.value().data(), slope.data(), [](auto v) {
+    using V = decltype(v);
+    return kernels::simd::select(v < V(0), V(-std::numeric_limits<float>::infinity()), V(0));
+  });
+  return Tensor<T>(std::move(slope));
+}
+
 }  // namespace detail
 
 #define TAPEGRAD_DEFINE_UNARY(name, forward, reference, derivative, domain)                          \
@@ -72,7 +116,7 @@ Tensor<T> binary_op(const char* op, const Tensor<T>& a, const Tensor<T>& b, Call
            [[maybe_unused]] const Tensor<T>& y) { return derivative_b; });                             \
   }
 
-#define TAPEGRAD_DEFINE_SCALAR(name, recorded_name, forward, reference, derivative, domain)            \
+#define TAPEGRAD_DEFINE_SCALAR(name, recorded_name, forward, reference, derivative, domain, scalars)   \
   template <class T>                                                                                  \
   Tensor<T> name(const Tensor<T>& a, Scalar<T> s, CallSite where) {                                   \
     return detail::unary_op(                                                                          \

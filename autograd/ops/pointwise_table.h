@@ -37,22 +37,44 @@
 //   - forward, reference: y from a and b, as above (a and b both T, or both batches).
 //   - derivative_a, derivative_b: dL/da and dL/db at the broadcast shape, from the tensors g, a, b
 //     and y; the op sums each back to its input's shape.
+//
+// pow's derivatives are 0 where PyTorch's are, for a where the exponent is 0 and for b where the
+// base is 0 and the exponent is not negative (the plain formulas give 0 * inf there).
+// maximum and minimum propagate NaN and, at a tie, give each side half the gradient (PyTorch;
+// detail::max_share). div_trunc and div_floor are div rounded toward zero and toward -inf
+// (PyTorch's rounding_mode "trunc" and "floor", which div(a, b, RoundingMode) calls); their
+// gradient is zero, as PyTorch's.
 #define TAPEGRAD_BINARY_OPS(OP)                                                                          \
   OP(add, a + b, a + b, g, g, any, any)                                                                  \
   OP(sub, a - b, a - b, g, neg(g), any, any)                                                             \
   OP(mul, a * b, a * b, mul(g, b), mul(g, a), any, any)                                                  \
   OP(div, a / b, a / b, div(g, b), div(mul(neg(g), y), b), any, nonzero)                                 \
-  OP(pow, xsimd::pow(a, b), std::pow(a, b), mul(mul(g, b), pow(a, add(b, T(-1)))), mul(mul(g, y), log(a)), \
-     positive, any)
+  OP(pow, kernels::ieee_pow(a, b), std::pow(a, b),                                                     \
+     masked_fill(mul(mul(g, b), pow(a, add(b, T(-1)))), Mask(xt::equal(b.value(), T(0))), T(0)),         \
+     masked_fill(mul(mul(g, y), log(a)), detail::zero_base_nonnegative_exponent(a, b), T(0)),  \
+     positive, any)                                                                                      \
+  OP(maximum, kernels::maximum(a, b), std::isnan(b) ? b : std::max(a, b), mul(g, detail::max_share(a, b)), \
+     mul(g, detail::max_share(b, a)), any, any)                                                          \
+  OP(minimum, kernels::minimum(a, b), std::isnan(b) ? b : std::min(a, b), mul(g, detail::max_share(b, a)), \
+     mul(g, detail::max_share(a, b)), any, any)                                                          \
+  OP(div_trunc, xsimd::trunc(a / b), std::trunc(a / b), Tensor<T>::zeros(g.shape()),                    \
+     Tensor<T>::zeros(g.shape()), any, nonzero)                                                          \
+  OP(div_floor, kernels::floor_divide(a, b), kernels::floor_divide(a, b), Tensor<T>::zeros(g.shape()),   \
+     Tensor<T>::zeros(g.shape()), any, nonzero)
 
 // Ops of a tensor and a scalar s (a plain T, the same for every element), TAPEGRAD_SCALAR_OPS:
-//   OP(name, recorded_name, forward, reference, derivative, domain)
+//   OP(name, recorded_name, forward, reference, derivative, domain, scalars)
 //   - forward, reference: y from x and s; derivative: dL/dx from the tensors g, x, y and the T s.
 //   - recorded_name: the op's name on the tape and in messages (add_scalar beside add).
-// The operators +, -, *, / with a scalar (autograd/ops/elementwise.h) call these.
+//   - scalars: the s the tests use, any (both signs) or positive (rpow: a negative base has no
+//     real power at a fractional x).
+// The operators +, -, *, / with a scalar (autograd/ops/elementwise.h) call these, and pow(s, x)
+// calls rpow. rpow's derivative at s = 0 is PyTorch's: 0 where x >= 0 (detail::zero_base_slope).
 #define TAPEGRAD_SCALAR_OPS(OP)                                                                  \
-  OP(add, add_scalar, x + s, x + s, g, any)                                                      \
-  OP(mul, mul_scalar, x * s, x * s, mul(g, s), any)                                              \
-  OP(rsub, rsub_scalar, s - x, s - x, neg(g), any)                                               \
-  OP(rdiv, rdiv_scalar, s / x, s / x, div(mul(neg(g), y), x), nonzero)                           \
-  OP(pow, pow_scalar, xsimd::pow(x, decltype(x)(s)), std::pow(x, s), mul(mul(g, s), pow(x, s - T(1))), positive)
+  OP(add, add_scalar, x + s, x + s, g, any, any)                                                 \
+  OP(mul, mul_scalar, x * s, x * s, mul(g, s), any, any)                                         \
+  OP(rsub, rsub_scalar, s - x, s - x, neg(g), any, any)                                          \
+  OP(rdiv, rdiv_scalar, s / x, s / x, div(mul(neg(g), y), x), nonzero, any)                      \
+  OP(pow, pow_scalar, kernels::ieee_pow(x, decltype(x)(s)), std::pow(x, s), s == T(0) ? Tensor<T>::zeros(g.shape()) : mul(mul(g, s), pow(x, s - T(1))), positive, any) \
+  OP(rpow, rpow_scalar, kernels::ieee_pow(decltype(x)(s), x), std::pow(s, x),                          \
+     mul(g, s == T(0) ? detail::zero_base_slope(x) : mul(y, std::log(s))), any, positive)

@@ -54,16 +54,21 @@ std::vector<bool> all_axes(const Shape& shape) { return std::vector<bool>(shape.
 
 }  // namespace
 
+// An empty list reduces every axis (PyTorch 1.13's sum(x, dim=[])). A 0-d tensor takes axis 0 or
+// -1 (once), as PyTorch: there is nothing to reduce, so its mask is empty.
 std::vector<bool> detail::axes_mask(const char* op, const Shape& shape, const Axes& axes) {
-  std::vector<bool> reduced(shape.size(), false);
+  if (axes.empty()) return all_axes(shape);
+  // A 0-d tensor's one axis-like position is checked for repeats as an axis of its own.
+  std::vector<bool> reduced(std::max<std::size_t>(shape.size(), 1), false);
   for (const Index axis : axes) {
-    const std::size_t d = detail::normalize_axis(axis, shape.size(), op, shape);
+    const std::size_t d = detail::is_scalar_axis(axis, shape, op) ? 0 : detail::normalize_axis(axis, shape.size(), op, shape);
     if (reduced[d]) {
       throw ValueError(std::string(op) + ": axis " + std::to_string(d) + " is named twice in the axes (last as " +
                        std::to_string(axis) + ") for a tensor of shape " + format_shape(shape));
     }
     reduced[d] = true;
   }
+  reduced.resize(shape.size());
   return reduced;
 }
 
@@ -158,6 +163,69 @@ Tensor<T> max_impl(std::source_location where, const Tensor<T>& a, const std::ve
 
 }  // namespace
 
+namespace detail {
+
+template <class T>
+ValuesIndices<T> extreme_along(bool largest, const Tensor<T>& a, Index dim, bool keepdim, CallSite where) {
+  const char* op = largest ? "max" : "min";
+  require_defined(a, op, "a");
+  const Shape shape = a.shape();
+  // A 0-d tensor is read as one lane of one element.
+  const bool scalar = is_scalar_axis(dim, shape, op);
+  const std::size_t d = scalar ? 0 : normalize_axis(dim, shape.size(), op, shape);
+  const kernels::AxisLayout l = kernels::axis_layout(scalar ? Shape{1} : shape, d);
+  if (l.n == 0) {
+    throw ValueError(std::string(op) + ": axis " + std::to_string(dim) + " of shape " + format_shape(shape) +
+                     " has size 0, so there is no element to pick");
+  }
+  Shape kept = shape;  // the input's shape with the axis kept as size 1
+  Shape out_shape = shape;
+  if (!scalar) {
+    kept[d] = 1;
+    if (!keepdim) out_shape.erase(out_shape.begin() + static_cast<std::ptrdiff_t>(d));
+    else out_shape[d] = 1;
+  }
+  xt::xarray<T> values = xt::xarray<T>::from_shape(allocatable(out_shape, sizeof(T), op, "the output"));
+  IndexArray indices = IndexArray::from_shape(out_shape);
+  const T* x = a.value().data();
+  T* v = values.data();
+  Index* at = indices.data();
+  // Lane r = o * inner + i reads x[(o * n + k) * inner + i] for k in [0, n): the first maximum
+  // (minimum) wins, and a NaN beats everything and ends the scan.
+  kernels::parallel_items(l.outer * l.inner, l.n, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t r = begin; r < end; ++r) {
+      const T* lane = x + (r / l.inner) * l.n * l.inner + r % l.inner;
+      std::size_t best = 0;
+      T m = lane[0];
+      for (std::size_t k = 1; k < l.n && !std::isnan(m); ++k) {
+        const T xk = lane[k * l.inner];
+        if ((largest ? xk > m : xk < m) || std::isnan(xk)) {
+          m = xk;
+          best = k;
+        }
+      }
+      v[r] = m;
+      at[r] = static_cast<Index>(best);
+    }
+  });
+  // dL/da = g at each lane's picked element, 0 elsewhere: g spread over the lane times a constant
+  // one-hot mask, recorded ops, so it differentiates again.
+  Tensor<T> values_tensor = make_result(
+      op, where, std::move(values), should_record(a), [a, indices, l, kept = as_dims(kept)](const Tensor<T>& g, const Tensor<T>&) {
+        xt::xarray<T> picked = xt::xarray<T>::from_shape(a.shape());
+        picked.fill(T(0));
+        T* p = picked.data();
+        const Index* at = indices.data();
+        for (std::size_t r = 0; r < indices.size(); ++r) {
+          p[((r / l.inner) * l.n + static_cast<std::size_t>(at[r])) * l.inner + r % l.inner] = T(1);
+        }
+        accumulate(a, mul(expand(reshape(g, kept), as_dims(a.shape())), Tensor<T>(std::move(picked))));
+      });
+  return {std::move(values_tensor), std::move(indices)};
+}
+
+}  // namespace detail
+
 template <class T>
 Tensor<T> sum(const Tensor<T>& a, CallSite where) {
   detail::require_defined(a, "sum", "a");
@@ -212,7 +280,8 @@ Tensor<T> sum_to(const Tensor<T>& a, const Shape& shape, CallSite where) {
   template Tensor<T> mean(const Tensor<T>&, const Axes&, bool, CallSite);   \
   template Tensor<T> max(const Tensor<T>&, CallSite);                       \
   template Tensor<T> max(const Tensor<T>&, const Axes&, bool, CallSite);    \
-  template Tensor<T> sum_to(const Tensor<T>&, const Shape&, CallSite);
+  template Tensor<T> sum_to(const Tensor<T>&, const Shape&, CallSite);              \
+  template ValuesIndices<T> detail::extreme_along(bool, const Tensor<T>&, Index, bool, CallSite);
 TAPEGRAD_INSTANTIATE_REDUCE(float)
 TAPEGRAD_INSTANTIATE_REDUCE(double)
 

@@ -222,8 +222,12 @@ Tensor<T> transpose(const Tensor<T>& a, Index dim0, Index dim1, CallSite where) 
   const Shape in = a.shape();
   std::vector<std::size_t> perm(in.size());
   std::iota(perm.begin(), perm.end(), std::size_t{0});
-  std::swap(perm[detail::normalize_axis(dim0, in.size(), "transpose", in)],
-            perm[detail::normalize_axis(dim1, in.size(), "transpose", in)]);
+  // A 0-d tensor takes dims 0 and -1 (as PyTorch) and has nothing to swap.
+  const bool scalar = detail::is_scalar_axis(dim0, in, "transpose") && detail::is_scalar_axis(dim1, in, "transpose");
+  if (!scalar) {
+    std::swap(perm[detail::normalize_axis(dim0, in.size(), "transpose", in)],
+              perm[detail::normalize_axis(dim1, in.size(), "transpose", in)]);
+  }
   return permuted("transpose", where, a, perm);
 }
 
@@ -252,6 +256,7 @@ template <class T>
 Tensor<T> squeeze(const Tensor<T>& a, Index axis, CallSite where) {
   detail::require_defined(a, "squeeze", "a");
   Shape shape = a.shape();
+  if (detail::is_scalar_axis(axis, shape, "squeeze")) return reshaped("squeeze", where, a, shape);  // as PyTorch
   const std::size_t d = detail::normalize_axis(axis, shape.size(), "squeeze", shape);
   if (shape[d] == 1) shape.erase(shape.begin() + static_cast<std::ptrdiff_t>(d));
   return reshaped("squeeze", where, a, shape);
@@ -484,6 +489,14 @@ template <class T>
 Tensor<T> index_select(const Tensor<T>& a, Index axis, const IndexArray& index, CallSite where) {
   detail::require_defined(a, "index_select", "a");
   const Shape in = a.shape();
+  if (detail::is_scalar_axis(axis, in, "index_select")) {
+    // A 0-d tensor has one element along axis 0 or -1 (PyTorch): the index picks it, once.
+    if (index.dimension() != 1 || index.size() != 1 || *index.begin() != 0) {
+      throw ValueError("index_select: a 0-d tensor (shape []) has one element, so the index must be [0]; got an index of shape " +
+                       format_shape(index.shape()) + (index.size() == 1 ? " holding " + std::to_string(*index.begin()) : ""));
+    }
+    return reshaped("index_select", where, a, in);
+  }
   const std::size_t d = detail::normalize_axis(axis, in.size(), "index_select", in);
   if (index.dimension() != 1) {
     throw ShapeError("index_select: index must be 1-D, got shape " + format_shape(index.shape()) + " (input shape " +

@@ -29,6 +29,7 @@ template <class T> Tensor<T> view(const Tensor<T>& a, const std::vector<Index>& 
 // allowed): [2,3,4] with {2,0,1} gives [4,2,3]. Wrong length: ShapeError; repeats: ValueError.
 template <class T> Tensor<T> permute(const Tensor<T>& a, const std::vector<Index>& dims,
     CallSite where = std::source_location::current());
+// Swaps two axes; a 0-d tensor takes dims 0 and -1 and is returned as is (PyTorch).
 template <class T> Tensor<T> transpose(const Tensor<T>& a, Index dim0, Index dim1,
     CallSite where = std::source_location::current());
 // Inserts a size-1 axis at position axis (in the output's numbering: -1 appends), axis in
@@ -36,7 +37,7 @@ template <class T> Tensor<T> transpose(const Tensor<T>& a, Index dim0, Index dim
 template <class T> Tensor<T> unsqueeze(const Tensor<T>& a, Index axis,
     CallSite where = std::source_location::current());
 // Removes every size-1 axis / the given axis when its size is 1 (otherwise unchanged, as PyTorch).
-// squeeze(a, axis) on a 0-d tensor is a ValueError: it has no axis to name.
+// A 0-d tensor takes axis 0 or -1 and is returned as is (PyTorch).
 template <class T> Tensor<T> squeeze(const Tensor<T>& a, CallSite where = std::source_location::current());
 template <class T> Tensor<T> squeeze(const Tensor<T>& a, Index axis,
     CallSite where = std::source_location::current());
@@ -86,7 +87,8 @@ template <class T> std::vector<Tensor<T>> split(const Tensor<T>& a, const std::v
     CallSite where = std::source_location::current());
 // Picks entries of a 1-D index along axis (repeats allowed; gradients of repeats add up): output
 // shape is a's with axis resized to index.size(). An index that is not 1-D: ShapeError; an entry
-// outside [0, size): ValueError naming the entry, its position and the shape.
+// outside [0, size): ValueError naming the entry, its position and the shape. A 0-d tensor takes
+// axis 0 or -1 and the index [0] only, and is returned as is (PyTorch).
 template <class T> Tensor<T> index_select(const Tensor<T>& a, Index axis, const IndexArray& index,
     CallSite where = std::source_location::current());
 

@@ -173,6 +173,8 @@ struct Lanes {
 template <class T>
 Lanes checked_lanes(const Tensor<T>& a, Index axis, const char* op) {
   detail::require_defined(a, op, "a");
+  // A 0-d tensor (axis 0 or -1, as PyTorch) is one lane of one element.
+  if (detail::is_scalar_axis(axis, a.shape(), op)) return {0, kernels::axis_layout(Shape{1}, 0)};
   const std::size_t normalized = detail::normalize_axis(axis, a.ndim(), op, a.shape());
   return {static_cast<Index>(normalized), kernels::axis_layout(a.shape(), normalized)};
 }

@@ -1,6 +1,6 @@
 #pragma once
 // softmax and log_softmax over one axis (negative axes count from the end); the output has the
-// input's shape. Along the axis, with m = max_j x_j subtracted for numerical stability:
+// input's shape. A 0-d tensor takes axis 0 or -1 (PyTorch) and is one lane of one element. Along the axis, with m = max_j x_j subtracted for numerical stability:
 //   softmax(x)_i     = exp(x_i - m) / sum_j exp(x_j - m)
 //   log_softmax(x)_i = x_i - m - log(sum_j exp(x_j - m))
 // Backward: softmax dx = y * (g - sum_j g_j y_j); log_softmax dx = g - exp(y) * sum_j g_j. The forward

@@ -60,7 +60,7 @@ BAD_INPUT_ROW(Nn, layer_norm_module_empty_shape, ShapeError, (LayerNorm<double>(
               "normalized_shape []")
 BAD_INPUT_ROW(Nn, layer_norm_module_wrong_width, ShapeError, (LayerNorm<double>(3)(zeros({2, 4}))), "layer_norm",
               "normalized_shape [3]", "[2,4]")
-BAD_INPUT_ROW(Nn, dropout_module_p_one, ValueError, (Dropout<double>(gen(), 1.0)), "Dropout", "p", "1.0")
+BAD_INPUT_ROW(Nn, dropout_module_p_above_one, ValueError, (Dropout<double>(gen(), 1.5)), "Dropout", "[0, 1]", "1.5")
 BAD_INPUT_ROW(Nn, dropout_module_p_nan, ValueError, (Dropout<double>(gen(), nan)), "Dropout", "p", "nan")
 BAD_INPUT_ROW(Nn, positional_encoding_zero_d_model, ValueError, (PositionalEncoding<double>(0)), "PositionalEncoding",
               "d_model", "got 0 and 5000")
@@ -167,8 +167,8 @@ BAD_INPUT_ROW(Nn, labml_mha_mask_seq_k, ShapeError,
 // ---- mha (batch-first, seeds 002/003) -------------------------------------------------------
 mha::MultiHeadAttention<double> batch_first_mha() { return {4, 2, gen(), 0.0}; }
 mha::ScaledDotProductAttention<double> batch_first_sdpa() { return mha::ScaledDotProductAttention<double>(gen()); }
-BAD_INPUT_ROW(Nn, mha_sdpa_dropout_p_one, ValueError, (mha::ScaledDotProductAttention<double>(gen(), 1.0)), "Dropout",
-              "p", "1.0")
+BAD_INPUT_ROW(Nn, mha_sdpa_dropout_p_above_one, ValueError, (mha::ScaledDotProductAttention<double>(gen(), 1.5)),
+              "Dropout", "[0, 1]", "1.5")
 BAD_INPUT_ROW(Nn, mha_sdpa_1d_query, ShapeError, (batch_first_sdpa()(zeros({4}), zeros({3, 4}), zeros({3, 4}))),
               "ScaledDotProductAttention", "[..., seq, d]", "[4]")
 BAD_INPUT_ROW(Nn, mha_sdpa_d_k_mismatch, ShapeError, (batch_first_sdpa()(zeros({2, 4}), zeros({3, 5}), zeros({3, 4}))),

@@ -22,12 +22,17 @@ BAD_INPUT_ROW(Ops, sub_shapes_do_not_broadcast, ShapeError, (zeros({2, 3}) - zer
 BAD_INPUT_ROW(Ops, mul_zero_size_axis_against_two, ShapeError, (zeros({0, 3}) * zeros({2, 3})), "mul", "[0,3]", "[2,3]")
 BAD_INPUT_ROW(Ops, div_shapes_do_not_broadcast, ShapeError, (zeros({3}) / zeros({2})), "div", "[3]", "[2]")
 BAD_INPUT_ROW(Ops, pow_shapes_do_not_broadcast, ShapeError, (pow(zeros({3}), zeros({2}))), "pow", "[3]", "[2]")
+BAD_INPUT_ROW(Ops, maximum_shapes_do_not_broadcast, ShapeError, (maximum(zeros({2, 3}), zeros({4}))), "maximum",
+              "[2,3]", "[4]")
+BAD_INPUT_ROW(Ops, div_floor_shapes_do_not_broadcast, ShapeError, (div(zeros({3}), zeros({2}), RoundingMode::floor)),
+              "div_floor", "[3]", "[2]")
 BAD_INPUT_ROW(Ops, add_undefined_b, ValueError, (zeros({2}) + undefined()), "add", "'b'", "undefined")
 BAD_INPUT_ROW(Ops, mul_undefined_a, ValueError, (undefined() * zeros({2})), "mul", "'a'", "undefined")
 BAD_INPUT_ROW(Ops, add_scalar_undefined, ValueError, (undefined() + 1.0), "add", "'a'", "undefined")
 BAD_INPUT_ROW(Ops, rsub_undefined, ValueError, (1.0 - undefined()), "rsub", "'a'", "undefined")
 BAD_INPUT_ROW(Ops, rdiv_undefined, ValueError, (1.0 / undefined()), "rdiv", "'a'", "undefined")
 BAD_INPUT_ROW(Ops, pow_scalar_undefined, ValueError, (pow(undefined(), 2.0)), "pow", "'a'", "undefined")
+BAD_INPUT_ROW(Ops, pow_scalar_base_undefined, ValueError, (pow(2.0, undefined())), "rpow", "'a'", "undefined")
 BAD_INPUT_ROW(Ops, neg_undefined, ValueError, (-undefined()), "neg", "'a'", "undefined")
 BAD_INPUT_ROW(Ops, exp_undefined, ValueError, (exp(undefined())), "exp", "'a'", "undefined")
 BAD_INPUT_ROW(Ops, log_undefined, ValueError, (log(undefined())), "log", "'a'", "undefined")
@@ -43,9 +48,12 @@ BAD_INPUT_ROW(Ops, gelu_undefined, ValueError, (gelu(undefined(), GeluApproximat
 // ---- reductions ---------------------------------------------------------------------------
 BAD_INPUT_ROW(Ops, sum_axis_out_of_range, ValueError, (sum(zeros({2, 3}), {2})), "sum", "axis 2", "[2,3]")
 BAD_INPUT_ROW(Ops, sum_axis_named_twice, ValueError, (sum(zeros({2, 3}), {1, -1})), "sum", "axis 1", "twice")
+BAD_INPUT_ROW(Ops, sum_axis_1_of_0d, ValueError, (sum(zeros({}), {1})), "sum", "axis 1", "[-1, 0]", "[]")
+BAD_INPUT_ROW(Ops, max_dim_over_empty_axis, ValueError, (max(zeros({2, 0}), 1)), "max", "axis 1", "[2,0]", "size 0")
+BAD_INPUT_ROW(Ops, min_dim_out_of_range, ValueError, (min(zeros({2, 3}), 2)), "min", "axis 2", "[2,3]")
 BAD_INPUT_ROW(Ops, sum_undefined, ValueError, (sum(undefined())), "sum", "'a'", "undefined")
 BAD_INPUT_ROW(Ops, mean_negative_axis_out_of_range, ValueError, (mean(zeros({2, 3}), {-3})), "mean", "axis -3", "[2,3]")
-BAD_INPUT_ROW(Ops, mean_axis_of_0d, ValueError, (mean(zeros({}), {0})), "mean", "axis 0", "[]")
+BAD_INPUT_ROW(Ops, mean_axes_of_0d_named_twice, ValueError, (mean(zeros({}), {0, -1})), "mean", "axis 0", "twice", "[]")
 BAD_INPUT_ROW(Ops, max_of_empty_tensor, ValueError, (max(zeros({0, 3}))), "max", "zero elements", "[0,3]")
 BAD_INPUT_ROW(Ops, max_over_empty_axis, ValueError, (max(zeros({2, 0}), {1})), "max", "zero elements", "[2,0]")
 BAD_INPUT_ROW(Ops, max_axis_out_of_range, ValueError, (max(zeros({2}), {1}, true)), "max", "axis 1", "[2]")
@@ -67,7 +75,10 @@ BAD_INPUT_ROW(Ops, transpose_axis_out_of_range, ValueError, (transpose(zeros({2,
               "[2,3]")
 BAD_INPUT_ROW(Ops, unsqueeze_axis_out_of_range, ValueError, (unsqueeze(zeros({2, 3}), 4)), "unsqueeze", "axis 4",
               "[-3, 2]")
-BAD_INPUT_ROW(Ops, squeeze_axis_of_0d, ValueError, (squeeze(zeros({}), 0)), "squeeze", "axis 0", "[]")
+BAD_INPUT_ROW(Ops, squeeze_axis_1_of_0d, ValueError, (squeeze(zeros({}), 1)), "squeeze", "axis 1", "[-1, 0]", "[]")
+BAD_INPUT_ROW(Ops, transpose_axis_1_of_0d, ValueError, (transpose(zeros({}), 0, 1)), "transpose", "axis 1", "[-1, 0]")
+BAD_INPUT_ROW(Ops, index_select_0d_index_not_zero, ValueError, (index_select(zeros({}), 0, one_d({1}))), "index_select",
+              "0-d", "[0]", "holding 1")
 BAD_INPUT_ROW(Ops, squeeze_axis_out_of_range, ValueError, (squeeze(zeros({2, 1}), 2)), "squeeze", "axis 2", "[2,1]")
 BAD_INPUT_ROW(Ops, expand_to_fewer_dims, ShapeError, (expand(zeros({2, 3}), {3})), "expand", "[2,3]", "fewer")
 BAD_INPUT_ROW(Ops, expand_non_singleton_axis, ShapeError, (expand(zeros({2, 3}), {2, 4})), "expand", "axis 1", "size 3",
@@ -143,7 +154,7 @@ BAD_INPUT_ROW(Ops, einsum_two_arrows, ValueError, (einsum("i->i->i", zeros({2}))
 
 // ---- softmax / layer_norm -----------------------------------------------------------------
 BAD_INPUT_ROW(Ops, softmax_axis_out_of_range, ValueError, (softmax(zeros({2, 3}), 2)), "softmax", "axis 2", "[2,3]")
-BAD_INPUT_ROW(Ops, softmax_of_0d, ValueError, (softmax(zeros({}), 0)), "softmax", "axis 0", "[]")
+BAD_INPUT_ROW(Ops, softmax_axis_1_of_0d, ValueError, (softmax(zeros({}), 1)), "softmax", "axis 1", "[-1, 0]", "[]")
 BAD_INPUT_ROW(Ops, softmax_undefined, ValueError, (softmax(undefined(), -1)), "softmax", "'a'", "undefined")
 BAD_INPUT_ROW(Ops, log_softmax_axis_out_of_range, ValueError, (log_softmax(zeros({2, 3}), -3)), "log_softmax",
               "axis -3", "[2,3]")
@@ -166,14 +177,14 @@ BAD_INPUT_ROW(Ops, layer_norm_undefined_x, ValueError, (layer_norm(undefined(), 
 // ---- masked_fill / dropout ----------------------------------------------------------------
 BAD_INPUT_ROW(Ops, masked_fill_mask_does_not_broadcast, ShapeError, (masked_fill(zeros({2, 3}), mask_of({2}), 0.0)),
               "masked_fill", "[2]", "[2,3]")
-BAD_INPUT_ROW(Ops, masked_fill_mask_with_more_dims, ShapeError, (masked_fill(zeros({3}), mask_of({2, 3}), 0.0)),
-              "masked_fill", "[2,3]", "[3]")
+BAD_INPUT_ROW(Ops, masked_fill_input_and_mask_do_not_broadcast, ShapeError,
+              (masked_fill(zeros({3}), mask_of({2, 2}), 0.0)), "masked_fill", "[3]", "[2,2]")
 BAD_INPUT_ROW(Ops, masked_fill_uint8_mask_does_not_broadcast, ShapeError,
               (masked_fill(zeros({2, 3}), xt::xarray<std::uint8_t>(xt::ones<std::uint8_t>({4})), 0.0)), "masked_fill",
               "[4]", "[2,3]")
 BAD_INPUT_ROW(Ops, masked_fill_undefined, ValueError, (masked_fill(undefined(), mask_of({2}), 0.0)), "masked_fill",
               "'a'", "undefined")
-BAD_INPUT_ROW(Ops, dropout_p_one, ValueError, (dropout(zeros({2}), 1.0, true, gen())), "dropout", "p", "1.0")
+BAD_INPUT_ROW(Ops, dropout_p_above_one, ValueError, (dropout(zeros({2}), 1.5, true, gen())), "dropout", "[0, 1]", "1.5")
 BAD_INPUT_ROW(Ops, dropout_negative_p, ValueError, (dropout(zeros({2}), -0.1, true, gen())), "dropout", "p", "-0.1")
 BAD_INPUT_ROW(Ops, dropout_nan_p, ValueError, (dropout(zeros({2}), nan, false, gen())), "dropout", "p", "nan")
 BAD_INPUT_ROW(Ops, dropout_undefined, ValueError, (dropout(undefined(), 0.5, true, gen())), "dropout", "'a'",

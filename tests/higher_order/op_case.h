@@ -64,6 +64,9 @@ std::vector<OpCase> linalg_cases();
 std::vector<OpCase> einsum_cases();
 std::vector<OpCase> norm_attention_loss_cases();
 std::vector<OpCase> activation_softmax_masking_cases();
+// Issue 13 part 3: 0-d axes, empty axis lists, dropout p = 1, broadcast masked_fill, rounding
+// div, maximum / minimum, pow of a scalar base, max / min along a dim (part3_cases.cpp).
+std::vector<OpCase> part3_cases();
 // Every nn module, its inputs followed by all its parameters (module_cases.cpp).
 std::vector<OpCase> module_cases();
 // clamp, where (selection_cases.cpp).

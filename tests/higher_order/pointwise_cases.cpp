@@ -59,10 +59,11 @@ std::vector<OpCase> pointwise_cases() {
   TAPEGRAD_BINARY_OPS(TAPEGRAD_BINARY_CASES)
 #undef TAPEGRAD_BINARY_CASES
 
-  const auto add_scalar_row = [&cases](const std::string& name, auto op, PointwiseDomain domain) {
-    // Scalars of both signs, an integer and a fraction (pow's domain keeps the base positive).
+  const auto add_scalar_row = [&cases](const std::string& name, auto op, PointwiseDomain domain,
+                                       PointwiseDomain scalars) {
+    // Scalars of both signs (unless the row's scalars are positive), an integer and a fraction.
     std::uint64_t seed = 300;
-    for (double s : {2.5, -1.5, 3.0, 0.5}) {
+    for (double s : pointwise_scalars<double>(scalars)) {
       const auto with_s = [op, s](const auto& x) { return op(x[0], s); };
       OpCase c(name + "_scalar_" + std::to_string(seed - 299), with_s, domain_leaves({{domain, {2, 3}}}, seed));
       if (seed == 300) c = std::move(c).at_scale(domain_leaves({{domain, {7, 6007}}}, seed));
@@ -70,8 +71,8 @@ std::vector<OpCase> pointwise_cases() {
       ++seed;
     }
   };
-#define TAPEGRAD_SCALAR_CASES(name, recorded_name, forward, reference, derivative, domain) \
-  add_scalar_row(#name, [](const auto& a, double s) { return name(a, s); }, PointwiseDomain::domain);
+#define TAPEGRAD_SCALAR_CASES(name, recorded_name, forward, reference, derivative, domain, scalars) \
+  add_scalar_row(#name, [](const auto& a, double s) { return name(a, s); }, PointwiseDomain::domain, PointwiseDomain::scalars);
   TAPEGRAD_SCALAR_OPS(TAPEGRAD_SCALAR_CASES)
 #undef TAPEGRAD_SCALAR_CASES
   return cases;

@@ -31,6 +31,11 @@ template <class OnTensors, class TensorNumber> Row binary(OnTensors on_tensors, 
   return binary(on_tensors, tensor_number, [](double, const T&) -> T { lacks("a number as the first operand"); });
 }
 
+// input op args[0] on two tensors only (torch.maximum).
+template <class OnTensors> Row binary_tensors(OnTensors on_tensors) {
+  return [on_tensors](Call& c) -> Outputs { return {on_tensors(c.tensor(c.input()), c.tensor(c.arg(0)))}; };
+}
+
 Row lacking(const std::string& what) {
   return [what](Call&) -> Outputs { lacks(what); };
 }
@@ -82,9 +87,34 @@ Outputs split_row(Call& c) {
   return split(x, sizes, dim);
 }
 
-// x / y, x / s and s / y; the variants' rounding_mode is not read, so a sample with one needs it.
-const Row divide = binary([](const T& a, const T& b) { return div(a, b); }, [](const T& a, double s) { return a / s; },
-                          [](double s, const T& b) { return rdiv(b, s); });
+// x / y, x / s and s / y, with the rounding_mode keyword when the sample has one.
+Outputs divide(Call& c) {
+  RoundingMode mode = RoundingMode::none;
+  if (const Value* v = c.kwarg("rounding_mode"); v && v->kind != Value::Kind::none) {
+    const std::string& name = c.text(*v);
+    if (name == "trunc") mode = RoundingMode::trunc;
+    else if (name == "floor") mode = RoundingMode::floor;
+    else lacks("rounding_mode='" + name + "'");
+  }
+  const auto tensor_of = [&c](const Value& v) { return v.kind == Value::Kind::tensor ? c.tensor(v) : T(xt::xarray<double>(c.number(v))); };
+  const Value& a = c.input();
+  const Value& b = c.arg(0);
+  if (mode == RoundingMode::none) {
+    if (a.kind != Value::Kind::tensor) return {rdiv(c.tensor(b), c.number(a))};
+    if (b.kind != Value::Kind::tensor) return {c.tensor(a) / c.number(b)};
+  }
+  return {div(tensor_of(a), tensor_of(b), mode)};
+}
+
+// max / min along a dim: values, and the indices as numbers.
+template <bool largest> Outputs extreme_along_dim(Call& c) {
+  const T x = c.tensor(c.input());
+  const Index dim = dim_arg(c, 0, 0);
+  const Value* keepdim = c.kwarg("keepdim");
+  const bool keep = c.has_arg(1) ? c.boolean(c.arg(1)) : keepdim && c.boolean(*keepdim);
+  const ValuesIndices<double> r = largest ? max(x, dim, keep) : min(x, dim, keep);
+  return {r.values, T(xt::xarray<double>(xt::cast<double>(r.indices)))};
+}
 
 const std::map<std::string, Row> table = {
     // pointwise
@@ -112,7 +142,7 @@ const std::map<std::string, Row> table = {
     {"div.floor_rounding", divide},
     {"true_divide", divide},
     {"pow", binary([](const T& a, const T& b) { return pow(a, b); }, [](const T& a, double s) { return pow(a, s); },
-                   [](double, const T&) -> T { lacks("pow with a scalar base"); })},
+                   [](double s, const T& b) { return pow(s, b); })},
     // rsub(x, other) and x.__rop__(other) compute other op x.
     {"rsub", binary([](const T& a, const T& b) { return sub(b, a); }, [](const T& a, double s) { return rsub(a, s); },
                     [](double s, const T& b) { return b - s; })},
@@ -122,11 +152,11 @@ const std::map<std::string, Row> table = {
     {"__rdiv__", binary([](const T& a, const T& b) { return div(b, a); }, [](const T& a, double s) { return rdiv(a, s); })},
     // Tensor.__rpow__ copies a tensor other (torch.tensor(other) ** self): no gradient for it.
     {"__rpow__", binary([](const T& a, const T& b) { return pow(b.detach(), a); },
-                        [](const T&, double) -> T { lacks("pow with a scalar base"); })},
-    {"maximum", lacking("maximum")},
-    {"minimum", lacking("minimum")},
-    {"max.binary", lacking("maximum (max of two tensors)")},
-    {"min.binary", lacking("minimum (min of two tensors)")},
+                        [](const T& a, double s) { return pow(s, a); })},
+    {"maximum", binary_tensors([](const T& a, const T& b) { return maximum(a, b); })},
+    {"minimum", binary_tensors([](const T& a, const T& b) { return minimum(a, b); })},
+    {"max.binary", binary_tensors([](const T& a, const T& b) { return maximum(a, b); })},
+    {"min.binary", binary_tensors([](const T& a, const T& b) { return minimum(a, b); })},
     // activations
     {"nn.functional.relu", unary([](const T& x) { return relu(x); })},
     {"sigmoid", unary([](const T& x) { return sigmoid(x); })},
@@ -143,9 +173,9 @@ const std::map<std::string, Row> table = {
     {"mean", reduction([](const T& x) { return mean(x); }, [](const T& x, const Axes& d, bool k) { return mean(x, d, k); })},
     {"amax", reduction([](const T& x) { return max(x); }, [](const T& x, const Axes& d, bool k) { return max(x, d, k); })},
     {"max.reduction_no_dim", unary([](const T& x) { return max(x); })},
-    {"max.reduction_with_dim", lacking("max along a dim with its indices")},
+    {"max.reduction_with_dim", extreme_along_dim<true>},
     {"min.reduction_no_dim", lacking("min")},
-    {"min.reduction_with_dim", lacking("min along a dim with its indices")},
+    {"min.reduction_with_dim", extreme_along_dim<false>},
     // shape ops
     {"reshape", [](Call& c) -> Outputs { return {reshape(c.tensor(c.input()), c.integers(c.arg(0)))}; }},
     {"view", [](Call& c) -> Outputs { return {view(c.tensor(c.input()), c.integers(c.arg(0)))}; }},

@@ -1,6 +1,7 @@
 #pragma once
 // Inputs for the pointwise ops of autograd/ops/pointwise_table.h, drawn from each row's domain.
 #include <cmath>
+#include <vector>
 
 #include "autograd/generator.h"
 #include "autograd/tensor.h"
@@ -29,6 +30,14 @@ xt::xarray<T> pointwise_inputs(PointwiseDomain domain, const Shape& shape, std::
     }
   }
   return {};
+}
+
+// The scalars an op with a scalar is tested at, from the row's `scalars` column: both signs, an
+// integer and a fraction; for `positive` (rpow's base), positive ones only.
+template <class T>
+std::vector<T> pointwise_scalars(PointwiseDomain scalars) {
+  if (scalars == PointwiseDomain::positive) return {T(2.5), T(1.5), T(3), T(0.5)};
+  return {T(2.5), T(-1.5), T(3), T(0.5)};
 }
 
 }  // namespace tapegrad::testing
