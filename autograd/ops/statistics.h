@@ -1,7 +1,7 @@
 #pragma once
 // Reductions built on the sums of autograd/ops/reduce.h: logsumexp, var and std. Axes are read as
 // there (negative from the end; out of range or named twice: ValueError naming the op and the
-// shape; an empty list reduces nothing). With keepdims the reduced axes stay as size 1.
+// shape; an empty list reduces every axis). With keepdims the reduced axes stay as size 1.
 //
 //   logsumexp: y = m + log(sum exp(x - m)), m the group's maximum (0 when it is infinite), so no
 //              exp overflows. A group of -inf only (or an empty group) gives -inf, one holding +inf

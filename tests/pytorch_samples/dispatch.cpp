@@ -116,6 +116,24 @@ template <bool largest> Outputs extreme_along_dim(Call& c) {
   return {r.values, T(xt::xarray<double>(xt::cast<double>(r.indices)))};
 }
 
+// ---- issue 13 part 4, group A ------------------------------------------------------------------
+
+// var and std: dim (an int, a list, or None for every axis), unbiased (positional or keyword) or
+// correction (None: 1), keepdim.
+template <class Fn> Row variance_like(Fn fn) {
+  return [fn](Call& c) -> Outputs {
+    const T x = c.tensor(c.input());
+    Axes axes;  // empty: every axis
+    if (const Value* dim = c.kwarg("dim"); dim && dim->kind != Value::Kind::none) axes = c.integers(*dim);
+    Index correction = 1;
+    if (c.has_arg(0)) correction = c.boolean(c.arg(0)) ? 1 : 0;
+    if (const Value* unbiased = c.kwarg("unbiased")) correction = c.boolean(*unbiased) ? 1 : 0;
+    if (const Value* v = c.kwarg("correction"); v && v->kind != Value::Kind::none) correction = c.integer(*v);
+    const Value* keepdim = c.kwarg("keepdim");
+    return {fn(x, axes, correction, keepdim && c.boolean(*keepdim))};
+  };
+}
+
 const std::map<std::string, Row> table = {
     // pointwise
     {"neg", unary([](const T& x) { return neg(x); })},
@@ -168,6 +186,37 @@ const std::map<std::string, Row> table = {
        if (mode != "none" && mode != "tanh") lacks("approximate='" + mode + "'");
        return {gelu(c.tensor(c.input()), mode == "tanh" ? GeluApproximation::Tanh : GeluApproximation::None)};
      }},
+    // issue 13 part 4, group A
+    // clamp(x, min, max) with tensor bounds, either None.
+    {"clamp",
+     [](Call& c) -> Outputs {
+       const auto bound = [&c](std::size_t i) {
+         return !c.has_arg(i) || c.arg(i).kind == Value::Kind::none ? T() : c.tensor(c.arg(i));
+       };
+       const T x = c.tensor(c.input());
+       return {clamp(x, bound(0), bound(1))};
+     }},
+    // OpInfo's where is (a, condition, b).
+    {"where",
+     [](Call& c) -> Outputs {
+       const T a = c.tensor(c.input());
+       return {tapegrad::where(c.mask(c.arg(0)), a, c.tensor(c.arg(1)))};
+     }},
+    {"nn.functional.softplus",
+     [](Call& c) -> Outputs {
+       const Value* beta = c.kwarg("beta");
+       const Value* threshold = c.kwarg("threshold");
+       return {softplus(c.tensor(c.input()), beta ? c.number(*beta) : 1.0, threshold ? c.number(*threshold) : 20.0)};
+     }},
+    {"logsumexp",
+     [](Call& c) -> Outputs {
+       const T x = c.tensor(c.input());
+       const Value* keepdim = c.kwarg("keepdim");
+       const bool keep = c.has_arg(1) ? c.boolean(c.arg(1)) : keepdim && c.boolean(*keepdim);
+       return {logsumexp(x, c.integers(c.arg(0)), keep)};
+     }},
+    {"var", variance_like([](const T& x, const Axes& d, Index correction, bool k) { return var(x, d, correction, k); })},
+    {"std", variance_like([](const T& x, const Axes& d, Index correction, bool k) { return std(x, d, correction, k); })},
     // reductions
     {"sum", reduction([](const T& x) { return sum(x); }, [](const T& x, const Axes& d, bool k) { return sum(x, d, k); })},
     {"mean", reduction([](const T& x) { return mean(x); }, [](const T& x, const Axes& d, bool k) { return mean(x, d, k); })},
