@@ -2,6 +2,7 @@
 // Every op, one include.
 #include "autograd/ops/activation.h"
 #include "autograd/ops/attention.h"
+#include "autograd/ops/cumulative.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/embedding.h"
 #include "autograd/ops/linalg.h"
@@ -14,3 +15,4 @@
 #include "autograd/ops/shape.h"
 #include "autograd/ops/softmax.h"
 #include "autograd/ops/statistics.h"
+#include "autograd/ops/triangular.h"

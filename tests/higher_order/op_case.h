@@ -73,5 +73,7 @@ std::vector<OpCase> module_cases();
 std::vector<OpCase> selection_cases();
 // logsumexp, var, std (statistics_cases.cpp).
 std::vector<OpCase> statistics_cases();
+// cumsum, tril, triu (cumsum_triangle_cases.cpp).
+std::vector<OpCase> cumsum_triangle_cases();
 
 }  // namespace tapegrad::testing

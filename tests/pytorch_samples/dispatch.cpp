@@ -134,6 +134,15 @@ template <class Fn> Row variance_like(Fn fn) {
   };
 }
 
+// tril and triu: the diagonal, positional or keyword, 0 by default.
+template <class Fn> Row triangle(Fn fn) {
+  return [fn](Call& c) -> Outputs {
+    const Value* diagonal = c.kwarg("diagonal");
+    const Index d = c.has_arg(0) ? c.integer(c.arg(0)) : diagonal ? c.integer(*diagonal) : 0;
+    return {fn(c.tensor(c.input()), d)};
+  };
+}
+
 const std::map<std::string, Row> table = {
     // pointwise
     {"neg", unary([](const T& x) { return neg(x); })},
@@ -217,6 +226,13 @@ const std::map<std::string, Row> table = {
      }},
     {"var", variance_like([](const T& x, const Axes& d, Index correction, bool k) { return var(x, d, correction, k); })},
     {"std", variance_like([](const T& x, const Axes& d, Index correction, bool k) { return std(x, d, correction, k); })},
+    {"cumsum",
+     [](Call& c) -> Outputs {
+       if (const Value* dtype = c.kwarg("dtype"); dtype && dtype->text != "float64") lacks("dtype=" + dtype->text);
+       return {cumsum(c.tensor(c.input()), dim_arg(c, 0, 0))};
+     }},
+    {"tril", triangle([](const T& x, Index d) { return tril(x, d); })},
+    {"triu", triangle([](const T& x, Index d) { return triu(x, d); })},
     // reductions
     {"sum", reduction([](const T& x) { return sum(x); }, [](const T& x, const Axes& d, bool k) { return sum(x, d, k); })},
     {"mean", reduction([](const T& x) { return mean(x); }, [](const T& x, const Axes& d, bool k) { return mean(x, d, k); })},

@@ -62,7 +62,7 @@ OPS = [
     "masked_fill", "nn.functional.dropout", "nn.functional.embedding", "nn.functional.cross_entropy",
     "nn.functional.nll_loss", "nn.functional.kl_div", "nn.functional.mse_loss",
     # issue 13 part 4, group A
-    "clamp", "where", "nn.functional.softplus", "logsumexp", "var", "std",
+    "clamp", "where", "nn.functional.softplus", "logsumexp", "var", "std", "cumsum", "tril", "triu",
 ]
 
 # Ops whose reference_inputs fail in torch 1.13 (reference_inputs_elementwise_ternary asks for an
