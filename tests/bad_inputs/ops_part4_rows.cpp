@@ -38,9 +38,10 @@ BAD_INPUT_ROW(Ops, var_axis_named_twice, ValueError, (var(zeros({2, 3}), {0, -2}
 BAD_INPUT_ROW(Ops, std_negative_correction, ValueError, (std(zeros({2, 3}), {1}, -1)), "std", "correction", "-1", "[2,3]")
 BAD_INPUT_ROW(Ops, var_undefined, ValueError, (var(undefined())), "var", "'a'", "undefined")
 
-// ---- cumsum / tril / triu -----------------------------------------------------------------
+// ---- cumsum / tril / triu / min ------------------------------------------------------------
 BAD_INPUT_ROW(Ops, cumsum_axis_out_of_range, ValueError, (cumsum(zeros({2, 3}), 2)), "cumsum", "axis 2", "[2,3]")
 BAD_INPUT_ROW(Ops, tril_of_vector, ShapeError, (tril(zeros({3}))), "tril", "[3]", "at least 2")
+BAD_INPUT_ROW(Ops, min_of_empty_tensor, ValueError, (min(zeros({0, 3}))), "min", "zero elements", "[0,3]")
 BAD_INPUT_ROW(Ops, triu_of_0d, ShapeError, (triu(zeros({}), 1)), "triu", "[]", "at least 2")
 
 }  // namespace

@@ -36,10 +36,6 @@ template <class OnTensors> Row binary_tensors(OnTensors on_tensors) {
   return [on_tensors](Call& c) -> Outputs { return {on_tensors(c.tensor(c.input()), c.tensor(c.arg(0)))}; };
 }
 
-Row lacking(const std::string& what) {
-  return [what](Call&) -> Outputs { lacks(what); };
-}
-
 // sum, mean, amax: dim (an int or a list) and keepdim as keywords; no dim reduces everything.
 template <class All, class Along> Row reduction(All all, Along along) {
   return [all, along](Call& c) -> Outputs {
@@ -239,7 +235,7 @@ const std::map<std::string, Row> table = {
     {"amax", reduction([](const T& x) { return max(x); }, [](const T& x, const Axes& d, bool k) { return max(x, d, k); })},
     {"max.reduction_no_dim", unary([](const T& x) { return max(x); })},
     {"max.reduction_with_dim", extreme_along_dim<true>},
-    {"min.reduction_no_dim", lacking("min")},
+    {"min.reduction_no_dim", unary([](const T& x) { return min(x); })},
     {"min.reduction_with_dim", extreme_along_dim<false>},
     // shape ops
     {"reshape", [](Call& c) -> Outputs { return {reshape(c.tensor(c.input()), c.integers(c.arg(0)))}; }},
