@@ -142,5 +142,48 @@ TEST(Activation, UndefinedInputThrowsNamingOp) {
   EXPECT_TRUE(throws_with<ValueError>([] { gelu(Tensor<double>()); }, {"gelu", "undefined"}));
 }
 
+// ---- softplus ---------------------------------------------------------------------------------
+TEST(Softplus, ValuesAndGradientInBothRegionsAsPyTorch) {
+  // PyTorch 1.13: beta x = 20 is still soft (log1p(exp(20)) = 20 + 2.06e-9); above it, x itself.
+  GradientTape tape;
+  const Tensor<double> x(xt::xarray<double>{-30.0, 0.0, 20.0, 21.0}, true);
+  const auto y = softplus(x);
+  EXPECT_DOUBLE_EQ(y.value()(0), 9.357622968839737e-14);  // log1p(exp(-30))
+  EXPECT_DOUBLE_EQ(y.value()(1), std::log(2.0));
+  EXPECT_DOUBLE_EQ(y.value()(2), 20.000000002061153);
+  EXPECT_EQ(y.value()(3), 21.0);
+  tape.backward(y, xt::xarray<double>(xt::ones<double>({4})));
+  EXPECT_DOUBLE_EQ(x.grad()(0), 9.3576229688393e-14);  // sigmoid(-30)
+  EXPECT_EQ(x.grad()(1), 0.5);
+  EXPECT_DOUBLE_EQ(x.grad()(2), 0.9999999979388464);  // sigmoid(20)
+  EXPECT_EQ(x.grad()(3), 1.0);
+}
+
+TEST(Softplus, BetaAndThreshold) {
+  // beta 2, threshold 10: 6 * 2 > 10 is linear; softplus(1) = log(1 + e^2) / 2, slope sigmoid(2).
+  GradientTape tape;
+  const Tensor<double> x(xt::xarray<double>{1.0, 6.0}, true);
+  const auto y = softplus(x, 2.0, 10.0);
+  EXPECT_DOUBLE_EQ(y.value()(0), std::log1p(std::exp(2.0)) / 2.0);
+  EXPECT_EQ(y.value()(1), 6.0);
+  tape.backward(y, xt::xarray<double>(xt::ones<double>({2})));
+  EXPECT_DOUBLE_EQ(x.grad()(0), 1.0 / (1.0 + std::exp(-2.0)));
+  EXPECT_EQ(x.grad()(1), 1.0);
+  // A negative beta (PyTorch: -1.3133 at x = -1, beta = -1): log1p(e^1) / -1.
+  EXPECT_DOUBLE_EQ(softplus(Tensor<double>(xt::xarray<double>{-1.0}), -1.0).value()(0), -std::log1p(std::exp(1.0)));
+}
+
+TEST(Softplus, Gradcheck) {
+  EXPECT_TRUE(passes_gradcheck([](const Inputs& x) { return softplus(x[0], 1.5, 2.0); },
+                               {random_tensor({3, 4}, 61, true, -3.0, 3.0)}));
+}
+
+TEST(Softplus, BadInputs) {
+  const auto x = Tensor<double>::zeros({2});
+  EXPECT_TRUE(throws_with<ValueError>([&] { softplus(x, 0.0); }, {"softplus", "beta = 0", "[2]"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { softplus(x, 1.0, std::nan("")); }, {"softplus", "threshold = nan", "[2]"}));
+  EXPECT_TRUE(throws_with<ValueError>([] { softplus(Tensor<double>()); }, {"softplus", "undefined"}));
+}
+
 }  // namespace
 }  // namespace tapegrad

@@ -176,6 +176,21 @@ TEST(Reduce, FullMaxSplitsGradientBetweenTies) {
   EXPECT_EQ(a.grad(), (xt::xarray<double>{{third, 0.0}, {third, third}}));
 }
 
+TEST(Reduce, FullMinSplitsGradientBetweenTiesAsPyTorch) {
+  // PyTorch 1.13: torch.min([3, 1, 1, 2]) = 1, gradient [0, 0.5, 0.5, 0].
+  const Tensor<double> a(xt::xarray<double>{3.0, 1.0, 1.0, 2.0}, true);
+  GradientTape tape;
+  const auto m = min(a);
+  EXPECT_EQ(m.shape(), Shape{});
+  EXPECT_EQ(m.item(), 1.0);
+  tape.backward(m);
+  EXPECT_EQ(a.grad(), (xt::xarray<double>{0.0, 0.5, 0.5, 0.0}));
+  EXPECT_TRUE(std::isnan(min(Tensor<double>(xt::xarray<double>{1.0, std::nan(""), 0.0})).item()));
+  EXPECT_EQ(min(Tensor<double>(xt::xarray<double>(7.0))).item(), 7.0);  // 0-d
+  EXPECT_TRUE(throws_with<ValueError>([] { min(Tensor<double>::zeros({2, 0})); }, {"min", "minimum", "zero elements", "[2,0]"}));
+  EXPECT_TRUE(passes_gradcheck([](const Inputs& x) { return min(x[0]); }, {random_tensor({3, 4}, 16)}));
+}
+
 TEST(Reduce, MaxPropagatesNaN) {
   const Tensor<double> a(xt::xarray<double>{{1.0, std::nan(""), 3.0}, {1.0, 2.0, 0.0}});
   const auto m = max(a, {1}).value();

@@ -1,12 +1,16 @@
 #include "autograd/ops/activation.h"
 
 #include <cmath>
+#include <memory>
 #include <numbers>
+
+#include <xtensor/xoperation.hpp>
 
 #include "autograd/detail/checks.h"
 #include "autograd/detail/record.h"
 #include "autograd/kernels/map.h"
 #include "autograd/ops/elementwise.h"
+#include "autograd/ops/masking.h"
 
 namespace tapegrad {
 
@@ -163,11 +167,32 @@ Tensor<T> gelu(const Tensor<T>& a, GeluApproximation approximate, CallSite where
                      });
 }
 
+template <class T>
+Tensor<T> softplus(const Tensor<T>& a, double beta, double threshold, CallSite where) {
+  detail::require_defined(a, "softplus", "a");
+  if (beta == 0.0 || !std::isfinite(beta) || std::isnan(threshold)) {
+    throw ValueError("softplus: beta must be finite and nonzero and threshold not nan, got beta = " +
+                     detail::format_number(beta) + ", threshold = " + detail::format_number(threshold) + " (input " +
+                     format_shape(a.shape()) + ")");
+  }
+  const T b = static_cast<T>(beta), limit = static_cast<T>(threshold);
+  // PyTorch's formula, so values agree to the last bits: log1p(exp(b x)) / b.
+  const auto forward = [b, limit](T x) { return x * b > limit ? x : std::log1p(std::exp(x * b)) / b; };
+  auto linear = std::make_shared<const Mask>(xt::greater(a.value() * b, limit));
+  // d/dx = sigmoid(b x), filled with 1 over the linear region (masked_fill passes no gradient
+  // there, so the second derivative is 0 as it should be).
+  return make_result("softplus", where, map_elements(a.value(), forward), should_record(a),
+                     [a, b, linear](const Tensor<T>& g, const Tensor<T>&) {
+                       accumulate(a, mul(g, masked_fill(sigmoid(mul(a, b)), *linear, T(1))));
+                     });
+}
+
 #define TAPEGRAD_INSTANTIATE_ACTIVATION(T)      \
   template Tensor<T> relu(const Tensor<T>&, CallSite);    \
   template Tensor<T> sigmoid(const Tensor<T>&, CallSite); \
   template Tensor<T> tanh(const Tensor<T>&, CallSite);    \
-  template Tensor<T> gelu(const Tensor<T>&, GeluApproximation, CallSite);
+  template Tensor<T> gelu(const Tensor<T>&, GeluApproximation, CallSite); \
+  template Tensor<T> softplus(const Tensor<T>&, double, double, CallSite);
 TAPEGRAD_INSTANTIATE_ACTIVATION(float)
 TAPEGRAD_INSTANTIATE_ACTIVATION(double)
 

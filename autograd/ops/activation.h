@@ -25,4 +25,12 @@ enum class GeluApproximation { None, Tanh };
 template <class T> Tensor<T> gelu(const Tensor<T>& a, GeluApproximation approximate = GeluApproximation::None,
     CallSite where = std::source_location::current());
 
+// softplus(x) = log(1 + exp(beta x)) / beta where beta x <= threshold, and x above it (PyTorch's
+// linear region, which keeps exp from overflowing): defaults beta = 1, threshold = 20, as
+// torch.nn.functional.softplus. d/dx = sigmoid(beta x) in the soft region, 1 in the linear one;
+// d2/dx2 = beta s (1 - s), s = sigmoid(beta x), and 0. A negative beta is allowed (as PyTorch);
+// beta 0 (PyTorch gives inf), a non-finite beta or a NaN threshold is a ValueError.
+template <class T> Tensor<T> softplus(const Tensor<T>& a, double beta = 1.0, double threshold = 20.0,
+    CallSite where = std::source_location::current());
+
 }  // namespace tapegrad

@@ -52,10 +52,11 @@ ReducePlan plan_reduction(const Shape& shape, const std::vector<bool>& reduced, 
 
 std::vector<bool> all_axes(const Shape& shape) { return std::vector<bool>(shape.size(), true); }
 
-// The reduced-axis mask of an axis list; an axis named twice (e.g. 1 and -1 of a matrix) is a
-// ValueError. An empty list reduces every axis (PyTorch 1.13's sum(x, dim=[])). A 0-d tensor takes
-// axis 0 or -1 (once), as PyTorch: there is nothing to reduce, so its mask is empty.
-std::vector<bool> axes_mask(const char* op, const Shape& shape, const Axes& axes) {
+}  // namespace
+
+// An empty list reduces every axis (PyTorch 1.13's sum(x, dim=[])). A 0-d tensor takes axis 0 or
+// -1 (once), as PyTorch: there is nothing to reduce, so its mask is empty.
+std::vector<bool> detail::axes_mask(const char* op, const Shape& shape, const Axes& axes) {
   if (axes.empty()) return all_axes(shape);
   // A 0-d tensor's one axis-like position is checked for repeats as an axis of its own.
   std::vector<bool> reduced(std::max<std::size_t>(shape.size(), 1), false);
@@ -70,6 +71,8 @@ std::vector<bool> axes_mask(const char* op, const Shape& shape, const Axes& axes
   reduced.resize(shape.size());
   return reduced;
 }
+
+namespace {
 
 // The input as `rows` contiguous rows of `cols`: the input's own storage when the reduced axes
 // already trail, otherwise a permuted copy held in `storage`.
@@ -108,20 +111,22 @@ Tensor<T> sum_or_mean(const char* op, std::source_location where, const Tensor<T
                      });
 }
 
-// Maximum per group. NaN propagates (a group holding NaN has maximum NaN and passes no gradient,
-// since NaN equals nothing). The backward splits g evenly between the elements equal to the
-// maximum, so `counts` (ties per group) is saved.
+// Maximum (largest) or minimum per group. NaN propagates (a group holding NaN has extreme NaN and
+// passes no gradient, since NaN equals nothing). The backward splits g evenly between the
+// elements equal to the extreme, so `counts` (ties per group) is saved.
 template <class T>
-Tensor<T> max_impl(std::source_location where, const Tensor<T>& a, const std::vector<bool>& reduced, bool keepdims) {
+Tensor<T> extreme_impl(bool largest, std::source_location where, const Tensor<T>& a, const std::vector<bool>& reduced,
+                       bool keepdims) {
+  const char* op = largest ? "max" : "min";
   const Shape shape = a.shape();
   const ReducePlan p = plan_reduction(shape, reduced, keepdims);
   if (p.cols == 0) {
-    throw ValueError("max: cannot take the maximum over zero elements (reduced axes of shape " + format_shape(shape) +
-                     " have size 0)");
+    throw ValueError(std::string(op) + ": cannot take the " + (largest ? "maximum" : "minimum") +
+                     " over zero elements (reduced axes of shape " + format_shape(shape) + " have size 0)");
   }
   xt::xarray<T> storage;
   const T* x = as_rows(a.value(), p, storage);
-  xt::xarray<T> out = xt::xarray<T>::from_shape(detail::allocatable(p.out_shape, sizeof(T), "max", "the output"));
+  xt::xarray<T> out = xt::xarray<T>::from_shape(detail::allocatable(p.out_shape, sizeof(T), op, "the output"));
   xt::xarray<T> counts = xt::xarray<T>::from_shape(p.out_shape);
   T* y = out.data();
   T* c = counts.data();
@@ -132,7 +137,7 @@ Tensor<T> max_impl(std::source_location where, const Tensor<T>& a, const std::ve
       T m = row[0];
       std::size_t ties = 1;
       for (std::size_t j = 1; j < cols && !std::isnan(m); ++j) {
-        if (row[j] > m || std::isnan(row[j])) {
+        if ((largest ? row[j] > m : row[j] < m) || std::isnan(row[j])) {
           m = row[j];
           ties = 1;
         } else if (row[j] == m) {
@@ -144,7 +149,7 @@ Tensor<T> max_impl(std::source_location where, const Tensor<T>& a, const std::ve
     }
   });
   // d max / dx is the indicator of the tied maxima, divided by their count: a constant.
-  return make_result("max", where, std::move(out), should_record(a),
+  return make_result(op, where, std::move(out), should_record(a),
                      [a, kept = p.kept_shape, counts = Tensor<T>(std::move(counts))](const Tensor<T>& g, const Tensor<T>& y) {
                        const Shape in_shape = a.shape();
                        xt::xarray<T> is_max = kernels::broadcast_copy(y.value().data(), kept, in_shape);
@@ -232,7 +237,7 @@ Tensor<T> sum(const Tensor<T>& a, CallSite where) {
 template <class T>
 Tensor<T> sum(const Tensor<T>& a, const Axes& axes, bool keepdims, CallSite where) {
   detail::require_defined(a, "sum", "a");
-  return sum_or_mean("sum", where, a, axes_mask("sum", a.shape(), axes), keepdims, false);
+  return sum_or_mean("sum", where, a, detail::axes_mask("sum", a.shape(), axes), keepdims, false);
 }
 
 template <class T>
@@ -244,19 +249,25 @@ Tensor<T> mean(const Tensor<T>& a, CallSite where) {
 template <class T>
 Tensor<T> mean(const Tensor<T>& a, const Axes& axes, bool keepdims, CallSite where) {
   detail::require_defined(a, "mean", "a");
-  return sum_or_mean("mean", where, a, axes_mask("mean", a.shape(), axes), keepdims, true);
+  return sum_or_mean("mean", where, a, detail::axes_mask("mean", a.shape(), axes), keepdims, true);
 }
 
 template <class T>
 Tensor<T> max(const Tensor<T>& a, CallSite where) {
   detail::require_defined(a, "max", "a");
-  return max_impl(where, a, all_axes(a.shape()), false);
+  return extreme_impl(true, where, a, all_axes(a.shape()), false);
+}
+
+template <class T>
+Tensor<T> min(const Tensor<T>& a, CallSite where) {
+  detail::require_defined(a, "min", "a");
+  return extreme_impl(false, where, a, all_axes(a.shape()), false);
 }
 
 template <class T>
 Tensor<T> max(const Tensor<T>& a, const Axes& axes, bool keepdims, CallSite where) {
   detail::require_defined(a, "max", "a");
-  return max_impl(where, a, axes_mask("max", a.shape(), axes), keepdims);
+  return extreme_impl(true, where, a, detail::axes_mask("max", a.shape(), axes), keepdims);
 }
 
 template <class T>
@@ -277,6 +288,7 @@ Tensor<T> sum_to(const Tensor<T>& a, const Shape& shape, CallSite where) {
   template Tensor<T> mean(const Tensor<T>&, const Axes&, bool, CallSite);   \
   template Tensor<T> max(const Tensor<T>&, CallSite);                       \
   template Tensor<T> max(const Tensor<T>&, const Axes&, bool, CallSite);    \
+  template Tensor<T> min(const Tensor<T>&, CallSite);                       \
   template Tensor<T> sum_to(const Tensor<T>&, const Shape&, CallSite);              \
   template ValuesIndices<T> detail::extreme_along(bool, const Tensor<T>&, Index, bool, CallSite);
 TAPEGRAD_INSTANTIATE_REDUCE(float)

@@ -12,8 +12,10 @@
 //   mean: y[k] = sum / n_k (NaN for an empty group)  dL/dx[i] = g[k] / n_k
 //   max:  y[k] = max_{i in group k} x[i]            dL/dx[i] = g[k] / t_k if x[i] == y[k], else 0
 //         where t_k counts the tied maxima (PyTorch's amax rule). NaN propagates: a group holding
-//         NaN has maximum NaN (and passes no gradient). The maximum of an empty group is a
+//         NaN has maximum NaN (and passes no gradient; PyTorch 1.13's max(x) splits g between
+//         the NaNs, its amax gives NaN everywhere). The maximum of an empty group is a
 //         ValueError.
+//   min:  the same with the minimum (over all elements only: torch.min(x)).
 // Each group is summed in index order by one thread, in double (float sums over long axes keep
 // their precision), so results are the same bit for bit at any thread count.
 #include <algorithm>
@@ -37,6 +39,8 @@ template <class T> Tensor<T> mean(const Tensor<T>& a, const Axes& axes, bool kee
 template <class T> Tensor<T> max(const Tensor<T>& a, CallSite where = std::source_location::current());
 template <class T> Tensor<T> max(const Tensor<T>& a, const Axes& axes, bool keepdims = false,
     CallSite where = std::source_location::current());
+// Minimum of all elements (shape []), torch.min(x); the gradient is split evenly between tied minima.
+template <class T> Tensor<T> min(const Tensor<T>& a, CallSite where = std::source_location::current());
 
 // The maximum or minimum along one axis and where it is, as torch.max(x, dim) / torch.min(x, dim):
 //   values[k] = a[k with axis dim at indices[k]], indices[k] = the first position (lowest index)
@@ -71,6 +75,11 @@ template <class T> Tensor<T> sum_to(const Tensor<T>& a, const Shape& shape,
     CallSite where = std::source_location::current());
 
 namespace detail {
+// The reduced-axis mask of an axis list for a tensor of `shape`, as the reductions read it (for ops
+// that reduce elsewhere, so they check axes alike): an axis out of range or named twice (1 and -1
+// of a matrix) is a ValueError naming op; an empty list reduces every axis (PyTorch 1.13).
+std::vector<bool> axes_mask(const char* op, const Shape& shape, const Axes& axes);
+
 // For backward formulas: sum_to when g has more or larger axes than `shape`, otherwise g itself
 // (taken and returned by value, so a temporary passes through without a copy).
 template <class T> Tensor<T> unbroadcast(Tensor<T> g, const Shape& shape) {

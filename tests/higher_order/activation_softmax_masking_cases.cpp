@@ -105,6 +105,14 @@ std::vector<OpCase> activation_softmax_masking_cases() {
          return mul(dropout(x[0], 0.5, false, gen), x[0]);
        },
        [] { return V{leaf({2, 3}, 344)}; }},
+
+      // softplus: the soft region, the linear one (beta x > threshold) and a negative beta.
+      OpCase("softplus", [](const auto& x) { return softplus(x[0]); }, [] { return V{leaf({3, 4}, 1101, -3.0, 3.0)}; })
+          .at_scale([] { return V{leaf({5, 97, 131}, 1102, -3.0, 3.0)}; }),
+      {"softplus_beta_threshold_both_regions", [](const auto& x) { return softplus(x[0], 2.0, 1.0); },
+       [] { return V{leaf({2, 5}, 1103, -2.0, 2.0)}; }},
+      {"softplus_negative_beta_of_product", [](const auto& x) { return softplus(mul(x[0], x[1]), -1.5); },
+       [] { return V{leaf({3, 2}, 1104), leaf({2}, 1105)}; }},
   };
 }
 

@@ -15,6 +15,8 @@ std::vector<OpCase> reduce_and_shape_cases() {
       {"mean_axes_keepdims", [](const auto& x) { return mul(mean(x[0], {-1}, true), x[0]); },
        [] { return V{leaf({2, 5}, 105)}; }},
       {"max_all", [](const auto& x) { return mul(max(x[0]), x[0]); }, [] { return V{leaf({2, 3}, 106)}; }},
+      OpCase("min_all", [](const auto& x) { return mul(min(x[0]), x[0]); }, [] { return V{leaf({2, 3}, 1401)}; })
+          .at_scale([] { return V{leaf({301, 401}, 1402)}; }),
       OpCase("max_axes", [](const auto& x) { return mul(max(x[0], {1}, true), x[0]); }, [] { return V{leaf({3, 4}, 107)}; }).at_scale([] { return V{leaf({301, 401}, 926)}; }),
       {"sum_to", [](const auto& x) { return mul(sum_to(x[0], {1, 3}), x[1]); },
        [] { return V{leaf({2, 3}, 108), leaf({1, 3}, 109)}; }},

@@ -36,10 +36,6 @@ template <class OnTensors> Row binary_tensors(OnTensors on_tensors) {
   return [on_tensors](Call& c) -> Outputs { return {on_tensors(c.tensor(c.input()), c.tensor(c.arg(0)))}; };
 }
 
-Row lacking(const std::string& what) {
-  return [what](Call&) -> Outputs { lacks(what); };
-}
-
 // sum, mean, amax: dim (an int or a list) and keepdim as keywords; no dim reduces everything.
 template <class All, class Along> Row reduction(All all, Along along) {
   return [all, along](Call& c) -> Outputs {
@@ -128,6 +124,33 @@ template <bool largest> Outputs arg_extreme(Call& c) {
   return {T(xt::xarray<double>(xt::cast<double>(at)))};
 }
 
+// ---- issue 13 part 4, group A ------------------------------------------------------------------
+
+// var and std: dim (an int, a list, or None for every axis), unbiased (positional or keyword) or
+// correction (None: 1), keepdim.
+template <class Fn> Row variance_like(Fn fn) {
+  return [fn](Call& c) -> Outputs {
+    const T x = c.tensor(c.input());
+    Axes axes;  // empty: every axis
+    if (const Value* dim = c.kwarg("dim"); dim && dim->kind != Value::Kind::none) axes = c.integers(*dim);
+    Index correction = 1;
+    if (c.has_arg(0)) correction = c.boolean(c.arg(0)) ? 1 : 0;
+    if (const Value* unbiased = c.kwarg("unbiased")) correction = c.boolean(*unbiased) ? 1 : 0;
+    if (const Value* v = c.kwarg("correction"); v && v->kind != Value::Kind::none) correction = c.integer(*v);
+    const Value* keepdim = c.kwarg("keepdim");
+    return {fn(x, axes, correction, keepdim && c.boolean(*keepdim))};
+  };
+}
+
+// tril and triu: the diagonal, positional or keyword, 0 by default.
+template <class Fn> Row triangle(Fn fn) {
+  return [fn](Call& c) -> Outputs {
+    const Value* diagonal = c.kwarg("diagonal");
+    const Index d = c.has_arg(0) ? c.integer(c.arg(0)) : diagonal ? c.integer(*diagonal) : 0;
+    return {fn(c.tensor(c.input()), d)};
+  };
+}
+
 const std::map<std::string, Row> table = {
     // pointwise
     {"neg", unary([](const T& x) { return neg(x); })},
@@ -180,13 +203,51 @@ const std::map<std::string, Row> table = {
        if (mode != "none" && mode != "tanh") lacks("approximate='" + mode + "'");
        return {gelu(c.tensor(c.input()), mode == "tanh" ? GeluApproximation::Tanh : GeluApproximation::None)};
      }},
+    // issue 13 part 4, group A
+    // clamp(x, min, max) with tensor bounds, either None.
+    {"clamp",
+     [](Call& c) -> Outputs {
+       const auto bound = [&c](std::size_t i) {
+         return !c.has_arg(i) || c.arg(i).kind == Value::Kind::none ? T() : c.tensor(c.arg(i));
+       };
+       const T x = c.tensor(c.input());
+       return {clamp(x, bound(0), bound(1))};
+     }},
+    // OpInfo's where is (a, condition, b).
+    {"where",
+     [](Call& c) -> Outputs {
+       const T a = c.tensor(c.input());
+       return {tapegrad::where(c.mask(c.arg(0)), a, c.tensor(c.arg(1)))};
+     }},
+    {"nn.functional.softplus",
+     [](Call& c) -> Outputs {
+       const Value* beta = c.kwarg("beta");
+       const Value* threshold = c.kwarg("threshold");
+       return {softplus(c.tensor(c.input()), beta ? c.number(*beta) : 1.0, threshold ? c.number(*threshold) : 20.0)};
+     }},
+    {"logsumexp",
+     [](Call& c) -> Outputs {
+       const T x = c.tensor(c.input());
+       const Value* keepdim = c.kwarg("keepdim");
+       const bool keep = c.has_arg(1) ? c.boolean(c.arg(1)) : keepdim && c.boolean(*keepdim);
+       return {logsumexp(x, c.integers(c.arg(0)), keep)};
+     }},
+    {"var", variance_like([](const T& x, const Axes& d, Index correction, bool k) { return var(x, d, correction, k); })},
+    {"std", variance_like([](const T& x, const Axes& d, Index correction, bool k) { return std(x, d, correction, k); })},
+    {"cumsum",
+     [](Call& c) -> Outputs {
+       if (const Value* dtype = c.kwarg("dtype"); dtype && dtype->text != "float64") lacks("dtype=" + dtype->text);
+       return {cumsum(c.tensor(c.input()), dim_arg(c, 0, 0))};
+     }},
+    {"tril", triangle([](const T& x, Index d) { return tril(x, d); })},
+    {"triu", triangle([](const T& x, Index d) { return triu(x, d); })},
     // reductions
     {"sum", reduction([](const T& x) { return sum(x); }, [](const T& x, const Axes& d, bool k) { return sum(x, d, k); })},
     {"mean", reduction([](const T& x) { return mean(x); }, [](const T& x, const Axes& d, bool k) { return mean(x, d, k); })},
     {"amax", reduction([](const T& x) { return max(x); }, [](const T& x, const Axes& d, bool k) { return max(x, d, k); })},
     {"max.reduction_no_dim", unary([](const T& x) { return max(x); })},
     {"max.reduction_with_dim", extreme_along_dim<true>},
-    {"min.reduction_no_dim", lacking("min")},
+    {"min.reduction_no_dim", unary([](const T& x) { return min(x); })},
     {"min.reduction_with_dim", extreme_along_dim<false>},
     // shape ops
     {"reshape", [](Call& c) -> Outputs { return {reshape(c.tensor(c.input()), c.integers(c.arg(0)))}; }},

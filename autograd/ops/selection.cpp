@@ -1,0 +1,179 @@
+#include "autograd/ops/selection.h"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+
+#include <xtensor/xoperation.hpp>
+
+#include "autograd/detail/checks.h"
+#include "autograd/detail/record.h"
+#include "autograd/kernels/broadcast.h"
+#include "autograd/kernels/row_kernels.h"
+#include "autograd/kernels/strided_copy.h"
+#include "autograd/ops/reduce.h"
+
+namespace tapegrad {
+
+namespace {
+
+using detail::accumulate;
+using detail::make_result;
+using detail::should_record;
+
+// Which operand each output element was taken from (clamp: a, min, max; where: a, b); its
+// gradient goes there.
+enum class Source : std::uint8_t { none, first, second, third };
+using Sources = xt::xarray<std::uint8_t>;
+
+// The broadcast shape of three operands; ShapeError naming all three when they do not broadcast.
+Shape broadcast_three(const char* op, const char* names[3], const Shape shapes[3]) {
+  try {
+    return kernels::broadcast_shapes(kernels::broadcast_shapes(shapes[0], shapes[1], op), shapes[2], op);
+  } catch (const ShapeError&) {
+    throw ShapeError(std::string(op) + ": " + names[0] + " " + format_shape(shapes[0]) + ", " + names[1] + " " +
+                     format_shape(shapes[1]) + " and " + names[2] + " " + format_shape(shapes[2]) +
+                     " do not broadcast together");
+  }
+}
+
+// An operand read at the output's shape: element i is data[i * stride]. A scalar (or an absent
+// bound) has stride 0; a tensor of another shape is copied out to the output's shape.
+template <class U>
+struct Operand {
+  const U* data;
+  std::size_t stride;
+  U operator[](std::size_t i) const { return data[i * stride]; }
+};
+template <class U>
+Operand<U> at_shape(const xt::xarray<U>& x, const Shape& shape, xt::xarray<U>& storage) {
+  if (std::equal(x.shape().begin(), x.shape().end(), shape.begin(), shape.end())) return {x.data(), 1};
+  const Shape from(x.shape().begin(), x.shape().end());
+  storage = kernels::broadcast_copy(x.data(), from, shape);
+  return {storage.data(), 1};
+}
+
+// g where the output came from `source`, 0 elsewhere, summed back to `shape`: one input's vjp.
+template <class T>
+Tensor<T> routed(const Tensor<T>& g, const Sources& sources, Source source, const Shape& shape) {
+  const Mask other = xt::not_equal(sources, static_cast<std::uint8_t>(source));
+  return detail::unbroadcast(masked_fill(g, other, T(0)), shape);
+}
+
+// y = min(max(x, lo), hi), NaN when any of the three is, and where each element came from
+// (PyTorch's clamp_backward_min_max: x where lo <= x <= hi, lo where x < lo <= hi, hi where x > hi
+// or lo > hi). An absent bound is -inf / +inf, for which the same rule gives PyTorch's one-bound rule.
+template <class T>
+void clamp_kernel(std::size_t n, Operand<T> x, Operand<T> lo, Operand<T> hi, T* y, std::uint8_t* from) {
+  kernels::parallel_items(n, 1, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) {
+      const T v = x[i], l = lo[i], h = hi[i];
+      Source s = Source::none;
+      if (l <= v && v <= h) s = Source::first;
+      else if (v < l && l <= h) s = Source::second;
+      else if (v > h || l > h) s = Source::third;
+      const bool nan = std::isnan(v) || std::isnan(l) || std::isnan(h);
+      y[i] = nan ? std::numeric_limits<T>::quiet_NaN() : s == Source::first ? v : s == Source::second ? l : h;
+      from[i] = static_cast<std::uint8_t>(s);
+    }
+  });
+}
+
+template <class T>
+void require_bound(const char* which, std::optional<T> bound, const Shape& shape) {
+  if (bound && std::isnan(*bound)) {
+    throw ValueError(std::string("clamp: ") + which + " is nan (input " + format_shape(shape) +
+                     "); give std::nullopt for no bound");
+  }
+}
+
+}  // namespace
+
+template <class T>
+Tensor<T> clamp(const Tensor<T>& a, std::optional<Scalar<T>> min, std::optional<Scalar<T>> max, CallSite where) {
+  detail::require_defined(a, "clamp", "a");
+  const Shape shape = a.shape();
+  if (!min && !max) {
+    throw ValueError("clamp: at least one of 'min' and 'max' must be given (input " + format_shape(shape) + ")");
+  }
+  require_bound("min", min, shape);
+  require_bound("max", max, shape);
+  constexpr T inf = std::numeric_limits<T>::infinity();
+  const T lo = min.value_or(-inf), hi = max.value_or(inf);
+  auto y = xt::xarray<T>::from_shape(shape);
+  auto sources = Sources::from_shape(shape);
+  clamp_kernel(y.size(), Operand<T>{a.value().data(), 1}, Operand<T>{&lo, 0}, Operand<T>{&hi, 0}, y.data(),
+               sources.data());
+  return make_result("clamp", where, std::move(y), should_record(a, min.value_or(0), max.value_or(0)),
+                     [a, sources = std::make_shared<const Sources>(std::move(sources))](const Tensor<T>& g, const Tensor<T>&) {
+                       accumulate(a, routed(g, *sources, Source::first, a.shape()));
+                     });
+}
+
+template <class T>
+Tensor<T> clamp(const Tensor<T>& a, const Tensor<T>& min, const Tensor<T>& max, CallSite where) {
+  detail::require_defined(a, "clamp", "a");
+  if (!min.defined() && !max.defined()) {
+    throw ValueError("clamp: at least one of 'min' and 'max' must be defined (input " + format_shape(a.shape()) + ")");
+  }
+  constexpr T inf = std::numeric_limits<T>::infinity();
+  const xt::xarray<T> absent_min = xt::xarray<T>(-inf), absent_max = xt::xarray<T>(inf);
+  const xt::xarray<T>& lo = min.defined() ? min.value() : absent_min;
+  const xt::xarray<T>& hi = max.defined() ? max.value() : absent_max;
+  const char* names[3] = {"a", "min", "max"};
+  const Shape shapes[3] = {a.shape(), Shape(lo.shape().begin(), lo.shape().end()), Shape(hi.shape().begin(), hi.shape().end())};
+  const Shape shape = broadcast_three("clamp", names, shapes);
+  xt::xarray<T> storage[3];
+  const Operand<T> x = at_shape(a.value(), shape, storage[0]);
+  const Operand<T> l = min.defined() ? at_shape(lo, shape, storage[1]) : Operand<T>{lo.data(), 0};
+  const Operand<T> h = max.defined() ? at_shape(hi, shape, storage[2]) : Operand<T>{hi.data(), 0};
+  auto y = xt::xarray<T>::from_shape(detail::allocatable(shape, sizeof(T), "clamp", "the output"));
+  auto sources = Sources::from_shape(shape);
+  clamp_kernel(y.size(), x, l, h, y.data(), sources.data());
+  return make_result("clamp", where, std::move(y), should_record(a, min, max),
+                     [a, min, max, sources = std::make_shared<const Sources>(std::move(sources))](const Tensor<T>& g, const Tensor<T>&) {
+                       if (detail::wants_grad(a)) accumulate(a, routed(g, *sources, Source::first, a.shape()));
+                       if (detail::wants_grad(min)) accumulate(min, routed(g, *sources, Source::second, min.shape()));
+                       if (detail::wants_grad(max)) accumulate(max, routed(g, *sources, Source::third, max.shape()));
+                     });
+}
+
+template <class T>
+Tensor<T> where(const Mask& condition, const Tensor<T>& a, const Tensor<T>& b, CallSite site) {
+  detail::require_defined(a, "where", "a");
+  detail::require_defined(b, "where", "b");
+  const char* names[3] = {"condition", "a", "b"};
+  const Shape shapes[3] = {Shape(condition.shape().begin(), condition.shape().end()), a.shape(), b.shape()};
+  const Shape shape = broadcast_three("where", names, shapes);
+  xt::xarray<bool> condition_storage;
+  xt::xarray<T> storage[2];
+  const Operand<bool> c = at_shape(condition, shape, condition_storage);
+  const Operand<T> x = at_shape(a.value(), shape, storage[0]);
+  const Operand<T> z = at_shape(b.value(), shape, storage[1]);
+  auto y = xt::xarray<T>::from_shape(detail::allocatable(shape, sizeof(T), "where", "the output"));
+  auto sources = Sources::from_shape(shape);
+  T* out = y.data();
+  std::uint8_t* from = sources.data();
+  kernels::parallel_items(y.size(), 1, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) {
+      out[i] = c[i] ? x[i] : z[i];
+      from[i] = static_cast<std::uint8_t>(c[i] ? Source::first : Source::second);
+    }
+  });
+  return make_result("where", site, std::move(y), should_record(a, b),
+                     [a, b, sources = std::make_shared<const Sources>(std::move(sources))](const Tensor<T>& g, const Tensor<T>&) {
+                       if (detail::wants_grad(a)) accumulate(a, routed(g, *sources, Source::first, a.shape()));
+                       if (detail::wants_grad(b)) accumulate(b, routed(g, *sources, Source::second, b.shape()));
+                     });
+}
+
+#define TAPEGRAD_INSTANTIATE_SELECTION(T)                                                                 \
+  template Tensor<T> clamp(const Tensor<T>&, std::optional<T>, std::optional<T>, CallSite);              \
+  template Tensor<T> clamp(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, CallSite);              \
+  template Tensor<T> where(const Mask&, const Tensor<T>&, const Tensor<T>&, CallSite);
+TAPEGRAD_INSTANTIATE_SELECTION(float)
+TAPEGRAD_INSTANTIATE_SELECTION(double)
+
+}  // namespace tapegrad

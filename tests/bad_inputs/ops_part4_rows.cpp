@@ -1,0 +1,48 @@
+// Rows of docs/bad-inputs.md, section "ops": the ops of issue 13 part 4, group A (clamp, where,
+// softplus, logsumexp, var, std, cumsum, tril, triu), in a file of their own so that parallel work
+// on the other ops merges without conflicts.
+#include <optional>
+
+#include "autograd/ops.h"
+#include "tests/bad_inputs/inputs.h"
+#include "tests/bad_inputs/row.h"
+
+namespace tapegrad::bad_inputs {
+namespace {
+
+Mask mask_of(const Shape& shape) { return Mask(xt::ones<bool>(shape)); }
+
+// ---- clamp / where ------------------------------------------------------------------------
+BAD_INPUT_ROW(Ops, clamp_no_bound, ValueError, (clamp(zeros({2, 3}), std::nullopt, std::nullopt)), "clamp", "'min'",
+              "'max'", "[2,3]")
+BAD_INPUT_ROW(Ops, clamp_nan_bound, ValueError, (clamp(zeros({2, 3}), nan, 1.0)), "clamp", "min is nan", "[2,3]")
+BAD_INPUT_ROW(Ops, clamp_tensor_bounds_both_undefined, ValueError, (clamp(zeros({2, 3}), undefined(), undefined())),
+              "clamp", "'min'", "'max'", "[2,3]")
+BAD_INPUT_ROW(Ops, clamp_tensor_bound_does_not_broadcast, ShapeError, (clamp(zeros({2, 3}), zeros({4}), undefined())),
+              "clamp", "a [2,3]", "min [4]")
+BAD_INPUT_ROW(Ops, clamp_undefined, ValueError, (clamp(undefined(), 0.0, 1.0)), "clamp", "'a'", "undefined")
+BAD_INPUT_ROW(Ops, where_condition_does_not_broadcast, ShapeError, (tapegrad::where(mask_of({2}), zeros({2, 3}), zeros({3}))),
+              "where", "condition [2]", "a [2,3]", "b [3]")
+BAD_INPUT_ROW(Ops, where_undefined_b, ValueError, (tapegrad::where(mask_of({2}), zeros({2}), undefined())), "where", "'b'",
+              "undefined")
+
+// ---- softplus -----------------------------------------------------------------------------
+BAD_INPUT_ROW(Ops, softplus_zero_beta, ValueError, (softplus(zeros({2}), 0.0)), "softplus", "beta = 0", "[2]")
+BAD_INPUT_ROW(Ops, softplus_nan_threshold, ValueError, (softplus(zeros({2}), 1.0, nan)), "softplus", "threshold = nan",
+              "[2]")
+
+// ---- logsumexp / var / std ----------------------------------------------------------------
+BAD_INPUT_ROW(Ops, logsumexp_axis_out_of_range, ValueError, (logsumexp(zeros({2, 3}), {2})), "logsumexp", "axis 2",
+              "[2,3]")
+BAD_INPUT_ROW(Ops, var_axis_named_twice, ValueError, (var(zeros({2, 3}), {0, -2})), "var", "axis 0", "twice", "[2,3]")
+BAD_INPUT_ROW(Ops, std_negative_correction, ValueError, (std(zeros({2, 3}), {1}, -1)), "std", "correction", "-1", "[2,3]")
+BAD_INPUT_ROW(Ops, var_undefined, ValueError, (var(undefined())), "var", "'a'", "undefined")
+
+// ---- cumsum / tril / triu / min ------------------------------------------------------------
+BAD_INPUT_ROW(Ops, cumsum_axis_out_of_range, ValueError, (cumsum(zeros({2, 3}), 2)), "cumsum", "axis 2", "[2,3]")
+BAD_INPUT_ROW(Ops, tril_of_vector, ShapeError, (tril(zeros({3}))), "tril", "[3]", "at least 2")
+BAD_INPUT_ROW(Ops, min_of_empty_tensor, ValueError, (min(zeros({0, 3}))), "min", "zero elements", "[0,3]")
+BAD_INPUT_ROW(Ops, triu_of_0d, ShapeError, (triu(zeros({}), 1)), "triu", "[]", "at least 2")
+
+}  // namespace
+}  // namespace tapegrad::bad_inputs

@@ -1,0 +1,146 @@
+// clamp and where (autograd/ops/selection.h): values and gradients against numbers computed by
+// hand (and checked against PyTorch 1.13), gradcheck over broadcast shapes, bad inputs.
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "autograd/ops/selection.h"
+#include "autograd/tape.h"
+#include "tests/support/reference.h"
+
+namespace tapegrad {
+namespace {
+
+using testing::passes_gradcheck;
+using testing::random_tensor;
+using testing::throws_with;
+using Inputs = std::vector<Tensor<double>>;
+using X = xt::xarray<double>;
+
+constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
+
+Tensor<double> leaf(X values) { return Tensor<double>(std::move(values), true); }
+
+// The gradients of sum(y) with respect to each of xs.
+std::vector<X> grads_of_sum(GradientTape& tape, const Tensor<double>& y, const std::vector<Tensor<double>>& xs) {
+  tape.backward(y, X(xt::ones<double>(y.shape())));
+  std::vector<X> out;
+  for (const auto& x : xs) out.push_back(x.grad());
+  return out;
+}
+
+void expect_same(const X& actual, const X& expected) {
+  ASSERT_EQ(actual.shape(), expected.shape());
+  for (std::size_t i = 0; i < actual.size(); ++i) {
+    if (std::isnan(expected.data()[i])) EXPECT_TRUE(std::isnan(actual.data()[i])) << "element " << i;
+    else EXPECT_EQ(actual.data()[i], expected.data()[i]) << "element " << i;
+  }
+}
+
+TEST(Clamp, ScalarBoundsIncludeTheBoundariesInTheGradient) {
+  GradientTape tape(true);  // records every op below; each backward starts at its own output
+  const auto x = leaf({-2.0, -1.0, 0.0, 1.0, 2.0, kNan});
+  const auto y = clamp(x, -1.0, 1.0);
+  expect_same(y.value(), {-1.0, -1.0, 0.0, 1.0, 1.0, kNan});
+  expect_same(grads_of_sum(tape, y, {x})[0], {0.0, 1.0, 1.0, 1.0, 0.0, 0.0});
+}
+
+TEST(Clamp, OneBoundAndMinAboveMax) {
+  GradientTape tape(true);  // records every op below; each backward starts at its own output
+  const auto x = leaf({-2.0, 0.5, 3.0});
+  const auto lower = clamp(x, 0.5, std::nullopt);
+  expect_same(lower.value(), {0.5, 0.5, 3.0});
+  expect_same(grads_of_sum(tape, lower, {x})[0], {0.0, 1.0, 1.0});
+  const auto x2 = leaf({-2.0, 0.5, 3.0});
+  const auto upper = clamp(x2, std::nullopt, 0.5);
+  expect_same(upper.value(), {-2.0, 0.5, 0.5});
+  expect_same(grads_of_sum(tape, upper, {x2})[0], {1.0, 1.0, 0.0});
+  const auto x3 = leaf({-2.0, 0.5, 3.0});
+  const auto crossed = clamp(x3, 1.0, -1.0);  // PyTorch: max everywhere, no gradient
+  expect_same(crossed.value(), {-1.0, -1.0, -1.0});
+  expect_same(grads_of_sum(tape, crossed, {x3})[0], {0.0, 0.0, 0.0});
+}
+
+TEST(Clamp, TensorBoundsRouteEachGradientAsPyTorch) {
+  GradientTape tape(true);  // records every op below; each backward starts at its own output
+  // PyTorch 1.13: x grad [0,0,0,0,0,1], min grad 0, max grad [1,1,1,0,0,0] (min > max in the first
+  // three; a NaN bound in the next two gives NaN and no gradient; the last has min = x = max).
+  const auto x = leaf({-2.0, 0.5, 3.0, 0.5, 1.0, 0.0});
+  const auto lo = leaf({1.0, 1.0, 1.0, kNan, 0.0, 0.0});
+  const auto hi = leaf({0.0, 0.0, 0.0, 1.0, kNan, 0.0});
+  const auto y = clamp(x, lo, hi);
+  expect_same(y.value(), {0.0, 0.0, 0.0, kNan, kNan, 0.0});
+  const auto g = grads_of_sum(tape, y, {x, lo, hi});
+  expect_same(g[0], {0.0, 0.0, 0.0, 0.0, 0.0, 1.0});
+  expect_same(g[1], {0.0, 0.0, 0.0, 0.0, 0.0, 0.0});
+  expect_same(g[2], {1.0, 1.0, 1.0, 0.0, 0.0, 0.0});
+  // Ordinary bounds: min's gradient where x < min, max's where x > max.
+  const auto x2 = leaf({-2.0, 0.5, 3.0});
+  const auto lo2 = leaf({0.0, 0.0, 0.0});
+  const auto hi2 = leaf({1.0, 1.0, 1.0});
+  const auto g2 = grads_of_sum(tape, clamp(x2, lo2, hi2), {x2, lo2, hi2});
+  expect_same(g2[0], {0.0, 1.0, 0.0});
+  expect_same(g2[1], {1.0, 0.0, 0.0});
+  expect_same(g2[2], {0.0, 0.0, 1.0});
+}
+
+TEST(Clamp, TensorBoundsBroadcastAndSumBack) {
+  GradientTape tape(true);  // records every op below; each backward starts at its own output
+  const auto x = leaf({{-2.0, 0.5, 3.0}, {0.2, -0.3, 0.9}});  // [2,3]
+  const auto lo = leaf(X(xt::zeros<double>({2, 1})));          // [2,1]
+  const auto y = clamp(x, lo, Tensor<double>());
+  expect_same(y.value(), {{0.0, 0.5, 3.0}, {0.2, 0.0, 0.9}});
+  const auto g = grads_of_sum(tape, y, {x, lo});
+  expect_same(g[0], {{0.0, 1.0, 1.0}, {1.0, 0.0, 1.0}});
+  expect_same(g[1], X(xt::ones<double>({2, 1})));
+}
+
+TEST(Clamp, GradcheckScalarAndTensorBounds) {
+  // Inputs away from the bounds: the derivative jumps there.
+  EXPECT_TRUE(passes_gradcheck([](const Inputs& x) { return clamp(x[0], -0.5, 0.55); }, {random_tensor({3, 4}, 1)}));
+  EXPECT_TRUE(passes_gradcheck([](const Inputs& x) { return clamp(x[0], x[1], x[2]); },
+                               {random_tensor({2, 3}, 2), random_tensor({3}, 3, true, -1.0, -0.2),
+                                random_tensor({2, 1}, 4, true, 0.2, 1.0)}));
+}
+
+TEST(Clamp, BadInputs) {
+  const auto x = Tensor<double>::zeros({2, 3});
+  EXPECT_TRUE(throws_with<ValueError>([&] { clamp(x, std::nullopt, std::nullopt); }, {"clamp", "'min'", "'max'", "[2,3]"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { clamp(x, kNan, 1.0); }, {"clamp", "min is nan", "[2,3]"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { clamp(x, Tensor<double>(), Tensor<double>()); }, {"clamp", "[2,3]"}));
+  EXPECT_TRUE(throws_with<ShapeError>([&] { clamp(x, Tensor<double>::zeros({4}), Tensor<double>()); },
+                                      {"clamp", "a [2,3]", "min [4]", "max []"}));
+}
+
+TEST(Where, PicksAndRoutesGradientsWithBroadcasting) {
+  GradientTape tape(true);  // records every op below; each backward starts at its own output
+  Mask column{true, false};
+  column.reshape({2, 1});
+  const auto a = leaf({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}});  // [2,3]
+  const auto b = leaf(X(-1.0));                             // 0-d
+  const auto y = tapegrad::where(column, a, b);
+  expect_same(y.value(), {{1.0, 2.0, 3.0}, {-1.0, -1.0, -1.0}});
+  const auto g = grads_of_sum(tape, y, {a, b});
+  expect_same(g[0], {{1.0, 1.0, 1.0}, {0.0, 0.0, 0.0}});
+  expect_same(g[1], X(3.0));
+  // All three broadcast: [2,1] condition, [3] a, [1,3] b give [2,3].
+  const auto a2 = leaf({1.0, 2.0, 3.0});
+  const auto b2 = leaf(X{{7.0, 8.0, 9.0}});
+  expect_same(tapegrad::where(column, a2, b2).value(), {{1.0, 2.0, 3.0}, {7.0, 8.0, 9.0}});
+}
+
+TEST(Where, Gradcheck) {
+  Mask mask{{true, false, true}, {false, false, true}};
+  EXPECT_TRUE(passes_gradcheck([mask](const Inputs& x) { return tapegrad::where(mask, x[0], x[1]); },
+                               {random_tensor({2, 3}, 5), random_tensor({3}, 6)}));
+}
+
+TEST(Where, BadInputs) {
+  const auto x = Tensor<double>::zeros({2, 3});
+  EXPECT_TRUE(throws_with<ShapeError>([&] { tapegrad::where(Mask{true, false}, x, x); },
+                                      {"where", "condition [2]", "a [2,3]", "b [2,3]"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { tapegrad::where(Mask{true}, x, Tensor<double>()); }, {"where", "'b'", "undefined"}));
+}
+
+}  // namespace
+}  // namespace tapegrad

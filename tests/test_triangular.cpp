@@ -1,0 +1,63 @@
+// tril and triu (autograd/ops/triangular.h): values against the definition (j - i against the
+// diagonal) written out by hand and checked against PyTorch 1.13, batches, far diagonals, gradients,
+// bad inputs.
+#include "autograd/ops/triangular.h"
+#include "autograd/tape.h"
+#include "tests/support/reference.h"
+
+namespace tapegrad {
+namespace {
+
+using testing::passes_gradcheck;
+using testing::random_tensor;
+using testing::throws_with;
+using Inputs = std::vector<Tensor<double>>;
+using X = xt::xarray<double>;
+
+// [3,4] with elements 0..11.
+Tensor<double> grid(bool requires_grad = false) {
+  return Tensor<double>(X{{0.0, 1.0, 2.0, 3.0}, {4.0, 5.0, 6.0, 7.0}, {8.0, 9.0, 10.0, 11.0}}, requires_grad);
+}
+
+TEST(Triangular, DiagonalsAsPyTorch) {
+  EXPECT_EQ(tril(grid()).value(), (X{{0.0, 0.0, 0.0, 0.0}, {4.0, 5.0, 0.0, 0.0}, {8.0, 9.0, 10.0, 0.0}}));
+  EXPECT_EQ(tril(grid(), -1).value(), (X{{0.0, 0.0, 0.0, 0.0}, {4.0, 0.0, 0.0, 0.0}, {8.0, 9.0, 0.0, 0.0}}));
+  EXPECT_EQ(triu(grid()).value(), (X{{0.0, 1.0, 2.0, 3.0}, {0.0, 5.0, 6.0, 7.0}, {0.0, 0.0, 10.0, 11.0}}));
+  EXPECT_EQ(triu(grid(), 1).value(), (X{{0.0, 1.0, 2.0, 3.0}, {0.0, 0.0, 6.0, 7.0}, {0.0, 0.0, 0.0, 11.0}}));
+  // Far diagonals keep everything or nothing.
+  EXPECT_EQ(tril(grid(), 100).value(), grid().value());
+  EXPECT_EQ(triu(grid(), -100).value(), grid().value());
+  EXPECT_EQ(tril(grid(), -100).value(), X(xt::zeros<double>({3, 4})));
+}
+
+TEST(Triangular, BatchesUseTheLastTwoAxes) {
+  const Tensor<double> x(X{{{1.0, 2.0}, {3.0, 4.0}}, {{5.0, 6.0}, {7.0, 8.0}}});
+  EXPECT_EQ(tril(x).value(), (X{{{1.0, 0.0}, {3.0, 4.0}}, {{5.0, 0.0}, {7.0, 8.0}}}));
+  EXPECT_EQ(triu(x, 1).value(), (X{{{0.0, 2.0}, {0.0, 0.0}}, {{0.0, 6.0}, {0.0, 0.0}}}));
+  EXPECT_EQ(tril(Tensor<double>::zeros({2, 0, 3})).shape(), (Shape{2, 0, 3}));
+  EXPECT_EQ(triu(Tensor<double>::zeros({3, 0})).shape(), (Shape{3, 0}));
+}
+
+TEST(Triangular, GradientIsTheSameTriangleOfG) {
+  GradientTape tape(true);  // records both ops; each backward starts at its own output
+  const auto x = grid(true);
+  tape.backward(tril(x, 1), X(xt::ones<double>({3, 4})));
+  EXPECT_EQ(x.grad(), (X{{1.0, 1.0, 0.0, 0.0}, {1.0, 1.0, 1.0, 0.0}, {1.0, 1.0, 1.0, 1.0}}));
+  const auto x2 = grid(true);
+  tape.backward(triu(x2, -1), X(xt::ones<double>({3, 4})));
+  EXPECT_EQ(x2.grad(), (X{{1.0, 1.0, 1.0, 1.0}, {1.0, 1.0, 1.0, 1.0}, {0.0, 1.0, 1.0, 1.0}}));
+}
+
+TEST(Triangular, Gradcheck) {
+  EXPECT_TRUE(passes_gradcheck([](const Inputs& x) { return tril(x[0], -1); }, {random_tensor({2, 3, 4}, 91)}));
+  EXPECT_TRUE(passes_gradcheck([](const Inputs& x) { return triu(x[0], 2); }, {random_tensor({4, 3}, 92)}));
+}
+
+TEST(Triangular, BadInputs) {
+  EXPECT_TRUE(throws_with<ShapeError>([] { tril(Tensor<double>::zeros({3})); }, {"tril", "[3]", "1 dims", "at least 2"}));
+  EXPECT_TRUE(throws_with<ShapeError>([] { triu(Tensor<double>::zeros({})); }, {"triu", "[]", "0 dims"}));
+  EXPECT_TRUE(throws_with<ValueError>([] { tril(Tensor<double>()); }, {"tril", "'a'", "undefined"}));
+}
+
+}  // namespace
+}  // namespace tapegrad
