@@ -27,9 +27,10 @@ void register_labml_attention() {
     Generator gen(1);
     nn::labml::MultiHeadAttention<float> mha(8, 512, gen, /*dropout_prob=*/0.0);
     const Tensor<float> x = random_tensor({10, 80, 512}, 2);
-    Mask causal = Mask::from_shape({10, 10, 1});
+    Mask allowed = Mask::from_shape({10, 10, 1});
     for (std::size_t i = 0; i < 10; ++i)
-      for (std::size_t j = 0; j < 10; ++j) causal(i, j, 0) = j <= i;
+      for (std::size_t j = 0; j < 10; ++j) allowed(i, j, 0) = j <= i;
+    const AttendMask causal(std::move(allowed));
     std::vector<Tensor<float>> inputs = mha.parameters();
     inputs.push_back(x);
     time_forward_backward(state, inputs, [&] { return mha(x, x, x, causal); });

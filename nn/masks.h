@@ -1,8 +1,9 @@
 #pragma once
-// Attention masks. Polarity everywhere in tapegrad's nn: true (1) means "may attend", false (0)
-// means "masked out" (the seeds' labml code and The Annotated Transformer use this polarity;
-// PyTorch's nn.MultiheadAttention boolean masks and seed 004's masked_fill_(mask, ...) use the
-// opposite one).
+// Attention masks. Polarity everywhere in tapegrad's nn: true means "may attend", false "masked
+// out" (the seeds' labml code and The Annotated Transformer), and the type says so: these return
+// AttendMask (autograd/ops/masking.h), which every attention module takes and which neither comes
+// from nor turns into masked_fill's Mask (true = fill) implicitly. A PyTorch nn.MultiheadAttention
+// boolean mask, or seed 004's masked_fill_(mask, ...) mask, comes in through AttendMask::blocking.
 #include "autograd/ops/masking.h"
 #include "autograd/tensor.h"
 
@@ -10,10 +11,14 @@ namespace tapegrad::nn {
 
 // tokens [batch, seq] -> [batch, 1, 1, seq]: true where the token is not `pad`. Broadcasts over
 // batch-first attention scores [batch, heads, seq_q, seq_k] (seed 002).
-Mask create_padding_mask(const IndexArray& tokens, Index pad = 0);
+AttendMask create_padding_mask(const IndexArray& tokens, Index pad = 0);
 
 // [n, n]: true on and below the diagonal, so query i may attend to keys 0..i (seed 002's
 // look-ahead mask, The Annotated Transformer's subsequent_mask without its leading axis).
-Mask create_look_ahead_mask(std::size_t n);
+AttendMask create_look_ahead_mask(std::size_t n);
+
+// ShapeError "<who>: tokens must be [batch, seq], got <shape>" unless tokens has 2 axes: the mask
+// builders' one check, shared with nn/transformer/masks.h's.
+void require_token_batch(const IndexArray& tokens, const char* who);
 
 }  // namespace tapegrad::nn

@@ -22,16 +22,16 @@ using testing::throws_with;
 using Inputs = std::vector<Tensor<double>>;
 
 // A random mask of `shape` (true = may attend) with roughly one position in three masked.
-Mask random_mask(const Shape& shape, std::uint64_t seed) {
+AttendMask random_mask(const Shape& shape, std::uint64_t seed) {
   Generator gen(seed);
   const auto u = Tensor<double>::uniform(shape, gen);
-  return Mask(u.value() > 0.33);
+  return AttendMask(Mask(u.value() > 0.33));
 }
 
 // What attention modules write out: scale, fill the masked scores with lowest(), softmax.
-Tensor<double> composed(const Tensor<double>& x, const std::optional<Mask>& may_attend, double scale) {
+Tensor<double> composed(const Tensor<double>& x, const std::optional<AttendMask>& may_attend, double scale) {
   Tensor<double> scaled = x * scale;
-  if (may_attend) scaled = masked_fill(scaled, Mask(!*may_attend), std::numeric_limits<double>::lowest());
+  if (may_attend) scaled = masked_fill(scaled, may_attend->blocked(), std::numeric_limits<double>::lowest());
   return softmax(scaled, -1);
 }
 
@@ -49,7 +49,7 @@ const std::vector<Case> kCases = {
 TEST(AttentionSoftmax, ForwardAndBackwardEqualTheComposition) {
   for (const Case& c : kCases) {
     SCOPED_TRACE(format_shape(c.scores) + (c.mask ? " mask " + format_shape(*c.mask) : " no mask"));
-    const std::optional<Mask> mask = c.mask ? std::optional<Mask>(random_mask(*c.mask, 7)) : std::nullopt;
+    const std::optional<AttendMask> mask = c.mask ? std::optional<AttendMask>(random_mask(*c.mask, 7)) : std::nullopt;
     const auto x = random_tensor(c.scores, 1, true, -3.0, 3.0);
     const auto x_ref = random_tensor(c.scores, 1, true, -3.0, 3.0);
     const auto seed = random_tensor(c.scores, 2).value();
@@ -72,19 +72,19 @@ TEST(AttentionSoftmax, ForwardAndBackwardEqualTheComposition) {
 TEST(AttentionSoftmax, Gradcheck) {
   for (const Case& c : kCases) {
     SCOPED_TRACE(format_shape(c.scores) + (c.mask ? " mask " + format_shape(*c.mask) : " no mask"));
-    const std::optional<Mask> mask = c.mask ? std::optional<Mask>(random_mask(*c.mask, 8)) : std::nullopt;
+    const std::optional<AttendMask> mask = c.mask ? std::optional<AttendMask>(random_mask(*c.mask, 8)) : std::nullopt;
     EXPECT_TRUE(passes_gradcheck([&](const Inputs& v) { return attention_softmax(v[0], mask, 1.7); },
                                  {random_tensor(c.scores, 3)}));
   }
 }
 
 TEST(AttentionSoftmax, FullyMaskedRowIsUniformWithZeroGradient) {
-  const Mask mask = {{true, false, true}, {false, false, false}};
+  const AttendMask mask(Mask{{true, false, true}, {false, false, false}});
   const auto x = random_tensor({2, 3}, 4);
   Tensor<double> y;
   {
     GradientTape tape;
-    y = attention_softmax(x, std::optional<Mask>(mask), 1.0);
+    y = attention_softmax(x, std::optional<AttendMask>(mask), 1.0);
     tape.backward(y, xt::xarray<double>{{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}});
   }
   EXPECT_EQ(y.value()(0, 1), 0.0);
@@ -100,7 +100,7 @@ TEST(AttentionSoftmax, FullyMaskedRowIsUniformWithZeroGradient) {
 TEST(AttentionSoftmax, SameBitsAtAnyThreadCount) {
   Generator gen(5);
   auto x = Tensor<float>::uniform({64, 40, 40}, gen, -4.0f, 4.0f, true);
-  const std::optional<Mask> mask = random_mask({64, 1, 40}, 9);
+  const std::optional<AttendMask> mask = random_mask({64, 1, 40}, 9);
   std::vector<xt::xarray<float>> runs;
   for (std::size_t threads : {1, 2}) {
     set_num_threads(threads);
@@ -118,7 +118,7 @@ TEST(AttentionSoftmax, SameBitsAtAnyThreadCount) {
 
 TEST(AttentionSoftmax, BadInputsThrowNamingTheShapes) {
   const auto x = random_tensor({2, 3, 4}, 6);
-  EXPECT_TRUE(throws_with<ShapeError>([&] { attention_softmax(x, std::optional<Mask>(random_mask({3, 3}, 1)), 1.0); },
+  EXPECT_TRUE(throws_with<ShapeError>([&] { attention_softmax(x, std::optional<AttendMask>(random_mask({3, 3}, 1)), 1.0); },
                                       {"attention_softmax", "may_attend", "[3,3]", "[2,3,4]"}));
   EXPECT_TRUE(throws_with<ShapeError>([&] { attention_softmax(random_tensor({}, 1), std::nullopt, 1.0); },
                                       {"attention_softmax", "at least 1 dim"}));

@@ -50,8 +50,8 @@ TEST(CopyTask, BatchesShiftTargetsAndMaskPaddingAndTheFuture) {
   EXPECT_EQ(batch.tgt_in(1, 2), data(1, 2));
   EXPECT_EQ(batch.tgt_out(1, 2), data(1, 3));
   EXPECT_EQ(batch.ntokens, 3u * 4);
-  EXPECT_TRUE(batch.tgt_mask(0, 1, 0));
-  EXPECT_FALSE(batch.tgt_mask(0, 1, 2));  // query 1 may not see key 2
+  EXPECT_TRUE(batch.tgt_mask.may_attend()(0, 1, 0));
+  EXPECT_FALSE(batch.tgt_mask.may_attend()(0, 1, 2));  // query 1 may not see key 2
 }
 
 TEST(CopyTask, LearnsToCopyWithinABoundedNumberOfSteps) {

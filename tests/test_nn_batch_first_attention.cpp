@@ -43,22 +43,23 @@ constexpr std::size_t kHeads = 2, kDModel = 6, kDk = 3;
 
 
 
-Mask random_mask(const Shape& shape, std::uint64_t seed) {
+AttendMask random_mask(const Shape& shape, std::uint64_t seed) {
   Generator gen(seed);
   Mask m = Mask::from_shape(shape);
   for (auto& v : m) v = gen.randint(0, 3) != 0;  // about two thirds may attend
-  return m;
+  return AttendMask(std::move(m));
 }
 
 // mask[index] with the mask broadcast from the right to index's rank (size-1 axes stretch).
-bool allowed_at(const std::optional<Mask>& mask, const std::vector<std::size_t>& index) {
+bool allowed_at(const std::optional<AttendMask>& mask, const std::vector<std::size_t>& index) {
   if (!mask) return true;
-  const std::size_t lead = index.size() - mask->dimension();
+  const Mask& m = mask->may_attend();
+  const std::size_t lead = index.size() - m.dimension();
   std::size_t flat = 0;
-  for (std::size_t a = 0; a < mask->dimension(); ++a) {
-    flat = flat * mask->shape()[a] + (mask->shape()[a] == 1 ? 0 : index[lead + a]);
+  for (std::size_t a = 0; a < m.dimension(); ++a) {
+    flat = flat * m.shape()[a] + (m.shape()[a] == 1 ? 0 : index[lead + a]);
   }
-  return mask->data()[flat];
+  return m.data()[flat];
 }
 
 // Softmax of the allowed entries of s; masked entries (and a fully masked row) give 0.
@@ -81,7 +82,7 @@ struct SdpaReference {
 };
 
 // q [batch or 1, seq_q, d_k], k [batch or 1, seq_k, d_k], v [batch or 1, seq_k, d_v] in loops.
-SdpaReference naive_sdpa(const Array& q, const Array& k, const Array& v, const std::optional<Mask>& mask) {
+SdpaReference naive_sdpa(const Array& q, const Array& k, const Array& v, const std::optional<AttendMask>& mask) {
   const std::size_t batch = std::max({q.shape()[0], k.shape()[0], v.shape()[0]});
   const std::size_t seq_q = q.shape()[1], seq_k = k.shape()[1], d_k = q.shape()[2], d_v = v.shape()[2];
   const auto at = [](const Array& a, std::size_t b) { return a.shape()[0] == 1 ? 0 : b; };
@@ -107,7 +108,7 @@ SdpaReference naive_sdpa(const Array& q, const Array& k, const Array& v, const s
 struct SdpaCase {
   std::string label;
   Shape q, k, v;
-  std::optional<Mask> mask;
+  std::optional<AttendMask> mask;
 };
 
 std::vector<SdpaCase> sdpa_cases() {
@@ -147,13 +148,13 @@ TEST(ScaledDotProductAttention, ExtraLeadingAxesAndHeadsBroadcast) {
   Generator gen(0);
   ScaledDotProductAttention<double> attention(gen);
   const auto q = random_tensor({2, 2, 3, 4}, 1), k = random_tensor({2, 2, 4, 4}, 2), v = random_tensor({2, 2, 4, 3}, 3);
-  const Mask mask = nn::create_padding_mask(IndexArray{{5, 6, 0, 0}, {7, 8, 9, 0}});
+  const AttendMask mask = nn::create_padding_mask(IndexArray{{5, 6, 0, 0}, {7, 8, 9, 0}});
   const auto out = attention(q, k, v, mask);
   ASSERT_EQ(out.output.shape(), (Shape{2, 2, 3, 3}));
   ASSERT_EQ(out.attention_weights.shape(), (Shape{2, 2, 3, 4}));
   for (std::size_t b = 0; b < 2; ++b)
     for (std::size_t h = 0; h < 2; ++h) {
-      std::optional<Mask> row_mask = Mask(xt::view(mask, b, 0));  // [1, seq_k] for this batch entry
+      std::optional<AttendMask> row_mask = AttendMask(Mask(xt::view(mask.may_attend(), b, 0)));  // [1, seq_k] for this batch entry
       const SdpaReference r = naive_sdpa(Array(xt::view(q.value(), b, xt::range(h, h + 1))),
                                          Array(xt::view(k.value(), b, xt::range(h, h + 1))),
                                          Array(xt::view(v.value(), b, xt::range(h, h + 1))), row_mask);
@@ -198,7 +199,7 @@ TEST(ScaledDotProductAttention, BadShapesNameTheOperands) {
                                       {"ScaledDotProductAttention", "[4]"}));
   EXPECT_TRUE(throws_with<ShapeError>([&] { attention(q, random_tensor({3, 5, 4}, 1), random_tensor({3, 5, 2}, 1)); },
                                       {"ScaledDotProductAttention", "[2]", "[3]"}));
-  EXPECT_TRUE(throws_with<ShapeError>([&] { attention(q, k, v, Mask::from_shape({3, 4})); },
+  EXPECT_TRUE(throws_with<ShapeError>([&] { attention(q, k, v, AttendMask(Mask::from_shape({3, 4}))); },
                                       {"ScaledDotProductAttention", "mask [3,4]", "[2,3,5]"}));
 }
 
@@ -220,7 +221,7 @@ struct ReferenceOptions {
 
 // Seed 003's corrected forward in plain loops over the module's own parameter values.
 Reference naive_mha(const MultiHeadAttention<double>& m, const Array& query, const Array& key, const Array& value,
-                    const std::optional<Mask>& mask, const ReferenceOptions& options = {}) {
+                    const std::optional<AttendMask>& mask, const ReferenceOptions& options = {}) {
   const auto state = m.state_dict();
   const std::size_t heads = m.n_heads(), d_k = m.d_k(), d_model = heads * d_k;
   const std::size_t batch = query.shape()[0], seq_q = query.shape()[1], seq_k = key.shape()[1];
@@ -255,18 +256,18 @@ Reference naive_mha(const MultiHeadAttention<double>& m, const Array& query, con
 struct Case {
   std::string label;
   std::size_t batch, seq_q, seq_k;
-  std::optional<Mask> mask;
+  std::optional<AttendMask> mask;
 };
 
 std::vector<Case> cases() {
-  const Mask padding = nn::create_padding_mask(IndexArray{{4, 5, 0}, {6, 0, 0}});
-  const Mask look_ahead = nn::create_look_ahead_mask(3);
+  const AttendMask padding = nn::create_padding_mask(IndexArray{{4, 5, 0}, {6, 0, 0}});
+  const AttendMask look_ahead = nn::create_look_ahead_mask(3);
   return {{"self, no mask", 2, 3, 3, std::nullopt},
           {"cross (seq_q 2, seq_k 3), no mask", 2, 2, 3, std::nullopt},
           {"self, padding mask [batch, 1, 1, seq_k]", 2, 3, 3, padding},
           {"cross, padding mask", 2, 2, 3, padding},
           {"self, look-ahead mask [seq_q, seq_k]", 2, 3, 3, look_ahead},
-          {"self, padding and look-ahead combined", 2, 3, 3, Mask(padding && look_ahead)},
+          {"self, padding and look-ahead combined", 2, 3, 3, padding && look_ahead},
           {"cross, per-head mask [batch, heads, seq_q, seq_k]", 2, 2, 3, random_mask({2, kHeads, 2, 3}, 7)},
           {"cross, a fully masked query row", 2, 2, 3, mask_from({2, 3}, {0, 0, 0, 1, 0, 1})}};
 }
@@ -314,7 +315,7 @@ TEST(BatchFirstMultiHeadAttention, SeedShapeExamples) {
   EXPECT_EQ(mha.num_parameters(), 16640u);
   // Its masks: create_padding_mask over [[1,2,3,0,0],[1,2,0,0,0]] and create_look_ahead_mask(10).
   const auto x5 = Tensor<float>::randn({2, 5, 64}, gen);
-  const Mask padding = nn::create_padding_mask(IndexArray{{1, 2, 3, 0, 0}, {1, 2, 0, 0, 0}});
+  const AttendMask padding = nn::create_padding_mask(IndexArray{{1, 2, 3, 0, 0}, {1, 2, 0, 0, 0}});
   EXPECT_EQ(mha(x5, x5, x5, padding).attention_weights.shape(), (Shape{2, 4, 5, 5}));
   const auto x10 = Tensor<float>::randn({2, 10, 64}, gen);
   EXPECT_EQ(mha(x10, x10, x10, nn::create_look_ahead_mask(10)).output.shape(), (Shape{2, 10, 64}));
@@ -553,7 +554,7 @@ TEST(BatchFirstMultiHeadAttention, BadInputShapesNameTheArgument) {
                                       {"key [3,4,6]", "value [3,5,6]"}));
   EXPECT_TRUE(throws_with<ShapeError>([&] { mha(q, random_tensor({2, 4, 6}, 1), random_tensor({2, 4, 6}, 2)); },
                                       {"key [2,4,6]", "query [3,2,6]"}));
-  EXPECT_TRUE(throws_with<ShapeError>([&] { mha(q, kv, kv, Mask::from_shape({2, 2})); },
+  EXPECT_TRUE(throws_with<ShapeError>([&] { mha(q, kv, kv, AttendMask(Mask::from_shape({2, 2}))); },
                                       {"MultiHeadAttention(d_model=6, n_heads=2)", "mask [2,2]", "[3,2,2,4]"}));
 }
 

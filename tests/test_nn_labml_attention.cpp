@@ -51,13 +51,15 @@ struct ReferenceOptions {
 };
 
 // mask[i, j, b] with a size-1 axis 0 (queries) or 2 (batch) broadcast; no mask allows every key.
-bool allowed_at(const std::optional<Mask>& mask, std::size_t i, std::size_t j, std::size_t b) {
-  return !mask || (*mask)(mask->shape()[0] == 1 ? 0 : i, j, mask->shape()[2] == 1 ? 0 : b);
+bool allowed_at(const std::optional<AttendMask>& mask, std::size_t i, std::size_t j, std::size_t b) {
+  if (!mask) return true;
+  const Mask& m = mask->may_attend();
+  return m(m.shape()[0] == 1 ? 0 : i, j, m.shape()[2] == 1 ? 0 : b);
 }
 
 // The seed's forward written with plain loops over the module's own parameter values.
 Reference naive_attention(const MultiHeadAttention<double>& m, const Array& query, const Array& key, const Array& value,
-                          const std::optional<Mask>& mask, const ReferenceOptions& options = {}) {
+                          const std::optional<AttendMask>& mask, const ReferenceOptions& options = {}) {
   const auto state = m.state_dict();
   const std::size_t heads = m.heads(), d_k = m.d_k();
   const std::size_t seq_q = query.shape()[0], seq_k = key.shape()[0], batch = query.shape()[1];
@@ -96,25 +98,25 @@ Reference naive_attention(const MultiHeadAttention<double>& m, const Array& quer
 struct Case {
   std::string label;
   std::size_t seq_q, seq_k, batch;
-  std::optional<Mask> mask;
+  std::optional<AttendMask> mask;
 };
 
-Mask random_mask(const Shape& shape, std::uint64_t seed) {
+AttendMask random_mask(const Shape& shape, std::uint64_t seed) {
   Generator gen(seed);
   Mask m = Mask::from_shape(shape);
   for (auto& v : m) v = gen.randint(0, 3) != 0;  // about two thirds may attend
   m.data()[0] = true;                            // keep the first query of the first batch from being empty
-  return m;
+  return AttendMask(std::move(m));
 }
 
 
 std::vector<Case> cases() {
-  Mask full = random_mask({2, 3, 2}, 7);
-  Mask over_queries = random_mask({1, 3, 2}, 8);
-  Mask over_batch = random_mask({2, 3, 1}, 9);
-  Mask causal = mask_from({3, 3, 1}, {1, 0, 0, 1, 1, 0, 1, 1, 1});
+  AttendMask full = random_mask({2, 3, 2}, 7);
+  AttendMask over_queries = random_mask({1, 3, 2}, 8);
+  AttendMask over_batch = random_mask({2, 3, 1}, 9);
+  AttendMask causal = mask_from({3, 3, 1}, {1, 0, 0, 1, 1, 0, 1, 1, 1});
   // Query 1 of batch 0 may attend to nothing: its attention row is all zero.
-  Mask empty_row = mask_from({2, 3, 2}, {1, 1, 1, 0, 0, 1, /* query 1: */ 0, 1, 0, 1, 0, 1});
+  AttendMask empty_row = mask_from({2, 3, 2}, {1, 1, 1, 0, 0, 1, /* query 1: */ 0, 1, 0, 1, 0, 1});
   return {{"self, no mask", 3, 3, 2, std::nullopt},
           {"cross (seq_q 2, seq_k 3), no mask", 2, 3, 2, std::nullopt},
           {"cross, mask [seq_q, seq_k, batch]", 2, 3, 2, full},
@@ -223,11 +225,11 @@ TEST(LabmlMultiHeadAttention, GetScoreIsTheSeedEinsum) {
 TEST(LabmlMultiHeadAttention, PrepareMaskAddsAHeadAxis) {
   Generator gen(0);
   MultiHeadAttention<double> mha(kHeads, kDModel, gen);
-  const Mask m = random_mask({1, 3, 2}, 1);
-  const Mask prepared = mha.prepare_mask(m, {4, 2, kDModel}, {3, 2, kDModel});
+  const AttendMask m = random_mask({1, 3, 2}, 1);
+  const Mask prepared = mha.prepare_mask(m, {4, 2, kDModel}, {3, 2, kDModel}).may_attend();
   ASSERT_EQ(Shape(prepared.shape().begin(), prepared.shape().end()), (Shape{1, 3, 2, 1}));
   for (std::size_t j = 0; j < 3; ++j)
-    for (std::size_t b = 0; b < 2; ++b) EXPECT_EQ(prepared(0, j, b, 0), m(0, j, b));
+    for (std::size_t b = 0; b < 2; ++b) EXPECT_EQ(prepared(0, j, b, 0), m.may_attend()(0, j, b));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -407,7 +409,7 @@ TEST_F(LabmlSeed003Bugs, C_MaskedKeysGetExactlyZeroWeightNotAMultipliedScore) {
   for (std::size_t i = 0; i < 4; ++i)
     for (std::size_t j = 0; j < 5; ++j)
       for (std::size_t b = 0; b < 2; ++b)
-        if (!(*c.mask)(i, j, b)) {
+        if (!c.mask->may_attend()(i, j, b)) {
           for (std::size_t h = 0; h < kHeads; ++h, ++masked) EXPECT_EQ(a(i, j, b, h), 0.0);
         }
   EXPECT_GT(masked, 0u);
@@ -489,14 +491,14 @@ TEST(LabmlMultiHeadAttention, EachMaskAssertIsAShapeErrorNamingTheShapes) {
   Generator gen(0);
   MultiHeadAttention<double> mha(kHeads, kDModel, gen);
   const auto q = random_tensor({2, 3, 6}, 1), kv = random_tensor({4, 3, 6}, 2);
-  const auto call = [&](const Mask& m) { return [&, m] { mha(q, kv, kv, m); }; };
-  EXPECT_TRUE(throws_with<ShapeError>(call(Mask::from_shape({2, 4})),
+  const auto call = [&](const Shape& shape) { return [&, shape] { mha(q, kv, kv, AttendMask(Mask::from_shape(shape))); }; };
+  EXPECT_TRUE(throws_with<ShapeError>(call({2, 4}),
                                       {"prepare_mask", "mask [2,4]", "3 axes", "query [2,3,6]", "key [4,3,6]"}));
-  EXPECT_TRUE(throws_with<ShapeError>(call(Mask::from_shape({3, 4, 3})),
+  EXPECT_TRUE(throws_with<ShapeError>(call({3, 4, 3}),
                                       {"prepare_mask", "mask [3,4,3]", "axis 0", "seq_q = 2", "query [2,3,6]"}));
-  EXPECT_TRUE(throws_with<ShapeError>(call(Mask::from_shape({2, 3, 3})),
+  EXPECT_TRUE(throws_with<ShapeError>(call({2, 3, 3}),
                                       {"prepare_mask", "mask [2,3,3]", "axis 1", "seq_k = 4", "key [4,3,6]"}));
-  EXPECT_TRUE(throws_with<ShapeError>(call(Mask::from_shape({1, 4, 2})),
+  EXPECT_TRUE(throws_with<ShapeError>(call({1, 4, 2}),
                                       {"prepare_mask", "mask [1,4,2]", "axis 2", "batch_size = 3", "query [2,3,6]"}));
 }
 

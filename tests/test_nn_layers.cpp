@@ -208,7 +208,7 @@ TEST(PositionalEncodingModule, AddsTheTableOverTheBatchAndPassesGradient) {
 }
 
 TEST(Masks, PaddingMaskIsTrueOnRealTokensAndBroadcastsOverHeadsAndQueries) {
-  const auto mask = nn::create_padding_mask(IndexArray{{1, 2, 3, 0, 0}, {1, 2, 0, 0, 0}});
+  const Mask mask = nn::create_padding_mask(IndexArray{{1, 2, 3, 0, 0}, {1, 2, 0, 0, 0}}).may_attend();
   EXPECT_EQ(mask.shape()[0], 2u);
   EXPECT_EQ(mask.shape()[3], 5u);
   EXPECT_EQ(xt::xarray<bool>(xt::view(mask, 0, 0, 0, xt::all())), (xt::xarray<bool>{true, true, true, false, false}));
@@ -217,7 +217,7 @@ TEST(Masks, PaddingMaskIsTrueOnRealTokensAndBroadcastsOverHeadsAndQueries) {
 }
 
 TEST(Masks, LookAheadMaskLetsQueryISeeKeysUpToI) {
-  EXPECT_EQ(nn::create_look_ahead_mask(3), (xt::xarray<bool>{{true, false, false}, {true, true, false}, {true, true, true}}));
+  EXPECT_EQ(nn::create_look_ahead_mask(3).may_attend(), (xt::xarray<bool>{{true, false, false}, {true, true, false}, {true, true, true}}));
 }
 
 }  // namespace

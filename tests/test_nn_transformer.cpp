@@ -47,7 +47,8 @@ void randomize(nn::Module<double>& m, std::uint64_t seed) {
 }
 
 // mask(b, i, j) with size-1 axes broadcasting; true = may attend.
-bool allowed(const Mask& mask, std::size_t b, std::size_t i, std::size_t j) {
+bool allowed(const AttendMask& attend, std::size_t b, std::size_t i, std::size_t j) {
+  const Mask& mask = attend.may_attend();
   const auto at = [&](std::size_t axis, std::size_t idx) { return mask.shape()[axis] == 1 ? 0 : idx; };
   return mask(at(0, b), at(1, i), at(2, j));
 }
@@ -59,7 +60,7 @@ struct NaiveAttention {
 
 // Plain-loop scaled dot-product attention over [batch, seq, features] arrays.
 NaiveAttention naive_sdpa(const xt::xarray<double>& q, const xt::xarray<double>& k, const xt::xarray<double>& v,
-                          const std::optional<Mask>& mask) {
+                          const std::optional<AttendMask>& mask) {
   const std::size_t batch = q.shape()[0], sq = q.shape()[1], sk = k.shape()[1], dk = q.shape()[2], dv = v.shape()[2];
   NaiveAttention r{xt::zeros<double>({batch, sq, dv}), xt::zeros<double>({batch, sq, sk})};
   for (std::size_t b = 0; b < batch; ++b)
@@ -100,7 +101,7 @@ struct NaiveMultiHead {
 
 // The paper's multi-head attention with plain loops, one head at a time, from the module's weights.
 NaiveMultiHead naive_mha(const tf::MultiHeadAttention<double>& mha, const xt::xarray<double>& q,
-                         const xt::xarray<double>& k, const xt::xarray<double>& v, const std::optional<Mask>& mask) {
+                         const xt::xarray<double>& k, const xt::xarray<double>& v, const std::optional<AttendMask>& mask) {
   const std::size_t batch = q.shape()[0], sq = q.shape()[1], sk = k.shape()[1], h = mha.h(), dk = mha.d_k();
   const std::size_t dm = mha.d_model();
   xt::xarray<double> concat = xt::zeros<double>({batch, sq, h * dk});
@@ -126,8 +127,8 @@ NaiveMultiHead naive_mha(const tf::MultiHeadAttention<double>& mha, const xt::xa
 }
 
 // [2, 3, 4] may-attend mask with a masked key in each row and one row of batch 1 masked but for one key.
-Mask sample_mask_2x3x4() {
-  return Mask{{{1, 1, 0, 1}, {1, 0, 1, 1}, {0, 1, 1, 1}}, {{1, 1, 1, 0}, {0, 0, 1, 0}, {1, 1, 0, 0}}};
+AttendMask sample_mask_2x3x4() {
+  return AttendMask(Mask{{{1, 1, 0, 1}, {1, 0, 1, 1}, {0, 1, 1, 1}}, {{1, 1, 1, 0}, {0, 0, 1, 0}, {1, 1, 0, 0}}});
 }
 
 // ---- ScaledDotProductAttention ----
@@ -135,9 +136,9 @@ Mask sample_mask_2x3x4() {
 TEST(ScaledDotProductAttention, ForwardMatchesNaiveLoopWithAndWithoutMask) {
   const auto q = random_tensor({2, 3, 5}, 1), k = random_tensor({2, 4, 5}, 2), v = random_tensor({2, 4, 2}, 3);
   tf::ScaledDotProductAttention<double> sdpa(5);
-  for (const std::optional<Mask>& mask : {std::optional<Mask>{}, std::optional<Mask>{sample_mask_2x3x4()},
-                                          std::optional<Mask>{Mask{{{1, 0, 1, 1}}}}}) {
-    SCOPED_TRACE(mask ? format_shape(mask->shape()) : "no mask");
+  for (const std::optional<AttendMask>& mask : {std::optional<AttendMask>{}, std::optional<AttendMask>{sample_mask_2x3x4()},
+                                          std::optional<AttendMask>{Mask{{{1, 0, 1, 1}}}}}) {
+    SCOPED_TRACE(mask ? format_shape(mask->may_attend().shape()) : "no mask");
     const auto out = sdpa(q, k, v, mask);
     const auto ref = naive_sdpa(q.value(), k.value(), v.value(), mask);
     ASSERT_EQ(out.shape(), (Shape{2, 3, 2}));
@@ -148,14 +149,14 @@ TEST(ScaledDotProductAttention, ForwardMatchesNaiveLoopWithAndWithoutMask) {
 
 TEST(ScaledDotProductAttention, MaskedPositionsGetWeightExactlyZero) {
   tf::ScaledDotProductAttention<double> sdpa(5);
-  const Mask mask = sample_mask_2x3x4();
+  const AttendMask mask = sample_mask_2x3x4();
   sdpa(random_tensor({2, 3, 5}, 4, true, -3, 3), random_tensor({2, 4, 5}, 5, true, -3, 3), random_tensor({2, 4, 2}, 6), mask);
   const auto& w = sdpa.last_weights().value();
   for (std::size_t b = 0; b < 2; ++b)
     for (std::size_t i = 0; i < 3; ++i) {
       double row = 0.0;
       for (std::size_t j = 0; j < 4; ++j) {
-        if (!mask(b, i, j)) {
+        if (!mask.may_attend()(b, i, j)) {
           EXPECT_EQ(w(b, i, j), 0.0) << b << "," << i << "," << j;
         }
         row += w(b, i, j);
@@ -169,7 +170,7 @@ TEST(ScaledDotProductAttention, FullyMaskedRowGetsUniformWeightsAsTheSeed) {
   // Every score filled with lowest() is a row of equal finite values: uniform, not NaN.
   tf::ScaledDotProductAttention<float> sdpa(2);
   const Tensor<float> q(xt::xarray<float>{{{1.0f, 2.0f}}}), k(xt::xarray<float>{{{1.0f, 0.0f}, {0.0f, 3.0f}}});
-  const auto out = sdpa(q, k, k, Mask{{{0, 0}}});
+  const auto out = sdpa(q, k, k, AttendMask(Mask{{{0, 0}}}));
   EXPECT_EQ(sdpa.last_weights().value(), (xt::xarray<float>{{{0.5f, 0.5f}}}));
   EXPECT_EQ(out.value(), (xt::xarray<float>{{{0.5f, 1.5f}}}));
 }
@@ -177,11 +178,11 @@ TEST(ScaledDotProductAttention, FullyMaskedRowGetsUniformWeightsAsTheSeed) {
 TEST(ScaledDotProductAttention, MaskRankDifferentFromScoresIsAShapeError) {
   tf::ScaledDotProductAttention<double> sdpa(5);
   const auto q = random_tensor({2, 3, 5}, 1), k = random_tensor({2, 4, 5}, 2), v = random_tensor({2, 4, 2}, 3);
-  EXPECT_TRUE(throws_with<ShapeError>([&] { sdpa(q, k, v, Mask{{1, 0, 1, 1}}); },
+  EXPECT_TRUE(throws_with<ShapeError>([&] { sdpa(q, k, v, AttendMask(Mask{{1, 0, 1, 1}})); },
                                       {"ScaledDotProductAttention(d_k=5)", "mask has 2 dims [1,4]", "scores have 3 [2,3,4]"}));
-  EXPECT_TRUE(throws_with<ShapeError>([&] { sdpa(q, k, v, Mask(xt::ones<bool>({1, 1, 3, 4}))); },
+  EXPECT_TRUE(throws_with<ShapeError>([&] { sdpa(q, k, v, AttendMask(Mask(xt::ones<bool>({1, 1, 3, 4})))); },
                                       {"mask has 4 dims [1,1,3,4]", "[2,3,4]"}));
-  EXPECT_TRUE(throws_with<ShapeError>([&] { sdpa(q, k, v, Mask(xt::ones<bool>({2, 2, 4}))); },
+  EXPECT_TRUE(throws_with<ShapeError>([&] { sdpa(q, k, v, AttendMask(Mask(xt::ones<bool>({2, 2, 4})))); },
                                       {"mask [2,2,4] does not broadcast", "[2,3,4]"}));
 }
 
@@ -197,9 +198,9 @@ TEST(ScaledDotProductAttention, MismatchedQKVAreShapeErrors) {
 
 TEST(ScaledDotProductAttention, GradcheckQKVWithAndWithoutMask) {
   tf::ScaledDotProductAttention<double> sdpa(5);
-  for (const std::optional<Mask>& mask : {std::optional<Mask>{}, std::optional<Mask>{sample_mask_2x3x4()},
-                                          std::optional<Mask>{Mask{{{1, 1, 0, 1}}, {{0, 1, 1, 1}}}}}) {
-    SCOPED_TRACE(mask ? format_shape(mask->shape()) : "no mask");
+  for (const std::optional<AttendMask>& mask : {std::optional<AttendMask>{}, std::optional<AttendMask>{sample_mask_2x3x4()},
+                                          std::optional<AttendMask>{Mask{{{1, 1, 0, 1}}, {{0, 1, 1, 1}}}}}) {
+    SCOPED_TRACE(mask ? format_shape(mask->may_attend().shape()) : "no mask");
     EXPECT_TRUE(passes_gradcheck([&](const Inputs& x) { return sdpa(x[0], x[1], x[2], mask); },
                                  {random_tensor({2, 3, 5}, 1), random_tensor({2, 4, 5}, 2), random_tensor({2, 4, 2}, 3)}));
   }
@@ -229,8 +230,8 @@ TEST(MultiHeadAttention, SelfAttentionMatchesNaivePerHeadLoopWithMask) {
   Generator gen(0);
   tf::MultiHeadAttention<double> mha(4, 2, gen);
   const auto x = random_tensor({2, 3, 4}, 1);
-  const Mask mask{{{1, 0, 0}, {1, 1, 0}, {1, 1, 1}}, {{1, 1, 0}, {0, 1, 0}, {1, 1, 0}}};
-  for (const std::optional<Mask>& m : {std::optional<Mask>{}, std::optional<Mask>{mask}}) {
+  const AttendMask mask(Mask{{{1, 0, 0}, {1, 1, 0}, {1, 1, 1}}, {{1, 1, 0}, {0, 1, 0}, {1, 1, 0}}});
+  for (const std::optional<AttendMask>& m : {std::optional<AttendMask>{}, std::optional<AttendMask>{mask}}) {
     SCOPED_TRACE(m ? "mask" : "no mask");
     const auto out = mha(x, x, x, m);
     const auto ref = naive_mha(mha, x.value(), x.value(), x.value(), m);
@@ -245,8 +246,8 @@ TEST(MultiHeadAttention, CrossAttentionUsesEachTensorsOwnSequenceLength) {
   Generator gen(1);
   tf::MultiHeadAttention<double> mha(6, 3, gen);
   const auto q = random_tensor({2, 2, 6}, 1), kv = random_tensor({2, 3, 6}, 2), v = random_tensor({2, 3, 6}, 3);
-  const Mask src_mask{{{1, 1, 0}}, {{1, 0, 1}}};  // [batch, 1, seq_k]: a padding mask
-  for (const std::optional<Mask>& m : {std::optional<Mask>{}, std::optional<Mask>{src_mask}}) {
+  const AttendMask src_mask(Mask{{{1, 1, 0}}, {{1, 0, 1}}});  // [batch, 1, seq_k]: a padding mask
+  for (const std::optional<AttendMask>& m : {std::optional<AttendMask>{}, std::optional<AttendMask>{src_mask}}) {
     SCOPED_TRACE(m ? "mask" : "no mask");
     const auto out = mha(q, kv, v, m);
     const auto ref = naive_mha(mha, q.value(), kv.value(), v.value(), m);
@@ -278,14 +279,14 @@ TEST(MultiHeadAttention, NoRepeatEinsumEqualsTheSeedsRepeatedEinsum) {
 TEST(MultiHeadAttention, GradcheckSelfAndCrossWithAndWithoutMask) {
   Generator gen(2);
   tf::MultiHeadAttention<double> mha(4, 2, gen);
-  const Mask causal{{{1, 0, 0}, {1, 1, 0}, {1, 1, 1}}};  // [1, 3, 3], shared by the batch
-  const Mask padding{{{1, 1, 0}}, {{1, 0, 1}}};         // [2, 1, 3]
-  for (const std::optional<Mask>& m : {std::optional<Mask>{}, std::optional<Mask>{causal}}) {
+  const AttendMask causal(Mask{{{1, 0, 0}, {1, 1, 0}, {1, 1, 1}}});  // [1, 3, 3], shared by the batch
+  const AttendMask padding(Mask{{{1, 1, 0}}, {{1, 0, 1}}});         // [2, 1, 3]
+  for (const std::optional<AttendMask>& m : {std::optional<AttendMask>{}, std::optional<AttendMask>{causal}}) {
     SCOPED_TRACE(m ? "self, causal mask" : "self, no mask");
     EXPECT_TRUE(passes_gradcheck([&](const Inputs& x) { return mha(x[0], x[0], x[0], m); },
                                  with_parameters({random_tensor({2, 3, 4}, 3)}, mha)));
   }
-  for (const std::optional<Mask>& m : {std::optional<Mask>{}, std::optional<Mask>{padding}}) {
+  for (const std::optional<AttendMask>& m : {std::optional<AttendMask>{}, std::optional<AttendMask>{padding}}) {
     SCOPED_TRACE(m ? "cross, padding mask" : "cross, no mask");
     EXPECT_TRUE(passes_gradcheck([&](const Inputs& x) { return mha(x[0], x[1], x[2], m); },
                                  with_parameters({random_tensor({2, 2, 4}, 4), random_tensor({2, 3, 4}, 5),
@@ -355,8 +356,8 @@ TEST(MultiHeadAttention, BadArgumentsAreErrorsNamingTheShapes) {
   EXPECT_TRUE(throws_with<ShapeError>([&] { mha(random_tensor({2, 3, 5}, 1), x, x); },
                                       {"MultiHeadAttention(d_model=4, h=2)", "q [2,3,5]"}));
   EXPECT_TRUE(throws_with<ShapeError>([&] { mha(x, x, random_tensor({2, 2, 4}, 1)); }, {"sequence length", "v [2,2,4]"}));
-  EXPECT_TRUE(throws_with<ShapeError>([&] { mha(x, x, x, Mask(xt::ones<bool>({3, 3}))); }, {"mask_3d [3,3]", "[2, 3, 3]"}));
-  EXPECT_TRUE(throws_with<ShapeError>([&] { mha(x, x, x, Mask(xt::ones<bool>({3, 3, 3}))); }, {"mask_3d [3,3,3]"}));
+  EXPECT_TRUE(throws_with<ShapeError>([&] { mha(x, x, x, AttendMask(Mask(xt::ones<bool>({3, 3})))); }, {"mask_3d [3,3]", "[2, 3, 3]"}));
+  EXPECT_TRUE(throws_with<ShapeError>([&] { mha(x, x, x, AttendMask(Mask(xt::ones<bool>({3, 3, 3})))); }, {"mask_3d [3,3,3]"}));
 }
 
 // ---- FFN ----
@@ -403,7 +404,7 @@ TEST(TransformerEncoderLayer, ParameterNamesFollowTheSeed) {
 }
 
 TEST(TransformerEncoderLayer, PostAndPreLNComposeTheSublayersAsDocumented) {
-  const Mask mask{{{1, 1, 0}}, {{1, 0, 1}}};
+  const AttendMask mask(Mask{{{1, 1, 0}}, {{1, 0, 1}}});
   const auto x = random_tensor({2, 3, 4}, 1);
   for (bool norm_first : {false, true}) {
     SCOPED_TRACE(norm_first ? "pre-LN" : "post-LN");
@@ -435,9 +436,9 @@ TEST(TransformerEncoderLayer, PostAndPreLNComposeTheSublayersAsDocumented) {
 }
 
 TEST(TransformerEncoderLayer, GradcheckPostAndPreLNWithAndWithoutMask) {
-  const Mask mask{{{1, 1, 0}}};
+  const AttendMask mask(Mask{{{1, 1, 0}}});
   for (bool norm_first : {false, true}) {
-    for (const std::optional<Mask>& m : {std::optional<Mask>{}, std::optional<Mask>{mask}}) {
+    for (const std::optional<AttendMask>& m : {std::optional<AttendMask>{}, std::optional<AttendMask>{mask}}) {
       SCOPED_TRACE(std::string(norm_first ? "pre-LN" : "post-LN") + (m ? ", mask" : ", no mask"));
       Generator gen(12);
       tf::TransformerEncoderLayer<double> layer(kDModel, kDFF, kHeads, 0.1, 1e-5, gen, norm_first);
@@ -464,7 +465,7 @@ TEST(TransformerDecoderLayer, ParameterNamesFollowTheSeed) {
 }
 
 TEST(TransformerDecoderLayer, PostAndPreLNComposeTheSublayersAsDocumented) {
-  const Mask self_mask{{{1, 0}, {1, 1}}}, src_mask{{{1, 1, 0}}, {{1, 0, 1}}};
+  const AttendMask self_mask(Mask{{{1, 0}, {1, 1}}}), src_mask(Mask{{{1, 1, 0}}, {{1, 0, 1}}});
   const auto tgt = random_tensor({2, 2, 4}, 1), src = random_tensor({2, 3, 4}, 2);
   for (bool norm_first : {false, true}) {
     SCOPED_TRACE(norm_first ? "pre-LN" : "post-LN");
@@ -499,7 +500,7 @@ TEST(TransformerDecoderLayer, PostAndPreLNComposeTheSublayersAsDocumented) {
 }
 
 TEST(TransformerDecoderLayer, GradcheckPostAndPreLNWithAndWithoutMasks) {
-  const Mask self_mask{{{1, 0}, {1, 1}}}, src_mask{{{1, 0, 1}}};
+  const AttendMask self_mask(Mask{{{1, 0}, {1, 1}}}), src_mask(Mask{{{1, 0, 1}}});
   for (bool norm_first : {false, true}) {
     for (bool masked : {false, true}) {
       SCOPED_TRACE(std::string(norm_first ? "pre-LN" : "post-LN") + (masked ? ", masks" : ", no masks"));
@@ -507,8 +508,8 @@ TEST(TransformerDecoderLayer, GradcheckPostAndPreLNWithAndWithoutMasks) {
       tf::TransformerDecoderLayer<double> layer(kDModel, kDFF, kHeads, 0.1, 1e-5, gen, norm_first);
       randomize(layer, 20);
       layer.eval();
-      const std::optional<Mask> ms = masked ? std::optional<Mask>{src_mask} : std::nullopt;
-      const std::optional<Mask> mt = masked ? std::optional<Mask>{self_mask} : std::nullopt;
+      const std::optional<AttendMask> ms = masked ? std::optional<AttendMask>{src_mask} : std::nullopt;
+      const std::optional<AttendMask> mt = masked ? std::optional<AttendMask>{self_mask} : std::nullopt;
       // tgt [1, 2, 4] against a source of another length, [1, 3, 4].
       EXPECT_TRUE(passes_gradcheck([&](const Inputs& in) { return layer(in[0], in[1], ms, mt); },
                                    with_parameters({random_tensor({1, 2, 4}, 21), random_tensor({1, 3, 4}, 22)}, layer)));
@@ -552,7 +553,7 @@ TEST(TransformerStacks, EncoderIsEmbeddingThenPositionalEncodingThenLayers) {
   tf::TransformerEncoder<double> encoder(7, 10, 0, kDModel, 1, kDFF, kHeads, 0.0, 1e-5, gen);
   randomize(encoder, 27);
   const IndexArray tokens{{3, 1, 0}, {2, 6, 5}};
-  const Mask mask = tf::make_src_mask(tokens, 0);
+  const AttendMask mask = tf::make_src_mask(tokens, 0);
   // The same pieces as stand-alone modules holding the encoder's parameters.
   Generator other(28);
   tf::Embedding<double> embedding(7, kDModel, 0, other);
@@ -629,8 +630,8 @@ TEST(Transformer, ParameterCountIsTheClosedForm) {
 
 TEST(Transformer, MasksFromTokens) {
   const IndexArray src{{4, 2, 0}, {1, 0, 0}}, tgt{{1, 3, 0}};
-  EXPECT_EQ(tf::make_src_mask(src, 0), (Mask{{{1, 1, 0}}, {{1, 0, 0}}}));
-  EXPECT_EQ(tf::make_tgt_mask(tgt, 0), (Mask{{{1, 0, 0}, {1, 1, 0}, {1, 1, 0}}}));
+  EXPECT_EQ(tf::make_src_mask(src, 0).may_attend(), (Mask{{{1, 1, 0}}, {{1, 0, 0}}}));
+  EXPECT_EQ(tf::make_tgt_mask(tgt, 0).may_attend(), (Mask{{{1, 0, 0}, {1, 1, 0}, {1, 1, 0}}}));
   EXPECT_TRUE(throws_with<ShapeError>([] { tf::make_tgt_mask(IndexArray{1, 2}, 0); }, {"make_tgt_mask", "[2]"}));
 }
 
@@ -658,8 +659,8 @@ void gradcheck_whole_model(bool norm_first) {
   randomize(model, 31);
   model.eval();
   const IndexArray src{{1, 3, 4}}, tgt{{2, 4, 1}};
-  const Mask src_mask{{{1, 1, 0}}};
-  const Mask tgt_mask = tf::make_tgt_mask(tgt, 0);
+  const AttendMask src_mask(Mask{{{1, 1, 0}}});
+  const AttendMask tgt_mask = tf::make_tgt_mask(tgt, 0);
   // Every parameter (461 values, 477 with the pre-LN final norms): 15 backwards and ~950 forwards of a
   // tiny model, a few seconds at most.
   EXPECT_TRUE(passes_gradcheck([&](const Inputs&) { return model.generator(model(src, tgt, src_mask, tgt_mask)); },
@@ -694,7 +695,7 @@ TEST(Transformer, CausalMaskKeepsEarlierOutputsIndependentOfLaterTargets) {
     model.eval();
     const IndexArray src{{1, 2, 3, 4}}, tgt{{1, 5, 2, 3}}, changed{{1, 5, 2, 4}};
     const auto run = [&](const IndexArray& t, bool causal) {
-      std::optional<Mask> mask;
+      std::optional<AttendMask> mask;
       if (causal) mask = tf::make_tgt_mask(t, 0);
       return model(src, t, tf::make_src_mask(src, 0), mask).value();
     };

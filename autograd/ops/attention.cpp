@@ -118,7 +118,7 @@ Tensor<T> attention_softmax_backward(const Tensor<T>& g, const Tensor<T>& y,
 }  // namespace
 
 template <class T>
-Tensor<T> attention_softmax(const Tensor<T>& scores, const std::optional<Mask>& may_attend, Scalar<T> scale, CallSite where) {
+Tensor<T> attention_softmax(const Tensor<T>& scores, const std::optional<AttendMask>& may_attend, Scalar<T> scale, CallSite where) {
   detail::require_defined(scores, "attention_softmax", "scores");
   const Shape shape = scores.shape();
   if (shape.empty()) throw ShapeError("attention_softmax: scores must have at least 1 dim, got []");
@@ -126,8 +126,9 @@ Tensor<T> attention_softmax(const Tensor<T>& scores, const std::optional<Mask>& 
     throw ValueError("attention_softmax: scale must be finite, got " + std::to_string(scale));
   const std::size_t n = shape.back(), rows = n == 0 ? 0 : scores.numel() / n;
   MaskRows mask;
-  if (may_attend) {
-    const Shape mask_shape(may_attend->shape().begin(), may_attend->shape().end());
+  const Mask* allowed = may_attend ? &may_attend->may_attend() : nullptr;
+  if (allowed) {
+    const Shape mask_shape(allowed->shape().begin(), allowed->shape().end());
     if (!kernels::broadcasts_to(mask_shape, shape)) {
       throw ShapeError("attention_softmax: may_attend of shape " + format_shape(mask_shape) +
                        " does not broadcast to the scores' shape " + format_shape(shape));
@@ -139,7 +140,7 @@ Tensor<T> attention_softmax(const Tensor<T>& scores, const std::optional<Mask>& 
   const T* x = scores.value().data();
   kernels::parallel_items(rows, n, [&](std::size_t begin, std::size_t end) {
     for (std::size_t r = begin; r < end; ++r) {
-      const bool* allow = may_attend ? may_attend->data() + mask.offset[r] : nullptr;
+      const bool* allow = allowed ? allowed->data() + mask.offset[r] : nullptr;
       live[r] = attention_row(x + r * n, allow, mask.step, n, scale, y.data() + r * n);
     }
   });
@@ -150,7 +151,7 @@ Tensor<T> attention_softmax(const Tensor<T>& scores, const std::optional<Mask>& 
                      });
 }
 
-template Tensor<float> attention_softmax(const Tensor<float>&, const std::optional<Mask>&, float, CallSite);
-template Tensor<double> attention_softmax(const Tensor<double>&, const std::optional<Mask>&, double, CallSite);
+template Tensor<float> attention_softmax(const Tensor<float>&, const std::optional<AttendMask>&, float, CallSite);
+template Tensor<double> attention_softmax(const Tensor<double>&, const std::optional<AttendMask>&, double, CallSite);
 
 }  // namespace tapegrad

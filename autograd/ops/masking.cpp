@@ -96,11 +96,6 @@ Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, Scalar<T> value, Cal
 }
 
 template <class T>
-Tensor<T> masked_fill(const Tensor<T>& a, const xt::xarray<std::uint8_t>& mask, Scalar<T> value, CallSite where) {
-  return masked_fill(a, Mask(xt::not_equal(mask, std::uint8_t{0})), value, where);
-}
-
-template <class T>
 Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen, CallSite where) {
   detail::require_defined(a, "dropout", "a");
   check_dropout_p(p, "dropout");
@@ -147,7 +142,6 @@ void check_dropout_p(double p, std::string_view op) {
 
 #define TAPEGRAD_INSTANTIATE_MASKING(T)                                                 \
   template Tensor<T> masked_fill(const Tensor<T>&, const Mask&, T, CallSite);                     \
-  template Tensor<T> masked_fill(const Tensor<T>&, const xt::xarray<std::uint8_t>&, T, CallSite); \
   template Tensor<T> dropout(const Tensor<T>&, double, bool, Generator&, CallSite);
 TAPEGRAD_INSTANTIATE_MASKING(float)
 TAPEGRAD_INSTANTIATE_MASKING(double)

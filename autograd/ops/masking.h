@@ -1,28 +1,62 @@
 #pragma once
-// masked_fill and dropout.
+// masked_fill and dropout, and the two mask types: Mask (true = fill) and AttendMask (true = may attend).
 #include <cstdint>
 #include <string_view>
+#include <utility>
 
 #include "autograd/generator.h"
 #include "autograd/tensor.h"
 
 namespace tapegrad {
 
+// A fill mask: true = "fill here" (masked_fill's polarity, PyTorch's).
 using Mask = xt::xarray<bool>;
 
+// An attention mask: true = "may attend" (The Annotated Transformer's polarity and the seeds'
+// labml code), the one every nn attention module, mask builder and attention_softmax takes. A
+// distinct type so that the two polarities cannot be mixed up silently: it is built only
+// explicitly, and it does not convert to Mask, so it cannot reach masked_fill, nor a Mask reach a
+// module. Inside a module, masked_fill(scores, mask.blocked(), -inf) is where the polarity turns.
+class AttendMask {
+ public:
+  // true = may attend.
+  explicit AttendMask(Mask may_attend) : may_attend_(std::move(may_attend)) {}
+  // Nonzero = may attend, as The Annotated Transformer's uint8 masks (subsequent_mask(n) == 0,
+  // (src != pad).unsqueeze(-2)).
+  explicit AttendMask(const xt::xarray<std::uint8_t>& may_attend);
+  // From a mask where true = "blocked": PyTorch nn.MultiheadAttention's boolean attn_mask and
+  // key_padding_mask, and the seeds' masked_fill_(mask, ...).
+  static AttendMask blocking(const Mask& blocked);
+
+  const Mask& may_attend() const { return may_attend_; }
+  // The fill mask for masked_fill: true where the key may not be attended to.
+  Mask blocked() const;
+
+  // Attend where both allow it, e.g. a padding mask && a look-ahead mask; the shapes broadcast
+  // (NumPy's rule), else ShapeError naming both.
+  friend AttendMask operator&&(const AttendMask& a, const AttendMask& b);
+
+ private:
+  Mask may_attend_;
+};
+
 // Where mask is true, the output is value (any value, -inf included) and no gradient flows back;
-// elsewhere the output is a. This is PyTorch's masked_fill polarity (true = fill). Attention
-// modules take masks where 1 means "may attend" and call masked_fill(scores, xt::equal(mask, 0), -inf)
-// (xtensor's `mask == 0` is not elementwise). a and the mask broadcast together, as PyTorch: e.g.
-// a [batch, 1, 1, keys] padding mask over [batch, heads, queries, keys] scores, or a [3] input
-// under a [2,3] mask (the output is [2,3]); shapes that do not broadcast: ShapeError naming both.
-// The uint8 overload treats every nonzero byte as true. The gradient is 0 where the output was
-// filled and passes through unchanged elsewhere (summed back to a's shape when a was broadcast):
-// masked_fill of the gradient with 0, so it differentiates again (create_graph).
+// elsewhere the output is a. This is PyTorch's masked_fill polarity (true = fill). An attention
+// mask (AttendMask) does not convert to Mask: pass its blocked(). a and the mask broadcast
+// together, as PyTorch: e.g. a [batch, 1, 1, keys] padding mask over [batch, heads, queries, keys]
+// scores, or a [3] input under a [2,3] mask (the output is [2,3]); shapes that do not broadcast:
+// ShapeError naming both. The gradient is 0 where the output was filled and passes through
+// unchanged elsewhere (summed back to a's shape when a was broadcast): masked_fill of the gradient
+// with 0, so it differentiates again (create_graph).
 template <class T> Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, Scalar<T> value,
     CallSite where = std::source_location::current());
+// Deleted on purpose. PyTorch deprecated uint8 masks in masked_fill (bool only), and a uint8 mask
+// is usually The Annotated Transformer's 1 = "may attend", which filling where nonzero would
+// silently invert. Say which polarity the bytes have: masked_fill(a, Mask(xt::not_equal(m, 0)), v)
+// for a fill mask, or AttendMask(m) (equivalently Mask(xt::equal(m, 0)) as the fill mask) for an
+// attend mask.
 template <class T> Tensor<T> masked_fill(const Tensor<T>& a, const xt::xarray<std::uint8_t>& mask, Scalar<T> value,
-    CallSite where = std::source_location::current());
+    CallSite where = std::source_location::current()) = delete;
 
 // Inverted dropout: in training with p > 0, each element is zeroed with probability p and the
 // rest scaled by 1/(1-p); the keep-mask comes from gen (deterministic given its state). Identity

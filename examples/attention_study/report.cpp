@@ -82,7 +82,7 @@ std::vector<Figure> write_map_pair(const fs::path& dir, const AttentionMaps& map
   double max_weight = 0, max_grad = 0;
   for (std::size_t i = 0; i < rows; ++i) {
     for (std::size_t j = 0; j < cols; ++j) {
-      const bool masked = !maps.may_attend(b, i, j);
+      const bool masked = !maps.may_attend.may_attend()(b, i, j);
       spec.masked.push_back(masked);
       if (masked) continue;
       max_weight = std::max(max_weight, double(maps.weights(b, head, i, j)));

@@ -14,13 +14,14 @@ namespace tapegrad::attention_study {
 namespace {
 
 // [batch, 1 or seq_q, seq_k] -> [batch, seq_q, seq_k]
-Mask expand_mask(const Mask& mask, std::size_t seq_q) {
+AttendMask expand_mask(const AttendMask& attend, std::size_t seq_q) {
+  const Mask& mask = attend.may_attend();
   const std::size_t batch = mask.shape()[0], seq_k = mask.shape()[2];
   Mask out = Mask::from_shape({batch, seq_q, seq_k});
   for (std::size_t b = 0; b < batch; ++b)
     for (std::size_t i = 0; i < seq_q; ++i)
       for (std::size_t j = 0; j < seq_k; ++j) out(b, i, j) = mask(b, mask.shape()[1] == 1 ? 0 : i, j);
-  return out;
+  return AttendMask(std::move(out));
 }
 
 AttentionMaps describe(const std::string& module, nn::transformer::AttentionWeights<float> attention,
@@ -32,29 +33,27 @@ AttentionMaps describe(const std::string& module, nn::transformer::AttentionWeig
     throw std::runtime_error("attention_study: unexpected attention module name '" + module + "'");
   }
   if (!attention.grad) throw std::runtime_error("attention_study: no gradient reached '" + module + "'");
-  AttentionMaps out;
+  const std::size_t seq_q = attention.weights.shape()[2];
+  const bool decoder_self = m[1] == "decoder" && m[3] == "self_attention";
+  AttentionMaps out{.may_attend = decoder_self ? batch.tgt_mask : expand_mask(batch.src_mask, seq_q)};
   out.module = module;
   out.layer = std::stoul(m[2]);
   out.weights = std::move(attention.weights);
   out.grad = std::move(*attention.grad);
   const std::string layer = std::to_string(out.layer);
-  const std::size_t seq_q = out.weights.shape()[2];
   if (m[1] == "encoder") {
     out.kind = AttentionKind::kEncoderSelf;
     out.short_name = "enc" + layer + " self";
     out.query_tokens = out.key_tokens = batch.src;
-    out.may_attend = expand_mask(batch.src_mask, seq_q);
   } else if (m[3] == "self_attention") {
     out.kind = AttentionKind::kDecoderSelf;
     out.short_name = "dec" + layer + " self";
     out.query_tokens = out.key_tokens = batch.tgt_in;
-    out.may_attend = batch.tgt_mask;
   } else {
     out.kind = AttentionKind::kDecoderCross;
     out.short_name = "dec" + layer + " cross";
     out.query_tokens = batch.tgt_in;
     out.key_tokens = batch.src;
-    out.may_attend = expand_mask(batch.src_mask, seq_q);
   }
   return out;
 }
@@ -69,7 +68,7 @@ void attention_grad_norms(const AttentionMaps& maps, std::size_t head, HeadGradN
       for (std::size_t j = 0; j < s[3]; ++j) row_dot += double(maps.weights(b, head, i, j)) * maps.grad(b, head, i, j);
       for (std::size_t j = 0; j < s[3]; ++j) {
         const double a = maps.weights(b, head, i, j), g = maps.grad(b, head, i, j);
-        if (maps.may_attend(b, i, j)) weights_sq += g * g;
+        if (maps.may_attend.may_attend()(b, i, j)) weights_sq += g * g;
         const double ds = a * (g - row_dot);
         scores_sq += ds * ds;
       }

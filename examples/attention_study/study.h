@@ -38,7 +38,7 @@ struct AttentionMaps {
   std::size_t layer = 0;
   xt::xarray<float> weights;  // [batch, heads, seq_q, seq_k]
   xt::xarray<float> grad;     // [batch, heads, seq_q, seq_k], dL/dA
-  Mask may_attend;            // [batch, seq_q, seq_k]
+  AttendMask may_attend;      // [batch, seq_q, seq_k], true = may attend
   IndexArray query_tokens;    // [batch, seq_q]
   IndexArray key_tokens;      // [batch, seq_k]
 };

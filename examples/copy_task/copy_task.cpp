@@ -29,17 +29,17 @@ IndexArray random_sequences(std::size_t batch, std::size_t seq_len, std::size_t 
 
 Batch make_batch(const IndexArray& data) {
   const std::size_t batch = data.shape()[0], seq = data.shape()[1];
-  Batch out{data, IndexArray::from_shape({batch, seq - 1}), IndexArray::from_shape({batch, seq - 1}), {}, {}, 0};
+  IndexArray tgt_in = IndexArray::from_shape({batch, seq - 1}), tgt_out = IndexArray::from_shape({batch, seq - 1});
+  std::size_t ntokens = 0;
   for (std::size_t b = 0; b < batch; ++b) {
     for (std::size_t s = 0; s + 1 < seq; ++s) {
-      out.tgt_in(b, s) = data(b, s);
-      out.tgt_out(b, s) = data(b, s + 1);
-      out.ntokens += data(b, s + 1) != kPad;
+      tgt_in(b, s) = data(b, s);
+      tgt_out(b, s) = data(b, s + 1);
+      ntokens += data(b, s + 1) != kPad;
     }
   }
-  out.src_mask = nn::transformer::make_src_mask(out.src, kPad);
-  out.tgt_mask = nn::transformer::make_tgt_mask(out.tgt_in, kPad);
-  return out;
+  AttendMask src_mask = nn::transformer::make_src_mask(data, kPad), tgt_mask = nn::transformer::make_tgt_mask(tgt_in, kPad);
+  return Batch{data, std::move(tgt_in), std::move(tgt_out), std::move(src_mask), std::move(tgt_mask), ntokens};
 }
 
 template <class T>
@@ -72,7 +72,7 @@ template Tensor<double> batch_loss(nn::transformer::Transformer<double>&, const 
 
 IndexArray greedy_decode(nn::transformer::Transformer<float>& model, const IndexArray& src, std::size_t max_len) {
   const std::size_t batch = src.shape()[0];
-  const Mask src_mask = nn::transformer::make_src_mask(src, kPad);
+  const AttendMask src_mask = nn::transformer::make_src_mask(src, kPad);
   const Tensor<float> memory = model.encode(src, src_mask);
   IndexArray ys = IndexArray::from_shape({batch, 1});
   ys.fill(kStart);

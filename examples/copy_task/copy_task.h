@@ -39,7 +39,7 @@ IndexArray random_sequences(std::size_t batch, std::size_t seq_len, std::size_t 
 
 struct Batch {
   IndexArray src, tgt_in, tgt_out;  // [B, S], [B, S-1], [B, S-1]
-  Mask src_mask, tgt_mask;          // [B, 1, S], [B, S-1, S-1]; true = may attend
+  AttendMask src_mask, tgt_mask;    // [B, 1, S], [B, S-1, S-1]
   std::size_t ntokens;              // non-pad tokens in tgt_out
 };
 Batch make_batch(const IndexArray& data);

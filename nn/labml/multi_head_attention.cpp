@@ -43,8 +43,9 @@ Tensor<T> MultiHeadAttention<T>::get_score(const Tensor<T>& query, const Tensor<
 }
 
 template <class T>
-Mask MultiHeadAttention<T>::prepare_mask(const Mask& mask, const Shape& query_shape, const Shape& key_shape) const {
-  const Shape m(mask.shape().begin(), mask.shape().end());
+AttendMask MultiHeadAttention<T>::prepare_mask(const AttendMask& mask, const Shape& query_shape,
+                                               const Shape& key_shape) const {
+  const Shape m(mask.may_attend().shape().begin(), mask.may_attend().shape().end());
   const auto fail = [&](const std::string& why) {
     throw ShapeError(describe() + ".prepare_mask: mask " + format_shape(m) + " " + why + " (query " +
                      format_shape(query_shape) + ", key " + format_shape(key_shape) +
@@ -67,14 +68,14 @@ Mask MultiHeadAttention<T>::prepare_mask(const Mask& mask, const Shape& query_sh
          std::to_string(query_shape[1]));
   }
   // The same mask for every head: [.., .., .., 1].
-  Mask prepared = mask;
+  Mask prepared = mask.may_attend();
   prepared.reshape({m[0], m[1], m[2], std::size_t{1}});
-  return prepared;
+  return AttendMask(std::move(prepared));
 }
 
 template <class T>
 Tensor<T> MultiHeadAttention<T>::forward(const Tensor<T>& query, const Tensor<T>& key, const Tensor<T>& value,
-                                         const std::optional<Mask>& mask) {
+                                         const std::optional<AttendMask>& mask) {
   const auto check_input = [&](const Tensor<T>& x, const char* name) {
     if (x.ndim() != 3 || x.size(-1) != d_model_) {
       throw ShapeError(describe() + ": " + name + " " + x.describe() + " must be [seq_len, batch_size, " +
@@ -88,7 +89,7 @@ Tensor<T> MultiHeadAttention<T>::forward(const Tensor<T>& query, const Tensor<T>
     throw ShapeError(describe() + ": key " + key.describe() + " and value " + value.describe() +
                      " must have one length and the batch size of query " + query.describe());
   }
-  std::optional<Mask> keep;
+  std::optional<AttendMask> keep;
   if (mask) keep = prepare_mask(*mask, query.shape(), key.shape());
 
   const Tensor<T> q = (*query_)(query);  // [seq_q, batch_size, heads, d_k]
@@ -96,7 +97,7 @@ Tensor<T> MultiHeadAttention<T>::forward(const Tensor<T>& query, const Tensor<T>
   const Tensor<T> v = (*value_)(value);  // [seq_k, batch_size, heads, d_k]
 
   Tensor<T> scores = get_score(q, k) * static_cast<T>(scale_);  // [seq_q, seq_k, batch_size, heads]
-  if (keep) scores = masked_fill(scores, Mask(!*keep), -std::numeric_limits<T>::infinity());
+  if (keep) scores = masked_fill(scores, keep->blocked(), -std::numeric_limits<T>::infinity());
 
   Tensor<T> attn = (*softmax_)(scores);
   if (attn.requires_grad()) attn.retain_grad();

@@ -7,12 +7,13 @@
 //   q = query(query)                       [seq_q, batch_size, heads, d_k]   d_k = d_model / heads
 //   k = key(key), v = value(value)         [seq_k, batch_size, heads, d_k]
 //   scores = einsum("ibhd,jbhd->ijbh", q, k) / sqrt(d_k)          [seq_q, seq_k, batch_size, heads]
-//   scores = masked_fill(scores, mask == 0, -inf)                  (when a mask is given)
+//   scores = masked_fill(scores, mask.blocked(), -inf)             (when a mask is given)
 //   attn   = softmax(scores, dim = 1)       over the key axis: attn[i, :, b, h] sums to 1
 //   x      = einsum("ijbh,jbhd->ibhd", dropout(attn), v)           [seq_q, batch_size, heads, d_k]
 //   out    = output(reshape(x, [seq_q, batch_size, heads * d_k]))  [seq_q, batch_size, d_model]
 //
-// Mask polarity: true (1) means "may attend", false (0) masks the key out. A mask is
+// Mask polarity: true (1) means "may attend", false (0) masks the key out; the AttendMask type
+// enforces it (a masked_fill-style Mask does not convert; see AttendMask::blocking). A mask is
 // [seq_q or 1, seq_k, batch_size or 1] (a size-1 axis broadcasts over queries or over the batch)
 // and the same mask applies to every head. A query row whose keys are all masked gets an all-zero
 // attention row (tapegrad's softmax of an all -inf row; PyTorch would give NaN), so its output row
@@ -52,10 +53,10 @@ class MultiHeadAttention : public Module<T> {
   // not [seq, batch_size, d_model], key and value differ in length, or the batch sizes differ,
   // and (from prepare_mask) when the mask does not fit.
   Tensor<T> forward(const Tensor<T>& query, const Tensor<T>& key, const Tensor<T>& value,
-                    const std::optional<Mask>& mask = std::nullopt);
+                    const std::optional<AttendMask>& mask = std::nullopt);
   // forward, then the hooks (nn/module.h), which see query, key, value.
   Tensor<T> operator()(const Tensor<T>& query, const Tensor<T>& key, const Tensor<T>& value,
-                       const std::optional<Mask>& mask = std::nullopt) {
+                       const std::optional<AttendMask>& mask = std::nullopt) {
     return this->run_hooks(forward(query, key, value, mask), query, key, value);
   }
 
@@ -67,7 +68,7 @@ class MultiHeadAttention : public Module<T> {
   // broadcasts over the heads of the scores. query_shape is [seq_q, batch_size, ...] and key_shape
   // [seq_k, ...] (the inputs' shapes). ShapeError naming the mask, query and key shapes when the
   // mask does not have 3 axes or one of its axes does not fit (the seed's three asserts).
-  Mask prepare_mask(const Mask& mask, const Shape& query_shape, const Shape& key_shape) const;
+  AttendMask prepare_mask(const AttendMask& mask, const Shape& query_shape, const Shape& key_shape) const;
 
   // The last attention map [seq_q, seq_k, batch_size, heads] (post-softmax, pre-dropout);
   // undefined before the first forward.

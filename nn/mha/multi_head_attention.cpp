@@ -31,7 +31,7 @@ Tensor<T> MultiHeadAttention<T>::split_heads(const Tensor<T>& x) const {
 
 template <class T>
 AttentionOutput<T> MultiHeadAttention<T>::forward(const Tensor<T>& query, const Tensor<T>& key, const Tensor<T>& value,
-                                                  const std::optional<Mask>& mask) {
+                                                  const std::optional<AttendMask>& mask) {
   const auto check_input = [&](const Tensor<T>& x, const char* name) {
     if (x.ndim() != 3 || x.size(-1) != d_model_) {
       throw ShapeError(describe() + ": " + name + " " + x.describe() + " must be [batch, seq_len, " +

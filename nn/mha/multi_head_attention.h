@@ -7,14 +7,15 @@
 //   (self-attention: all three the same; cross-attention: seq_k may differ from seq_q)
 //   Q = query(query), K = key(key), V = value(value)            projections, [batch, seq, d_model]
 //   split heads: [batch, seq, d_model] -> [batch, n_heads, seq, d_k]      d_k = d_model / n_heads
-//   weights = attn_drop(softmax(Q K^T / sqrt(d_k), masked_fill(mask == 0, -inf), dim = -1))
+//   weights = attn_drop(softmax(masked_fill(Q K^T / sqrt(d_k), mask.blocked(), -inf), dim = -1))
 //                                                               [batch, n_heads, seq_q, seq_k]
 //   heads   = weights V                                         [batch, n_heads, seq_q, d_k]
 //   output  = proj(merge heads -> [batch, seq_q, d_model])     [batch, seq_q, d_model]
 //
-// Mask polarity: true (1) means "may attend", false (0) masks the key out. The mask broadcasts to
-// [batch, n_heads, seq_q, seq_k]: create_padding_mask's [batch, 1, 1, seq_k],
-// create_look_ahead_mask's [seq_q, seq_k], or both combined. A query whose keys are all masked
+// Mask polarity: true (1) means "may attend", false (0) masks the key out; the AttendMask type
+// enforces it (a masked_fill-style Mask does not convert; see AttendMask::blocking). The mask
+// broadcasts to [batch, n_heads, seq_q, seq_k]: create_padding_mask's [batch, 1, 1, seq_k],
+// create_look_ahead_mask's [seq_q, seq_k], or both combined (padding && look_ahead). A query whose keys are all masked
 // gets an all-zero weight row (tapegrad's softmax of an all -inf row), so its output row is
 // exactly proj.bias.
 //
@@ -46,11 +47,11 @@ class MultiHeadAttention : public Module<T> {
   // not [batch, seq, d_model], key and value differ in length, the batch sizes differ, or the
   // mask does not broadcast to [batch, n_heads, seq_q, seq_k].
   AttentionOutput<T> forward(const Tensor<T>& query, const Tensor<T>& key, const Tensor<T>& value,
-                             const std::optional<Mask>& mask = std::nullopt);
+                             const std::optional<AttendMask>& mask = std::nullopt);
   // forward, then the hooks (nn/module.h) on the output tensor; they see query, key, value.
   // attention_weights stay forward's: a replaced output was not computed from them.
   AttentionOutput<T> operator()(const Tensor<T>& query, const Tensor<T>& key, const Tensor<T>& value,
-                                const std::optional<Mask>& mask = std::nullopt) {
+                                const std::optional<AttendMask>& mask = std::nullopt) {
     AttentionOutput<T> out = forward(query, key, value, mask);
     out.output = this->run_hooks(std::move(out.output), query, key, value);
     return out;

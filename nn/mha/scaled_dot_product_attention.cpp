@@ -22,7 +22,7 @@ Shape leading(const Shape& s) { return Shape(s.begin(), s.end() - 2); }
 
 template <class T>
 AttentionOutput<T> scaled_dot_product_attention(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
-                                                const std::optional<Mask>& mask, Dropout<T>& dropout,
+                                                const std::optional<AttendMask>& mask, Dropout<T>& dropout,
                                                 const std::string& who) {
   const std::string operands = " (query " + q.describe() + ", key " + k.describe() + ", value " + v.describe() + ")";
   if (q.ndim() < 2 || k.ndim() < 2 || v.ndim() < 2) {
@@ -35,14 +35,15 @@ AttentionOutput<T> scaled_dot_product_attention(const Tensor<T>& q, const Tensor
       leading(v.shape()), who + ": leading axes of" + operands);
   scores_shape.push_back(q.size(-2));
   scores_shape.push_back(k.size(-2));
-  if (mask && !kernels::broadcasts_to(Shape(mask->shape().begin(), mask->shape().end()), scores_shape)) {
-    throw ShapeError(who + ": mask " + format_shape(mask->shape()) + " does not broadcast to the attention scores " +
+  const Mask* allowed = mask ? &mask->may_attend() : nullptr;
+  if (allowed && !kernels::broadcasts_to(Shape(allowed->shape().begin(), allowed->shape().end()), scores_shape)) {
+    throw ShapeError(who + ": mask " + format_shape(allowed->shape()) + " does not broadcast to the attention scores " +
                      format_shape(scores_shape) + " [..., seq_q, seq_k]" + operands);
   }
 
   const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
   Tensor<T> scores = matmul(q, transpose(k, -2, -1)) * scale;
-  if (mask) scores = masked_fill(scores, Mask(!*mask), -std::numeric_limits<T>::infinity());
+  if (mask) scores = masked_fill(scores, mask->blocked(), -std::numeric_limits<T>::infinity());
   Tensor<T> weights = dropout(softmax(scores, -1));
   if (weights.requires_grad()) weights.retain_grad();
   return {matmul(weights, v), weights};
@@ -54,13 +55,13 @@ ScaledDotProductAttention<T>::ScaledDotProductAttention(Generator& gen, double d
 
 template <class T>
 AttentionOutput<T> ScaledDotProductAttention<T>::forward(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
-                                                         const std::optional<Mask>& mask) {
+                                                         const std::optional<AttendMask>& mask) {
   return scaled_dot_product_attention(q, k, v, mask, *dropout_, "ScaledDotProductAttention");
 }
 
 #define TAPEGRAD_INSTANTIATE_SDPA(T)                                                                              \
   template AttentionOutput<T> scaled_dot_product_attention(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, \
-                                                           const std::optional<Mask>&, Dropout<T>&,              \
+                                                           const std::optional<AttendMask>&, Dropout<T>&,              \
                                                            const std::string&);                                  \
   template class ScaledDotProductAttention<T>;
 TAPEGRAD_INSTANTIATE_SDPA(float)

@@ -3,11 +3,12 @@
 //
 //   q [..., seq_q, d_k], k [..., seq_k, d_k], v [..., seq_k, d_v]   (leading axes broadcast)
 //   scores  = q k^T / sqrt(d_k)                                     [..., seq_q, seq_k]
-//   scores  = masked_fill(scores, mask == 0, -inf)                  (when a mask is given)
+//   scores  = masked_fill(scores, mask.blocked(), -inf)             (when a mask is given)
 //   weights = dropout(softmax(scores, dim = -1))                    over the key axis only
 //   output  = weights v                                             [..., seq_q, d_v]
 //
-// Mask polarity: true (1) means "may attend", false (0) masks the key out. The mask broadcasts to
+// Mask polarity: true (1) means "may attend", false (0) masks the key out; the AttendMask type
+// enforces it (a masked_fill-style Mask does not convert; see AttendMask::blocking). The mask broadcasts to
 // the scores [..., seq_q, seq_k], e.g. create_padding_mask's [batch, 1, 1, seq_k] or
 // create_look_ahead_mask's [seq_q, seq_k]; a masked key gets exactly zero weight. A query whose
 // keys are all masked gets an all-zero weight row (tapegrad's softmax of an all -inf row; PyTorch
@@ -37,7 +38,7 @@ struct AttentionOutput {
 // in seq_k, the leading axes do not broadcast, or the mask does not broadcast to the scores.
 template <class T>
 AttentionOutput<T> scaled_dot_product_attention(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
-                                                const std::optional<Mask>& mask, Dropout<T>& dropout,
+                                                const std::optional<AttendMask>& mask, Dropout<T>& dropout,
                                                 const std::string& who);
 
 // The module: no parameters, one child `dropout` (Dropout(dropout), identity in eval).
@@ -48,11 +49,11 @@ class ScaledDotProductAttention : public Module<T> {
 
   std::string type_name() const override { return "ScaledDotProductAttention"; }
   AttentionOutput<T> forward(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
-                             const std::optional<Mask>& mask = std::nullopt);
+                             const std::optional<AttendMask>& mask = std::nullopt);
   // forward, then the hooks (nn/module.h) on the output tensor; they see q, k, v.
   // attention_weights stay forward's: a replaced output was not computed from them.
   AttentionOutput<T> operator()(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
-                                const std::optional<Mask>& mask = std::nullopt) {
+                                const std::optional<AttendMask>& mask = std::nullopt) {
     AttentionOutput<T> out = forward(q, k, v, mask);
     out.output = this->run_hooks(std::move(out.output), q, k, v);
     return out;

@@ -26,8 +26,8 @@ TransformerDecoderLayer<T>::TransformerDecoderLayer(const LayerOptions& options,
 
 template <class T>
 Tensor<T> TransformerDecoderLayer<T>::forward(const Tensor<T>& tgt, const Tensor<T>& src,
-                                              const std::optional<Mask>& mask_src_tgt,
-                                              const std::optional<Mask>& mask_self) {
+                                              const std::optional<AttendMask>& mask_src_tgt,
+                                              const std::optional<AttendMask>& mask_self) {
   const Tensor<T> x =
       sublayer_connection(tgt, *layer_norm_self_attention_, *dropout_self_attention_, norm_first_,
                           [&](const Tensor<T>& y) { return (*self_attention_)(y, y, y, mask_self); });
@@ -44,7 +44,7 @@ TransformerDecoder<T>::TransformerDecoder(const StackOptions& options, Generator
 
 template <class T>
 Tensor<T> TransformerDecoder<T>::forward(const IndexArray& tgt, const Tensor<T>& src,
-                                         const std::optional<Mask>& mask_src_tgt, const std::optional<Mask>& mask_self) {
+                                         const std::optional<AttendMask>& mask_src_tgt, const std::optional<AttendMask>& mask_self) {
   return this->run(tgt, src, mask_src_tgt, mask_self);
 }
 

@@ -17,7 +17,8 @@
 //   tgt tokens [batch, seq_t] -> embedding -> positional_encoding -> decoder_layers.0 .. N-1
 //   (-> norm, a final LayerNorm, only when norm_first) -> [batch, seq_t, d_model]
 //
-// MASK POLARITY: true/1 = "may attend" — the opposite of the seed's masked_fill_(mask, ...).
+// MASK POLARITY: true/1 = "may attend" — the opposite of the seed's masked_fill_(mask, ...);
+// the AttendMask type enforces it (a fill-polarity Mask does not convert).
 // mask_self is normally causal AND not-padding (make_tgt_mask in masks.h), mask_src_tgt the
 // source padding mask [batch, 1, seq_s] (make_src_mask). Both are optional.
 #include <memory>
@@ -46,12 +47,12 @@ class TransformerDecoderLayer : public Module<T> {
       : TransformerDecoderLayer(LayerOptions{d_model, d_ff, heads_num, dropout_rate, layer_norm_eps, norm_first}, gen) {}
 
   std::string type_name() const override { return "TransformerDecoderLayer"; }
-  Tensor<T> forward(const Tensor<T>& tgt, const Tensor<T>& src, const std::optional<Mask>& mask_src_tgt = std::nullopt,
-                    const std::optional<Mask>& mask_self = std::nullopt);
+  Tensor<T> forward(const Tensor<T>& tgt, const Tensor<T>& src, const std::optional<AttendMask>& mask_src_tgt = std::nullopt,
+                    const std::optional<AttendMask>& mask_self = std::nullopt);
   // forward, then the hooks (nn/module.h), which see tgt, src.
   Tensor<T> operator()(const Tensor<T>& tgt, const Tensor<T>& src,
-                       const std::optional<Mask>& mask_src_tgt = std::nullopt,
-                       const std::optional<Mask>& mask_self = std::nullopt) {
+                       const std::optional<AttendMask>& mask_src_tgt = std::nullopt,
+                       const std::optional<AttendMask>& mask_self = std::nullopt) {
     return this->run_hooks(forward(tgt, src, mask_src_tgt, mask_self), tgt, src);
   }
 
@@ -85,12 +86,12 @@ class TransformerDecoder : public LayerStack<T, TransformerDecoderLayer<T>> {
                            gen) {}
 
   std::string type_name() const override { return "TransformerDecoder"; }
-  Tensor<T> forward(const IndexArray& tgt, const Tensor<T>& src, const std::optional<Mask>& mask_src_tgt = std::nullopt,
-                    const std::optional<Mask>& mask_self = std::nullopt);
+  Tensor<T> forward(const IndexArray& tgt, const Tensor<T>& src, const std::optional<AttendMask>& mask_src_tgt = std::nullopt,
+                    const std::optional<AttendMask>& mask_self = std::nullopt);
   // forward, then the hooks (nn/module.h), which see src only (tgt tokens are not a tensor).
   Tensor<T> operator()(const IndexArray& tgt, const Tensor<T>& src,
-                       const std::optional<Mask>& mask_src_tgt = std::nullopt,
-                       const std::optional<Mask>& mask_self = std::nullopt) {
+                       const std::optional<AttendMask>& mask_src_tgt = std::nullopt,
+                       const std::optional<AttendMask>& mask_self = std::nullopt) {
     return this->run_hooks(forward(tgt, src, mask_src_tgt, mask_self), src);
   }
 

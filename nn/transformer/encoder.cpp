@@ -19,7 +19,7 @@ TransformerEncoderLayer<T>::TransformerEncoderLayer(const LayerOptions& options,
                                             std::make_shared<LayerNorm<T>>(options.d_model, options.layer_norm_eps))) {}
 
 template <class T>
-Tensor<T> TransformerEncoderLayer<T>::forward(const Tensor<T>& x, const std::optional<Mask>& mask) {
+Tensor<T> TransformerEncoderLayer<T>::forward(const Tensor<T>& x, const std::optional<AttendMask>& mask) {
   const Tensor<T> attended =
       sublayer_connection(x, *layer_norm_self_attention_, *dropout_self_attention_, norm_first_,
                           [&](const Tensor<T>& y) { return (*multi_head_attention_)(y, y, y, mask); });
@@ -32,7 +32,7 @@ TransformerEncoder<T>::TransformerEncoder(const StackOptions& options, Generator
     : LayerStack<T, TransformerEncoderLayer<T>>("encoder_layers", options, gen) {}
 
 template <class T>
-Tensor<T> TransformerEncoder<T>::forward(const IndexArray& tokens, const std::optional<Mask>& mask) {
+Tensor<T> TransformerEncoder<T>::forward(const IndexArray& tokens, const std::optional<AttendMask>& mask) {
   return this->run(tokens, mask);
 }
 

@@ -15,7 +15,8 @@
 //   tokens [batch, seq] -> embedding -> positional_encoding -> encoder_layers.0 .. N-1
 //   (-> norm, a final LayerNorm, only when norm_first) -> [batch, seq, d_model]
 //
-// MASK POLARITY: true/1 = "may attend" — the opposite of the seed's masked_fill_(mask, ...).
+// MASK POLARITY: true/1 = "may attend" — the opposite of the seed's masked_fill_(mask, ...);
+// the AttendMask type enforces it (a fill-polarity Mask does not convert).
 // A source padding mask is [batch, 1, seq], true on real tokens (make_src_mask in masks.h).
 #include <memory>
 #include <optional>
@@ -43,9 +44,9 @@ class TransformerEncoderLayer : public Module<T> {
       : TransformerEncoderLayer(LayerOptions{d_model, d_ff, heads_num, dropout_rate, layer_norm_eps, norm_first}, gen) {}
 
   std::string type_name() const override { return "TransformerEncoderLayer"; }
-  Tensor<T> forward(const Tensor<T>& x, const std::optional<Mask>& mask = std::nullopt);
+  Tensor<T> forward(const Tensor<T>& x, const std::optional<AttendMask>& mask = std::nullopt);
   // forward, then the hooks (nn/module.h), which see x.
-  Tensor<T> operator()(const Tensor<T>& x, const std::optional<Mask>& mask = std::nullopt) {
+  Tensor<T> operator()(const Tensor<T>& x, const std::optional<AttendMask>& mask = std::nullopt) {
     return this->run_hooks(forward(x, mask), x);
   }
 
@@ -75,9 +76,9 @@ class TransformerEncoder : public LayerStack<T, TransformerEncoderLayer<T>> {
                            gen) {}
 
   std::string type_name() const override { return "TransformerEncoder"; }
-  Tensor<T> forward(const IndexArray& tokens, const std::optional<Mask>& mask = std::nullopt);
+  Tensor<T> forward(const IndexArray& tokens, const std::optional<AttendMask>& mask = std::nullopt);
   // forward, then the hooks (nn/module.h), which see no inputs (tokens are not tensors).
-  Tensor<T> operator()(const IndexArray& tokens, const std::optional<Mask>& mask = std::nullopt) {
+  Tensor<T> operator()(const IndexArray& tokens, const std::optional<AttendMask>& mask = std::nullopt) {
     return this->run_hooks(forward(tokens, mask));
   }
 

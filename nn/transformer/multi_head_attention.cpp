@@ -69,7 +69,7 @@ MultiHeadAttention<T>::MultiHeadAttention(std::size_t d_model, std::size_t h, Ge
 
 template <class T>
 Tensor<T> MultiHeadAttention<T>::forward(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
-                                         const std::optional<Mask>& mask_3d) {
+                                         const std::optional<AttendMask>& mask_3d) {
   // Messages are built only when a check fails.
   const auto who = [&] { return "MultiHeadAttention(d_model=" + std::to_string(d_model_) + ", h=" + std::to_string(h_) + ")"; };
   const auto shapes = [&] { return "q " + q.describe() + ", k " + k.describe() + ", v " + v.describe(); };
@@ -81,16 +81,16 @@ Tensor<T> MultiHeadAttention<T>::forward(const Tensor<T>& q, const Tensor<T>& k,
     throw ShapeError(who() + ": q, k and v must share the batch size, and k and v the sequence length, got " + shapes());
   }
   const std::size_t batch = q.size(0), seq_q = q.size(1), seq_k = k.size(1);
-  std::optional<Mask> heads_mask;
+  std::optional<AttendMask> heads_mask;
   if (mask_3d) {
-    const auto& s = mask_3d->shape();
+    const auto& s = mask_3d->may_attend().shape();
     const auto fits = [](std::size_t m, std::size_t n) { return m == 1 || m == n; };
     if (s.size() != 3 || !fits(s[0], batch) || !fits(s[1], seq_q) || !fits(s[2], seq_k)) {
       throw ShapeError(who() + ": mask_3d " + format_shape(s) + " must be [batch or 1, seq_q or 1, seq_k or 1] = [" +
                        std::to_string(batch) + ", " + std::to_string(seq_q) + ", " + std::to_string(seq_k) +
                        "] for " + shapes());
     }
-    heads_mask = repeat_over_heads(*mask_3d, h_);
+    heads_mask = AttendMask(repeat_over_heads(mask_3d->may_attend(), h_));
   }
   const auto heads = static_cast<Index>(h_ * batch), d_k = static_cast<Index>(d_k_);
   // [batch, seq, d_model] x [h, d_model, d_k] -> [h, batch, seq, d_k] -> [h*batch, seq, d_k], each

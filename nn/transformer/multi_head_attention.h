@@ -20,7 +20,8 @@
 //   [d_model, d_k] matrix is xavier_uniform: U(-b, b), b = sqrt(6 / (d_model + d_k)).
 //
 // MASK POLARITY: true/1 = "may attend" (masked_fill where the mask is 0), the opposite of the
-// seed's masked_fill_(mask, ...). See scaled_dot_product_attention.h. mask_3d is
+// seed's masked_fill_(mask, ...), enforced by the AttendMask type (AttendMask::blocking takes the
+// seed's). See scaled_dot_product_attention.h. mask_3d is
 // [batch or 1, seq_q or 1, seq_k or 1] (e.g. a padding mask [batch, 1, seq_k], a causal mask
 // [batch, seq_q, seq_q]); it is repeated over the heads head-major, as mask_3d.repeat(h, 1, 1).
 #include <memory>
@@ -51,10 +52,10 @@ class MultiHeadAttention : public Module<T> {
 
   std::string type_name() const override { return "MultiHeadAttention"; }
   Tensor<T> forward(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
-                    const std::optional<Mask>& mask_3d = std::nullopt);
+                    const std::optional<AttendMask>& mask_3d = std::nullopt);
   // forward, then the hooks (nn/module.h), which see q, k, v.
   Tensor<T> operator()(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
-                       const std::optional<Mask>& mask_3d = std::nullopt) {
+                       const std::optional<AttendMask>& mask_3d = std::nullopt) {
     return this->run_hooks(forward(q, k, v, mask_3d), q, k, v);
   }
 

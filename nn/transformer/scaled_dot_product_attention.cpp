@@ -54,11 +54,11 @@ ScaledDotProductAttention<T>::ScaledDotProductAttention(std::size_t d_k) : d_k_(
 
 template <class T>
 Tensor<T> ScaledDotProductAttention<T>::forward(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
-                                                const std::optional<Mask>& mask) {
+                                                const std::optional<AttendMask>& mask) {
   const Shape shape = scores_shape(d_k_, q, k, v);
-  if (mask) check_mask(d_k_, *mask, shape);
+  if (mask) check_mask(d_k_, mask->may_attend(), shape);
   // q k^T with k read transposed in place; then scale, mask (true = may attend) and softmax in
-  // one fused pass, equal to masked_fill(scores / sqrt(d_k), !mask, lowest) followed by softmax.
+  // one fused pass, equal to masked_fill(scores / sqrt(d_k), mask.blocked(), lowest) followed by softmax.
   const Tensor<T> scores = einsum("bqd,bkd->bqk", q, k);
   last_weights_ = attention_softmax(scores, mask, static_cast<T>(1.0 / std::sqrt(static_cast<double>(d_k_))));
   if (last_weights_.requires_grad()) last_weights_.retain_grad();

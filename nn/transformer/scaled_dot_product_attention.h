@@ -2,14 +2,15 @@
 // Seed 004's ScaledDotProductAttention(d_k), batch-first:
 //   q [batch, seq_q, d_k], k [batch, seq_k, d_k], v [batch, seq_k, d_v]
 //   scores  = q k^T / sqrt(d_k)                        [batch, seq_q, seq_k]
-//   scores  = masked_fill(scores, mask == 0, lowest)   (when a mask is given)
+//   scores  = masked_fill(scores, mask.blocked(), lowest)   (when a mask is given)
 //   weights = softmax(scores, dim 2)                   [batch, seq_q, seq_k]
 //   output  = weights v                                [batch, seq_q, d_v]
 //
 // MASK POLARITY — THE OPPOSITE OF THE SEED'S CODE. Here, as in every tapegrad nn module, a mask
 // value of true/1 means "may attend" and the score is filled where the mask is false/0. Seed 004
-// calls masked_fill_(mask, ...), which fills where its mask is TRUE; a mask ported from that code
-// must be inverted (!mask) before it is passed here.
+// calls masked_fill_(mask, ...), which fills where its mask is TRUE. The AttendMask type enforces
+// the polarity: a mask ported from that code comes in as AttendMask::blocking(mask), and a plain
+// Mask does not convert.
 //
 // The mask must have the scores' rank (3; the seed raises ValueError otherwise, we throw
 // ShapeError naming both ranks and shapes) and broadcast to [batch, seq_q, seq_k], e.g. a padding
@@ -34,10 +35,10 @@ class ScaledDotProductAttention : public Module<T> {
 
   std::string type_name() const override { return "ScaledDotProductAttention"; }
   Tensor<T> forward(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
-                    const std::optional<Mask>& mask = std::nullopt);
+                    const std::optional<AttendMask>& mask = std::nullopt);
   // forward, then the hooks (nn/module.h), which see q, k, v.
   Tensor<T> operator()(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
-                       const std::optional<Mask>& mask = std::nullopt) {
+                       const std::optional<AttendMask>& mask = std::nullopt) {
     return this->run_hooks(forward(q, k, v, mask), q, k, v);
   }
 

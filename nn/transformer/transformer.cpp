@@ -21,19 +21,19 @@ Transformer<T>::Transformer(const TransformerOptions& options, Generator& gen)
           "generator", std::make_shared<OutputGenerator<T>>(options.layer.d_model, options.tgt_vocab_size, gen))) {}
 
 template <class T>
-Tensor<T> Transformer<T>::encode(const IndexArray& src, const std::optional<Mask>& src_mask) {
+Tensor<T> Transformer<T>::encode(const IndexArray& src, const std::optional<AttendMask>& src_mask) {
   return (*encoder_)(src, src_mask);
 }
 
 template <class T>
-Tensor<T> Transformer<T>::decode(const Tensor<T>& memory, const std::optional<Mask>& src_mask, const IndexArray& tgt,
-                                 const std::optional<Mask>& tgt_mask) {
+Tensor<T> Transformer<T>::decode(const Tensor<T>& memory, const std::optional<AttendMask>& src_mask, const IndexArray& tgt,
+                                 const std::optional<AttendMask>& tgt_mask) {
   return (*decoder_)(tgt, memory, src_mask, tgt_mask);
 }
 
 template <class T>
-Tensor<T> Transformer<T>::forward(const IndexArray& src, const IndexArray& tgt, const std::optional<Mask>& src_mask,
-                                  const std::optional<Mask>& tgt_mask) {
+Tensor<T> Transformer<T>::forward(const IndexArray& src, const IndexArray& tgt, const std::optional<AttendMask>& src_mask,
+                                  const std::optional<AttendMask>& tgt_mask) {
   return decode(encode(src, src_mask), src_mask, tgt, tgt_mask);
 }
 

@@ -15,7 +15,8 @@
 //   forward(src, tgt, src_mask, tgt_mask) = decode(encode(src, src_mask), src_mask, tgt, tgt_mask)
 //   generator(x [batch, seq_t, d_model])                              -> log-probs [batch, seq_t, tgt_vocab_size]
 //
-// MASK POLARITY: true/1 = "may attend" — the opposite of seed 004's masked_fill_(mask, ...).
+// MASK POLARITY: true/1 = "may attend" — the opposite of seed 004's masked_fill_(mask, ...);
+// the AttendMask type enforces it (a fill-polarity Mask does not convert).
 // make_src_mask / make_tgt_mask (masks.h) build the masks from token ids. Masks are optional.
 //
 // Parameters keep each module's own initialisation (embeddings N(0, 1), Linear as PyTorch,
@@ -67,15 +68,15 @@ class Transformer : public Module<T> {
 
   std::string type_name() const override { return "Transformer"; }
 
-  Tensor<T> encode(const IndexArray& src, const std::optional<Mask>& src_mask = std::nullopt);
-  Tensor<T> decode(const Tensor<T>& memory, const std::optional<Mask>& src_mask, const IndexArray& tgt,
-                   const std::optional<Mask>& tgt_mask = std::nullopt);
-  Tensor<T> forward(const IndexArray& src, const IndexArray& tgt, const std::optional<Mask>& src_mask = std::nullopt,
-                    const std::optional<Mask>& tgt_mask = std::nullopt);
+  Tensor<T> encode(const IndexArray& src, const std::optional<AttendMask>& src_mask = std::nullopt);
+  Tensor<T> decode(const Tensor<T>& memory, const std::optional<AttendMask>& src_mask, const IndexArray& tgt,
+                   const std::optional<AttendMask>& tgt_mask = std::nullopt);
+  Tensor<T> forward(const IndexArray& src, const IndexArray& tgt, const std::optional<AttendMask>& src_mask = std::nullopt,
+                    const std::optional<AttendMask>& tgt_mask = std::nullopt);
   // forward, then the hooks (nn/module.h), which see no inputs (tokens are not tensors). encode,
   // decode and generator run the children's hooks but not the Transformer's own.
-  Tensor<T> operator()(const IndexArray& src, const IndexArray& tgt, const std::optional<Mask>& src_mask = std::nullopt,
-                       const std::optional<Mask>& tgt_mask = std::nullopt) {
+  Tensor<T> operator()(const IndexArray& src, const IndexArray& tgt, const std::optional<AttendMask>& src_mask = std::nullopt,
+                       const std::optional<AttendMask>& tgt_mask = std::nullopt) {
     return this->run_hooks(forward(src, tgt, src_mask, tgt_mask));
   }
   // Log-probabilities over the target vocabulary.

@@ -22,7 +22,7 @@ namespace {
 using namespace tapegrad::nn;
 namespace tf = tapegrad::nn::transformer;
 
-Mask mask_of(const Shape& shape) { return Mask(xt::ones<bool>(shape)); }
+AttendMask mask_of(const Shape& shape) { return AttendMask(Mask(xt::ones<bool>(shape))); }
 
 // A user-defined module that registers what it is given.
 struct Custom : Module<double> {

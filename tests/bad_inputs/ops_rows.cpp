@@ -179,9 +179,8 @@ BAD_INPUT_ROW(Ops, masked_fill_mask_does_not_broadcast, ShapeError, (masked_fill
               "masked_fill", "[2]", "[2,3]")
 BAD_INPUT_ROW(Ops, masked_fill_input_and_mask_do_not_broadcast, ShapeError,
               (masked_fill(zeros({3}), mask_of({2, 2}), 0.0)), "masked_fill", "[3]", "[2,2]")
-BAD_INPUT_ROW(Ops, masked_fill_uint8_mask_does_not_broadcast, ShapeError,
-              (masked_fill(zeros({2, 3}), xt::xarray<std::uint8_t>(xt::ones<std::uint8_t>({4})), 0.0)), "masked_fill",
-              "[4]", "[2,3]")
+BAD_INPUT_ROW(Ops, attend_mask_and_does_not_broadcast, ShapeError,
+              (AttendMask(mask_of({2})) && AttendMask(mask_of({3}))), "AttendMask && AttendMask", "[2]", "[3]")
 BAD_INPUT_ROW(Ops, masked_fill_undefined, ValueError, (masked_fill(undefined(), mask_of({2}), 0.0)), "masked_fill",
               "'a'", "undefined")
 BAD_INPUT_ROW(Ops, dropout_p_above_one, ValueError, (dropout(zeros({2}), 1.5, true, gen())), "dropout", "[0, 1]", "1.5")

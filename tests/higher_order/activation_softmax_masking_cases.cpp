@@ -1,4 +1,7 @@
+#include <cstdint>
 #include <limits>
+
+#include <xtensor/xoperation.hpp>
 
 #include "higher_order/op_case.h"
 
@@ -15,8 +18,9 @@ const Mask kRowMask{{false, true, false, false}, {true, true, true, true}, {fals
 // Broadcast over [2, 2, 3, 4] scores: batch 0 masks keys 1 and 3, batch 1 every key (each of its
 // lanes over the last axis is fully masked).
 const Mask kKeyMask{{{{false, true, false, true}}}, {{{true, true, true, true}}}};
-// Nonzero bytes fill (the uint8 overload), broadcast over rows.
-const xt::xarray<std::uint8_t> kByteMask{0, 3, 0, 1};
+// A uint8 fill mask (nonzero = fill), broadcast over rows. masked_fill takes no uint8 mask (its
+// overload is deleted): the polarity is spelled out, as masking.h says to.
+const Mask kByteMask(xt::not_equal(xt::xarray<std::uint8_t>{0, 3, 0, 1}, std::uint8_t{0}));
 
 // softmax / log_softmax of x with the masked entries at -inf; log_softmax's -inf outputs are
 // zeroed after it (as a masked loss would), where finite differences are undefined.
@@ -76,13 +80,13 @@ std::vector<OpCase> activation_softmax_masking_cases() {
       {"log_softmax_broadcast_mask", masked_log_softmax(kKeyMask, -1),
        [] { return V{leaf({2, 2, 3, 4}, 334, -2.0, 2.0)}; }},
 
-      // masked_fill: full-size and broadcast masks, both overloads, a finite fill value.
+      // masked_fill: full-size and broadcast masks, one made from bytes, a finite fill value.
       {"masked_fill_times_input", [](const auto& x) { return mul(masked_fill(x[0], kRowMask, 0.5), x[0]); },
        [] { return V{leaf({3, 4}, 335)}; }},
       OpCase("masked_fill_broadcast_of_square",
        [](const auto& x) { return masked_fill(mul(x[0], x[0]), Mask{{true, false, true}}, -2.0); },
        [] { return V{leaf({2, 4, 3}, 336)}; }).at_scale([] { return V{leaf({200, 101, 3}, 913)}; }),
-      {"masked_fill_uint8_times_other",
+      {"masked_fill_bytes_as_fill_mask_times_other",
        [](const auto& x) { return mul(masked_fill(x[0], kByteMask, 1.0), x[1]); },
        [] { return V{leaf({2, 4}, 337), leaf({2, 4}, 338)}; }},
 

@@ -109,22 +109,22 @@ class SublayerConnection : public nn::Module<double> {
 // Masks, true = may attend. The self-attention masks and mha_cross_mask each fully mask some
 // query's keys (every module allows it).
 // Batch-first self-attention [batch, 1, seq_q, seq_k] over heads: batch 1's query 0 sees nothing.
-Mask mha_self_mask() { return mask_from({2, 1, 3, 3}, {1, 0, 1, 1, 1, 0, 0, 1, 1, /**/ 0, 0, 0, 1, 1, 0, 1, 0, 1}); }
+AttendMask mha_self_mask() { return mask_from({2, 1, 3, 3}, {1, 0, 1, 1, 1, 0, 0, 1, 1, /**/ 0, 0, 0, 1, 1, 0, 1, 0, 1}); }
 // Batch-first cross-attention padding mask [batch, 1, 1, seq_k]: every key of batch 1 is masked.
-Mask mha_cross_mask() { return mask_from({2, 1, 1, 3}, {1, 0, 1, /**/ 0, 0, 0}); }
+AttendMask mha_cross_mask() { return mask_from({2, 1, 1, 3}, {1, 0, 1, /**/ 0, 0, 0}); }
 // labml [seq_q, seq_k, batch]: query 1 of batch 0 sees nothing.
-Mask labml_self_mask() {
+AttendMask labml_self_mask() {
   return mask_from({3, 3, 2}, {1, 1, 0, 1, 1, 0, /**/ 0, 1, 0, 0, 0, 1, /**/ 1, 0, 1, 1, 0, 1});
 }
 // labml cross [1, seq_k, batch]: key 1 of batch 0 and key 0 of batch 1 masked for every query.
-Mask labml_cross_mask() { return mask_from({1, 3, 2}, {1, 0, 0, 1, 1, 1}); }
+AttendMask labml_cross_mask() { return mask_from({1, 3, 2}, {1, 0, 0, 1, 1, 1}); }
 // seed 004's [batch, seq_q, seq_k]: batch 0 causal, batch 1 with query 2 fully masked (uniform
 // weights there: the module fills with the lowest finite value, not -inf).
-Mask transformer_self_mask() {
+AttendMask transformer_self_mask() {
   return mask_from({2, 3, 3}, {1, 0, 0, 1, 1, 0, 1, 1, 1, /**/ 1, 0, 1, 0, 1, 1, 0, 0, 0});
 }
 // [batch, 1, seq_k]: a source padding mask.
-Mask transformer_cross_mask() { return mask_from({2, 1, 3}, {1, 1, 0, 1, 0, 1}); }
+AttendMask transformer_cross_mask() { return mask_from({2, 1, 3}, {1, 1, 0, 1, 0, 1}); }
 
 // Source tokens padded at [1, 3], and tokens without padding. An embedding's padding row gets no
 // gradient by definition, so wherever a case reads it, it must not move the checked output either

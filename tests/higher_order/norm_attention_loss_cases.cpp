@@ -11,10 +11,10 @@ namespace {
 constexpr Index kIgnore = -100;
 
 // Rows 0 and 2 of batch 0 allow some keys; every query of batch 1 is fully masked.
-Mask batch_mask() { return Mask{{{true, false, true, true}}, {{false, false, false, false}}}; }
+AttendMask batch_mask() { return AttendMask(Mask{{{true, false, true, true}}, {{false, false, false, false}}}); }
 // Per [query, key]: query 1 is fully masked in every batch.
-Mask query_mask() {
-  return Mask{{true, true, false, true}, {false, false, false, false}, {false, true, true, false}};
+AttendMask query_mask() {
+  return AttendMask(Mask{{true, true, false, true}, {false, false, false, false}, {false, true, true, false}});
 }
 
 // A leaf whose entry `at` (flat) is -inf: a masked logit.
@@ -65,13 +65,13 @@ std::vector<OpCase> norm_attention_loss_cases() {
       {"attention_softmax_vector", [](const auto& x) { return attention_softmax(x[0], std::nullopt, 1.3); },
        [] { return V{leaf({5}, 321)}; }},
       {"attention_softmax_batch_mask",
-       [](const auto& x) { return attention_softmax(x[0], std::optional<Mask>(batch_mask()), 0.5); },
+       [](const auto& x) { return attention_softmax(x[0], std::optional<AttendMask>(batch_mask()), 0.5); },
        [] { return V{leaf({2, 3, 4}, 322)}; }},
       {"attention_softmax_query_mask",
-       [](const auto& x) { return attention_softmax(x[0], std::optional<Mask>(query_mask()), 1.5); },
+       [](const auto& x) { return attention_softmax(x[0], std::optional<AttendMask>(query_mask()), 1.5); },
        [] { return V{leaf({2, 3, 4}, 323)}; }},
       {"attention_softmax_times_input",
-       [](const auto& x) { return mul(attention_softmax(x[0], std::optional<Mask>(query_mask()), 0.9), x[1]); },
+       [](const auto& x) { return mul(attention_softmax(x[0], std::optional<AttendMask>(query_mask()), 0.9), x[1]); },
        [] { return V{leaf({2, 3, 4}, 324), leaf({3, 4}, 325)}; }},
 
       // embedding: repeated indices, output times another leaf, a (negative) padding index.

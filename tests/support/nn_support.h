@@ -32,12 +32,12 @@ inline std::vector<Tensor<double>> with_parameters(std::vector<Tensor<double>> i
   return inputs;
 }
 
-// A mask of `shape` from row-major 0/1 values.
-inline Mask mask_from(const Shape& shape, std::initializer_list<int> values) {
+// An attention mask of `shape` from row-major 0/1 values, 1 = may attend.
+inline AttendMask mask_from(const Shape& shape, std::initializer_list<int> values) {
   Mask m = Mask::from_shape(shape);
   std::size_t e = 0;
   for (int v : values) m.data()[e++] = v != 0;
-  return m;
+  return AttendMask(std::move(m));
 }
 
 // A naive-loop Linear over a 3-D input: x [a, b, in] -> x W^T + bias [a, b, out], with
