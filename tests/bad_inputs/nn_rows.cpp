@@ -5,6 +5,7 @@
 #include "nn/dropout.h"
 #include "nn/embedding.h"
 #include "nn/init.h"
+#include "nn/label_smoothing.h"
 #include "nn/labml/multi_head_attention.h"
 #include "nn/layer_norm.h"
 #include "nn/linear.h"
@@ -250,6 +251,20 @@ BAD_INPUT_ROW(Nn, transformer_src_mask_wrong_shape, ShapeError,
               "mask_3d [1,1,4]")
 BAD_INPUT_ROW(Nn, transformer_generator_wrong_width, ShapeError, (small_transformer().generator(zeros({1, 3, 5}))),
               "Linear(4, 5)", "[1,3,5]")
+
+BAD_INPUT_ROW(Nn, label_smoothing_size_below_three, ValueError, (LabelSmoothing<double>(2, 0, 0.1)), "LabelSmoothing",
+              "size", "got 2")
+BAD_INPUT_ROW(Nn, label_smoothing_padding_idx_out_of_range, ValueError, (LabelSmoothing<double>(5, 5, 0.1)),
+              "LabelSmoothing", "padding_idx 5", "[0, 5)")
+BAD_INPUT_ROW(Nn, label_smoothing_nan_smoothing, ValueError, (LabelSmoothing<double>(5, 0, nan)), "LabelSmoothing",
+              "smoothing", "nan")
+BAD_INPUT_ROW(Nn, label_smoothing_x_wrong_width, ShapeError, (LabelSmoothing<double>(5, 0, 0.1)(zeros({2, 4}), indices({2}, 1))),
+              "LabelSmoothing", "[N, 5]", "[2,4]")
+BAD_INPUT_ROW(Nn, label_smoothing_target_wrong_length, ShapeError,
+              (LabelSmoothing<double>(5, 0, 0.1)(zeros({2, 5}), indices({3}, 1))), "LabelSmoothing", "[2,5]", "[3]")
+BAD_INPUT_ROW(Nn, label_smoothing_target_out_of_range, ValueError,
+              (LabelSmoothing<double>(5, 0, 0.1)(zeros({2, 5}), indices({2}, 5))), "LabelSmoothing", "target 5",
+              "[0, 5)")
 
 }  // namespace
 }  // namespace tapegrad::bad_inputs
