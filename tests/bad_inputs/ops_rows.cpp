@@ -124,6 +124,10 @@ BAD_INPUT_ROW(Ops, matmul_batch_axes_do_not_broadcast, ShapeError, (matmul(zeros
               "matmul", "[2,2,3]", "[3,3,4]")
 BAD_INPUT_ROW(Ops, matmul_vector_size_mismatch, ShapeError, (matmul(zeros({3}), zeros({4}))), "matmul", "[3]", "[4]")
 BAD_INPUT_ROW(Ops, matmul_undefined_b, ValueError, (matmul(zeros({2, 2}), undefined())), "matmul", "'b'", "undefined")
+BAD_INPUT_ROW(Ops, linear_in_features_mismatch, ShapeError, (linear(zeros({4, 3}), zeros({2, 5}))), "linear", "[4,3]",
+              "[2,5]")
+BAD_INPUT_ROW(Ops, linear_bias_wrong_length, ShapeError, (linear(zeros({4, 3}), zeros({2, 3}), zeros({3}))), "linear",
+              "bias", "[3]", "[2,3]")
 BAD_INPUT_ROW(Ops, einsum_operand_count, ValueError, (einsum("ij,jk->ik", zeros({2, 2}))), "einsum", "\"ij,jk->ik\"",
               "describe 2 operand(s)", "1 were given")
 BAD_INPUT_ROW(Ops, einsum_invalid_character, ValueError, (einsum("i1->i", zeros({2, 2}))), "einsum", "\"i1->i\"", "'1'")
@@ -158,6 +162,12 @@ BAD_INPUT_ROW(Ops, softmax_axis_1_of_0d, ValueError, (softmax(zeros({}), 1)), "s
 BAD_INPUT_ROW(Ops, softmax_undefined, ValueError, (softmax(undefined(), -1)), "softmax", "'a'", "undefined")
 BAD_INPUT_ROW(Ops, log_softmax_axis_out_of_range, ValueError, (log_softmax(zeros({2, 3}), -3)), "log_softmax",
               "axis -3", "[2,3]")
+BAD_INPUT_ROW(Ops, attention_softmax_mask_does_not_broadcast, ShapeError,
+              (attention_softmax(zeros({2, 3}), AttendMask(mask_of({4})), 1.0)), "attention_softmax", "[4]", "[2,3]")
+BAD_INPUT_ROW(Ops, attention_softmax_0d_scores, ShapeError, (attention_softmax(zeros({}), std::nullopt, 1.0)),
+              "attention_softmax", "[]")
+BAD_INPUT_ROW(Ops, attention_softmax_nan_scale, ValueError, (attention_softmax(zeros({2, 3}), std::nullopt, nan)),
+              "attention_softmax", "scale", "nan")
 BAD_INPUT_ROW(Ops, layer_norm_empty_normalized_shape, ShapeError, (layer_norm(zeros({2, 3}), {})), "layer_norm",
               "normalized_shape []", "[2,3]")
 BAD_INPUT_ROW(Ops, layer_norm_not_trailing_dims, ShapeError, (layer_norm(zeros({2, 3}), {2})), "layer_norm",
