@@ -24,8 +24,6 @@ Tensor<double> constant(const Shape& shape, std::uint64_t seed, double low, doub
   return Tensor<double>::uniform(shape, gen, low, high);
 }
 
-namespace {
-
 std::vector<OpCase> op_cases() {
   std::vector<OpCase> all;
   for (auto family : {elementwise_cases, pointwise_cases, reduce_and_shape_cases, linalg_cases,
@@ -36,6 +34,8 @@ std::vector<OpCase> op_cases() {
   }
   return all;
 }
+
+namespace {
 
 class EveryOp : public ::testing::TestWithParam<OpCase> {};
 

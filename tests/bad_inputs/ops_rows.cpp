@@ -26,6 +26,9 @@ BAD_INPUT_ROW(Ops, maximum_shapes_do_not_broadcast, ShapeError, (maximum(zeros({
               "[2,3]", "[4]")
 BAD_INPUT_ROW(Ops, div_floor_shapes_do_not_broadcast, ShapeError, (div(zeros({3}), zeros({2}), RoundingMode::floor)),
               "div_floor", "[3]", "[2]")
+BAD_INPUT_ROW(Ops, div_trunc_undefined_b, ValueError, (div_trunc(zeros({2}), undefined())), "div_trunc", "'b'",
+              "undefined")
+BAD_INPUT_ROW(Ops, minimum_undefined_a, ValueError, (minimum(undefined(), zeros({2}))), "minimum", "'a'", "undefined")
 BAD_INPUT_ROW(Ops, add_undefined_b, ValueError, (zeros({2}) + undefined()), "add", "'b'", "undefined")
 BAD_INPUT_ROW(Ops, mul_undefined_a, ValueError, (undefined() * zeros({2})), "mul", "'a'", "undefined")
 BAD_INPUT_ROW(Ops, add_scalar_undefined, ValueError, (undefined() + 1.0), "add", "'a'", "undefined")
@@ -38,6 +41,13 @@ BAD_INPUT_ROW(Ops, exp_undefined, ValueError, (exp(undefined())), "exp", "'a'", 
 BAD_INPUT_ROW(Ops, log_undefined, ValueError, (log(undefined())), "log", "'a'", "undefined")
 BAD_INPUT_ROW(Ops, sqrt_undefined, ValueError, (sqrt(undefined())), "sqrt", "'a'", "undefined")
 BAD_INPUT_ROW(Ops, abs_undefined, ValueError, (abs(undefined())), "abs", "'a'", "undefined")
+BAD_INPUT_ROW(Ops, expm1_undefined, ValueError, (expm1(undefined())), "expm1", "'a'", "undefined")
+BAD_INPUT_ROW(Ops, log1p_undefined, ValueError, (log1p(undefined())), "log1p", "'a'", "undefined")
+BAD_INPUT_ROW(Ops, rsqrt_undefined, ValueError, (rsqrt(undefined())), "rsqrt", "'a'", "undefined")
+BAD_INPUT_ROW(Ops, reciprocal_undefined, ValueError, (reciprocal(undefined())), "reciprocal", "'a'", "undefined")
+BAD_INPUT_ROW(Ops, sin_undefined, ValueError, (sin(undefined())), "sin", "'a'", "undefined")
+BAD_INPUT_ROW(Ops, cos_undefined, ValueError, (cos(undefined())), "cos", "'a'", "undefined")
+BAD_INPUT_ROW(Ops, sign_undefined, ValueError, (sign(undefined())), "sign", "'a'", "undefined")
 
 // ---- activations --------------------------------------------------------------------------
 BAD_INPUT_ROW(Ops, relu_undefined, ValueError, (relu(undefined())), "relu", "'a'", "undefined")

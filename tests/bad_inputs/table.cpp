@@ -17,6 +17,19 @@ std::string unquote(const std::string& cell) {
   return cell;
 }
 
+// "`div_floor`, `div(a, b, RoundingMode::floor)`" -> {"div_floor", "div"}.
+std::vector<std::string> entry_points_of(const std::string& cell) {
+  std::vector<std::string> names;
+  for (std::size_t open = cell.find('`'); open != std::string::npos; open = cell.find('`', open)) {
+    const std::size_t close = cell.find('`', open + 1);
+    if (close == std::string::npos) break;
+    const std::string quoted = cell.substr(open + 1, close - open - 1);
+    names.push_back(quoted.substr(0, quoted.find_first_of("( ")));
+    open = close + 1;
+  }
+  return names;
+}
+
 std::vector<std::string> cells_of(const std::string& line) {
   std::vector<std::string> cells;
   std::size_t start = 1;  // past the leading '|'
@@ -45,17 +58,17 @@ bool contains_in_order(const std::string& message, const std::string& excerpt) {
 
 std::vector<TableRow> read_table(const std::filesystem::path& path) {
   std::ifstream in(path);
-  if (!in) return {TableRow{0, "", "", "cannot open " + path.string()}};
+  if (!in) return {TableRow{0, "", "", "cannot open " + path.string(), {}}};
   std::vector<TableRow> rows;
   std::string line;
   for (std::size_t number = 1; std::getline(in, line); ++number) {
     if (line.rfind("| `", 0) != 0) continue;
     const auto cells = cells_of(line);
     if (cells.size() != 5) {
-      rows.push_back({number, "", "", line});
+      rows.push_back({number, "", "", line, {}});
       continue;
     }
-    rows.push_back({number, unquote(cells[0]), unquote(cells[3]), unquote(cells[4])});
+    rows.push_back({number, unquote(cells[0]), unquote(cells[3]), unquote(cells[4]), entry_points_of(cells[1])});
   }
   return rows;
 }

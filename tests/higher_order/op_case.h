@@ -71,6 +71,8 @@ std::vector<OpCase> part3_cases();
 std::vector<OpCase> indexing_cases();
 // binary_cross_entropy, binary_cross_entropy_with_logits (bce_cases.cpp).
 std::vector<OpCase> bce_cases();
+// Every family above, in one list (test_higher_order.cpp).
+std::vector<OpCase> op_cases();
 // Every nn module, its inputs followed by all its parameters (module_cases.cpp).
 std::vector<OpCase> module_cases();
 // clamp, where (selection_cases.cpp).

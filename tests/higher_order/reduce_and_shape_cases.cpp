@@ -24,6 +24,8 @@ std::vector<OpCase> reduce_and_shape_cases() {
        [] { return V{leaf({3, 1}, 110), leaf({2, 3, 4}, 111)}; }},
       {"reshape", [](const auto& x) { return mul(reshape(x[0], {3, -1}), x[1]); },
        [] { return V{leaf({2, 3}, 112), leaf({3, 2}, 113)}; }},
+      {"view_flatten", [](const auto& x) { return mul(view(x[0], {-1}), x[1]); },
+       [] { return V{leaf({2, 3}, 131), leaf({6}, 132)}; }},
       OpCase("permute", [](const auto& x) { return mul(permute(x[0], {2, 0, 1}), x[1]); },
        [] { return V{leaf({2, 3, 4}, 114), leaf({4, 2, 3}, 115)}; }).at_scale([] { return V{leaf({20, 31, 47}, 927), leaf({47, 20, 31}, 928)}; }),
       {"transpose", [](const auto& x) { return mul(transpose(x[0], 0, 1), x[0].template to<ElementOf<decltype(x)>>()); },
