@@ -8,17 +8,14 @@
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/linalg.h"
 #include "autograd/ops/shape.h"
+#include "nn/head_width.h"
 
 namespace tapegrad::nn::labml {
 
 template <class T>
 MultiHeadAttention<T>::MultiHeadAttention(std::size_t heads, std::size_t d_model, Generator& gen, double dropout_prob,
                                           bool bias)
-    : heads_(heads), d_model_(d_model), d_k_(heads == 0 ? 0 : d_model / heads) {
-  if (heads == 0 || d_model == 0 || d_model % heads != 0) {
-    throw ValueError("MultiHeadAttention: d_model (" + std::to_string(d_model) +
-                     ") must be a positive multiple of heads (" + std::to_string(heads) + ")");
-  }
+    : heads_(heads), d_model_(d_model), d_k_(head_width(d_model, heads, "heads")) {
   scale_ = 1.0 / std::sqrt(static_cast<double>(d_k_));
   // Registration order is the seed's attribute order, so named_parameters() lists as PyTorch does.
   const auto prepare = [&](bool with_bias) {

@@ -1,16 +1,13 @@
 #include "nn/mha/multi_head_attention.h"
 
 #include "autograd/ops/shape.h"
+#include "nn/head_width.h"
 
 namespace tapegrad::nn::mha {
 
 template <class T>
 MultiHeadAttention<T>::MultiHeadAttention(std::size_t d_model, std::size_t n_heads, Generator& gen, double dropout)
-    : d_model_(d_model), n_heads_(n_heads), d_k_(n_heads == 0 ? 0 : d_model / n_heads) {
-  if (n_heads == 0 || d_model == 0 || d_model % n_heads != 0) {
-    throw ValueError("MultiHeadAttention: d_model (" + std::to_string(d_model) +
-                     ") must be a positive multiple of n_heads (" + std::to_string(n_heads) + ")");
-  }
+    : d_model_(d_model), n_heads_(n_heads), d_k_(head_width(d_model, n_heads, "n_heads")) {
   query_ = this->register_module("query", std::make_shared<Linear<T>>(d_model, d_model, gen));
   key_ = this->register_module("key", std::make_shared<Linear<T>>(d_model, d_model, gen));
   value_ = this->register_module("value", std::make_shared<Linear<T>>(d_model, d_model, gen));

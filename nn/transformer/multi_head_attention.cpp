@@ -5,6 +5,7 @@
 
 #include "autograd/ops/linalg.h"
 #include "autograd/ops/shape.h"
+#include "nn/head_width.h"
 #include "nn/init.h"
 
 namespace tapegrad::nn::transformer {
@@ -51,11 +52,7 @@ void collect_attention(const Module<T>& m, const std::string& prefix,
 
 template <class T>
 MultiHeadAttention<T>::MultiHeadAttention(std::size_t d_model, std::size_t h, Generator& gen)
-    : d_model_(d_model), h_(h), d_k_(h == 0 ? 0 : d_model / h) {
-  if (h == 0 || d_model == 0 || d_model % h != 0) {
-    throw ValueError("MultiHeadAttention: d_model (" + std::to_string(d_model) + ") must be a positive multiple of h (" +
-                     std::to_string(h) + ")");
-  }
+    : d_model_(d_model), h_(h), d_k_(head_width(d_model, h, "h")) {
   // Registered in the seed's order (W_k, W_q, W_v) so named_parameters() lists them as PyTorch does.
   const double bound = std::sqrt(6.0 / static_cast<double>(d_model + d_k_));  // xavier_uniform of one head
   for (auto [name, param] : {std::pair<const char*, Tensor<T>*>{"W_k", &W_k_}, {"W_q", &W_q_}, {"W_v", &W_v_}}) {
