@@ -123,7 +123,7 @@ Tensor<T> attention_softmax(const Tensor<T>& scores, const std::optional<AttendM
   const Shape shape = scores.shape();
   if (shape.empty()) throw ShapeError("attention_softmax: scores must have at least 1 dim, got []");
   if (!std::isfinite(static_cast<double>(scale)))
-    throw ValueError("attention_softmax: scale must be finite, got " + std::to_string(scale));
+    throw ValueError("attention_softmax: scale must be finite, got " + detail::format_number(static_cast<double>(scale)));
   const std::size_t n = shape.back(), rows = n == 0 ? 0 : scores.numel() / n;
   MaskRows mask;
   const Mask* allowed = may_attend ? &may_attend->may_attend() : nullptr;
