@@ -1,8 +1,5 @@
 #include "nn/layer_norm.h"
 
-#include <cmath>
-
-#include "autograd/detail/checks.h"
 #include "autograd/ops/normalization.h"
 
 namespace tapegrad::nn {
@@ -13,10 +10,7 @@ LayerNorm<T>::LayerNorm(Shape normalized_shape, double eps, bool elementwise_aff
   // Checked here too, so a bad configuration fails where it is written rather than at the first forward.
   if (normalized_shape_.empty())
     throw ShapeError("LayerNorm: normalized_shape [] is empty; it must name at least one axis");
-  if (!(eps > 0.0) || !std::isfinite(eps)) {
-    throw ValueError("LayerNorm" + format_shape(normalized_shape_) + ": eps must be finite and > 0, got " +
-                     detail::format_number(eps));
-  }
+  check_layer_norm_eps(eps, "LayerNorm" + format_shape(normalized_shape_));  // the op's rule
   if (elementwise_affine) {
     weight_ = this->register_parameter("weight", Tensor<T>::ones(normalized_shape_));
     bias_ = this->register_parameter("bias", Tensor<T>::zeros(normalized_shape_));

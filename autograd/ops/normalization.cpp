@@ -4,7 +4,6 @@
 #include <cmath>
 #include <functional>
 #include <numeric>
-#include <sstream>
 #include <string>
 
 #include "autograd/detail/checks.h"
@@ -43,11 +42,7 @@ void check_layer_norm(const Shape& x, const Shape& normalized, const Shape* weig
                        " but must have normalized_shape " + format_shape(normalized));
     }
   }
-  if (!(eps > 0.0)) {
-    std::ostringstream got;
-    got << eps;  // std::to_string would print 1e-9 as 0.000000
-    throw ValueError("layer_norm: eps must be > 0, got " + got.str());
-  }
+  check_layer_norm_eps(eps, "layer_norm");
 }
 
 // Per-row statistics, saved by the forward for the backward.
@@ -253,6 +248,12 @@ Tensor<T> layer_norm(const Tensor<T>& x, const Shape& normalized_shape, const Te
                        if (want_w) accumulate(weight, std::move(grads.dw));
                        if (want_b) accumulate(bias, std::move(grads.db));
                      });
+}
+
+void check_layer_norm_eps(double eps, std::string_view who) {
+  if (!(eps > 0.0) || !std::isfinite(eps)) {
+    throw ValueError(std::string(who) + ": eps must be finite and > 0, got " + detail::format_number(eps));
+  }
 }
 
 #define TAPEGRAD_INSTANTIATE_NORMALIZATION(T) \

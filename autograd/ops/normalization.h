@@ -7,7 +7,9 @@
 // the backward, whose fused kernel gives dx, dweight and dbias; each of these is an op of its own,
 // differentiable again (create_graph) through the statistics re-expressed with tensor ops.
 // ShapeError when normalized_shape is empty or not x's trailing dims, or when weight or bias does
-// not have normalized_shape; ValueError unless eps > 0.
+// not have normalized_shape; ValueError unless eps is finite and > 0 (check_layer_norm_eps).
+
+#include <string_view>
 
 #include "autograd/tensor.h"
 
@@ -17,5 +19,10 @@ template <class T>
 Tensor<T> layer_norm(const Tensor<T>& x, const Shape& normalized_shape, const Tensor<T>& weight = {},
                      const Tensor<T>& bias = {}, double eps = 1e-5,
                      CallSite where = std::source_location::current());
+
+// layer_norm's rule for eps, in one place for the op and nn::LayerNorm: finite and > 0 (eps <= 0
+// or NaN makes 1/sqrt(var + eps) infinite or NaN on constant rows; eps = inf zeroes every output
+// but the bias), else ValueError "<who>: eps must be finite and > 0, got <eps>".
+void check_layer_norm_eps(double eps, std::string_view who);
 
 }  // namespace tapegrad

@@ -192,6 +192,8 @@ BAD_INPUT_ROW(Ops, layer_norm_zero_eps, ValueError, (layer_norm(zeros({2, 3}), {
               "0")
 BAD_INPUT_ROW(Ops, layer_norm_nan_eps, ValueError, (layer_norm(zeros({2, 3}), {3}, {}, {}, nan)), "layer_norm", "eps",
               "nan")
+BAD_INPUT_ROW(Ops, layer_norm_infinite_eps, ValueError, (layer_norm(zeros({2, 3}), {3}, {}, {}, inf)), "layer_norm",
+              "eps", "inf")
 BAD_INPUT_ROW(Ops, layer_norm_undefined_x, ValueError, (layer_norm(undefined(), {3})), "layer_norm", "'x'", "undefined")
 
 // ---- masked_fill / dropout ----------------------------------------------------------------
