@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "autograd/detail/checks.h"
+#include "autograd/validation.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/tape.h"
@@ -20,7 +20,7 @@ void require_shapes_of(const char* op, const char* argument, const std::vector<T
                      std::to_string(inputs.size()) + " inputs; give one per input");
   }
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    detail::require_defined(vectors[i], op, std::string(argument) + "[" + std::to_string(i) + "]");
+    require_defined(vectors[i], op, std::string(argument) + "[" + std::to_string(i) + "]");
     if (vectors[i].shape() != inputs[i].shape()) {
       throw ShapeError(std::string(op) + ": " + argument + "[" + std::to_string(i) + "] has shape " +
                        format_shape(vectors[i].shape()) + " but input " + std::to_string(i) + " is " +
@@ -33,7 +33,7 @@ template <class T>
 Tensor<T> evaluate(const char* op, const TensorFunction<T>& f, const std::vector<Tensor<T>>& inputs) {
   if (!f) throw ValueError(std::string(op) + ": the function is empty");
   Tensor<T> out = f(inputs);
-  detail::require_defined(out, op, "the function's result");
+  require_defined(out, op, "the function's result");
   return out;
 }
 
@@ -72,7 +72,7 @@ ValueAndDerivative<T> vjp(const TensorFunction<T>& f, const std::vector<Tensor<T
                           const FunctionalOptions& options) {
   GradientTape tape;
   Tensor<T> out = evaluate("vjp", f, inputs);
-  detail::require_defined(v, "vjp", "v");
+  require_defined(v, "vjp", "v");
   if (v.shape() != out.shape()) {
     throw ShapeError("vjp: v has shape " + format_shape(v.shape()) + " but the function's result is " + out.describe());
   }

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "autograd/detail/checks.h"
+#include "autograd/validation.h"
 #include "autograd/detail/gradcheck_common.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/reduce.h"
@@ -24,7 +24,7 @@ void check_options(const GradcheckOptions& options) {
   const auto check = [](const char* name, double value, bool positive) {
     if (!std::isfinite(value) || value < 0.0 || (positive && value == 0.0)) {
       throw ValueError(std::string("gradcheck: option ") + name + " must be finite and " + (positive ? "> 0" : ">= 0") +
-                       ", got " + detail::format_number(value));
+                       ", got " + format_number(value));
     }
   };
   check("eps", options.eps, true);
@@ -84,9 +84,9 @@ GradcheckResult full_check(const GradcheckFunction& fn, const std::vector<Tensor
   const double at_2eps = column(fn, inputs, worst->input, worst->element, 2.0 * options.eps).data()[worst->output];
   const double numeric_error = std::abs(worst->numeric - at_2eps) / 3.0;
   return detail::report(*worst, analytic, inputs, numeric_error,
-                        "central differences with eps " + detail::format_number(options.eps) +
-                            ", error |D(eps) - D(2 eps)| / 3; tolerance atol " + detail::format_number(options.atol) +
-                            " + rtol " + detail::format_number(options.rtol) + " * |numeric|");
+                        "central differences with eps " + format_number(options.eps) +
+                            ", error |D(eps) - D(2 eps)| / 3; tolerance atol " + format_number(options.atol) +
+                            " + rtol " + format_number(options.rtol) + " * |numeric|");
 }
 
 // A random direction of the given shape with entries uniform in [0, 1) and norm 1, as PyTorch's
@@ -135,8 +135,8 @@ std::optional<std::string> fast_mismatch(const GradcheckFunction& fn, const std:
     const double tolerance = options.atol * xt::sum(u[i])() * xt::sum(v)() + options.rtol * std::abs(n);
     if (std::isfinite(a) && std::isfinite(n) && std::abs(a - n) <= tolerance) continue;
     failure = "v^T J u for " + input_label(i, inputs[i]) + " of shape " + format_shape(inputs[i].shape()) +
-              " is analytic " + detail::format_number(a) + ", numeric " + detail::format_number(n) + " (tolerance " +
-              detail::format_number(tolerance) + " = atol * sum(u) * sum(v) + rtol * |numeric|; u, v random of norm 1)";
+              " is analytic " + format_number(a) + ", numeric " + format_number(n) + " (tolerance " +
+              format_number(tolerance) + " = atol * sum(u) * sum(v) + rtol * |numeric|; u, v random of norm 1)";
   }
   for (const auto& x : inputs) x.node()->clear_grad();
   return failure;
@@ -181,7 +181,7 @@ GradcheckResult gradgradcheck(const GradcheckFunction& fn, const std::vector<Ten
   {
     NoGradGuard shape_only;
     const Tensor<double> out = fn(inputs);
-    detail::require_defined(out, "gradgradcheck", "the function's result");
+    require_defined(out, "gradgradcheck", "the function's result");
     out_shape = out.shape();
   }
   // A fixed direction v of the output's shape, not a multiple of ones, so every output element

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <limits>
 
-#include "autograd/detail/checks.h"
+#include "autograd/validation.h"
 #include "autograd/detail/gradcheck_common.h"
 #include "autograd/gradcheck.h"
 
@@ -84,7 +84,7 @@ GradcheckResult gradcheck(const GradcheckFunction32& fn, const std::vector<Tenso
   detail::validate_inputs(inputs, "gradcheck");
   if (!std::isfinite(options.tolerance_factor) || options.tolerance_factor <= 0.0) {
     throw ValueError("gradcheck: option tolerance_factor must be finite and > 0, got " +
-                     detail::format_number(options.tolerance_factor));
+                     format_number(options.tolerance_factor));
   }
   if (auto failure = detail::check_accumulation_and_integrity(fn, inputs)) return {false, *failure, std::nullopt};
   detail::require_jacobian_fits(detail::checked_output_shape(fn, inputs), inputs);
@@ -108,7 +108,7 @@ GradcheckResult gradcheck(const GradcheckFunction32& fn, const std::vector<Tenso
   if (!worst) return {};
   return detail::report(*worst, analytic, inputs, errors[worst->input][worst->element].data()[worst->output],
                         "float32 mode: Richardson extrapolation of central differences at the pair of steps with "
-                        "the smallest estimated error; tolerance " + detail::format_number(options.tolerance_factor) +
+                        "the smallest estimated error; tolerance " + format_number(options.tolerance_factor) +
                             " * (estimated error + float epsilon * (|analytic| + |numeric|))");
 }
 

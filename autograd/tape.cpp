@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "autograd/anomaly.h"
-#include "autograd/detail/checks.h"
+#include "autograd/validation.h"
 #include "autograd/detail/graph_gradient.h"
 #include "autograd/detail/walk.h"
 
@@ -150,7 +150,7 @@ void GradientTape::record(std::shared_ptr<const Entry> entry) {
 
 template <class T>
 void GradientTape::backward(const Tensor<T>& loss) {
-  detail::require_defined(loss, "backward", "loss");
+  require_defined(loss, "backward", "loss");
   if (loss.numel() != 1) {
     throw ShapeError("backward: the loss " + loss.describe() +
                      " has more than one element; pass a seed of its shape: backward(output, seed)");
@@ -179,7 +179,7 @@ void GradientTape::check_can_walk(const Tensor<T>& output) const {
 
 template <class T>
 void GradientTape::backward(const Tensor<T>& output, const xt::xarray<T>& seed) {
-  detail::require_defined(output, "backward", "output");
+  require_defined(output, "backward", "output");
   check_can_walk(output);
   if (!std::equal(seed.shape().begin(), seed.shape().end(), output.value().shape().begin(), output.value().shape().end())) {
     throw ShapeError("backward: seed of shape " + format_shape(seed.shape()) + " does not match output " + output.describe());
@@ -212,12 +212,12 @@ void GradientTape::seed_and_walk(const Tensor<T>& output, const xt::xarray<T>& s
 template <class T>
 std::vector<Tensor<T>> GradientTape::gradient(const Tensor<T>& target, const std::vector<Tensor<T>>& sources,
                                               const GradientOptions& options) {
-  detail::require_defined(target, "gradient", "target");
+  require_defined(target, "gradient", "target");
   if (target.numel() != 1) {
     throw ShapeError("gradient: the target " + target.describe() + " has more than one element; reduce it first (e.g. sum)");
   }
   for (std::size_t i = 0; i < sources.size(); ++i) {
-    detail::require_defined(sources[i], "gradient", "sources[" + std::to_string(i) + "]");
+    require_defined(sources[i], "gradient", "sources[" + std::to_string(i) + "]");
     if (!sources[i].requires_grad()) {
       throw TapeError("gradient: source " + std::to_string(i) + " " + sources[i].describe() +
                       " does not require a gradient, so the target cannot depend on it through this tape");

@@ -8,7 +8,7 @@
 #include <tbb/task_arena.h>
 #include <xtensor/xbuilder.hpp>
 
-#include "autograd/detail/checks.h"
+#include "autograd/validation.h"
 #include "autograd/detail/walk.h"
 #include "autograd/kernels/map.h"
 #include "autograd/malloc_policy.h"
@@ -165,17 +165,17 @@ Tensor<T>::Tensor(xt::xarray<T> value, bool requires_grad) : node_(make_node(std
 
 template <class T>
 Tensor<T> Tensor<T>::zeros(const Shape& shape, bool requires_grad) {
-  return Tensor(xt::xarray<T>(xt::zeros<T>(detail::allocatable(shape, sizeof(T), "zeros"))), requires_grad);
+  return Tensor(xt::xarray<T>(xt::zeros<T>(allocatable(shape, sizeof(T), "zeros"))), requires_grad);
 }
 
 template <class T>
 Tensor<T> Tensor<T>::ones(const Shape& shape, bool requires_grad) {
-  return Tensor(xt::xarray<T>(xt::ones<T>(detail::allocatable(shape, sizeof(T), "ones"))), requires_grad);
+  return Tensor(xt::xarray<T>(xt::ones<T>(allocatable(shape, sizeof(T), "ones"))), requires_grad);
 }
 
 template <class T>
 Tensor<T> Tensor<T>::full(const Shape& shape, T value, bool requires_grad) {
-  xt::xarray<T> v = xt::xarray<T>::from_shape(detail::allocatable(shape, sizeof(T), "full"));
+  xt::xarray<T> v = xt::xarray<T>::from_shape(allocatable(shape, sizeof(T), "full"));
   v.fill(value);
   return Tensor(std::move(v), requires_grad);
 }
@@ -183,13 +183,13 @@ Tensor<T> Tensor<T>::full(const Shape& shape, T value, bool requires_grad) {
 template <class T>
 Tensor<T> Tensor<T>::arange(T start, T stop, T step) {
   if (!std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step)) {
-    throw ValueError("arange: start, stop and step must be finite, got start " + detail::format_number(start) +
-                     ", stop " + detail::format_number(stop) + ", step " + detail::format_number(step));
+    throw ValueError("arange: start, stop and step must be finite, got start " + format_number(start) +
+                     ", stop " + format_number(stop) + ", step " + format_number(step));
   }
   if (step == T(0)) throw ValueError("arange: step must not be 0");
   if ((stop - start) * step < T(0)) {
-    throw ValueError("arange: step " + detail::format_number(step) + " moves away from stop " +
-                     detail::format_number(stop) + " (start " + detail::format_number(start) + ")");
+    throw ValueError("arange: step " + format_number(step) + " moves away from stop " +
+                     format_number(stop) + " (start " + format_number(start) + ")");
   }
   return Tensor(xt::xarray<T>(xt::arange<T>(start, stop, step)));
 }
@@ -197,10 +197,10 @@ Tensor<T> Tensor<T>::arange(T start, T stop, T step) {
 template <class T>
 Tensor<T> Tensor<T>::randn(const Shape& shape, Generator& gen, T mean, T std, bool requires_grad) {
   if (!std::isfinite(mean) || !std::isfinite(std) || std < T(0)) {
-    throw ValueError("randn: mean and std must be finite and std >= 0, got mean " + detail::format_number(mean) +
-                     ", std " + detail::format_number(std));
+    throw ValueError("randn: mean and std must be finite and std >= 0, got mean " + format_number(mean) +
+                     ", std " + format_number(std));
   }
-  xt::xarray<T> v = xt::xarray<T>::from_shape(detail::allocatable(shape, sizeof(T), "randn"));
+  xt::xarray<T> v = xt::xarray<T>::from_shape(allocatable(shape, sizeof(T), "randn"));
   gen.fill_normal(v.data(), v.size(), mean, std);
   return Tensor(std::move(v), requires_grad);
 }
@@ -208,10 +208,10 @@ Tensor<T> Tensor<T>::randn(const Shape& shape, Generator& gen, T mean, T std, bo
 template <class T>
 Tensor<T> Tensor<T>::uniform(const Shape& shape, Generator& gen, T low, T high, bool requires_grad) {
   if (!(low < high) || !std::isfinite(low) || !std::isfinite(high)) {
-    throw ValueError("uniform: low must be below high and both finite, got [" + detail::format_number(low) + ", " +
-                     detail::format_number(high) + ")");
+    throw ValueError("uniform: low must be below high and both finite, got [" + format_number(low) + ", " +
+                     format_number(high) + ")");
   }
-  xt::xarray<T> v = xt::xarray<T>::from_shape(detail::allocatable(shape, sizeof(T), "uniform"));
+  xt::xarray<T> v = xt::xarray<T>::from_shape(allocatable(shape, sizeof(T), "uniform"));
   gen.fill_uniform(v.data(), v.size(), low, high);
   return Tensor(std::move(v), requires_grad);
 }

@@ -19,6 +19,8 @@
 #include <nlohmann/json.hpp>
 #include <xtensor/xnpy.hpp>
 
+#include "autograd/validation.h"
+
 // Tensor data is copied byte for byte between memory and the little-endian file.
 static_assert(std::endian::native == std::endian::little, "checkpoint I/O assumes a little-endian host");
 
@@ -496,7 +498,7 @@ xt::xarray<T> load_npy(const fs::path& path) {
       fail(op, path, "dtype '" + typestring + "' is not little-endian float32 ('<f4') or float64 ('<f8')");
     }
     const std::size_t numel =
-        detail::checked_numel(shape, std::string(op) + "('" + path.string() + "')", "the header's shape");
+        checked_numel(shape, std::string(op) + "('" + path.string() + "')", "the header's shape");
     const std::size_t data_bytes = bytes.size() - data_start;
     if (numel > data_bytes / word) {
       std::size_t needed;

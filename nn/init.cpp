@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "autograd/detail/checks.h"
+#include "autograd/validation.h"
 
 namespace tapegrad::nn::init {
 
@@ -19,8 +19,8 @@ std::pair<std::size_t, std::size_t> fans(const Tensor<T>& t) {
 template <class T>
 void uniform_(Tensor<T>& t, double low, double high, Generator& gen) {
   if (!(low < high) || !std::isfinite(low) || !std::isfinite(high)) {
-    throw ValueError("init::uniform_: low must be below high and both finite, got [" + detail::format_number(low) +
-                     ", " + detail::format_number(high) + ") for " + t.describe());
+    throw ValueError("init::uniform_: low must be below high and both finite, got [" + format_number(low) +
+                     ", " + format_number(high) + ") for " + t.describe());
   }
   auto& v = t.mutable_value();
   gen.fill_uniform(v.data(), v.size(), static_cast<T>(low), static_cast<T>(high));
@@ -30,7 +30,7 @@ template <class T>
 void normal_(Tensor<T>& t, double mean, double std, Generator& gen) {
   if (!std::isfinite(mean) || !std::isfinite(std) || std < 0.0) {
     throw ValueError("init::normal_: mean and std must be finite and std >= 0, got mean " +
-                     detail::format_number(mean) + ", std " + detail::format_number(std) + " for " + t.describe());
+                     format_number(mean) + ", std " + format_number(std) + " for " + t.describe());
   }
   auto& v = t.mutable_value();
   gen.fill_normal(v.data(), v.size(), static_cast<T>(mean), static_cast<T>(std));
@@ -44,7 +44,7 @@ void constant_(Tensor<T>& t, double value) {
 template <class T>
 void kaiming_uniform_(Tensor<T>& t, Generator& gen, double a) {
   if (!std::isfinite(a))
-    throw ValueError("init::kaiming_uniform_: a must be finite, got " + detail::format_number(a) + " for " +
+    throw ValueError("init::kaiming_uniform_: a must be finite, got " + format_number(a) + " for " +
                      t.describe());
   const double gain = std::sqrt(2.0 / (1.0 + a * a));
   const double bound = gain * std::sqrt(3.0 / static_cast<double>(fans(t).first));
@@ -54,7 +54,7 @@ void kaiming_uniform_(Tensor<T>& t, Generator& gen, double a) {
 template <class T>
 void xavier_uniform_(Tensor<T>& t, Generator& gen, double gain) {
   if (!std::isfinite(gain) || gain < 0.0) {
-    throw ValueError("init::xavier_uniform_: gain must be finite and >= 0, got " + detail::format_number(gain) +
+    throw ValueError("init::xavier_uniform_: gain must be finite and >= 0, got " + format_number(gain) +
                      " for " + t.describe());
   }
   const auto [fan_in, fan_out] = fans(t);

@@ -4,7 +4,7 @@
 
 #include <xtensor/xview.hpp>
 
-#include "autograd/detail/checks.h"
+#include "autograd/validation.h"
 #include "autograd/ops/loss.h"
 
 namespace tapegrad::nn {
@@ -21,13 +21,13 @@ LabelSmoothing<T>::LabelSmoothing(std::size_t size, Index padding_idx, double sm
                      std::to_string(size) + ")");
   }
   if (!(smoothing >= 0.0 && smoothing <= 1.0)) {
-    throw ValueError("LabelSmoothing: smoothing must be in [0, 1], got " + detail::format_number(smoothing));
+    throw ValueError("LabelSmoothing: smoothing must be in [0, 1], got " + format_number(smoothing));
   }
 }
 
 template <class T>
 Tensor<T> LabelSmoothing<T>::forward(const Tensor<T>& x, const IndexArray& target) {
-  detail::require_defined(x, "LabelSmoothing", "x");
+  require_defined(x, "LabelSmoothing", "x");
   const Shape& xs = x.shape();
   const Shape ts(target.shape().begin(), target.shape().end());
   if (xs.size() != 2 || xs[1] != size_ || ts != Shape{xs[0]}) {

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "autograd/detail/checks.h"
+#include "autograd/validation.h"
 #include "autograd/ops/linalg.h"
 #include "nn/init.h"
 
@@ -26,10 +26,11 @@ Linear<T>::Linear(std::size_t in_features, std::size_t out_features, Generator& 
 
 template <class T>
 Tensor<T> Linear<T>::forward(const Tensor<T>& x) {
-  const std::string who = "Linear(" + std::to_string(in_features_) + ", " + std::to_string(out_features_) + ")";
-  detail::require_defined(x, who, "x");
+  // The module's name goes into messages only when there is one to write: forward runs every step.
+  const auto who = [&] { return "Linear(" + std::to_string(in_features_) + ", " + std::to_string(out_features_) + ")"; };
+  if (!x.defined()) throw undefined_argument(who(), "x");
   if (x.ndim() == 0 || x.size(-1) != in_features_) {
-    throw ShapeError(who + ": input " + x.describe() + " must end in an axis of size " + std::to_string(in_features_));
+    throw ShapeError(who() + ": input " + x.describe() + " must end in an axis of size " + std::to_string(in_features_));
   }
   return linear(x, weight_, bias_);
 }

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "autograd/validation.h"
+
 namespace tapegrad::nn {
 
 void require_token_batch(const IndexArray& tokens, const char* who) {
@@ -20,7 +22,7 @@ AttendMask create_padding_mask(const IndexArray& tokens, Index pad) {
 }
 
 AttendMask create_look_ahead_mask(std::size_t n) {
-  Mask mask = Mask::from_shape(detail::allocatable({n, n}, sizeof(bool), "create_look_ahead_mask", "the mask"));
+  Mask mask = Mask::from_shape(allocatable({n, n}, sizeof(bool), "create_look_ahead_mask", "the mask"));
   for (std::size_t i = 0; i < n; ++i)
     for (std::size_t j = 0; j < n; ++j) mask(i, j) = j <= i;
   return AttendMask(std::move(mask));

@@ -6,7 +6,7 @@
 #include <tbb/parallel_for.h>
 #include <xsimd/xsimd.hpp>
 
-#include "autograd/detail/checks.h"
+#include "autograd/validation.h"
 
 namespace tapegrad::optim {
 
@@ -17,11 +17,11 @@ AdamOptions as_adam(const AdamWOptions& o) { return {o.lr, o.betas, o.eps, o.wei
 void check(const AdamOptions& o, const char* name) {
   const auto [b1, b2] = o.betas;
   if (!(b1 >= 0.0 && b1 < 1.0) || !(b2 >= 0.0 && b2 < 1.0)) {
-    throw ValueError(std::string(name) + ": betas must be in [0, 1), got (" + detail::format_number(b1) + ", " +
-                     detail::format_number(b2) + ")");
+    throw ValueError(std::string(name) + ": betas must be in [0, 1), got (" + format_number(b1) + ", " +
+                     format_number(b2) + ")");
   }
   if (!(o.eps >= 0.0) || !std::isfinite(o.eps)) {
-    throw ValueError(std::string(name) + ": eps must be finite and >= 0, got " + detail::format_number(o.eps));
+    throw ValueError(std::string(name) + ": eps must be finite and >= 0, got " + format_number(o.eps));
   }
 }
 

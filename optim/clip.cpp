@@ -3,7 +3,7 @@
 #include <cmath>
 #include <limits>
 
-#include "autograd/detail/checks.h"
+#include "autograd/validation.h"
 
 namespace tapegrad::optim {
 
@@ -11,12 +11,12 @@ template <class T>
 double clip_grad_norm(const std::vector<Tensor<T>>& params, double max_norm, double norm_type) {
   const bool infinity = norm_type == std::numeric_limits<double>::infinity();
   if (!infinity && norm_type != 2.0) {
-    throw ValueError("clip_grad_norm: norm_type must be 2 or infinity, got " + detail::format_number(norm_type));
+    throw ValueError("clip_grad_norm: norm_type must be 2 or infinity, got " + format_number(norm_type));
   }
   if (!(max_norm >= 0.0))
-    throw ValueError("clip_grad_norm: max_norm must be >= 0, got " + detail::format_number(max_norm));
+    throw ValueError("clip_grad_norm: max_norm must be >= 0, got " + format_number(max_norm));
   for (std::size_t i = 0; i < params.size(); ++i)
-    detail::require_defined(params[i], "clip_grad_norm", "parameter " + std::to_string(i));
+    require_defined(params[i], "clip_grad_norm", "parameter " + std::to_string(i));
   double total = 0.0;
   for (const auto& p : params) {
     if (!p.has_grad()) continue;

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "autograd/detail/checks.h"
+#include "autograd/validation.h"
 #include "autograd/tape.h"
 
 namespace tapegrad::optim {
@@ -37,7 +37,7 @@ void Optimizer<T>::check_group(std::size_t i) const {
   const auto check = [&](const char* what, double value) {
     if (!std::isfinite(value) || value < 0.0) {
       throw ValueError(name_ + ": group " + std::to_string(i) + " " + what + " must be finite and >= 0, got " +
-                       detail::format_number(value));
+                       format_number(value));
     }
   };
   check("lr", groups_[i].lr);
@@ -93,7 +93,7 @@ void Optimizer<T>::load_state(const StateMap<T>& state) {
       if (value.dimension() != 0) throw ShapeError(who + " has shape " + format_shape(value.shape()) + ", not []");
       const double step = static_cast<double>(value());
       if (!(step >= 0.0) || step != std::floor(step) || step > 1e15) {
-        throw ValueError(who + " must be a whole number >= 0, got " + detail::format_number(step));
+        throw ValueError(who + " must be a whole number >= 0, got " + format_number(step));
       }
       loaded[it->first].step = static_cast<std::size_t>(step);
     } else if (value.shape() != it->second->value().shape()) {

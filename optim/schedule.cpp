@@ -5,7 +5,7 @@
 #include <limits>
 #include <numbers>
 
-#include "autograd/detail/checks.h"
+#include "autograd/validation.h"
 
 namespace tapegrad::optim {
 
@@ -14,8 +14,8 @@ namespace {
 void check_factor(const char* op, const char* what, double value,
                   double high = std::numeric_limits<double>::infinity()) {
   if (!(value >= 0.0 && value <= high) || !std::isfinite(value)) {
-    const std::string range = std::isinf(high) ? "finite and >= 0" : "in [0, " + detail::format_number(high) + "]";
-    throw ValueError(std::string(op) + ": " + what + " must be " + range + ", got " + detail::format_number(value));
+    const std::string range = std::isinf(high) ? "finite and >= 0" : "in [0, " + format_number(high) + "]";
+    throw ValueError(std::string(op) + ": " + what + " must be " + range + ", got " + format_number(value));
   }
 }
 }  // namespace
@@ -66,7 +66,7 @@ void LRScheduler<T>::apply() {
   const double f = factor_(step_);
   // A NaN or negative rate would otherwise reach the parameters silently.
   if (!std::isfinite(f) || f < 0.0) {
-    throw ValueError("LRScheduler: the factor at step " + std::to_string(step_) + " is " + detail::format_number(f) +
+    throw ValueError("LRScheduler: the factor at step " + std::to_string(step_) + " is " + format_number(f) +
                      "; it must be finite and >= 0");
   }
   auto& groups = optimizer_.param_groups();

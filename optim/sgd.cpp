@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "autograd/detail/checks.h"
+#include "autograd/validation.h"
 
 namespace tapegrad::optim {
 
@@ -10,10 +10,10 @@ template <class T>
 SGD<T>::SGD(std::vector<ParamGroup<T>> groups, const SGDOptions& options)
     : Optimizer<T>(std::move(groups), "SGD"), options_(options) {
   if (!(options.momentum >= 0.0) || !std::isfinite(options.momentum)) {
-    throw ValueError("SGD: momentum must be finite and >= 0, got " + detail::format_number(options.momentum));
+    throw ValueError("SGD: momentum must be finite and >= 0, got " + format_number(options.momentum));
   }
   if (!std::isfinite(options.dampening)) {
-    throw ValueError("SGD: dampening must be finite, got " + detail::format_number(options.dampening));
+    throw ValueError("SGD: dampening must be finite, got " + format_number(options.dampening));
   }
   if (options.nesterov && (options.momentum <= 0.0 || options.dampening != 0.0)) {
     throw ValueError("SGD: nesterov needs momentum > 0 and dampening 0");

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <limits>
 
-#include "autograd/detail/checks.h"
+#include "autograd/validation.h"
 #include "autograd/kernels/indices.h"
 #include "autograd/tape.h"
 

@@ -4,6 +4,8 @@
 
 #include <xtensor/xbuilder.hpp>
 
+#include "autograd/validation.h"
+
 namespace tapegrad::kernels {
 
 Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op) {
@@ -19,7 +21,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op) {
     }
     out[i] = da == 1 ? db : da;
   }
-  detail::checked_numel(out, op, "the broadcast shape");
+  checked_numel(out, op, "the broadcast shape");
   return out;
 }
 

@@ -10,6 +10,7 @@
 
 #include "autograd/kernels/blas.h"
 #include "autograd/kernels/merged_axes.h"
+#include "autograd/validation.h"
 
 namespace tapegrad::kernels {
 
@@ -266,7 +267,7 @@ EinsumPlan make_plan(const EinsumEquation& eq, const std::vector<Shape>& shapes,
   plan.op = quoted(eq.str());
   plan.out_shape = sizes_of(eq.output, sizes);
   // Before `empty`: an output [2^32,2^32] of a sum over a size-0 letter must not wrap to 0 elements.
-  detail::checked_numel(plan.out_shape, plan.op, "the output");
+  checked_numel(plan.out_shape, plan.op, "the output");
   plan.empty = std::any_of(sizes.begin(), sizes.end(), [](const auto& letter) { return letter.second == 0; });
   if (plan.empty) return plan;
   if (eq.operands.size() == 1) {
@@ -430,7 +431,7 @@ using Buffer = std::unique_ptr<T[]>;
 // checked against memory like every other array an op makes.
 template <class T>
 Buffer<T> workspace(const EinsumPlan& plan, std::size_t size) {
-  detail::allocatable(Shape{size}, sizeof(T), plan.op, "a workspace");
+  allocatable(Shape{size}, sizeof(T), plan.op, "a workspace");
   return std::make_unique_for_overwrite<T[]>(size);
 }
 
@@ -445,7 +446,7 @@ const T* gemm_input(const EinsumPlan& plan, const GemmOperand& op, const xt::xar
 
 template <class T>
 xt::xarray<T> run_plan(const EinsumPlan& plan, const std::vector<const xt::xarray<T>*>& operands) {
-  auto out = xt::xarray<T>::from_shape(detail::allocatable(plan.out_shape, sizeof(T), plan.op, "the output"));
+  auto out = xt::xarray<T>::from_shape(allocatable(plan.out_shape, sizeof(T), plan.op, "the output"));
   if (plan.empty) {
     std::fill(out.begin(), out.end(), T(0));
     return out;

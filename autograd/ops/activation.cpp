@@ -6,7 +6,7 @@
 
 #include <xtensor/xoperation.hpp>
 
-#include "autograd/detail/checks.h"
+#include "autograd/validation.h"
 #include "autograd/detail/record.h"
 #include "autograd/kernels/map.h"
 #include "autograd/ops/elementwise.h"
@@ -127,7 +127,7 @@ Tensor<T> gelu_backward(const Tensor<T>& g, const Tensor<T>& x, bool use_tanh,
 
 template <class T>
 Tensor<T> relu(const Tensor<T>& a, CallSite where) {
-  detail::require_defined(a, "relu", "a");
+  require_defined(a, "relu", "a");
   // NaN passes through (as PyTorch) so anomaly mode still sees it. y > 0 exactly where x > 0 and
   // y is NaN exactly where x is, so the output is all the backward needs.
   const auto forward = [](T x) { return x > T(0) || std::isnan(x) ? x : T(0); };
@@ -137,7 +137,7 @@ Tensor<T> relu(const Tensor<T>& a, CallSite where) {
 
 template <class T>
 Tensor<T> sigmoid(const Tensor<T>& a, CallSite where) {
-  detail::require_defined(a, "sigmoid", "a");
+  require_defined(a, "sigmoid", "a");
   // exp of a non-positive argument only, so no overflow for large |x|.
   const auto forward = [](T x) {
     if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
@@ -150,14 +150,14 @@ Tensor<T> sigmoid(const Tensor<T>& a, CallSite where) {
 
 template <class T>
 Tensor<T> tanh(const Tensor<T>& a, CallSite where) {
-  detail::require_defined(a, "tanh", "a");
+  require_defined(a, "tanh", "a");
   return make_result("tanh", where, map_elements(a.value(), [](T x) { return std::tanh(x); }), should_record(a),
                      [a](const Tensor<T>& g, const Tensor<T>& y) { accumulate(a, tanh_backward(g, y)); });
 }
 
 template <class T>
 Tensor<T> gelu(const Tensor<T>& a, GeluApproximation approximate, CallSite where) {
-  detail::require_defined(a, "gelu", "a");
+  require_defined(a, "gelu", "a");
   const bool use_tanh = approximate == GeluApproximation::Tanh;
   xt::xarray<T> y = use_tanh ? map_elements(a.value(), gelu_tanh<T>) : map_elements(a.value(), gelu_erf<T>);
   // The derivative needs x, which the handle `a` already holds.
@@ -169,10 +169,10 @@ Tensor<T> gelu(const Tensor<T>& a, GeluApproximation approximate, CallSite where
 
 template <class T>
 Tensor<T> softplus(const Tensor<T>& a, double beta, double threshold, CallSite where) {
-  detail::require_defined(a, "softplus", "a");
+  require_defined(a, "softplus", "a");
   if (beta == 0.0 || !std::isfinite(beta) || std::isnan(threshold)) {
     throw ValueError("softplus: beta must be finite and nonzero and threshold not nan, got beta = " +
-                     detail::format_number(beta) + ", threshold = " + detail::format_number(threshold) + " (input " +
+                     format_number(beta) + ", threshold = " + format_number(threshold) + " (input " +
                      format_shape(a.shape()) + ")");
   }
   const T b = static_cast<T>(beta), limit = static_cast<T>(threshold);

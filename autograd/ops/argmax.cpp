@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "autograd/detail/checks.h"
+#include "autograd/validation.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/shape.h"
 
@@ -15,7 +15,7 @@ namespace {
 // max / min along a dim of the detached x picks the position.
 template <class T>
 IndexArray arg_extreme(const char* op, bool largest, const Tensor<T>& x, std::optional<Index> dim, bool keepdim) {
-  detail::require_defined(x, op, "x");
+  require_defined(x, op, "x");
   const Shape& shape = x.shape();
   const CallSite here = std::source_location::current();
   if (!dim) {
@@ -27,7 +27,7 @@ IndexArray arg_extreme(const char* op, bool largest, const Tensor<T>& x, std::op
     if (keepdim) flat.reshape(std::vector<std::size_t>(shape.size(), 1));
     return flat;
   }
-  const std::size_t d = detail::normalize_axis(*dim, std::max<std::size_t>(1, shape.size()), op, shape);
+  const std::size_t d = normalize_axis(*dim, std::max<std::size_t>(1, shape.size()), op, shape);
   if (!shape.empty() && shape[d] == 0) {
     throw ValueError(std::string(op) + ": axis " + std::to_string(*dim) + " of x " + format_shape(shape) +
                      " has size 0, so there is no position to return");

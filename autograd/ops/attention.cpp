@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/detail/checks.h"
+#include "autograd/validation.h"
 #include "autograd/detail/record.h"
 #include "autograd/kernels/broadcast.h"
 #include "autograd/kernels/row_kernels.h"
@@ -119,11 +119,11 @@ Tensor<T> attention_softmax_backward(const Tensor<T>& g, const Tensor<T>& y,
 
 template <class T>
 Tensor<T> attention_softmax(const Tensor<T>& scores, const std::optional<AttendMask>& may_attend, Scalar<T> scale, CallSite where) {
-  detail::require_defined(scores, "attention_softmax", "scores");
+  require_defined(scores, "attention_softmax", "scores");
   const Shape shape = scores.shape();
   if (shape.empty()) throw ShapeError("attention_softmax: scores must have at least 1 dim, got []");
   if (!std::isfinite(static_cast<double>(scale)))
-    throw ValueError("attention_softmax: scale must be finite, got " + detail::format_number(static_cast<double>(scale)));
+    throw ValueError("attention_softmax: scale must be finite, got " + format_number(static_cast<double>(scale)));
   const std::size_t n = shape.back(), rows = n == 0 ? 0 : scores.numel() / n;
   MaskRows mask;
   const Mask* allowed = may_attend ? &may_attend->may_attend() : nullptr;

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <string>
 
-#include "autograd/detail/checks.h"
+#include "autograd/validation.h"
 #include "autograd/detail/record.h"
 #include "autograd/kernels/broadcast.h"
 #include "autograd/kernels/indices.h"
@@ -26,8 +26,8 @@ template <class T> Tensor<T> constant(T v) { return Tensor<T>(xt::xarray<T>(v));
 
 template <class T>
 void require_same_shape(const char* op, const Tensor<T>& input, const char* input_name, const Tensor<T>& target) {
-  detail::require_defined(input, op, input_name);
-  detail::require_defined(target, op, "target");
+  require_defined(input, op, input_name);
+  require_defined(target, op, "target");
   if (input.shape() != target.shape()) {
     throw ShapeError(std::string(op) + ": target " + format_shape(target.shape()) + " must have the shape of " +
                      input_name + " " + format_shape(input.shape()));
@@ -94,7 +94,7 @@ Tensor<T> binary_cross_entropy(const Tensor<T>& probs, const Tensor<T>& target, 
   const T* pv = probs.value().data();
   for (std::size_t i = 0; i < probs.numel(); ++i) {
     if (!(pv[i] >= T(0) && pv[i] <= T(1))) {
-      throw ValueError(std::string(op) + ": probs must lie in [0, 1], got " + detail::format_number(pv[i]) +
+      throw ValueError(std::string(op) + ": probs must lie in [0, 1], got " + format_number(pv[i]) +
                        " at position " + format_shape(kernels::unravel_index(i, probs.shape())) + " of probs " +
                        format_shape(probs.shape()));
     }
@@ -112,7 +112,7 @@ Tensor<T> binary_cross_entropy_with_logits(const Tensor<T>& logits, const Tensor
   // (1 - t) x + weight softplus(-x), weight = 1 + (w - 1) t.
   Tensor<T> weight;
   if (pos_weight) {
-    detail::require_defined(*pos_weight, op, "pos_weight");
+    require_defined(*pos_weight, op, "pos_weight");
     if (!kernels::broadcasts_to(pos_weight->shape(), logits.shape())) {
       throw ShapeError(std::string(op) + ": pos_weight " + format_shape(pos_weight->shape()) +
                        " does not broadcast to logits " + format_shape(logits.shape()));

@@ -1,6 +1,6 @@
 #include "autograd/ops/cumulative.h"
 
-#include "autograd/detail/checks.h"
+#include "autograd/validation.h"
 #include "autograd/detail/record.h"
 #include "autograd/kernels/row_kernels.h"
 
@@ -12,10 +12,10 @@ namespace {
 // one, its backward the other, and each is the other's derivative.
 template <class T>
 Tensor<T> running_sum(const Tensor<T>& a, Index dim, bool reverse, CallSite where) {
-  detail::require_defined(a, "cumsum", "a");
+  require_defined(a, "cumsum", "a");
   const Shape shape = a.shape();
-  const bool scalar = detail::is_scalar_axis(dim, shape, "cumsum");
-  const std::size_t axis = scalar ? 0 : detail::normalize_axis(dim, shape.size(), "cumsum", shape);
+  const bool scalar = is_scalar_axis(dim, shape, "cumsum");
+  const std::size_t axis = scalar ? 0 : normalize_axis(dim, shape.size(), "cumsum", shape);
   const kernels::AxisLayout l = kernels::axis_layout(scalar ? Shape{1} : shape, axis);
   xt::xarray<T> out = xt::xarray<T>::from_shape(shape);
   const T* x = a.value().data();

@@ -2,14 +2,14 @@
 
 #include <xtensor/xmath.hpp>
 
-#include "autograd/detail/checks.h"
+#include "autograd/validation.h"
 #include "autograd/detail/record.h"
 
 namespace tapegrad {
 
 template <class To, class From>
 Tensor<To> cast(const Tensor<From>& a, CallSite where) {
-  detail::require_defined(a, "cast", "a");
+  require_defined(a, "cast", "a");
   return detail::make_result("cast", where, xt::xarray<To>(xt::cast<To>(a.value())), detail::should_record(a),
                              [a](const Tensor<To>& g, const Tensor<To>&) { detail::accumulate(a, cast<From>(g)); });
 }

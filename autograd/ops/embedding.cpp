@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/detail/checks.h"
+#include "autograd/validation.h"
 #include "autograd/detail/record.h"
 #include "autograd/kernels/indices.h"
 #include "autograd/kernels/row_kernels.h"
@@ -103,7 +103,7 @@ Tensor<T> embedding_backward(const Tensor<T>& g, const std::shared_ptr<const Ind
 
 template <class T>
 Tensor<T> embedding(const Tensor<T>& weight, const IndexArray& indices, std::optional<Index> padding_idx, CallSite where) {
-  detail::require_defined(weight, "embedding", "weight");
+  require_defined(weight, "embedding", "weight");
   const Shape weight_shape = weight.shape();
   if (weight_shape.size() != 2) {
     throw ShapeError("embedding: weight must be 2-D [num_embeddings, dim], got " + format_shape(weight_shape));
@@ -114,7 +114,7 @@ Tensor<T> embedding(const Tensor<T>& weight, const IndexArray& indices, std::opt
 
   Shape out_shape(indices.shape().begin(), indices.shape().end());
   out_shape.push_back(dim);
-  xt::xarray<T> out = xt::xarray<T>::from_shape(detail::allocatable(out_shape, sizeof(T), "embedding", "the output"));
+  xt::xarray<T> out = xt::xarray<T>::from_shape(allocatable(out_shape, sizeof(T), "embedding", "the output"));
   const T* w = weight.value().data();
   const Index* idx = indices.data();
   T* o = out.data();

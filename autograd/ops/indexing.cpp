@@ -106,10 +106,10 @@ Tensor<T> src_gradient(const Tensor<T>& g, std::size_t dim, const IndexArray& in
 
 template <class T>
 Tensor<T> gather(const Tensor<T>& x, Index dim, const IndexArray& index, CallSite where) {
-  detail::require_defined(x, "gather", "x");
+  require_defined(x, "gather", "x");
   const Shape xs = x.shape(), is = shape_of(index);
-  const std::size_t d = detail::normalize_axis(dim, std::max<std::size_t>(1, xs.size()), "gather", xs);
-  xt::xarray<T> out = xt::xarray<T>::from_shape(detail::allocatable(is, sizeof(T), "gather", "the output"));
+  const std::size_t d = normalize_axis(dim, std::max<std::size_t>(1, xs.size()), "gather", xs);
+  xt::xarray<T> out = xt::xarray<T>::from_shape(allocatable(is, sizeof(T), "gather", "the output"));
   if (index.size() != 0) {
     const Shape x1 = at_least_1d(xs);
     if (!fits_in(at_least_1d(is), x1, d)) {
@@ -135,10 +135,10 @@ Tensor<T> gather(const Tensor<T>& x, Index dim, const IndexArray& index, CallSit
 
 template <class T>
 Tensor<T> scatter_add(const Tensor<T>& self, Index dim, const IndexArray& index, const Tensor<T>& src, CallSite where) {
-  detail::require_defined(self, "scatter_add", "self");
-  detail::require_defined(src, "scatter_add", "src");
+  require_defined(self, "scatter_add", "self");
+  require_defined(src, "scatter_add", "src");
   const Shape ss = self.shape(), is = shape_of(index), rs = src.shape();
-  const std::size_t d = detail::normalize_axis(dim, std::max<std::size_t>(1, ss.size()), "scatter_add", ss);
+  const std::size_t d = normalize_axis(dim, std::max<std::size_t>(1, ss.size()), "scatter_add", ss);
   xt::xarray<T> out = self.value();
   if (index.size() != 0) {
     const Shape s1 = at_least_1d(ss), i1 = at_least_1d(is), r1 = at_least_1d(rs);
@@ -168,9 +168,9 @@ Tensor<T> scatter_add(const Tensor<T>& self, Index dim, const IndexArray& index,
 
 template <class T>
 Tensor<T> index_fill(const Tensor<T>& x, Index dim, const IndexArray& index, Scalar<T> value, CallSite where) {
-  detail::require_defined(x, "index_fill", "x");
+  require_defined(x, "index_fill", "x");
   const Shape xs = x.shape();
-  const std::size_t d = detail::normalize_axis(dim, std::max<std::size_t>(1, xs.size()), "index_fill", xs);
+  const std::size_t d = normalize_axis(dim, std::max<std::size_t>(1, xs.size()), "index_fill", xs);
   if (index.dimension() > 1) {
     throw ShapeError("index_fill: index must be 0-d or 1-D, got shape " + format_shape(index.shape()) +
                      " (input shape " + format_shape(xs) + ")");

@@ -159,7 +159,7 @@ xt::xarray<T> product_value(const T* x, const T* y, const MatrixProduct& p, cons
   }
   Shape full_shape = p.batch, own = p.out_batch;
   for (Shape* s : {&full_shape, &own}) s->insert(s->end(), {p.rows, p.cols});
-  auto full = xt::xarray<T>::from_shape(detail::allocatable(full_shape, sizeof(T), p.op, workspace));
+  auto full = xt::xarray<T>::from_shape(allocatable(full_shape, sizeof(T), p.op, workspace));
   broadcast_gemm(x, p.x_batch, p.x_t, y, p.y_batch, p.y_t, p.rows, p.cols, p.inner, p.batch, full.data());
   if (product(own) != full.size()) full = kernels::sum_to(full, own);
   full.reshape(shape);
@@ -264,10 +264,10 @@ Tensor<T> einsum_node(const char* op, const kernels::EinsumEquation& eq, const s
 
 template <class T>
 Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b, CallSite where) {
-  detail::require_defined(a, "matmul", "a");
-  detail::require_defined(b, "matmul", "b");
+  require_defined(a, "matmul", "a");
+  require_defined(b, "matmul", "b");
   const MatmulDims d = matmul_dims(a.shape(), b.shape());
-  auto out = xt::xarray<T>::from_shape(detail::allocatable(d.out_shape, sizeof(T), "matmul", "the output"));
+  auto out = xt::xarray<T>::from_shape(allocatable(d.out_shape, sizeof(T), "matmul", "the output"));
   broadcast_gemm(a.value().data(), d.a_batch, false, b.value().data(), d.b_batch, false, d.m, d.n, d.k, d.batch,
                  out.data());
   const MatrixProduct p{d.a_batch, false, d.b_batch, false, d.m, d.n, d.k, d.batch, d.batch};
@@ -280,8 +280,8 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b, CallSite where) {
 
 template <class T>
 Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias, CallSite where) {
-  detail::require_defined(x, "linear", "x");
-  detail::require_defined(weight, "linear", "weight");
+  require_defined(x, "linear", "x");
+  require_defined(weight, "linear", "weight");
   const auto shapes = [&] {
     return "x " + x.describe() + ", weight " + weight.describe() + (bias.defined() ? ", bias " + bias.describe() : "");
   };
@@ -296,7 +296,7 @@ Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& b
   }
   Shape out_shape = x.shape();
   out_shape.back() = out_features;
-  auto y = xt::xarray<T>::from_shape(detail::allocatable(out_shape, sizeof(T), "linear", "the output"));
+  auto y = xt::xarray<T>::from_shape(allocatable(out_shape, sizeof(T), "linear", "the output"));
   T beta = T(0);
   if (bias.defined()) {
     const T* b = bias.value().data();
@@ -324,7 +324,7 @@ template <class T>
 Tensor<T> einsum(std::string_view subscripts, const std::vector<Tensor<T>>& operands, CallSite where) {
   const std::string op = "einsum(\"" + std::string(subscripts) + "\")";
   for (std::size_t i = 0; i < operands.size(); ++i)
-    detail::require_defined(operands[i], op, "operand " + std::to_string(i));
+    require_defined(operands[i], op, "operand " + std::to_string(i));
   std::vector<Shape> shapes;
   for (const auto& x : operands) shapes.push_back(x.shape());
   const kernels::ResolvedEinsum resolved = kernels::resolve_einsum(subscripts, shapes);

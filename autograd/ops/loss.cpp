@@ -8,7 +8,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "autograd/detail/checks.h"
+#include "autograd/validation.h"
 #include "autograd/detail/record.h"
 #include "autograd/kernels/chunked_sum.h"
 #include "autograd/kernels/indices.h"
@@ -110,8 +110,8 @@ std::size_t pointwise_divisor(Reduction reduction, const Shape& shape, std::size
 template <class T>
 void require_same_shape(const Tensor<T>& a, const Tensor<T>& b, const char* op, const char* a_name,
                         const char* b_name) {
-  detail::require_defined(a, op, a_name);
-  detail::require_defined(b, op, b_name);
+  require_defined(a, op, a_name);
+  require_defined(b, op, b_name);
   if (a.shape() != b.shape()) {
     throw ShapeError(std::string(op) + ": " + a_name + " " + format_shape(a.shape()) + " and " + b_name + " " +
                      format_shape(b.shape()) + " must have the same shape");
@@ -450,7 +450,7 @@ Tensor<T> mse_loss_backward(const Tensor<T>& g, const Tensor<T>& input, const Te
 
 template <class T>
 Tensor<T> cross_entropy(const Tensor<T>& logits, const IndexArray& targets, const CrossEntropyOptions& options, CallSite where) {
-  detail::require_defined(logits, "cross_entropy", "logits");
+  require_defined(logits, "cross_entropy", "logits");
   reject_batchmean(options.reduction, "cross_entropy", "logits", logits.shape());
   if (!(options.label_smoothing >= 0.0 && options.label_smoothing <= 1.0)) {
     throw ValueError("cross_entropy: label_smoothing " + std::to_string(options.label_smoothing) +
@@ -484,7 +484,7 @@ Tensor<T> cross_entropy(const Tensor<T>& logits, const IndexArray& targets, cons
 
 template <class T>
 Tensor<T> nll_loss(const Tensor<T>& log_probs, const IndexArray& targets, const NllLossOptions& options, CallSite where) {
-  detail::require_defined(log_probs, "nll_loss", "log_probs");
+  require_defined(log_probs, "nll_loss", "log_probs");
   reject_batchmean(options.reduction, "nll_loss", "log_probs", log_probs.shape());
   const ClassAxis axis = check_class_targets(log_probs.shape(), targets, options.ignore_index, "nll_loss", "log_probs");
   const Shape target_shape(targets.shape().begin(), targets.shape().end());

@@ -82,7 +82,7 @@ Tensor<T> dropout_backward(const Tensor<T>& g, std::shared_ptr<const Mask> keep,
 
 template <class T>
 Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, Scalar<T> value, CallSite where) {
-  detail::require_defined(a, "masked_fill", "a");
+  require_defined(a, "masked_fill", "a");
   const Shape in = a.shape();
   const Shape mask_shape(mask.shape().begin(), mask.shape().end());
   // The input and the mask broadcast together (PyTorch): the output has their broadcast shape.
@@ -97,7 +97,7 @@ Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, Scalar<T> value, Cal
 
 template <class T>
 Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen, CallSite where) {
-  detail::require_defined(a, "dropout", "a");
+  require_defined(a, "dropout", "a");
   check_dropout_p(p, "dropout");
   if (!training || p == 0.0) {
     return make_result("dropout", where, xt::xarray<T>(a.value()), should_record(a),
@@ -136,7 +136,7 @@ Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen, C
 
 void check_dropout_p(double p, std::string_view op) {
   if (!(p >= 0.0 && p <= 1.0)) {
-    throw ValueError(std::string(op) + ": p must be in [0, 1], got p = " + detail::format_number(p));
+    throw ValueError(std::string(op) + ": p must be in [0, 1], got p = " + format_number(p));
   }
 }
 

@@ -219,7 +219,7 @@ LayerNormGrads<T> layer_norm_backward(const Tensor<T>& g, const Tensor<T>& x, co
 template <class T>
 Tensor<T> layer_norm(const Tensor<T>& x, const Shape& normalized_shape, const Tensor<T>& weight, const Tensor<T>& bias,
                      double eps, CallSite where) {
-  detail::require_defined(x, "layer_norm", "x");
+  require_defined(x, "layer_norm", "x");
   const Shape x_shape = x.shape();
   const Shape w_shape = weight.defined() ? weight.shape() : Shape{};
   const Shape b_shape = bias.defined() ? bias.shape() : Shape{};
@@ -252,7 +252,7 @@ Tensor<T> layer_norm(const Tensor<T>& x, const Shape& normalized_shape, const Te
 
 void check_layer_norm_eps(double eps, std::string_view who) {
   if (!(eps > 0.0) || !std::isfinite(eps)) {
-    throw ValueError(std::string(who) + ": eps must be finite and > 0, got " + detail::format_number(eps));
+    throw ValueError(std::string(who) + ": eps must be finite and > 0, got " + format_number(eps));
   }
 }
 

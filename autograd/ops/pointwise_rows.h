@@ -7,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-#include "autograd/detail/checks.h"
+#include "autograd/validation.h"
 #include "autograd/detail/record.h"
 #include "autograd/kernels/broadcast.h"
 #include "autograd/kernels/ieee_pow.h"
@@ -27,7 +27,7 @@ namespace detail {
 template <class T, class Forward, class Derivative>
 Tensor<T> unary_op(const char* op, const char* recorded_name, const Tensor<T>& a, CallSite where, Forward forward,
                    Derivative derivative) {
-  detail::require_defined(a, op, "a");
+  require_defined(a, op, "a");
   xt::xarray<T> y = xt::xarray<T>::from_shape(a.value().shape());
   kernels::map(y.size(), a.value().data(), y.data(), forward);
   return detail::make_result(recorded_name, where, std::move(y), detail::should_record(a),
@@ -41,9 +41,9 @@ Tensor<T> unary_op(const char* op, const char* recorded_name, const Tensor<T>& a
 template <class T, class Forward, class DerivativeA, class DerivativeB>
 Tensor<T> binary_op(const char* op, const Tensor<T>& a, const Tensor<T>& b, CallSite where, Forward forward,
                     DerivativeA derivative_a, DerivativeB derivative_b) {
-  detail::require_defined(a, op, "a");
-  detail::require_defined(b, op, "b");
-  const Shape shape = detail::allocatable(kernels::broadcast_shapes(a.shape(), b.shape(), op), sizeof(T), op, "the output");
+  require_defined(a, op, "a");
+  require_defined(b, op, "b");
+  const Shape shape = allocatable(kernels::broadcast_shapes(a.shape(), b.shape(), op), sizeof(T), op, "the output");
   xt::xarray<T> y = xt::xarray<T>::from_shape(shape);
   kernels::map(a.value().data(), a.shape(), b.value().data(), b.shape(), y.data(), shape, forward);
   return detail::make_result(op, where, std::move(y), detail::should_record(a, b),

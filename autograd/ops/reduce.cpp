@@ -61,7 +61,7 @@ std::vector<bool> detail::axes_mask(const char* op, const Shape& shape, const Ax
   // A 0-d tensor's one axis-like position is checked for repeats as an axis of its own.
   std::vector<bool> reduced(std::max<std::size_t>(shape.size(), 1), false);
   for (const Index axis : axes) {
-    const std::size_t d = detail::is_scalar_axis(axis, shape, op) ? 0 : detail::normalize_axis(axis, shape.size(), op, shape);
+    const std::size_t d = is_scalar_axis(axis, shape, op) ? 0 : normalize_axis(axis, shape.size(), op, shape);
     if (reduced[d]) {
       throw ValueError(std::string(op) + ": axis " + std::to_string(d) + " is named twice in the axes (last as " +
                        std::to_string(axis) + ") for a tensor of shape " + format_shape(shape));
@@ -91,7 +91,7 @@ Tensor<T> sum_or_mean(const char* op, std::source_location where, const Tensor<T
   xt::xarray<T> storage;
   const T* x = as_rows(a.value(), p, storage);
   const double divisor = mean ? static_cast<double>(p.cols) : 1.0;
-  xt::xarray<T> out = xt::xarray<T>::from_shape(detail::allocatable(p.out_shape, sizeof(T), op, "the output"));
+  xt::xarray<T> out = xt::xarray<T>::from_shape(allocatable(p.out_shape, sizeof(T), op, "the output"));
   T* y = out.data();
   const std::size_t cols = p.cols;
   kernels::parallel_items(p.rows, cols, [&](std::size_t begin, std::size_t end) {
@@ -126,7 +126,7 @@ Tensor<T> extreme_impl(bool largest, std::source_location where, const Tensor<T>
   }
   xt::xarray<T> storage;
   const T* x = as_rows(a.value(), p, storage);
-  xt::xarray<T> out = xt::xarray<T>::from_shape(detail::allocatable(p.out_shape, sizeof(T), op, "the output"));
+  xt::xarray<T> out = xt::xarray<T>::from_shape(allocatable(p.out_shape, sizeof(T), op, "the output"));
   xt::xarray<T> counts = xt::xarray<T>::from_shape(p.out_shape);
   T* y = out.data();
   T* c = counts.data();
@@ -230,49 +230,49 @@ ValuesIndices<T> extreme_along(bool largest, const Tensor<T>& a, Index dim, bool
 
 template <class T>
 Tensor<T> sum(const Tensor<T>& a, CallSite where) {
-  detail::require_defined(a, "sum", "a");
+  require_defined(a, "sum", "a");
   return sum_or_mean("sum", where, a, all_axes(a.shape()), false, false);
 }
 
 template <class T>
 Tensor<T> sum(const Tensor<T>& a, const Axes& axes, bool keepdims, CallSite where) {
-  detail::require_defined(a, "sum", "a");
+  require_defined(a, "sum", "a");
   return sum_or_mean("sum", where, a, detail::axes_mask("sum", a.shape(), axes), keepdims, false);
 }
 
 template <class T>
 Tensor<T> mean(const Tensor<T>& a, CallSite where) {
-  detail::require_defined(a, "mean", "a");
+  require_defined(a, "mean", "a");
   return sum_or_mean("mean", where, a, all_axes(a.shape()), false, true);
 }
 
 template <class T>
 Tensor<T> mean(const Tensor<T>& a, const Axes& axes, bool keepdims, CallSite where) {
-  detail::require_defined(a, "mean", "a");
+  require_defined(a, "mean", "a");
   return sum_or_mean("mean", where, a, detail::axes_mask("mean", a.shape(), axes), keepdims, true);
 }
 
 template <class T>
 Tensor<T> max(const Tensor<T>& a, CallSite where) {
-  detail::require_defined(a, "max", "a");
+  require_defined(a, "max", "a");
   return extreme_impl(true, where, a, all_axes(a.shape()), false);
 }
 
 template <class T>
 Tensor<T> min(const Tensor<T>& a, CallSite where) {
-  detail::require_defined(a, "min", "a");
+  require_defined(a, "min", "a");
   return extreme_impl(false, where, a, all_axes(a.shape()), false);
 }
 
 template <class T>
 Tensor<T> max(const Tensor<T>& a, const Axes& axes, bool keepdims, CallSite where) {
-  detail::require_defined(a, "max", "a");
+  require_defined(a, "max", "a");
   return extreme_impl(true, where, a, detail::axes_mask("max", a.shape(), axes), keepdims);
 }
 
 template <class T>
 Tensor<T> sum_to(const Tensor<T>& a, const Shape& shape, CallSite where) {
-  detail::require_defined(a, "sum_to", "a");
+  require_defined(a, "sum_to", "a");
   if (!kernels::broadcasts_to(shape, a.shape())) {
     throw ShapeError("sum_to: shape " + format_shape(shape) + " does not broadcast to the input's shape " +
                      format_shape(a.shape()));

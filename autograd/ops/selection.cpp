@@ -8,7 +8,7 @@
 
 #include <xtensor/xoperation.hpp>
 
-#include "autograd/detail/checks.h"
+#include "autograd/validation.h"
 #include "autograd/detail/record.h"
 #include "autograd/kernels/broadcast.h"
 #include "autograd/kernels/row_kernels.h"
@@ -93,7 +93,7 @@ void require_bound(const char* which, std::optional<T> bound, const Shape& shape
 
 template <class T>
 Tensor<T> clamp(const Tensor<T>& a, std::optional<Scalar<T>> min, std::optional<Scalar<T>> max, CallSite where) {
-  detail::require_defined(a, "clamp", "a");
+  require_defined(a, "clamp", "a");
   const Shape shape = a.shape();
   if (!min && !max) {
     throw ValueError("clamp: at least one of 'min' and 'max' must be given (input " + format_shape(shape) + ")");
@@ -114,7 +114,7 @@ Tensor<T> clamp(const Tensor<T>& a, std::optional<Scalar<T>> min, std::optional<
 
 template <class T>
 Tensor<T> clamp(const Tensor<T>& a, const Tensor<T>& min, const Tensor<T>& max, CallSite where) {
-  detail::require_defined(a, "clamp", "a");
+  require_defined(a, "clamp", "a");
   if (!min.defined() && !max.defined()) {
     throw ValueError("clamp: at least one of 'min' and 'max' must be defined (input " + format_shape(a.shape()) + ")");
   }
@@ -129,7 +129,7 @@ Tensor<T> clamp(const Tensor<T>& a, const Tensor<T>& min, const Tensor<T>& max, 
   const Operand<T> x = at_shape(a.value(), shape, storage[0]);
   const Operand<T> l = min.defined() ? at_shape(lo, shape, storage[1]) : Operand<T>{lo.data(), 0};
   const Operand<T> h = max.defined() ? at_shape(hi, shape, storage[2]) : Operand<T>{hi.data(), 0};
-  auto y = xt::xarray<T>::from_shape(detail::allocatable(shape, sizeof(T), "clamp", "the output"));
+  auto y = xt::xarray<T>::from_shape(allocatable(shape, sizeof(T), "clamp", "the output"));
   auto sources = Sources::from_shape(shape);
   clamp_kernel(y.size(), x, l, h, y.data(), sources.data());
   return make_result("clamp", where, std::move(y), should_record(a, min, max),
@@ -142,8 +142,8 @@ Tensor<T> clamp(const Tensor<T>& a, const Tensor<T>& min, const Tensor<T>& max, 
 
 template <class T>
 Tensor<T> where(const Mask& condition, const Tensor<T>& a, const Tensor<T>& b, CallSite site) {
-  detail::require_defined(a, "where", "a");
-  detail::require_defined(b, "where", "b");
+  require_defined(a, "where", "a");
+  require_defined(b, "where", "b");
   const char* names[3] = {"condition", "a", "b"};
   const Shape shapes[3] = {Shape(condition.shape().begin(), condition.shape().end()), a.shape(), b.shape()};
   const Shape shape = broadcast_three("where", names, shapes);
@@ -152,7 +152,7 @@ Tensor<T> where(const Mask& condition, const Tensor<T>& a, const Tensor<T>& b, C
   const Operand<bool> c = at_shape(condition, shape, condition_storage);
   const Operand<T> x = at_shape(a.value(), shape, storage[0]);
   const Operand<T> z = at_shape(b.value(), shape, storage[1]);
-  auto y = xt::xarray<T>::from_shape(detail::allocatable(shape, sizeof(T), "where", "the output"));
+  auto y = xt::xarray<T>::from_shape(allocatable(shape, sizeof(T), "where", "the output"));
   auto sources = Sources::from_shape(shape);
   T* out = y.data();
   std::uint8_t* from = sources.data();

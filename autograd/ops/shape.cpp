@@ -144,7 +144,7 @@ std::vector<Tensor<T>> pieces(const char* op, std::source_location where, const 
 // of an empty tensor cut into pieces of 1 would otherwise ask for 2^40 of them.
 template <class T>
 void check_piece_count(const char* op, std::size_t count) {
-  detail::allocatable(Shape{count}, sizeof(Tensor<T>) + sizeof(Node<T>), op, "the list of pieces");
+  allocatable(Shape{count}, sizeof(Tensor<T>) + sizeof(Node<T>), op, "the list of pieces");
 }
 
 // n cut into pieces of `size` (the last one smaller when size does not divide n); n, size > 0.
@@ -160,7 +160,7 @@ std::vector<std::size_t> even_sizes(const char* op, std::size_t n, std::size_t s
 
 template <class T>
 Tensor<T> reshape(const Tensor<T>& a, const std::vector<Index>& shape, CallSite where) {
-  detail::require_defined(a, "reshape", "a");
+  require_defined(a, "reshape", "a");
   const Shape in = a.shape();
   const std::size_t numel = a.numel();
   const std::string source = format_shape(in) + " (" + std::to_string(numel) + " elements)";
@@ -181,7 +181,7 @@ Tensor<T> reshape(const Tensor<T>& a, const std::vector<Index>& shape, CallSite 
   }
   // Checked: sizes whose product wraps around 2^64 to the input's count would pass the test below.
   const std::size_t known =
-      detail::checked_numel(given, "reshape", inferred ? "the new shape without its -1" : "the new shape");
+      checked_numel(given, "reshape", inferred ? "the new shape without its -1" : "the new shape");
   if (inferred) {
     if (known == 0 || numel % known != 0) {
       throw ShapeError("reshape: cannot reshape " + source + " into " + format_dims(shape) + ": the other sizes multiply to " +
@@ -197,7 +197,7 @@ Tensor<T> reshape(const Tensor<T>& a, const std::vector<Index>& shape, CallSite 
 
 template <class T>
 Tensor<T> permute(const Tensor<T>& a, const std::vector<Index>& dims, CallSite where) {
-  detail::require_defined(a, "permute", "a");
+  require_defined(a, "permute", "a");
   const Shape in = a.shape();
   if (dims.size() != in.size()) {
     throw ShapeError("permute: dims " + format_dims(dims) + " has " + std::to_string(dims.size()) +
@@ -206,7 +206,7 @@ Tensor<T> permute(const Tensor<T>& a, const std::vector<Index>& dims, CallSite w
   std::vector<std::size_t> perm(dims.size());
   std::vector<bool> seen(dims.size(), false);
   for (std::size_t i = 0; i < dims.size(); ++i) {
-    perm[i] = detail::normalize_axis(dims[i], in.size(), "permute", in);
+    perm[i] = normalize_axis(dims[i], in.size(), "permute", in);
     if (seen[perm[i]]) {
       throw ValueError("permute: dims " + format_dims(dims) + " is not a permutation: axis " + std::to_string(perm[i]) +
                        " appears twice (tensor of shape " + format_shape(in) + ")");
@@ -218,22 +218,22 @@ Tensor<T> permute(const Tensor<T>& a, const std::vector<Index>& dims, CallSite w
 
 template <class T>
 Tensor<T> transpose(const Tensor<T>& a, Index dim0, Index dim1, CallSite where) {
-  detail::require_defined(a, "transpose", "a");
+  require_defined(a, "transpose", "a");
   const Shape in = a.shape();
   std::vector<std::size_t> perm(in.size());
   std::iota(perm.begin(), perm.end(), std::size_t{0});
   // A 0-d tensor takes dims 0 and -1 (as PyTorch) and has nothing to swap.
-  const bool scalar = detail::is_scalar_axis(dim0, in, "transpose") && detail::is_scalar_axis(dim1, in, "transpose");
+  const bool scalar = is_scalar_axis(dim0, in, "transpose") && is_scalar_axis(dim1, in, "transpose");
   if (!scalar) {
-    std::swap(perm[detail::normalize_axis(dim0, in.size(), "transpose", in)],
-              perm[detail::normalize_axis(dim1, in.size(), "transpose", in)]);
+    std::swap(perm[normalize_axis(dim0, in.size(), "transpose", in)],
+              perm[normalize_axis(dim1, in.size(), "transpose", in)]);
   }
   return permuted("transpose", where, a, perm);
 }
 
 template <class T>
 Tensor<T> unsqueeze(const Tensor<T>& a, Index axis, CallSite where) {
-  detail::require_defined(a, "unsqueeze", "a");
+  require_defined(a, "unsqueeze", "a");
   Shape shape = a.shape();
   const auto n = static_cast<Index>(shape.size());
   if (axis < -n - 1 || axis > n) {
@@ -246,7 +246,7 @@ Tensor<T> unsqueeze(const Tensor<T>& a, Index axis, CallSite where) {
 
 template <class T>
 Tensor<T> squeeze(const Tensor<T>& a, CallSite where) {
-  detail::require_defined(a, "squeeze", "a");
+  require_defined(a, "squeeze", "a");
   Shape shape = a.shape();
   std::erase(shape, std::size_t{1});
   return reshaped("squeeze", where, a, shape);
@@ -254,17 +254,17 @@ Tensor<T> squeeze(const Tensor<T>& a, CallSite where) {
 
 template <class T>
 Tensor<T> squeeze(const Tensor<T>& a, Index axis, CallSite where) {
-  detail::require_defined(a, "squeeze", "a");
+  require_defined(a, "squeeze", "a");
   Shape shape = a.shape();
-  if (detail::is_scalar_axis(axis, shape, "squeeze")) return reshaped("squeeze", where, a, shape);  // as PyTorch
-  const std::size_t d = detail::normalize_axis(axis, shape.size(), "squeeze", shape);
+  if (is_scalar_axis(axis, shape, "squeeze")) return reshaped("squeeze", where, a, shape);  // as PyTorch
+  const std::size_t d = normalize_axis(axis, shape.size(), "squeeze", shape);
   if (shape[d] == 1) shape.erase(shape.begin() + static_cast<std::ptrdiff_t>(d));
   return reshaped("squeeze", where, a, shape);
 }
 
 template <class T>
 Tensor<T> expand(const Tensor<T>& a, const std::vector<Index>& shape, CallSite where) {
-  detail::require_defined(a, "expand", "a");
+  require_defined(a, "expand", "a");
   const Shape in = a.shape();
   const std::string context = " (input " + format_shape(in) + ", target " + format_dims(shape) + ")";
   if (shape.size() < in.size()) {
@@ -291,16 +291,16 @@ Tensor<T> expand(const Tensor<T>& a, const std::vector<Index>& shape, CallSite w
                        std::to_string(out[d]) + " (only size-1 axes stretch)" + context);
     }
   }
-  detail::allocatable(out, sizeof(T), "expand", "the output");
+  allocatable(out, sizeof(T), "expand", "the output");
   return make_result("expand", where, kernels::broadcast_copy(a.value().data(), in, out), should_record(a),
                      [a](const Tensor<T>& g, const Tensor<T>&) { accumulate(a, sum_to(g, a.shape())); });
 }
 
 template <class T>
 Tensor<T> slice(const Tensor<T>& a, Index axis, Index start, Index end, Index step, CallSite where) {
-  detail::require_defined(a, "slice", "a");
+  require_defined(a, "slice", "a");
   const Shape in = a.shape();
-  const std::size_t d = detail::normalize_axis(axis, in.size(), "slice", in);
+  const std::size_t d = normalize_axis(axis, in.size(), "slice", in);
   if (step < 1) {
     throw ValueError("slice: step must be at least 1, got " + std::to_string(step) + " (axis " + std::to_string(axis) +
                      " of shape " + format_shape(in) + ")");
@@ -319,9 +319,9 @@ Tensor<T> slice(const Tensor<T>& a, Index axis, Index start, Index end, Index st
 
 template <class T>
 Tensor<T> narrow(const Tensor<T>& a, Index axis, Index start, Index length, CallSite where) {
-  detail::require_defined(a, "narrow", "a");
+  require_defined(a, "narrow", "a");
   const Shape in = a.shape();
-  const std::size_t d = detail::normalize_axis(axis, in.size(), "narrow", in);
+  const std::size_t d = normalize_axis(axis, in.size(), "narrow", in);
   const auto n = static_cast<Index>(in[d]);
   // A negative start counts from the end, as in PyTorch.
   const Index first = start < 0 ? start + n : start;
@@ -337,10 +337,10 @@ template <class T>
 Tensor<T> concat(const std::vector<Tensor<T>>& tensors, Index axis, CallSite where) {
   if (tensors.empty()) throw ValueError("concat: needs at least one tensor, got an empty list");
   for (std::size_t i = 0; i < tensors.size(); ++i)
-    detail::require_defined(tensors[i], "concat", "tensors[" + std::to_string(i) + "]");
+    require_defined(tensors[i], "concat", "tensors[" + std::to_string(i) + "]");
   const Shape first = tensors[0].shape();
   if (first.empty()) throw ShapeError("concat: tensors[0] has shape [] and a 0-d tensor has no axis to join along");
-  const std::size_t d = detail::normalize_axis(axis, first.size(), "concat", first);
+  const std::size_t d = normalize_axis(axis, first.size(), "concat", first);
   std::size_t total = 0;
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     const Shape s = tensors[i].shape();
@@ -362,7 +362,7 @@ Tensor<T> concat(const std::vector<Tensor<T>>& tensors, Index axis, CallSite whe
   }
   Shape out_shape = first;
   out_shape[d] = total;
-  xt::xarray<T> out = xt::xarray<T>::from_shape(detail::allocatable(out_shape, sizeof(T), "concat", "the output"));
+  xt::xarray<T> out = xt::xarray<T>::from_shape(allocatable(out_shape, sizeof(T), "concat", "the output"));
   std::vector<Window> windows;
   windows.reserve(tensors.size());
   std::size_t start = 0;
@@ -380,9 +380,9 @@ Tensor<T> concat(const std::vector<Tensor<T>>& tensors, Index axis, CallSite whe
 
 template <class T>
 std::vector<Tensor<T>> chunk(const Tensor<T>& a, std::size_t chunks, Index axis, CallSite where) {
-  detail::require_defined(a, "chunk", "a");
+  require_defined(a, "chunk", "a");
   const Shape in = a.shape();
-  const std::size_t d = detail::normalize_axis(axis, in.size(), "chunk", in);
+  const std::size_t d = normalize_axis(axis, in.size(), "chunk", in);
   if (chunks == 0) throw ValueError("chunk: chunks must be at least 1, got 0 (shape " + format_shape(in) + ")");
   const std::size_t n = in[d];
   // PyTorch: an empty axis gives `chunks` empty pieces; otherwise pieces of ceil(n / chunks).
@@ -396,9 +396,9 @@ std::vector<Tensor<T>> chunk(const Tensor<T>& a, std::size_t chunks, Index axis,
 
 template <class T>
 std::vector<Tensor<T>> split(const Tensor<T>& a, std::size_t split_size, Index axis, CallSite where) {
-  detail::require_defined(a, "split", "a");
+  require_defined(a, "split", "a");
   const Shape in = a.shape();
-  const std::size_t d = detail::normalize_axis(axis, in.size(), "split", in);
+  const std::size_t d = normalize_axis(axis, in.size(), "split", in);
   const std::size_t n = in[d];
   if (split_size == 0 && n > 0) {
     throw ValueError("split: split_size must be at least 1 for axis " + std::to_string(axis) + " of size " +
@@ -410,9 +410,9 @@ std::vector<Tensor<T>> split(const Tensor<T>& a, std::size_t split_size, Index a
 
 template <class T>
 std::vector<Tensor<T>> split(const Tensor<T>& a, const std::vector<std::size_t>& sizes, Index axis, CallSite where) {
-  detail::require_defined(a, "split", "a");
+  require_defined(a, "split", "a");
   const Shape in = a.shape();
-  const std::size_t d = detail::normalize_axis(axis, in.size(), "split", in);
+  const std::size_t d = normalize_axis(axis, in.size(), "split", in);
   // Summed against the axis size, so that sizes wrapping around 2^64 to the right total are caught.
   std::size_t total = 0;
   bool too_many = false;
@@ -440,7 +440,7 @@ xt::xarray<T> select_rows(const xt::xarray<T>& x, const std::vector<Index>& idx,
   Shape out_shape = in;
   out_shape[d] = count;
   xt::xarray<T> out =
-      xt::xarray<T>::from_shape(detail::allocatable(out_shape, sizeof(T), "index_select", "the output"));
+      xt::xarray<T>::from_shape(allocatable(out_shape, sizeof(T), "index_select", "the output"));
   const T* xv = x.data();
   T* y = out.data();
   kernels::parallel_items(l.outer * count, l.inner, [&](std::size_t begin, std::size_t end) {
@@ -487,9 +487,9 @@ Tensor<T> index_add_into_zeros(const Tensor<T>& g, const IndexArray& index, std:
 
 template <class T>
 Tensor<T> index_select(const Tensor<T>& a, Index axis, const IndexArray& index, CallSite where) {
-  detail::require_defined(a, "index_select", "a");
+  require_defined(a, "index_select", "a");
   const Shape in = a.shape();
-  if (detail::is_scalar_axis(axis, in, "index_select")) {
+  if (is_scalar_axis(axis, in, "index_select")) {
     // A 0-d tensor has one element along axis 0 or -1 (PyTorch): the index picks it, once.
     if (index.dimension() != 1 || index.size() != 1 || *index.begin() != 0) {
       throw ValueError("index_select: a 0-d tensor (shape []) has one element, so the index must be [0]; got an index of shape " +
@@ -497,7 +497,7 @@ Tensor<T> index_select(const Tensor<T>& a, Index axis, const IndexArray& index, 
     }
     return reshaped("index_select", where, a, in);
   }
-  const std::size_t d = detail::normalize_axis(axis, in.size(), "index_select", in);
+  const std::size_t d = normalize_axis(axis, in.size(), "index_select", in);
   if (index.dimension() != 1) {
     throw ShapeError("index_select: index must be 1-D, got shape " + format_shape(index.shape()) + " (input shape " +
                      format_shape(in) + ")");

@@ -6,7 +6,7 @@
 
 #include <xtensor/xoperation.hpp>
 
-#include "autograd/detail/checks.h"
+#include "autograd/validation.h"
 #include "autograd/detail/record.h"
 #include "autograd/kernels/row_kernels.h"
 #include "autograd/kernels/simd_span.h"
@@ -172,10 +172,10 @@ struct Lanes {
 
 template <class T>
 Lanes checked_lanes(const Tensor<T>& a, Index axis, const char* op) {
-  detail::require_defined(a, op, "a");
+  require_defined(a, op, "a");
   // A 0-d tensor (axis 0 or -1, as PyTorch) is one lane of one element.
-  if (detail::is_scalar_axis(axis, a.shape(), op)) return {0, kernels::axis_layout(Shape{1}, 0)};
-  const std::size_t normalized = detail::normalize_axis(axis, a.ndim(), op, a.shape());
+  if (is_scalar_axis(axis, a.shape(), op)) return {0, kernels::axis_layout(Shape{1}, 0)};
+  const std::size_t normalized = normalize_axis(axis, a.ndim(), op, a.shape());
   return {static_cast<Index>(normalized), kernels::axis_layout(a.shape(), normalized)};
 }
 

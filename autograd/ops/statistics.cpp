@@ -7,7 +7,7 @@
 
 #include <xtensor/xoperation.hpp>
 
-#include "autograd/detail/checks.h"
+#include "autograd/validation.h"
 #include "autograd/detail/record.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/masking.h"
@@ -81,7 +81,7 @@ void require_correction(const char* op, Index correction, const Shape& shape) {
 
 template <class T>
 Tensor<T> logsumexp(const Tensor<T>& a, const Axes& axes, bool keepdims, CallSite where) {
-  detail::require_defined(a, "logsumexp", "a");
+  require_defined(a, "logsumexp", "a");
   const Groups groups = groups_of("logsumexp", a.shape(), axes, keepdims);
   const Tensor<T> x = a.detach();
   // The shift: each group's maximum, or 0 when it is infinite (or the group empty), as PyTorch.
@@ -100,13 +100,13 @@ Tensor<T> logsumexp(const Tensor<T>& a, const Axes& axes, bool keepdims, CallSit
 
 template <class T>
 Tensor<T> var(const Tensor<T>& a, CallSite where) {
-  detail::require_defined(a, "var", "a");
+  require_defined(a, "var", "a");
   return var(a, every_axis(a.shape()), 1, false, where);
 }
 
 template <class T>
 Tensor<T> var(const Tensor<T>& a, const Axes& axes, Index correction, bool keepdims, CallSite where) {
-  detail::require_defined(a, "var", "a");
+  require_defined(a, "var", "a");
   require_correction("var", correction, a.shape());
   const Groups groups = groups_of("var", a.shape(), axes, keepdims);
   return make_result("var", where, variance(a, axes, groups, correction), should_record(a),
@@ -117,13 +117,13 @@ Tensor<T> var(const Tensor<T>& a, const Axes& axes, Index correction, bool keepd
 
 template <class T>
 Tensor<T> std(const Tensor<T>& a, CallSite where) {
-  detail::require_defined(a, "std", "a");
+  require_defined(a, "std", "a");
   return std(a, every_axis(a.shape()), 1, false, where);
 }
 
 template <class T>
 Tensor<T> std(const Tensor<T>& a, const Axes& axes, Index correction, bool keepdims, CallSite where) {
-  detail::require_defined(a, "std", "a");
+  require_defined(a, "std", "a");
   require_correction("std", correction, a.shape());
   const Groups groups = groups_of("std", a.shape(), axes, keepdims);
   xt::xarray<T> y = xt::sqrt(variance(a, axes, groups, correction));

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "autograd/detail/checks.h"
+#include "autograd/validation.h"
 #include "autograd/detail/record.h"
 #include "autograd/kernels/row_kernels.h"
 
@@ -14,7 +14,7 @@ namespace {
 // same op on g.
 template <class T>
 Tensor<T> triangle(const char* op, bool lower, const Tensor<T>& a, Index diagonal, CallSite where) {
-  detail::require_defined(a, op, "a");
+  require_defined(a, op, "a");
   const Shape shape = a.shape();
   if (shape.size() < 2) {
     throw ShapeError(std::string(op) + ": input " + format_shape(shape) + " has " + std::to_string(shape.size()) +

@@ -26,11 +26,11 @@ Image render_bar_chart(const BarChartSpec& spec) {
   for (const Bar& b : spec.bars) {
     if (!std::isfinite(b.value) || b.value < 0.0) {
       throw std::invalid_argument("render_bar_chart('" + spec.title + "'): bar '" + b.label + "' has value " +
-                                  format_number(b.value) + ", need a finite value >= 0");
+                                  short_number(b.value) + ", need a finite value >= 0");
     }
     top = std::max(top, b.value);
     label_w = std::max(label_w, text_width(b.label, kScale));
-    value_w = std::max(value_w, text_width(format_number(b.value), kScale));
+    value_w = std::max(value_w, text_width(short_number(b.value), kScale));
   }
   const std::vector<double> ticks = nice_ticks(0.0, top > 0.0 ? top : 1.0, 5);
   const double axis_max = ticks.back();
@@ -71,7 +71,7 @@ Image render_bar_chart(const BarChartSpec& spec) {
     draw_text(image, plot_x - 10 - text_width(b.label, kScale), text_y, b.label, kBlack, kScale);
     const int end = x_of(b.value);
     image.fill_rect(plot_x, y, end - plot_x, kBarHeight, b.colour);
-    draw_text(image, end + 6, text_y, format_number(b.value), kBlack, kScale);
+    draw_text(image, end + 6, text_y, short_number(b.value), kBlack, kScale);
   }
   image.fill_rect(plot_x, plot_y, 1, plot_h, kBlack);
   draw_text(image, plot_x + (kPlotWidth - text_width(spec.value_axis, kScale)) / 2, axis_title_y, spec.value_axis,

@@ -6,7 +6,7 @@
 
 namespace tapegrad::attention_study {
 
-std::string format_number(double v) {
+std::string short_number(double v) {
   if (v == 0.0) return "0";
   if (!std::isfinite(v)) return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
   char buf[32];

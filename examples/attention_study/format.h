@@ -6,6 +6,6 @@
 
 namespace tapegrad::attention_study {
 
-std::string format_number(double v);
+std::string short_number(double v);
 
 }  // namespace tapegrad::attention_study

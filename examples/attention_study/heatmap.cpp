@@ -49,7 +49,7 @@ Image render_heatmap(const HeatmapSpec& spec, int cell, HeatmapGeometry* geometr
   const int line = text_height(label_scale);
   const bool any_masked = std::find(spec.masked.begin(), spec.masked.end(), true) != spec.masked.end();
   const std::string mid_label = spec.scale == ColourScale::kDiverging ? "0" : "";
-  const std::vector<std::string> bar_labels = {format_number(spec.hi), mid_label, format_number(spec.lo)};
+  const std::vector<std::string> bar_labels = {short_number(spec.hi), mid_label, short_number(spec.lo)};
   const std::string mask_legend = "masked: may not attend";
 
   // Layout, top to bottom and left to right.

@@ -30,7 +30,7 @@ Image render_line_chart(const LineChartSpec& spec) {
     for (const double v : s.y) {
       if (!std::isfinite(v)) {
         throw std::invalid_argument("render_line_chart('" + spec.title + "'): series '" + s.label + "' holds " +
-                                    format_number(v));
+                                    short_number(v));
       }
       lo = first ? v : std::min(lo, v);
       hi = first ? v : std::max(hi, v);

@@ -119,10 +119,10 @@ std::vector<Figure> write_map_pair(const fs::path& dir, const AttentionMaps& map
   };
   emit("weights", ColourScale::kSequential, 0.0, max_weight, "weights A",
        "Rows: query tokens, columns: key tokens; each row sums to 1. Viridis from 0 (dark purple) to " +
-           format_number(max_weight) + " (yellow), this map's largest weight.");
+           short_number(max_weight) + " (yellow), this map's largest weight.");
   emit("grad", ColourScale::kDiverging, -max_grad, max_grad, "gradient dL/dA",
        "Red: raising that weight would raise the loss; blue: would lower it; white: 0. Symmetric scale &plusmn;" +
-           format_number(max_grad) + ", this map's largest |dL/dA|.");
+           short_number(max_grad) + ", this map's largest |dL/dA|.");
   return figures;
 }
 
@@ -154,8 +154,8 @@ Section attention_section(const fs::path& dir, const AttentionMaps& maps, const 
     FigureGroup group;
     for (const auto& n : study.heads) {
       if (n.module == maps.module && n.head == h) {
-        group.heading_html = "Head " + std::to_string(h) + " &mdash; |dL/dA| = " + format_number(n.weights_grad) +
-                             ", |dL/dscores| = " + format_number(n.scores_grad);
+        group.heading_html = "Head " + std::to_string(h) + " &mdash; |dL/dA| = " + short_number(n.weights_grad) +
+                             ", |dL/dscores| = " + short_number(n.scores_grad);
       }
     }
     for (std::size_t b = 0; b < maps.weights.shape()[0]; ++b) {
@@ -214,7 +214,7 @@ Section gradient_section(const fs::path& dir, const StudyResult& study) {
   write_file_atomic(dir / "grad_norms_heads.csv", to_csv(head_table));
   write_file_atomic(dir / "grad_norms_modules.csv", to_csv(module_table));
   write_file_atomic(dir / "grad_norms_sublayers.csv", to_csv(sublayer_table));
-  write_file_atomic(dir / "grad_norms.md", "# Gradient norms\n\nLoss on the study batch: " + format_number(study.loss) +
+  write_file_atomic(dir / "grad_norms.md", "# Gradient norms\n\nLoss on the study batch: " + short_number(study.loss) +
                                                "\n\n## Per head\n\n" + to_markdown(head_table) +
                                                "\n## Per attention module\n\n" + to_markdown(module_table) +
                                                "\n## Per sublayer (parameters)\n\n" + to_markdown(sublayer_table));
@@ -266,7 +266,7 @@ Section loss_section(const fs::path& dir, const RunInfo& run) {
   write_png(dir / "loss.png", render_line_chart(chart));
   section.body_html = "<p>Mean cross-entropy per target token of each training batch (" +
                       std::to_string(run.config.batch) + " sequences), first step " +
-                      format_number(run.losses.front()) + ", last " + format_number(run.losses.back()) + ".</p>\n";
+                      short_number(run.losses.front()) + ", last " + short_number(run.losses.back()) + ".</p>\n";
   section.groups.push_back({"",
                             {{"loss.png", "line chart of the training loss per step",
                               "Training loss per step (light) and its running mean (dark)."}}});
@@ -284,9 +284,9 @@ std::string intro(const RunInfo& run, const StudyResult& study) {
                    " tokens (s then " + std::to_string(c.seq_len - 1) + " random ones)"},
       {"model source", run.source},
       {"optimiser steps", std::to_string(run.steps)},
-      {"exact-match accuracy", format_number(100.0 * run.accuracy) + "% of " + std::to_string(run.accuracy_sequences) +
+      {"exact-match accuracy", short_number(100.0 * run.accuracy) + "% of " + std::to_string(run.accuracy_sequences) +
                                    " fresh sequences (greedy decoding)"},
-      {"study batch", std::to_string(sequences) + " sequences, loss " + format_number(study.loss) +
+      {"study batch", std::to_string(sequences) + " sequences, loss " + short_number(study.loss) +
                           " (mean cross-entropy per target token)"},
   };
   return "<p>Attention maps of a copy-task Transformer and the gradient of the loss with respect to them, for one "

@@ -45,7 +45,7 @@ std::vector<std::string> tick_labels(const std::vector<double>& ticks) {
       std::snprintf(buf, sizeof buf, "%.*f", decimals, std::fabs(t) < step * 1e-9 ? 0.0 : t);
       labels.emplace_back(buf);
     } else {
-      labels.push_back(format_number(t));
+      labels.push_back(short_number(t));
     }
   }
   return labels;

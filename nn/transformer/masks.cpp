@@ -1,5 +1,6 @@
 #include "nn/transformer/masks.h"
 
+#include "autograd/validation.h"
 #include "nn/masks.h"
 
 namespace tapegrad::nn::transformer {
@@ -15,7 +16,7 @@ AttendMask make_tgt_mask(const IndexArray& tgt, Index pad) {
   require_token_batch(tgt, "make_tgt_mask");
   const std::size_t batch = tgt.shape()[0], seq = tgt.shape()[1];
   // The result's size, checked under this function's name before either part is built.
-  detail::allocatable({batch, seq, seq}, sizeof(bool), "make_tgt_mask", "the mask");
+  allocatable({batch, seq, seq}, sizeof(bool), "make_tgt_mask", "the mask");
   return make_src_mask(tgt, pad) && create_look_ahead_mask(seq);  // [batch, 1, seq] && [seq, seq]
 }
 

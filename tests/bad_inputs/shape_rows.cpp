@@ -1,7 +1,7 @@
 // Rows of docs/bad-inputs.md, sections "trust: shape arithmetic that overflows" and "trust:
 // requests too large for memory": shapes whose sizes multiply past 2^63 (each once wrapped around
 // and crashed or made a tensor whose shape did not match its storage) and requests no machine
-// can hold (each once a bare std::bad_alloc). Both go through detail::checked_numel/allocatable.
+// can hold (each once a bare std::bad_alloc). Both go through checked_numel/allocatable.
 #include <cstdint>
 #include <string>
 

@@ -1,6 +1,6 @@
 #include "call.h"
 
-#include "autograd/detail/checks.h"
+#include "autograd/validation.h"
 
 namespace tapegrad::pytorch_samples {
 namespace {
@@ -25,7 +25,7 @@ std::string describe(const Value& v) {
       }
       return "[" + s + "]";
     }
-    case Value::Kind::number: return detail::format_number(v.number);
+    case Value::Kind::number: return format_number(v.number);
     case Value::Kind::integer: return std::to_string(v.integer);
     case Value::Kind::boolean: return v.boolean ? "True" : "False";
     case Value::Kind::text: return "'" + v.text + "'";

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "autograd/detail/checks.h"
+#include "autograd/validation.h"
 
 namespace tapegrad::pytorch_samples {
 
@@ -23,8 +23,8 @@ std::optional<std::string> mismatch(const xt::xarray<double>& got, const xt::xar
     if (!close) {
       // format_number's 6 digits can print both alike: say by how much they differ too.
       const double relative = std::abs(g - w) / std::max({std::abs(g), std::abs(w), scale});
-      return "element " + std::to_string(i) + " of " + format_shape(want.shape()) + " is " + detail::format_number(g) +
-             ", PyTorch's " + detail::format_number(w) + " (relative difference " + detail::format_number(relative) + ")";
+      return "element " + std::to_string(i) + " of " + format_shape(want.shape()) + " is " + format_number(g) +
+             ", PyTorch's " + format_number(w) + " (relative difference " + format_number(relative) + ")";
     }
   }
   return std::nullopt;
