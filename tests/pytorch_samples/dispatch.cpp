@@ -324,7 +324,7 @@ const std::map<std::string, Row> table = {
      [](Call& c) -> Outputs {
        const T x = c.tensor(c.input());
        const Value& value = c.arg(1);
-       if (value.kind == Value::Kind::tensor) lacks("a fill value given as a tensor (with its gradient)");
+       if (value.kind == Value::Kind::tensor) return {masked_fill(x, c.mask(c.arg(0)), c.tensor(value))};
        return {masked_fill(x, c.mask(c.arg(0)), c.number(value))};
      }},
     {"nn.functional.dropout",
