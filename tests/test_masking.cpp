@@ -135,6 +135,52 @@ TEST(MaskedFill, ShapesThatDoNotBroadcastThrowNamingBoth) {
       throws_with<ValueError>([] { masked_fill(Tensor<double>(), Mask{true}, 0.0); }, {"masked_fill", "undefined"}));
 }
 
+TEST(MaskedFill, ZeroDTensorValueGetsTheSumOfTheFilledGradients) {
+  // torch.tensor([[1., 2., 3.], [4., 5., 6.]]).masked_fill(m, v) with v = torch.tensor(-1.)
+  GradientTape tape;
+  const Tensor<double> a(xt::xarray<double>{{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}}, true);
+  const Tensor<double> value(xt::xarray<double>(-1.0), true);
+  const Mask mask{{true, false, true}, {false, false, true}};
+  const Tensor<double> y = masked_fill(a, mask, value);
+  EXPECT_EQ(y.value(), (xt::xarray<double>{{-1.0, 2.0, -1.0}, {4.0, 5.0, -1.0}}));
+  tape.backward(sum(mul(y, Tensor<double>(xt::xarray<double>{{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}}))));
+  EXPECT_EQ(a.grad(), (xt::xarray<double>{{0.0, 2.0, 0.0}, {4.0, 5.0, 0.0}}));
+  EXPECT_EQ(value.grad(), xt::xarray<double>(1.0 + 3.0 + 6.0));
+}
+
+TEST(MaskedFill, ZeroDTensorValueUnderABroadcastInputCountsEveryFilledCopy) {
+  // A [3] input under a [2,3] mask: the output is [2,3], and value fills three of its elements.
+  GradientTape tape(true);  // records every op below; each backward starts at its own output
+  const Tensor<double> a(xt::xarray<double>{1.0, 2.0, 3.0}, true);
+  const Tensor<double> value(xt::xarray<double>(7.0), true);
+  const Tensor<double> y = masked_fill(a, Mask{{true, false, false}, {false, true, true}}, value);
+  EXPECT_EQ(y.value(), (xt::xarray<double>{{7.0, 2.0, 3.0}, {1.0, 7.0, 7.0}}));
+  tape.backward(sum(mul(y, Tensor<double>(xt::xarray<double>{{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}}))));
+  EXPECT_EQ(a.grad(), (xt::xarray<double>{4.0, 2.0, 3.0}));
+  EXPECT_EQ(value.grad(), xt::xarray<double>(1.0 + 5.0 + 6.0));
+  // An infinite gradient where nothing was filled does not reach value as NaN.
+  const Tensor<double> v2(xt::xarray<double>(0.0), true);
+  tape.backward(sum(mul(masked_fill(a, Mask{true, false, false}, v2), Tensor<double>(xt::xarray<double>{2.0, kInf, 1.0}))));
+  EXPECT_EQ(v2.grad(), xt::xarray<double>(2.0));
+}
+
+TEST(MaskedFill, ZeroDTensorValueGradcheckOverBroadcastMasks) {
+  for (const auto& [shape_a, shape_mask] : kMaskShapes) {
+    SCOPED_TRACE(format_shape(shape_a) + " under " + format_shape(shape_mask));
+    const Mask mask = random_mask(shape_mask, 307);
+    EXPECT_TRUE(passes_gradcheck([mask](const Inputs& x) { return masked_fill(x[0], mask, x[1]); },
+                                 {random_tensor(shape_a, 308), random_tensor({}, 309)}));
+  }
+}
+
+TEST(MaskedFill, NonZeroDTensorValueThrowsNamingItsShape) {
+  const auto a = random_tensor({2, 3}, 310);
+  const Mask mask = Mask::from_shape({2, 3});
+  EXPECT_TRUE(throws_with<ShapeError>([&] { masked_fill(a, mask, Tensor<double>::zeros({1})); },
+                                      {"masked_fill", "value", "0-d", "[1]", "[2,3]"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { masked_fill(a, mask, Tensor<double>()); }, {"masked_fill", "'value'", "undefined"}));
+}
+
 TEST(Dropout, ZeroesAboutPAndScalesTheRest) {
   // 10^5 draws: the zero fraction has standard deviation sqrt(p(1-p)/n) ~ 0.0015 around p.
   for (const double p : {0.1, 0.3, 0.75}) {

@@ -1,4 +1,4 @@
-// clamp and where (autograd/ops/selection.h): values and gradients against numbers computed by
+// clamp, where and topk (autograd/ops/selection.h): values and gradients against numbers computed by
 // hand (and checked against PyTorch 1.13), gradcheck over broadcast shapes, bad inputs.
 #include <cmath>
 #include <limits>
@@ -140,6 +140,87 @@ TEST(Where, BadInputs) {
   EXPECT_TRUE(throws_with<ShapeError>([&] { tapegrad::where(Mask{true, false}, x, x); },
                                       {"where", "condition [2]", "a [2,3]", "b [2,3]"}));
   EXPECT_TRUE(throws_with<ValueError>([&] { tapegrad::where(Mask{true}, x, Tensor<double>()); }, {"where", "'b'", "undefined"}));
+}
+
+// ---- topk ---------------------------------------------------------------------------------------
+using IX = IndexArray;
+
+void expect_topk(const ValuesIndices<double>& r, const X& values, const IX& indices) {
+  expect_same(r.values.value(), values);
+  EXPECT_EQ(r.indices, indices);
+}
+
+TEST(TopK, LargestAndSmallestAlongTheLastAxisWithTiesByLowerIndex) {
+  const auto x = leaf({{1.0, 5.0, 3.0, 5.0}, {2.0, -1.0, 7.0, 0.0}});
+  expect_topk(topk(x, 2), {{5.0, 5.0}, {7.0, 2.0}}, {{1, 3}, {2, 0}});
+  expect_topk(topk(x, 2, -1, false), {{1.0, 3.0}, {-1.0, 0.0}}, {{0, 2}, {1, 3}});
+  // Three equal values: the two of lowest index (PyTorch's CPU kernel picks indices 1 and 2).
+  expect_topk(topk(leaf({2.0, 2.0, 2.0, 1.0}), 2), {2.0, 2.0}, {0, 1});
+}
+
+TEST(TopK, AlongAFirstOrNegativeDim) {
+  const auto x = leaf({{1.0, 6.0}, {4.0, 2.0}, {3.0, 5.0}});  // [3,2]
+  expect_topk(topk(x, 2, 0), {{4.0, 6.0}, {3.0, 5.0}}, {{1, 0}, {2, 2}});
+  expect_topk(topk(x, 2, -2), {{4.0, 6.0}, {3.0, 5.0}}, {{1, 0}, {2, 2}});
+  expect_topk(topk(x, 2, 1, false), {{1.0, 6.0}, {2.0, 4.0}, {3.0, 5.0}}, {{0, 1}, {1, 0}, {0, 1}});
+}
+
+TEST(TopK, UnsortedKeepsTheSelectedElementsInTheirOrder) {
+  const auto x = leaf({1.0, 5.0, 3.0, 4.0, 0.0});
+  expect_topk(topk(x, 3, 0, true, false), {5.0, 3.0, 4.0}, {1, 2, 3});
+  expect_topk(topk(x, 2, 0, false, false), {1.0, 0.0}, {0, 4});
+}
+
+TEST(TopK, NaNRanksAboveEveryNumberAsPyTorch) {
+  const auto x = leaf({1.0, kNan, 3.0, kNan, 2.0});
+  expect_topk(topk(x, 3), {kNan, kNan, 3.0}, {1, 3, 2});
+  expect_topk(topk(x, 3, 0, false), {1.0, 2.0, 3.0}, {0, 4, 2});
+  expect_topk(topk(x, 5, 0, false), {1.0, 2.0, 3.0, kNan, kNan}, {0, 4, 2, 1, 3});
+}
+
+TEST(TopK, ZeroDInputKZeroAndKEqualToTheSize) {
+  const auto s = leaf(X(3.0));
+  for (Index k : {0, 1}) {
+    for (Index dim : {0, -1}) expect_topk(topk(s, k, dim), X(3.0), IX(0));
+  }
+  const auto x = leaf({{1.0, 3.0, 2.0}, {6.0, 4.0, 5.0}});
+  const auto none = topk(x, 0);
+  EXPECT_EQ(none.values.shape(), (Shape{2, 0}));
+  EXPECT_EQ(none.indices.shape(), (IX::shape_type{2, 0}));
+  expect_topk(topk(x, 3), {{3.0, 2.0, 1.0}, {6.0, 5.0, 4.0}}, {{1, 2, 0}, {0, 2, 1}});
+  EXPECT_EQ(topk(Tensor<double>::zeros({0, 3}), 2).values.shape(), (Shape{0, 2}));
+}
+
+TEST(TopK, GradientGoesToTheSelectedPositions) {
+  GradientTape tape(true);
+  const auto x = leaf({{1.0, 5.0, 3.0}, {2.0, -1.0, 7.0}});
+  const auto y = topk(x, 2).values;  // [[5, 3], [7, 2]] from columns [[1, 2], [2, 0]]
+  tape.backward(y, X{{10.0, 20.0}, {30.0, 40.0}});
+  expect_same(x.grad(), {{0.0, 10.0, 20.0}, {40.0, 0.0, 30.0}});
+}
+
+TEST(TopK, GradcheckOverShapesDimsAndOrders) {
+  struct Case {
+    Shape shape;
+    Index k, dim;
+    bool largest, sorted;
+  };
+  for (const Case& c : {Case{{5}, 3, 0, true, true}, Case{{3, 4}, 2, 1, false, true}, Case{{4, 2, 3}, 3, 0, true, false},
+                        Case{{2, 3, 2}, 3, -2, false, false}, Case{{}, 1, -1, true, true}}) {
+    EXPECT_TRUE(passes_gradcheck([c](const Inputs& x) { return topk(x[0], c.k, c.dim, c.largest, c.sorted).values; },
+                                 {random_tensor(c.shape, 7)}))
+        << "shape " << format_shape(c.shape) << " k " << c.k << " dim " << c.dim;
+  }
+}
+
+TEST(TopK, BadInputs) {
+  const auto x = Tensor<double>::zeros({2, 4});
+  EXPECT_TRUE(throws_with<ValueError>([&] { topk(x, 5); }, {"topk", "k = 5", "[0, 4]", "dim -1", "[2,4]"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { topk(x, -1, 0); }, {"topk", "k = -1", "[0, 2]", "dim 0", "[2,4]"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { topk(x, 1, 2); }, {"topk", "axis 2", "[2,4]"}));
+  EXPECT_TRUE(throws_with<ValueError>([] { topk(Tensor<double>(X(1.0)), 2); }, {"topk", "k = 2", "[0, 1]", "[]"}));
+  EXPECT_TRUE(throws_with<ValueError>([] { topk(Tensor<double>(X(1.0)), 1, 1); }, {"topk", "axis 1", "[-1, 0]"}));
+  EXPECT_TRUE(throws_with<ValueError>([] { topk(Tensor<double>(), 1); }, {"topk", "'a'", "undefined"}));
 }
 
 }  // namespace

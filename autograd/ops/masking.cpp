@@ -14,6 +14,8 @@
 #include "autograd/kernels/broadcast.h"
 #include "autograd/kernels/row_kernels.h"
 #include "autograd/kernels/strided_copy.h"
+#include "autograd/ops/reduce.h"
+#include "autograd/ops/selection.h"
 #include "autograd/ops/shape.h"
 
 namespace tapegrad {
@@ -78,21 +80,54 @@ Tensor<T> dropout_backward(const Tensor<T>& g, std::shared_ptr<const Mask> keep,
                      });
 }
 
+// The input and the mask at the output's shape, their broadcast shape (PyTorch's rule).
+template <class T>
+struct FillOperands {
+  Tensor<T> a;                      // expanded when smaller than the output: expand's backward sums back
+  std::shared_ptr<const Mask> mask;  // saved for the backward
+};
+
+template <class T>
+FillOperands<T> at_output_shape(const Tensor<T>& a, const Mask& mask, CallSite where) {
+  const Shape in = a.shape();
+  const Shape mask_shape(mask.shape().begin(), mask.shape().end());
+  const Shape shape = kernels::broadcast_shapes(in, mask_shape, "masked_fill (input, mask)");
+  Tensor<T> full_a = in == shape ? a : expand(a, detail::as_dims(shape), where);
+  // The mask is materialised once (one strided copy; xtensor's broadcast assignment took longer
+  // than the fill itself).
+  Mask full = mask_shape == shape ? mask : kernels::broadcast_copy(mask.data(), mask_shape, shape);
+  return {std::move(full_a), std::make_shared<const Mask>(std::move(full))};
+}
+
 }  // namespace
 
 template <class T>
 Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, Scalar<T> value, CallSite where) {
   require_defined(a, "masked_fill", "a");
-  const Shape in = a.shape();
-  const Shape mask_shape(mask.shape().begin(), mask.shape().end());
-  // The input and the mask broadcast together (PyTorch): the output has their broadcast shape.
-  const Shape shape = kernels::broadcast_shapes(in, mask_shape, "masked_fill (input, mask)");
-  // An input smaller than the output is expanded first; expand's backward sums the gradient back.
-  const Tensor<T> full_a = in == shape ? a : expand(a, detail::as_dims(shape), where);
-  // The backward needs the mask at full size; materialise it once (one strided copy; xtensor's
-  // broadcast assignment took longer than the fill itself) and save it.
-  Mask full = mask_shape == shape ? mask : kernels::broadcast_copy(mask.data(), mask_shape, shape);
-  return fill_where(full_a, std::make_shared<const Mask>(std::move(full)), value, where);
+  FillOperands<T> full = at_output_shape(a, mask, where);
+  return fill_where(full.a, std::move(full.mask), value, where);
+}
+
+template <class T>
+Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, const Tensor<T>& value, CallSite where) {
+  require_defined(a, "masked_fill", "a");
+  require_defined(value, "masked_fill", "value");
+  if (value.ndim() != 0) {
+    throw ShapeError("masked_fill: value must be a 0-d tensor, got shape " + format_shape(value.shape()) + " (input " +
+                     format_shape(a.shape()) + ", mask " + format_shape(mask.shape()) + ")");
+  }
+  FillOperands<T> full = at_output_shape(a, mask, where);
+  auto y = xt::xarray<T>::from_shape(full.a.shape());
+  select_into(y.size(), full.mask->data(), value.item(), full.a.value().data(), y.data());
+  return make_result("masked_fill", where, std::move(y), should_record(full.a, value),
+                     [a = full.a, value, mask = std::move(full.mask)](const Tensor<T>& g, const Tensor<T>&) {
+                       if (detail::wants_grad(a)) accumulate(a, fill_where(g, mask, T(0)));
+                       // The filled positions' gradients, summed: where (not a product with the
+                       // mask), so that an infinite g elsewhere does not make NaN.
+                       if (detail::wants_grad(value)) {
+                         accumulate(value, sum(tapegrad::where(*mask, g, Tensor<T>(xt::xarray<T>(T(0))))));
+                       }
+                     });
 }
 
 template <class T>
@@ -142,6 +177,7 @@ void check_dropout_p(double p, std::string_view op) {
 
 #define TAPEGRAD_INSTANTIATE_MASKING(T)                                                 \
   template Tensor<T> masked_fill(const Tensor<T>&, const Mask&, T, CallSite);                     \
+  template Tensor<T> masked_fill(const Tensor<T>&, const Mask&, const Tensor<T>&, CallSite);     \
   template Tensor<T> dropout(const Tensor<T>&, double, bool, Generator&, CallSite);
 TAPEGRAD_INSTANTIATE_MASKING(float)
 TAPEGRAD_INSTANTIATE_MASKING(double)

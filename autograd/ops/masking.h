@@ -50,6 +50,13 @@ class AttendMask {
 // with 0, so it differentiates again (create_graph).
 template <class T> Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, Scalar<T> value,
     CallSite where = std::source_location::current());
+// The same with the fill value a 0-d tensor, which may require a gradient of its own (PyTorch
+// allows it): dL/dvalue is the sum of g over the filled positions of the output (all of them
+// when a was broadcast up to the mask's shape), and dL/da as above. A value of any other shape,
+// even [1], is a ShapeError naming masked_fill, value and its shape (PyTorch's rule); an undefined
+// value is a ValueError.
+template <class T> Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, const Tensor<T>& value,
+    CallSite where = std::source_location::current());
 // Deleted on purpose. PyTorch deprecated uint8 masks in masked_fill (bool only), and a uint8 mask
 // is usually The Annotated Transformer's 1 = "may attend", which filling where nonzero would
 // silently invert. Say which polarity the bytes have: masked_fill(a, Mask(xt::not_equal(m, 0)), v)

@@ -1,10 +1,12 @@
 #include "autograd/ops/selection.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <xtensor/xoperation.hpp>
 
@@ -13,7 +15,7 @@
 #include "autograd/kernels/broadcast.h"
 #include "autograd/kernels/row_kernels.h"
 #include "autograd/kernels/strided_copy.h"
-#include "autograd/ops/reduce.h"
+#include "autograd/ops/indexing.h"
 
 namespace tapegrad {
 
@@ -87,6 +89,49 @@ void require_bound(const char* which, std::optional<T> bound, const Shape& shape
     throw ValueError(std::string("clamp: ") + which + " is nan (input " + format_shape(shape) +
                      "); give std::nullopt for no bound");
   }
+}
+
+// True when x ranks before y in topk's order: larger first (smaller when !largest), with NaN above
+// every number as in PyTorch (first when largest, last otherwise). A strict weak order: NaNs tie.
+template <class T>
+bool ranks_before(bool largest, T x, T y) {
+  if (std::isnan(x) || std::isnan(y)) return largest ? !std::isnan(y) : !std::isnan(x);
+  return largest ? x > y : x < y;
+}
+
+// topk's selection: for each lane along the axis (layout l) the k best positions, written to
+// values and indices laid out as the input with the axis of size k. Each lane is copied out once
+// (a non-last axis is strided) and ordered by (rank, index), a strict total order, so the result
+// does not depend on the sort's algorithm or on the thread that runs it.
+template <class T>
+void topk_kernel(const T* x, const kernels::AxisLayout& l, std::size_t k, bool largest, bool sorted, T* values,
+                 Index* indices) {
+  kernels::parallel_items(l.outer * l.inner, l.n, [&](std::size_t begin, std::size_t end) {
+    std::vector<T> lane(l.n);
+    std::vector<Index> order(l.n);
+    const auto before = [&](Index i, Index j) {
+      const T xi = lane[static_cast<std::size_t>(i)], xj = lane[static_cast<std::size_t>(j)];
+      return ranks_before(largest, xi, xj) || (!ranks_before(largest, xj, xi) && i < j);
+    };
+    for (std::size_t r = begin; r < end; ++r) {
+      const std::size_t o = r / l.inner, i = r % l.inner;
+      const T* from = x + o * l.n * l.inner + i;
+      for (std::size_t j = 0; j < l.n; ++j) lane[j] = from[j * l.inner];
+      for (std::size_t j = 0; j < l.n; ++j) order[j] = static_cast<Index>(j);
+      const auto kth = order.begin() + static_cast<std::ptrdiff_t>(k);
+      if (sorted) {
+        std::partial_sort(order.begin(), kth, order.end(), before);
+      } else {
+        std::nth_element(order.begin(), kth, order.end(), before);
+        std::sort(order.begin(), kth);  // unsorted: the selected elements in their order along the axis
+      }
+      for (std::size_t j = 0; j < k; ++j) {
+        const std::size_t at = (o * k + j) * l.inner + i;
+        indices[at] = order[j];
+        values[at] = lane[static_cast<std::size_t>(order[j])];
+      }
+    }
+  });
 }
 
 }  // namespace
@@ -169,10 +214,37 @@ Tensor<T> where(const Mask& condition, const Tensor<T>& a, const Tensor<T>& b, C
                      });
 }
 
+template <class T>
+ValuesIndices<T> topk(const Tensor<T>& a, Index k, Index dim, bool largest, bool sorted, CallSite where) {
+  require_defined(a, "topk", "a");
+  const Shape shape = a.shape();
+  // A 0-d tensor is one lane of one element, and its output is 0-d whether k is 0 or 1 (PyTorch).
+  const bool scalar = is_scalar_axis(dim, shape, "topk");
+  const std::size_t d = scalar ? 0 : normalize_axis(dim, shape.size(), "topk", shape);
+  const kernels::AxisLayout l = kernels::axis_layout(scalar ? Shape{1} : shape, d);
+  if (k < 0 || static_cast<std::size_t>(k) > l.n) {
+    throw ValueError("topk: k = " + std::to_string(k) + " is out of range [0, " + std::to_string(l.n) + "] for dim " +
+                     std::to_string(dim) + " of a tensor of shape " + format_shape(shape));
+  }
+  const std::size_t picked = scalar ? 1 : static_cast<std::size_t>(k);
+  Shape out_shape = shape;
+  if (!scalar) out_shape[d] = picked;
+  auto values = xt::xarray<T>::from_shape(allocatable(out_shape, sizeof(T), "topk", "the values"));
+  IndexArray indices = IndexArray::from_shape(out_shape);
+  topk_kernel(a.value().data(), l, picked, largest, sorted, values.data(), indices.data());
+  Tensor<T> values_tensor = make_result("topk", where, std::move(values), should_record(a),
+                                        [a, indices, d](const Tensor<T>& g, const Tensor<T>&) {
+                                          const auto axis = static_cast<Index>(d);
+                                          accumulate(a, scatter_add(Tensor<T>::zeros(a.shape()), axis, indices, g));
+                                        });
+  return {std::move(values_tensor), std::move(indices)};
+}
+
 #define TAPEGRAD_INSTANTIATE_SELECTION(T)                                                                 \
   template Tensor<T> clamp(const Tensor<T>&, std::optional<T>, std::optional<T>, CallSite);              \
   template Tensor<T> clamp(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, CallSite);              \
-  template Tensor<T> where(const Mask&, const Tensor<T>&, const Tensor<T>&, CallSite);
+  template Tensor<T> where(const Mask&, const Tensor<T>&, const Tensor<T>&, CallSite);                \
+  template ValuesIndices<T> topk(const Tensor<T>&, Index, Index, bool, bool, CallSite);
 TAPEGRAD_INSTANTIATE_SELECTION(float)
 TAPEGRAD_INSTANTIATE_SELECTION(double)
 

@@ -89,6 +89,13 @@ std::vector<OpCase> activation_softmax_masking_cases() {
       {"masked_fill_bytes_as_fill_mask_times_other",
        [](const auto& x) { return mul(masked_fill(x[0], kByteMask, 1.0), x[1]); },
        [] { return V{leaf({2, 4}, 337), leaf({2, 4}, 338)}; }},
+      // masked_fill with a 0-d tensor value: its gradient, and an input broadcast up to the mask.
+      OpCase("masked_fill_tensor_value_times_input",
+       [](const auto& x) { return mul(masked_fill(x[0], Mask{{true, false, true}}, x[1]), x[0]); },
+       [] { return V{leaf({2, 4, 3}, 341), leaf({}, 342)}; }).at_scale([] { return V{leaf({200, 101, 3}, 915), leaf({}, 916)}; }),
+      {"masked_fill_tensor_value_broadcast_input_of_product",
+       [](const auto& x) { return masked_fill(x[0], Mask{{true, false, true}, {false, true, true}}, mul(x[1], x[1])); },
+       [] { return V{leaf({3}, 343), leaf({}, 344)}; }},
 
       // dropout: the generator is reseeded on every call, so every call drops the same elements.
       OpCase("dropout_training_of_square",

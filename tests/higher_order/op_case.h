@@ -75,7 +75,7 @@ std::vector<OpCase> bce_cases();
 std::vector<OpCase> op_cases();
 // Every nn module, its inputs followed by all its parameters (module_cases.cpp).
 std::vector<OpCase> module_cases();
-// clamp, where (selection_cases.cpp).
+// clamp, where, topk (selection_cases.cpp).
 std::vector<OpCase> selection_cases();
 // logsumexp, var, std (statistics_cases.cpp).
 std::vector<OpCase> statistics_cases();

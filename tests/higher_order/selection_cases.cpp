@@ -4,7 +4,7 @@ namespace tapegrad::testing {
 
 using V = std::vector<Tensor<double>>;
 
-// clamp and where pass each element from one input, so they are linear where differentiable:
+// clamp, where and topk pass each element from one input, so they are linear where differentiable:
 // composed with a product, so that the second derivative is not zero. Inputs stay away from the
 // bounds, where the derivative jumps.
 std::vector<OpCase> selection_cases() {
@@ -36,6 +36,22 @@ std::vector<OpCase> selection_cases() {
           .at_scale([] { return V{leaf({3, 40001}, 1015), leaf({40001}, 1016)}; }),
       {"where_0d_b_times_a", [](const auto& x) { return mul(tapegrad::where(Mask{true, false, false}, x[0], x[1]), x[0]); },
        [] { return V{leaf({2, 3}, 1017), leaf({}, 1018)}; }},
+      // topk: random inputs have no ties, so the selection is stable under gradcheck's steps.
+      OpCase("topk_last_axis_times_other", [](const auto& x) { return mul(topk(x[0], 2).values, x[1]); },
+             [] { return V{leaf({3, 5}, 1019), leaf({3, 2}, 1020)}; })
+          .at_scale([] { return V{leaf({4000, 33}, 1021), leaf({4000, 2}, 1022)}; }),
+      {"topk_dim_0_smallest_unsorted_squared",
+       [](const auto& x) {
+         const auto v = topk(x[0], 2, 0, false, false).values;
+         return mul(v, v);
+       },
+       [] { return V{leaf({4, 2, 3}, 1023)}; }},
+      OpCase("topk_middle_axis_all_broadcast",
+             [](const auto& x) { return mul(topk(x[0], 3, -2).values, x[1]); },
+             [] { return V{leaf({2, 3, 2}, 1024), leaf({2}, 1025)}; })
+          .at_scale([] { return V{leaf({50, 40, 30}, 1026), leaf({30}, 1027)}; }),
+      {"topk_0d_times_input", [](const auto& x) { return mul(topk(x[0], 1, 0).values, x[0]); },
+       [] { return V{leaf({}, 1028)}; }},
   };
 }
 

@@ -124,6 +124,23 @@ template <bool largest> Outputs arg_extreme(Call& c) {
   return {T(xt::xarray<double>(xt::cast<double>(at)))};
 }
 
+// ---- topk (issue 13 part 4) --------------------------------------------------------------------
+
+// topk(x, k, dim=-1, largest=True, sorted=True), each after k positional or a keyword: the values,
+// and the indices as numbers.
+Outputs topk_row(Call& c) {
+  const T x = c.tensor(c.input());
+  const auto flag = [&c](std::size_t position, const char* name, bool fallback) {
+    if (c.has_arg(position)) return c.boolean(c.arg(position));
+    const Value* v = c.kwarg(name);
+    return v ? c.boolean(*v) : fallback;
+  };
+  const Index k = c.integer(c.arg(0));
+  const Index dim = dim_arg(c, 1, -1);
+  const ValuesIndices<double> r = topk(x, k, dim, flag(2, "largest", true), flag(3, "sorted", true));
+  return {r.values, T(xt::xarray<double>(xt::cast<double>(r.indices)))};
+}
+
 // ---- issue 13 part 4, group A ------------------------------------------------------------------
 
 // var and std: dim (an int, a list, or None for every axis), unbiased (positional or keyword) or
@@ -307,7 +324,7 @@ const std::map<std::string, Row> table = {
      [](Call& c) -> Outputs {
        const T x = c.tensor(c.input());
        const Value& value = c.arg(1);
-       if (value.kind == Value::Kind::tensor) lacks("a fill value given as a tensor (with its gradient)");
+       if (value.kind == Value::Kind::tensor) return {masked_fill(x, c.mask(c.arg(0)), c.tensor(value))};
        return {masked_fill(x, c.mask(c.arg(0)), c.number(value))};
      }},
     {"nn.functional.dropout",
@@ -380,6 +397,8 @@ const std::map<std::string, Row> table = {
      }},
     {"argmax", arg_extreme<true>},
     {"argmin", arg_extreme<false>},
+    // topk (issue 13 part 4)
+    {"topk", topk_row},
 };
 
 }  // namespace

@@ -66,6 +66,8 @@ OPS = [
     "nn.functional.binary_cross_entropy_with_logits", "argmax", "argmin",
     # issue 13 part 4, group A
     "clamp", "where", "nn.functional.softplus", "logsumexp", "var", "std", "cumsum", "tril", "triu",
+    # topk (issue 13 part 4)
+    "topk",
 ]
 
 # Ops whose reference_inputs fail in torch 1.13 (reference_inputs_elementwise_ternary asks for an
