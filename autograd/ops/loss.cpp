@@ -169,17 +169,17 @@ ClassAxis check_class_targets(const Shape& input, const IndexArray& targets, Ind
   return axis;
 }
 
-// The class weights: undefined, or [C] and constant (see CrossEntropyOptions::weight).
+// The class weights: undefined, or [C] (see CrossEntropyOptions::weight), and constant unless
+// `differentiable` (probability targets, where PyTorch's composite differentiates them).
 template <class T>
-void check_class_weight(const Tensor<T>& weight, const ClassAxis& axis, const Shape& input, const char* op,
-                        const char* input_name) {
+void check_class_weight(const Tensor<T>& weight, std::size_t classes, const Shape& input, const char* op,
+                        const char* input_name, bool differentiable = false) {
   if (!weight.defined()) return;
-  if (weight.shape() != Shape{axis.layout.n}) {
+  if (weight.shape() != Shape{classes}) {
     throw ShapeError(std::string(op) + ": weight " + format_shape(weight.shape()) + " must be [" +
-                     std::to_string(axis.layout.n) + "], one weight per class of " + input_name + " " +
-                     format_shape(input));
+                     std::to_string(classes) + "], one weight per class of " + input_name + " " + format_shape(input));
   }
-  if (weight.requires_grad() && is_recording()) {
+  if (!differentiable && weight.requires_grad() && is_recording()) {
     throw ValueError(std::string(op) + ": weight " + format_shape(weight.shape()) +
                      " requires a gradient, which PyTorch 1.13 does not define either; pass weight.detach() (" +
                      input_name + " " + format_shape(input) + ")");
@@ -554,17 +554,23 @@ Tensor<T> mse_loss_backward(const Tensor<T>& g, const Tensor<T>& input, const Te
 
 }  // namespace
 
+// What both forms of cross_entropy check of the logits and the options.
 template <class T>
-Tensor<T> cross_entropy(const Tensor<T>& logits, const IndexArray& targets, const CrossEntropyOptions<T>& options,
-                        CallSite where) {
+void check_cross_entropy_options(const Tensor<T>& logits, const CrossEntropyOptions<T>& options) {
   detail::require_defined(logits, "cross_entropy", "logits");
   reject_batchmean(options.reduction, "cross_entropy", "logits", logits.shape());
   if (!(options.label_smoothing >= 0.0 && options.label_smoothing <= 1.0)) {
     throw ValueError("cross_entropy: label_smoothing " + std::to_string(options.label_smoothing) +
                      " is outside [0, 1] (logits " + format_shape(logits.shape()) + ")");
   }
+}
+
+template <class T>
+Tensor<T> cross_entropy(const Tensor<T>& logits, const IndexArray& targets, const CrossEntropyOptions<T>& options,
+                        CallSite where) {
+  check_cross_entropy_options(logits, options);
   const ClassAxis axis = check_class_targets(logits.shape(), targets, options.ignore_index, "cross_entropy", "logits");
-  check_class_weight(options.weight, axis, logits.shape(), "cross_entropy", "logits");
+  check_class_weight(options.weight, axis.layout.n, logits.shape(), "cross_entropy", "logits");
   const Shape target_shape(targets.shape().begin(), targets.shape().end());
   const T smoothing = static_cast<T>(options.label_smoothing);
   const Index ignore = options.ignore_index;
@@ -592,13 +598,54 @@ Tensor<T> cross_entropy(const Tensor<T>& logits, const IndexArray& targets, cons
       });
 }
 
+// PyTorch 1.13's composite for probability targets, written with recorded ops (so every
+// derivative comes from theirs): -sum_c w_c q_c log_softmax(x)_c over the class axis, reduced.
+template <class T>
+Tensor<T> cross_entropy(const Tensor<T>& logits, const Tensor<T>& target, const CrossEntropyOptions<T>& options,
+                        CallSite where) {
+  check_cross_entropy_options(logits, options);
+  detail::require_defined(target, "cross_entropy", "target");
+  if (logits.ndim() == 0) {
+    throw ShapeError("cross_entropy: logits [] has no class axis; expected [C], [N, C] or [N, C, d1, ...] (target " +
+                     format_shape(target.shape()) + ")");
+  }
+  if (target.shape() != logits.shape()) {
+    throw ShapeError("cross_entropy: target probabilities " + format_shape(target.shape()) +
+                     " must have the shape of logits " + format_shape(logits.shape()) +
+                     " (class indices are an IndexArray)");
+  }
+  if (options.ignore_index != CrossEntropyOptions<T>{}.ignore_index) {
+    throw ValueError("cross_entropy: ignore_index " + std::to_string(options.ignore_index) +
+                     " applies to class-index targets, not to probabilities (target " + format_shape(target.shape()) +
+                     "), as in PyTorch");
+  }
+  const std::size_t class_axis = logits.ndim() == 1 ? 0 : 1;
+  const std::size_t classes = logits.shape()[class_axis];
+  check_class_weight(options.weight, classes, logits.shape(), "cross_entropy", "logits", true);
+  const auto axis = static_cast<Index>(class_axis);
+  const T s = static_cast<T>(options.label_smoothing);
+  const Tensor<T> q = s > T(0) ? add(mul(target, T(1) - s), s / static_cast<T>(classes)) : target;
+  Tensor<T> terms = mul(log_softmax(logits, axis), q);
+  if (options.weight.defined()) {
+    std::vector<Index> along(logits.ndim(), 1);
+    along[class_axis] = static_cast<Index>(classes);
+    terms = mul(terms, reshape(options.weight, along));
+  }
+  const Tensor<T> losses = neg(sum(terms, {axis}));
+  if (options.reduction == Reduction::None) return losses;
+  const Tensor<T> total = sum(losses);
+  // Mean over the positions; over none it is 0 (PyTorch: NaN), as reduce()'s rule.
+  if (options.reduction == Reduction::Sum || losses.numel() == 0) return total;
+  return div(total, Tensor<T>(xt::xarray<T>(static_cast<T>(losses.numel()))), where);
+}
+
 template <class T>
 Tensor<T> nll_loss(const Tensor<T>& log_probs, const IndexArray& targets, const NllLossOptions<T>& options,
                    CallSite where) {
   detail::require_defined(log_probs, "nll_loss", "log_probs");
   reject_batchmean(options.reduction, "nll_loss", "log_probs", log_probs.shape());
   const ClassAxis axis = check_class_targets(log_probs.shape(), targets, options.ignore_index, "nll_loss", "log_probs");
-  check_class_weight(options.weight, axis, log_probs.shape(), "nll_loss", "log_probs");
+  check_class_weight(options.weight, axis.layout.n, log_probs.shape(), "nll_loss", "log_probs");
   const Shape target_shape(targets.shape().begin(), targets.shape().end());
   const Index ignore = options.ignore_index;
   const std::size_t inner = axis.layout.inner;
@@ -661,6 +708,7 @@ Tensor<T> mse_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction re
 
 #define TAPEGRAD_INSTANTIATE_LOSS(T)                                                                   \
   template Tensor<T> cross_entropy(const Tensor<T>&, const IndexArray&, const CrossEntropyOptions<T>&, CallSite); \
+  template Tensor<T> cross_entropy(const Tensor<T>&, const Tensor<T>&, const CrossEntropyOptions<T>&, CallSite);  \
   template Tensor<T> nll_loss(const Tensor<T>&, const IndexArray&, const NllLossOptions<T>&, CallSite);           \
   template Tensor<T> kl_div(const Tensor<T>&, const Tensor<T>&, Reduction, CallSite);                          \
   template Tensor<T> mse_loss(const Tensor<T>&, const Tensor<T>&, Reduction, CallSite);

@@ -47,6 +47,15 @@ struct NllLossOptions {
 //   (1 - s) w_t (-log p_t) + s / C * sum_c w_c (-log p_c).
 template <class T> Tensor<T> cross_entropy(const Tensor<T>& logits, const IndexArray& targets, const CrossEntropyOptions<T>& options = {},
     CallSite where = std::source_location::current());
+// Cross-entropy against class probabilities (PyTorch's float target): target has the logits'
+// shape, and the loss of each position is -sum_c w_c q_c log p_c over the class axis, with
+// q = (1 - s) target + s / C when label_smoothing s > 0 and w the class weights (1 without).
+// Mean divides by the number of positions (N * d1 * ..., not by the weights: PyTorch 1.13), 0 for
+// none. Differentiable in logits, target and weight to any order, as PyTorch's composite. A -inf
+// logit with a target probability 0 gives NaN, as PyTorch (0 * -inf). ignore_index does not apply:
+// any value but the default -100 is a ValueError, as PyTorch's.
+template <class T> Tensor<T> cross_entropy(const Tensor<T>& logits, const Tensor<T>& target, const CrossEntropyOptions<T>& options = {},
+    CallSite where = std::source_location::current());
 // Negative log-likelihood of log-probabilities, same shapes as cross_entropy. A -inf
 // log-probability is fine except at the target, where the loss is inf (as PyTorch).
 // With class weights the loss of a kept target t is -w_t log_probs_t.

@@ -29,5 +29,17 @@ BAD_INPUT_ROW(Ops, bce_with_logits_weight_does_not_broadcast, ShapeError,
                                                 std::optional<Tensor<double>>(zeros({2, 2, 3})))),
               "binary_cross_entropy_with_logits", "weight [2,2,3]", "logits [2,3]")
 
+// ---- class-probability targets -------------------------------------------------------------
+BAD_INPUT_ROW(Ops, cross_entropy_probabilities_shape, ShapeError, (cross_entropy(zeros({2, 3}), zeros({2, 2}))),
+              "cross_entropy", "target probabilities [2,2]", "logits [2,3]")
+BAD_INPUT_ROW(Ops, cross_entropy_probabilities_ignore_index, ValueError,
+              (cross_entropy(zeros({2, 3}), zeros({2, 3}), {.ignore_index = 0})), "cross_entropy", "ignore_index 0",
+              "probabilities", "[2,3]")
+BAD_INPUT_ROW(Ops, cross_entropy_probabilities_label_smoothing_nan, ValueError,
+              (cross_entropy(zeros({2, 3}), zeros({2, 3}), {.label_smoothing = nan})), "cross_entropy",
+              "label_smoothing nan", "[2,3]")
+BAD_INPUT_ROW(Ops, cross_entropy_probabilities_weight_wrong_length, ShapeError,
+              (cross_entropy(zeros({2, 3}), zeros({2, 3}), {.weight = zeros({2})})), "cross_entropy", "weight [2]", "[3]")
+
 }  // namespace
 }  // namespace tapegrad::bad_inputs

@@ -61,6 +61,18 @@ std::vector<OpCase> loss_options_cases() {
          return V{leaf({2, 3}, 620, -3.0, 3.0), leaf({2, 3}, 621, 0.0, 1.0), leaf({3}, 622, 0.5, 2.0),
                   leaf({2, 3}, 623, -1.0, 2.0)};
        }},
+      // class-probability targets: logits, target and weight all differentiable, as PyTorch's.
+      {"cross_entropy_probabilities_classes_only",
+       [](const auto& x) { return cross_entropy(x[0], x[1], {.weight = x[2], .label_smoothing = 0.2}); },
+       [] { return V{leaf({5}, 624, -2.0, 2.0), leaf({5}, 625, 0.0, 1.0), leaf({5}, 626, 0.2, 2.0)}; }},
+      {"cross_entropy_probabilities_mean",
+       [](const auto& x) { return cross_entropy(x[0], x[1]); },
+       [] { return V{leaf({3, 4}, 627, -2.0, 2.0), leaf({3, 4}, 628, 0.0, 1.0)}; }},
+      {"cross_entropy_probabilities_spatial_none",
+       [](const auto& x) {
+         return cross_entropy(x[0], x[1], {.weight = x[2], .label_smoothing = 0.3, .reduction = Reduction::None});
+       },
+       [] { return V{leaf({2, 3, 2, 2}, 629, -2.0, 2.0), leaf({2, 3, 2, 2}, 630, 0.0, 1.0), constant({3}, 631, 0.2, 2.0)}; }},
   };
 }
 

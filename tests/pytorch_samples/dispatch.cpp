@@ -165,6 +165,9 @@ std::optional<T> optional_weight(Call& c) {
   return weight.defined() ? std::optional<T>(weight) : std::nullopt;
 }
 
+// cross_entropy's target as class probabilities (a float tensor) rather than class indices.
+bool is_probabilities(const Value& target) { return target.kind == Value::Kind::tensor && target.tensor->is_float(); }
+
 const std::map<std::string, Row> table = {
     // pointwise
     {"neg", unary([](const T& x) { return neg(x); })},
@@ -346,7 +349,9 @@ const std::map<std::string, Row> table = {
        if (const Value* v = c.kwarg("ignore_index")) options.ignore_index = c.integer(*v);
        if (const Value* v = c.kwarg("label_smoothing")) options.label_smoothing = c.number(*v);
        const T logits = c.tensor(c.input());
-       return {cross_entropy(logits, c.indices(c.arg(0)), options)};
+       const Value& target = c.arg(0);
+       if (is_probabilities(target)) return {cross_entropy(logits, c.tensor(target), options)};
+       return {cross_entropy(logits, c.indices(target), options)};
      }},
     {"nn.functional.nll_loss",
      [](Call& c) -> Outputs {
