@@ -15,6 +15,8 @@
 #include "autograd/kernels/row_kernels.h"
 #include "autograd/kernels/simd_span.h"
 #include "autograd/ops/elementwise.h"
+#include "autograd/ops/masking.h"
+#include "autograd/ops/pointwise.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/shape.h"
 #include "autograd/ops/softmax.h"
@@ -667,9 +669,31 @@ Tensor<T> nll_loss(const Tensor<T>& log_probs, const IndexArray& targets, const 
                      });
 }
 
+namespace {
+
+// kl_div with log_target, as PyTorch's composite exp(t) * (t - x) in recorded ops. Where t is -inf
+// the loss is 0 (a zero probability, as target == 0 without log_target): t is replaced there by 0
+// before the formula and its loss masked, so neither 0 * -inf nor its gradient makes a NaN.
 template <class T>
-Tensor<T> kl_div(const Tensor<T>& log_input, const Tensor<T>& target, Reduction reduction, CallSite where) {
+Tensor<T> kl_div_log_target(const Tensor<T>& log_input, const Tensor<T>& target, Reduction reduction, CallSite where) {
+  const Mask zero_probability = xt::equal(target.value(), -std::numeric_limits<T>::infinity());
+  const bool any_zero = xt::any(zero_probability);
+  const Tensor<T> t = any_zero ? masked_fill(target, zero_probability, T(0)) : target;
+  Tensor<T> losses = mul(exp(t), sub(t, log_input), where);
+  if (any_zero) losses = masked_fill(losses, zero_probability, T(0));
+  if (reduction == Reduction::None) return losses;
+  // spread divides the sum by the divisor, as reduce() does (0 for a Mean over nothing).
+  const T divisor = pointwise_divisor<T>(reduction, log_input.shape(), log_input.numel());
+  return spread(sum(losses), reduction, divisor);
+}
+
+}  // namespace
+
+template <class T>
+Tensor<T> kl_div(const Tensor<T>& log_input, const Tensor<T>& target, Reduction reduction, bool log_target,
+                 CallSite where) {
   require_same_shape(log_input, target, "kl_div", "log_input", "target");
+  if (log_target) return kl_div_log_target(log_input, target, reduction, where);
   const Shape shape = log_input.shape();
   const T* x = log_input.value().data();
   const T* p = target.value().data();
@@ -710,7 +734,7 @@ Tensor<T> mse_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction re
   template Tensor<T> cross_entropy(const Tensor<T>&, const IndexArray&, const CrossEntropyOptions<T>&, CallSite); \
   template Tensor<T> cross_entropy(const Tensor<T>&, const Tensor<T>&, const CrossEntropyOptions<T>&, CallSite);  \
   template Tensor<T> nll_loss(const Tensor<T>&, const IndexArray&, const NllLossOptions<T>&, CallSite);           \
-  template Tensor<T> kl_div(const Tensor<T>&, const Tensor<T>&, Reduction, CallSite);                          \
+  template Tensor<T> kl_div(const Tensor<T>&, const Tensor<T>&, Reduction, bool, CallSite);                    \
   template Tensor<T> mse_loss(const Tensor<T>&, const Tensor<T>&, Reduction, CallSite);
 TAPEGRAD_INSTANTIATE_LOSS(float)
 TAPEGRAD_INSTANTIATE_LOSS(double)

@@ -64,8 +64,11 @@ template <class T> Tensor<T> nll_loss(const Tensor<T>& log_probs, const IndexArr
 // KL divergence with input as log-probabilities and target as probabilities (torch's KLDivLoss,
 // log_target = false): target * (log target - input), 0 where target == 0 whatever the input,
 // -inf included (PyTorch 1.13 gives NaN there, 0 * -inf), with gradients 0 there. Same shapes.
+// log_target = true takes the target as log-probabilities too: exp(target) * (target - input),
+// differentiable in both to any order; by the same rule a target of -inf (probability 0) gives 0
+// and no gradient (PyTorch 1.13: NaN).
 template <class T> Tensor<T> kl_div(const Tensor<T>& log_input, const Tensor<T>& target, Reduction reduction = Reduction::Mean,
-    CallSite where = std::source_location::current());
+    bool log_target = false, CallSite where = std::source_location::current());
 template <class T> Tensor<T> mse_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction reduction = Reduction::Mean,
     CallSite where = std::source_location::current());
 

@@ -41,5 +41,10 @@ BAD_INPUT_ROW(Ops, cross_entropy_probabilities_label_smoothing_nan, ValueError,
 BAD_INPUT_ROW(Ops, cross_entropy_probabilities_weight_wrong_length, ShapeError,
               (cross_entropy(zeros({2, 3}), zeros({2, 3}), {.weight = zeros({2})})), "cross_entropy", "weight [2]", "[3]")
 
+// ---- kl_div with log targets ---------------------------------------------------------------
+BAD_INPUT_ROW(Ops, kl_div_log_target_shape_mismatch, ShapeError,
+              (kl_div(zeros({2, 3}), zeros({2, 1}), Reduction::Mean, true)), "kl_div", "log_input [2,3]",
+              "target [2,1]")
+
 }  // namespace
 }  // namespace tapegrad::bad_inputs

@@ -1,3 +1,5 @@
+#include <limits>
+
 #include "higher_order/op_case.h"
 
 namespace tapegrad::testing {
@@ -73,6 +75,18 @@ std::vector<OpCase> loss_options_cases() {
          return cross_entropy(x[0], x[1], {.weight = x[2], .label_smoothing = 0.3, .reduction = Reduction::None});
        },
        [] { return V{leaf({2, 3, 2, 2}, 629, -2.0, 2.0), leaf({2, 3, 2, 2}, 630, 0.0, 1.0), constant({3}, 631, 0.2, 2.0)}; }},
+      // kl_div with log targets: both arguments, a 0-d pair, and a -inf target held constant.
+      {"kl_div_log_target_batchmean", [](const auto& x) { return kl_div(x[0], x[1], Reduction::BatchMean, true); },
+       [] { return V{leaf({3, 2}, 632, -2.0, 0.0), leaf({3, 2}, 633, -2.0, 0.0)}; }},
+      {"kl_div_log_target_0d", [](const auto& x) { return kl_div(x[0], x[1], Reduction::Mean, true); },
+       [] { return V{leaf({}, 634, -2.0, 0.0), leaf({}, 635, -2.0, 0.0)}; }},
+      {"kl_div_log_target_minus_inf_none",
+       [](const auto& x) { return kl_div(mul(x[0], x[0]), x[1], Reduction::None, true); },
+       [] {
+         Tensor<double> target = constant({2, 3}, 636, -2.0, 0.0);
+         target.mutable_value()(1, 0) = -std::numeric_limits<double>::infinity();
+         return V{leaf({2, 3}, 637), target};
+       }},
   };
 }
 

@@ -364,9 +364,9 @@ const std::map<std::string, Row> table = {
      }},
     {"nn.functional.kl_div",
      [](Call& c) -> Outputs {
-       if (const Value* v = c.kwarg("log_target"); v && c.boolean(*v)) lacks("log_target=True");
+       const Value* log_target = c.kwarg("log_target");
        const T log_input = c.tensor(c.input());
-       return {kl_div(log_input, c.tensor(c.arg(0)), reduction_mode(c))};
+       return {kl_div(log_input, c.tensor(c.arg(0)), reduction_mode(c), log_target && c.boolean(*log_target))};
      }},
     {"nn.functional.mse_loss",
      [](Call& c) -> Outputs {
