@@ -29,7 +29,7 @@ std::vector<OpCase> op_cases() {
   for (auto family : {elementwise_cases, pointwise_cases, reduce_and_shape_cases, linalg_cases,
                       norm_attention_loss_cases, activation_softmax_masking_cases, einsum_cases,
                       part3_cases, indexing_cases, bce_cases,
-                      selection_cases, statistics_cases, cumsum_triangle_cases}) {
+                      selection_cases, statistics_cases, cumsum_triangle_cases, loss_options_cases}) {
     for (auto& c : family()) all.push_back(std::move(c));
   }
   return all;

@@ -42,9 +42,24 @@ void reject_batchmean(const char* op, Reduction reduction, const Shape& shape) {
   }
 }
 
-template <class T> Tensor<T> reduce_losses(const Tensor<T>& losses, Reduction reduction) {
-  if (reduction == Reduction::None) return losses;
-  return reduction == Reduction::Sum ? sum(losses) : mean(losses);
+// Checks that an optional per-element tensor (weight, pos_weight) broadcasts to the input.
+template <class T>
+void require_broadcasts(const char* op, const std::optional<Tensor<T>>& t, const char* name, const Tensor<T>& input,
+                        const char* input_name) {
+  if (!t) return;
+  require_defined(*t, op, name);
+  if (!kernels::broadcasts_to(t->shape(), input.shape())) {
+    throw ShapeError(std::string(op) + ": " + name + " " + format_shape(t->shape()) + " does not broadcast to " +
+                     input_name + " " + format_shape(input.shape()));
+  }
+}
+
+// The losses rescaled by weight (when given), then reduced: Mean divides by the element count.
+template <class T>
+Tensor<T> reduce_losses(const Tensor<T>& losses, const std::optional<Tensor<T>>& weight, Reduction reduction) {
+  const Tensor<T> weighted = weight ? mul(losses, *weight) : losses;
+  if (reduction == Reduction::None) return weighted;
+  return reduction == Reduction::Sum ? sum(weighted) : mean(weighted);
 }
 
 // PyTorch's clamped log: log(v), at least -100.
@@ -88,9 +103,11 @@ template <class T> Tensor<T> neg_log_sigmoid(const Tensor<T>& x, CallSite where)
 }  // namespace
 
 template <class T>
-Tensor<T> binary_cross_entropy(const Tensor<T>& probs, const Tensor<T>& target, Reduction reduction, CallSite where) {
+Tensor<T> binary_cross_entropy(const Tensor<T>& probs, const Tensor<T>& target, Reduction reduction,
+                               const std::optional<Tensor<Scalar<T>>>& weight, CallSite where) {
   constexpr const char* op = "binary_cross_entropy";
   require_same_shape(op, probs, "probs", target);
+  require_broadcasts(op, weight, "weight", probs, "probs");
   const T* pv = probs.value().data();
   for (std::size_t i = 0; i < probs.numel(); ++i) {
     if (!(pv[i] >= T(0) && pv[i] <= T(1))) {
@@ -100,33 +117,31 @@ Tensor<T> binary_cross_entropy(const Tensor<T>& probs, const Tensor<T>& target, 
     }
   }
   reject_batchmean(op, reduction, probs.shape());
-  return reduce_losses(bce_losses(probs, target, where), reduction);
+  return reduce_losses(bce_losses(probs, target, where), weight, reduction);
 }
 
 template <class T>
 Tensor<T> binary_cross_entropy_with_logits(const Tensor<T>& logits, const Tensor<T>& target, Reduction reduction,
-                                           const std::optional<Tensor<Scalar<T>>>& pos_weight, CallSite where) {
+                                           const std::optional<Tensor<Scalar<T>>>& pos_weight,
+                                           const std::optional<Tensor<Scalar<T>>>& weight, CallSite where) {
   constexpr const char* op = "binary_cross_entropy_with_logits";
   require_same_shape(op, logits, "logits", target);
   reject_batchmean(op, reduction, logits.shape());
-  // (1 - t) x + weight softplus(-x), weight = 1 + (w - 1) t.
-  Tensor<T> weight;
-  if (pos_weight) {
-    require_defined(*pos_weight, op, "pos_weight");
-    if (!kernels::broadcasts_to(pos_weight->shape(), logits.shape())) {
-      throw ShapeError(std::string(op) + ": pos_weight " + format_shape(pos_weight->shape()) +
-                       " does not broadcast to logits " + format_shape(logits.shape()));
-    }
-    weight = add(mul(add(*pos_weight, T(-1)), target), T(1));
-  }
+  require_broadcasts(op, pos_weight, "pos_weight", logits, "logits");
+  require_broadcasts(op, weight, "weight", logits, "logits");
+  // (1 - t) x + scale softplus(-x), scale = 1 + (w - 1) t.
   const Tensor<T> softplus_neg = neg_log_sigmoid(logits, where);
-  const Tensor<T> losses = add(mul(rsub(target, T(1)), logits), pos_weight ? mul(weight, softplus_neg) : softplus_neg);
-  return reduce_losses(losses, reduction);
+  const Tensor<T> scaled =
+      pos_weight ? mul(add(mul(add(*pos_weight, T(-1)), target), T(1)), softplus_neg) : softplus_neg;
+  const Tensor<T> losses = add(mul(rsub(target, T(1)), logits), scaled);
+  return reduce_losses(losses, weight, reduction);
 }
 
 #define TAPEGRAD_INSTANTIATE_BCE(T)                                                                      \
-  template Tensor<T> binary_cross_entropy(const Tensor<T>&, const Tensor<T>&, Reduction, CallSite);     \
+  template Tensor<T> binary_cross_entropy(const Tensor<T>&, const Tensor<T>&, Reduction,                \
+                                          const std::optional<Tensor<T>>&, CallSite);                    \
   template Tensor<T> binary_cross_entropy_with_logits(const Tensor<T>&, const Tensor<T>&, Reduction,    \
+                                                      const std::optional<Tensor<T>>&,                  \
                                                       const std::optional<Tensor<T>>&, CallSite);
 TAPEGRAD_INSTANTIATE_BCE(float)
 TAPEGRAD_INSTANTIATE_BCE(double)

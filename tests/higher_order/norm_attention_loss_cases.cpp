@@ -23,9 +23,16 @@ Tensor<double> with_minus_inf(Tensor<double> t, std::size_t at) {
   return t;
 }
 
-OpCase cross_entropy_case(std::string name, Shape shape, IndexArray targets, CrossEntropyOptions options,
+// The options are written for double and rebuilt for the case's element type (no weight here).
+OpCase cross_entropy_case(std::string name, Shape shape, IndexArray targets, CrossEntropyOptions<double> options,
                           std::uint64_t seed) {
-  return {std::move(name), [targets, options](const auto& x) { return cross_entropy(x[0], targets, options); },
+  return {std::move(name),
+          [targets, options](const auto& x) {
+            return cross_entropy(x[0], targets,
+                                 {.ignore_index = options.ignore_index,
+                                  .label_smoothing = options.label_smoothing,
+                                  .reduction = options.reduction});
+          },
           [shape, seed] { return V{leaf(shape, seed, -2.0, 2.0)}; }};
 }
 

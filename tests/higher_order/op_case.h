@@ -81,5 +81,7 @@ std::vector<OpCase> selection_cases();
 std::vector<OpCase> statistics_cases();
 // cumsum, tril, triu (cumsum_triangle_cases.cpp).
 std::vector<OpCase> cumsum_triangle_cases();
+// The losses' class weights, probability targets and log targets (loss_options_cases.cpp).
+std::vector<OpCase> loss_options_cases();
 
 }  // namespace tapegrad::testing

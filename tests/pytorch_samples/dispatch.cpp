@@ -168,6 +168,23 @@ template <class Fn> Row triangle(Fn fn) {
   };
 }
 
+// ---- loss weights, probability targets, log targets (issue 13 part 3) --------------------------
+
+// The weight= keyword of the losses: a tensor, or absent / None for no weight (undefined).
+T weight_arg(Call& c) {
+  const Value* v = c.kwarg("weight");
+  return v && v->kind != Value::Kind::none ? c.tensor(*v) : T();
+}
+
+// The same as binary_cross_entropy takes it: nullopt when absent.
+std::optional<T> optional_weight(Call& c) {
+  const T weight = weight_arg(c);
+  return weight.defined() ? std::optional<T>(weight) : std::nullopt;
+}
+
+// cross_entropy's target as class probabilities (a float tensor) rather than class indices.
+bool is_probabilities(const Value& target) { return target.kind == Value::Kind::tensor && target.tensor->is_float(); }
+
 const std::map<std::string, Row> table = {
     // pointwise
     {"neg", unary([](const T& x) { return neg(x); })},
@@ -343,16 +360,20 @@ const std::map<std::string, Row> table = {
      }},
     {"nn.functional.cross_entropy",
      [](Call& c) -> Outputs {
-       CrossEntropyOptions options;
+       CrossEntropyOptions<double> options;
+       options.weight = weight_arg(c);
        options.reduction = reduction_mode(c);
        if (const Value* v = c.kwarg("ignore_index")) options.ignore_index = c.integer(*v);
        if (const Value* v = c.kwarg("label_smoothing")) options.label_smoothing = c.number(*v);
        const T logits = c.tensor(c.input());
-       return {cross_entropy(logits, c.indices(c.arg(0)), options)};
+       const Value& target = c.arg(0);
+       if (is_probabilities(target)) return {cross_entropy(logits, c.tensor(target), options)};
+       return {cross_entropy(logits, c.indices(target), options)};
      }},
     {"nn.functional.nll_loss",
      [](Call& c) -> Outputs {
-       NllLossOptions options;
+       NllLossOptions<double> options;
+       options.weight = weight_arg(c);
        options.reduction = reduction_mode(c);
        if (const Value* v = c.kwarg("ignore_index")) options.ignore_index = c.integer(*v);
        const T log_probs = c.tensor(c.input());
@@ -360,9 +381,9 @@ const std::map<std::string, Row> table = {
      }},
     {"nn.functional.kl_div",
      [](Call& c) -> Outputs {
-       if (const Value* v = c.kwarg("log_target"); v && c.boolean(*v)) lacks("log_target=True");
+       const Value* log_target = c.kwarg("log_target");
        const T log_input = c.tensor(c.input());
-       return {kl_div(log_input, c.tensor(c.arg(0)), reduction_mode(c))};
+       return {kl_div(log_input, c.tensor(c.arg(0)), reduction_mode(c), log_target && c.boolean(*log_target))};
      }},
     {"nn.functional.mse_loss",
      [](Call& c) -> Outputs {
@@ -385,7 +406,7 @@ const std::map<std::string, Row> table = {
     {"nn.functional.binary_cross_entropy",
      [](Call& c) -> Outputs {
        const T probs = c.tensor(c.input());
-       return {binary_cross_entropy(probs, c.tensor(c.arg(0)), reduction_mode(c))};
+       return {binary_cross_entropy(probs, c.tensor(c.arg(0)), reduction_mode(c), optional_weight(c))};
      }},
     {"nn.functional.binary_cross_entropy_with_logits",
      [](Call& c) -> Outputs {
@@ -393,7 +414,7 @@ const std::map<std::string, Row> table = {
        const T target = c.tensor(c.arg(0));
        std::optional<T> pos_weight;
        if (const Value* v = c.kwarg("pos_weight"); v && v->kind != Value::Kind::none) pos_weight = c.tensor(*v);
-       return {binary_cross_entropy_with_logits(logits, target, reduction_mode(c), pos_weight)};
+       return {binary_cross_entropy_with_logits(logits, target, reduction_mode(c), pos_weight, optional_weight(c))};
      }},
     {"argmax", arg_extreme<true>},
     {"argmin", arg_extreme<false>},
