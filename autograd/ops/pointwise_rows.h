@@ -2,8 +2,9 @@
 // How a row of the pointwise table (pointwise_table.h) becomes an op: TAPEGRAD_DEFINE_UNARY,
 // TAPEGRAD_DEFINE_BINARY and TAPEGRAD_DEFINE_SCALAR expand a row into the op's definition, inside
 // namespace tapegrad.
-// pointwise.cpp expands the whole table with them; tests/test_contributing_row.cpp expands the
-// example row of CONTRIBUTING.md, so the guide's row is compiled and checked as written.
+// pointwise_unary.cpp and pointwise_binary.cpp expand the table with them;
+// tests/test_contributing_row.cpp expands the example row of CONTRIBUTING.md, so the guide's row
+// is compiled and checked as written.
 #include <cmath>
 #include <limits>
 

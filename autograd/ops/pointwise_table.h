@@ -1,8 +1,9 @@
 #pragma once
 // The pointwise ops, one row each: adding a row declares the op (autograd/ops/pointwise.h),
-// defines and instantiates it (pointwise.cpp) and puts it under the tests of every op
-// (tests/test_pointwise.cpp: forward against the reference at every tail length and thread count;
-// tests/higher_order/pointwise_cases.cpp: gradcheck, gradgradcheck, bit-identity, jvp). As
+// defines and instantiates it (pointwise_unary.cpp, pointwise_binary.cpp) and puts it under the
+// tests of every op (tests/test_pointwise.cpp: forward against the reference at every tail length
+// and thread count; tests/higher_order/pointwise_cases.cpp: gradcheck, gradgradcheck,
+// bit-identity, jvp). As
 // PyTorch's derivatives.yaml and tinygrad's gradient table, a row is the op's whole definition:
 //
 // Unary ops, TAPEGRAD_UNARY_OPS:

@@ -1,3 +1,6 @@
+// The unary and tensor-with-scalar rows of the pointwise table. The binary rows are compiled in
+// pointwise_binary.cpp: the two halves of the table are the library's two largest translation
+// units, and apart they build in parallel.
 #include "autograd/ops/pointwise.h"
 
 #include "autograd/ops/pointwise_rows.h"
@@ -5,7 +8,6 @@
 namespace tapegrad {
 
 TAPEGRAD_UNARY_OPS(TAPEGRAD_DEFINE_UNARY)
-TAPEGRAD_BINARY_OPS(TAPEGRAD_DEFINE_BINARY)
 TAPEGRAD_SCALAR_OPS(TAPEGRAD_DEFINE_SCALAR)
 
 #define TAPEGRAD_INSTANTIATE_UNARY(name, forward, reference, derivative, domain) \
@@ -13,12 +15,6 @@ TAPEGRAD_SCALAR_OPS(TAPEGRAD_DEFINE_SCALAR)
   template Tensor<double> name(const Tensor<double>&, CallSite);
 TAPEGRAD_UNARY_OPS(TAPEGRAD_INSTANTIATE_UNARY)
 #undef TAPEGRAD_INSTANTIATE_UNARY
-
-#define TAPEGRAD_INSTANTIATE_BINARY(name, forward, reference, derivative_a, derivative_b, domain_a, domain_b) \
-  template Tensor<float> name(const Tensor<float>&, const Tensor<float>&, CallSite);                          \
-  template Tensor<double> name(const Tensor<double>&, const Tensor<double>&, CallSite);
-TAPEGRAD_BINARY_OPS(TAPEGRAD_INSTANTIATE_BINARY)
-#undef TAPEGRAD_INSTANTIATE_BINARY
 
 #define TAPEGRAD_INSTANTIATE_SCALAR(name, recorded_name, forward, reference, derivative, domain, scalars) \
   template Tensor<float> name(const Tensor<float>&, Scalar<float>, CallSite);                   \
