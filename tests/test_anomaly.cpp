@@ -17,8 +17,6 @@
 namespace tapegrad {
 namespace {
 
-using testing::throws_with;
-
 // "test_anomaly.cpp:<line>", the call site a report must name.
 std::string here(int line) { return "test_anomaly.cpp:" + std::to_string(line); }
 

@@ -8,8 +8,6 @@
 namespace tapegrad {
 namespace {
 
-using testing::throws_with;
-
 const double nan = std::nan("");
 
 // [[1,3,3],[2,nan,nan],[5,5,1]]: ties in rows 0 and 2, NaNs in row 1.

@@ -21,7 +21,6 @@
 namespace tapegrad {
 namespace {
 
-using testing::throws_with;
 using Bytes = xt::xarray<std::uint8_t>;
 using X = Tensor<double>;
 

@@ -15,12 +15,6 @@
 namespace tapegrad {
 namespace {
 
-using testing::max_abs_diff;
-using testing::passes_gradcheck;
-using testing::random_tensor;
-using testing::throws_with;
-using Inputs = std::vector<Tensor<double>>;
-
 // A random mask of `shape` (true = may attend) with roughly one position in three masked.
 AttendMask random_mask(const Shape& shape, std::uint64_t seed) {
   Generator gen(seed);

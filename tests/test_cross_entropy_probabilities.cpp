@@ -10,12 +10,6 @@
 namespace tapegrad {
 namespace {
 
-using testing::max_abs_diff;
-using testing::passes_gradcheck;
-using testing::random_tensor;
-using testing::throws_with;
-using Inputs = std::vector<Tensor<double>>;
-
 // -sum_c w_c q_c log p_c per position of a lane (n, j) of C classes, q = (1 - s) target + s / C;
 // Mean divides by the number of positions.
 xt::xarray<double> soft_cross_entropy(const xt::xarray<double>& x, const xt::xarray<double>& target,

@@ -15,12 +15,6 @@
 namespace tapegrad {
 namespace {
 
-using testing::max_abs_diff;
-using testing::passes_gradcheck;
-using testing::random_tensor;
-using testing::throws_with;
-using Inputs = std::vector<Tensor<double>>;
-
 // ---- naive reference: every assignment of every letter, written independently of the kernel ----
 
 struct Subscripts {

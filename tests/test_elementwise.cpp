@@ -14,11 +14,6 @@
 namespace tapegrad {
 namespace {
 
-using testing::passes_gradcheck;
-using testing::random_tensor;
-using testing::throws_with;
-using Inputs = std::vector<Tensor<double>>;
-
 // Shape pairs every binary op is checked over: equal, broadcast both ways, size-1 axes, scalars.
 const std::vector<std::pair<Shape, Shape>> kBinaryShapes = {
     {{3}, {3}}, {{2, 3}, {2, 3}}, {{2, 3}, {3}}, {{4, 1, 3}, {2, 1}}, {{1}, {2, 3}}, {{}, {2, 2}}, {{2, 1, 3}, {1, 4, 1}},

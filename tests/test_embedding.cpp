@@ -8,11 +8,6 @@
 namespace tapegrad {
 namespace {
 
-using testing::passes_gradcheck;
-using testing::random_tensor;
-using testing::throws_with;
-using Inputs = std::vector<Tensor<double>>;
-
 // Index arrays of several shapes (0-d, 1-D, 2-D), with repeats, into a table of 5 rows. Row 2 is
 // picked by two of them, row 3 by none.
 const std::vector<IndexArray> kIndexCases = {IndexArray(2), IndexArray{4, 1, 4}, IndexArray{{0, 2, 2}, {2, 4, 0}}};

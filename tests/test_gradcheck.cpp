@@ -8,10 +8,6 @@
 namespace tapegrad {
 namespace {
 
-using testing::random_tensor;
-using testing::throws_with;
-using Inputs = std::vector<Tensor<double>>;
-
 bool contains(const std::string& text, const std::string& fragment) { return text.find(fragment) != std::string::npos; }
 
 // A user-defined op with the right backward, and one whose backward forgets a factor of 3.

@@ -15,9 +15,6 @@
 namespace tapegrad {
 namespace {
 
-using testing::max_abs_diff;
-using testing::throws_with;
-
 Tensor<double> vec(std::initializer_list<double> v) { return Tensor<double>(xt::xarray<double>(v), true); }
 
 TEST(GradHook, IntermediateHookSeesTheGradientOfTheLossWithRespectToIt) {

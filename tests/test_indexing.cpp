@@ -12,11 +12,6 @@
 namespace tapegrad {
 namespace {
 
-using testing::passes_gradcheck;
-using testing::random_tensor;
-using testing::throws_with;
-using Inputs = std::vector<Tensor<double>>;
-
 // 0, 1, 2, ... laid out in `shape`.
 Tensor<double> iota(const Shape& shape, bool requires_grad = false) {
   xt::xarray<double> v = xt::xarray<double>::from_shape(shape);

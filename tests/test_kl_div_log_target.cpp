@@ -10,11 +10,6 @@
 namespace tapegrad {
 namespace {
 
-using testing::max_abs_diff;
-using testing::passes_gradcheck;
-using testing::random_tensor;
-using Inputs = std::vector<Tensor<double>>;
-
 TEST(KlDivLogTarget, KnownPyTorchValuesAndGradients) {
   // PyTorch 1.13, float64: l = F.kl_div(x, t, reduction='batchmean', log_target=True); l.backward().
   const Tensor<double> x(xt::xarray<double>{{-1.0, -2.0, -0.5}, {-0.25, -3.0, -1.5}}, true);

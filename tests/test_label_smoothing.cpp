@@ -10,7 +10,6 @@
 namespace tapegrad {
 namespace {
 
-using testing::throws_with;
 using A = xt::xarray<double>;
 
 // Four rows of log [0.1, 0.2, 0.4, 0.2, 0.1]; targets 2, 1, padding (0), 3.

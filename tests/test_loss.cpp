@@ -17,12 +17,6 @@
 namespace tapegrad {
 namespace {
 
-using testing::max_abs_diff;
-using testing::passes_gradcheck;
-using testing::random_tensor;
-using testing::throws_with;
-using Inputs = std::vector<Tensor<double>>;
-
 constexpr Index kIgnore = -100;
 
 // Logits shapes in PyTorch's class-axis convention: [C], [N, C], size-1 axes, [N, C, L], [N, C, d1, d2].

@@ -11,12 +11,6 @@
 namespace tapegrad {
 namespace {
 
-using testing::max_abs_diff;
-using testing::passes_gradcheck;
-using testing::random_tensor;
-using testing::throws_with;
-using Inputs = std::vector<Tensor<double>>;
-
 constexpr Index kIgnore = -100;
 
 // [N, C] or [N, C, L] logits with targets cycling through the classes, one in three ignored.

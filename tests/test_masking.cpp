@@ -14,11 +14,6 @@
 namespace tapegrad {
 namespace {
 
-using testing::passes_gradcheck;
-using testing::random_tensor;
-using testing::throws_with;
-using Inputs = std::vector<Tensor<double>>;
-
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // (input shape, mask shape) pairs: same shape, broadcast over leading, middle and trailing axes,

@@ -8,12 +8,6 @@
 namespace tapegrad {
 namespace {
 
-using testing::max_abs_diff;
-using testing::passes_gradcheck;
-using testing::random_tensor;
-using testing::throws_with;
-using Inputs = std::vector<Tensor<double>>;
-
 // torch.matmul with plain loops: a 1-D a is [1, k] and a 1-D b is [k, 1] (those axes dropped
 // from the result); batch axes are right-aligned and a size-1 or missing axis repeats.
 xt::xarray<double> naive_matmul(const xt::xarray<double>& a, const xt::xarray<double>& b) {

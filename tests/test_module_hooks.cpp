@@ -24,8 +24,6 @@ namespace tapegrad {
 namespace {
 
 namespace tf = nn::transformer;
-using testing::max_abs_diff;
-using testing::throws_with;
 using Hook = nn::Module<double>::ForwardHook;
 using Grads = std::vector<xt::xarray<double>>;
 

@@ -25,16 +25,11 @@ namespace {
 
 using nn::mha::MultiHeadAttention;
 using nn::mha::ScaledDotProductAttention;
-using testing::max_abs_diff;
 using testing::mask_from;
 using testing::naive_linear;
 using testing::names_of;
 using testing::parameter;
 using testing::with_parameters;
-using testing::passes_gradcheck;
-using testing::random_tensor;
-using testing::throws_with;
-using Inputs = std::vector<Tensor<double>>;
 using Array = xt::xarray<double>;
 
 constexpr std::size_t kHeads = 2, kDModel = 6, kDk = 3;

@@ -23,10 +23,6 @@ namespace tapegrad {
 namespace {
 
 using testing::with_parameters;
-using testing::passes_gradcheck;
-using testing::random_tensor;
-using testing::throws_with;
-using Inputs = std::vector<Tensor<double>>;
 
 
 TEST(Linear, ForwardMatchesANaiveLoopAndWeightIsOutByIn) {

@@ -16,7 +16,6 @@ namespace {
 
 using testing::names_of;
 
-using testing::throws_with;
 
 // in -> hidden -> out, with dropout, as a user would write a module.
 class TwoLayer : public nn::Module<double> {

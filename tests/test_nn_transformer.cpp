@@ -21,13 +21,8 @@ namespace tapegrad {
 namespace {
 
 namespace tf = nn::transformer;
-using testing::max_abs_diff;
 using testing::names_of;
 using testing::with_parameters;
-using testing::passes_gradcheck;
-using testing::random_tensor;
-using testing::throws_with;
-using Inputs = std::vector<Tensor<double>>;
 using Names = std::vector<std::string>;
 
 

@@ -10,8 +10,6 @@
 namespace tapegrad {
 namespace {
 
-using testing::throws_with;
-
 // The problem every trajectory test runs: f(p) = sum(c * p^2) / 2, so grad = c * p.
 const xt::xarray<double> kCurvature = {1.0, 0.5, 2.0, -0.3};
 const xt::xarray<double> kStart = {1.0, -2.0, 0.5, 3.0};

@@ -12,11 +12,6 @@
 namespace tapegrad {
 namespace {
 
-using testing::max_abs_diff;
-using testing::passes_gradcheck;
-using testing::random_tensor;
-using testing::throws_with;
-using Inputs = std::vector<Tensor<double>>;
 using Reduction = Tensor<double> (*)(const Tensor<double>&, const Axes&, bool);
 
 struct Case {

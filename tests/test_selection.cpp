@@ -11,10 +11,6 @@
 namespace tapegrad {
 namespace {
 
-using testing::passes_gradcheck;
-using testing::random_tensor;
-using testing::throws_with;
-using Inputs = std::vector<Tensor<double>>;
 using X = xt::xarray<double>;
 
 constexpr double kNan = std::numeric_limits<double>::quiet_NaN();

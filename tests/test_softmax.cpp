@@ -15,12 +15,6 @@
 namespace tapegrad {
 namespace {
 
-using testing::max_abs_diff;
-using testing::passes_gradcheck;
-using testing::random_tensor;
-using testing::throws_with;
-using Inputs = std::vector<Tensor<double>>;
-
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 using SoftmaxOp = Tensor<double> (*)(const Tensor<double>&, Index);

@@ -13,10 +13,6 @@
 namespace tapegrad {
 namespace {
 
-using testing::passes_gradcheck;
-using testing::random_tensor;
-using testing::throws_with;
-using Inputs = std::vector<Tensor<double>>;
 using X = xt::xarray<double>;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();

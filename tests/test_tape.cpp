@@ -9,8 +9,6 @@
 namespace tapegrad {
 namespace {
 
-using testing::throws_with;
-
 Tensor<double> scalar(double v, bool requires_grad = true) { return Tensor<double>(xt::xarray<double>{v}, requires_grad); }
 
 TEST(Tape, RecordsOnlyOpsWhoseInputsNeedGradient) {

@@ -10,8 +10,6 @@
 namespace tapegrad {
 namespace {
 
-using testing::throws_with;
-
 TEST(Tensor, CreationHelpers) {
   EXPECT_EQ(Tensor<float>::zeros({2, 3}).value(), (xt::xarray<float>{{0, 0, 0}, {0, 0, 0}}));
   EXPECT_EQ(Tensor<double>::ones({2}).value(), (xt::xarray<double>{1, 1}));

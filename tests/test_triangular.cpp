@@ -8,10 +8,6 @@
 namespace tapegrad {
 namespace {
 
-using testing::passes_gradcheck;
-using testing::random_tensor;
-using testing::throws_with;
-using Inputs = std::vector<Tensor<double>>;
 using X = xt::xarray<double>;
 
 // [3,4] with elements 0..11.

@@ -18,8 +18,6 @@
 namespace tapegrad {
 namespace {
 
-using testing::throws_with;
-
 Tensor<double> vec(std::initializer_list<double> v, bool requires_grad = true) {
   return Tensor<double>(xt::xarray<double>(v), requires_grad);
 }

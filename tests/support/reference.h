@@ -47,3 +47,13 @@ template <class E = Error, class Fn>
 double max_abs_diff(const xt::xarray<double>& a, const xt::xarray<double>& b);
 
 }  // namespace tapegrad::testing
+
+// The helpers every test file uses, by their short names in namespace tapegrad (where the test
+// files live), so that no file repeats the same using-declarations.
+namespace tapegrad {
+using testing::max_abs_diff;
+using testing::passes_gradcheck;
+using testing::random_tensor;
+using testing::throws_with;
+using Inputs = std::vector<Tensor<double>>;  // a gradcheck function's arguments
+}  // namespace tapegrad
