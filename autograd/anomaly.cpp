@@ -53,23 +53,23 @@ void check_forward(const char* op, const std::source_location& where, const xt::
 }
 
 template <class T>
-void check_gradient(const Tensor<T>& input, const xt::xarray<T>& grad, const char* context) {
+void check_gradient(const Node<T>& input, const xt::xarray<T>& grad, const char* context) {
   const std::size_t bad = first_index(grad, [](T v) { return !std::isfinite(v); });
   if (bad == grad.size()) return;
   const BackwardSite* site = BackwardSite::current;
   const std::string producer = site != nullptr ? "the backward of " + describe_call(site->op, site->where)
                                : context != nullptr ? std::string(context)
                                                     : std::string("a gradient added outside backward");
-  const std::string named = input.name().empty() ? "" : " '" + input.name() + "'";
-  const std::string target = input.is_leaf() ? "the gradient of the leaf" + named
-                                             : "the gradient of" + named + " the output of " + input.node()->op;
+  const std::string named = input.name.empty() ? "" : " '" + input.name + "'";
+  const std::string target = input.is_leaf ? "the gradient of the leaf" + named
+                                           : "the gradient of" + named + " the output of " + input.op;
   throw AnomalyError("anomaly mode: " + producer + " produced " + describe_bad_element(grad, bad, target));
 }
 
 #define TAPEGRAD_INSTANTIATE_ANOMALY(T)                                                                      \
   template bool holds_inf(const xt::xarray<T>&);                                                             \
   template void check_forward(const char*, const std::source_location&, const xt::xarray<T>&, bool);         \
-  template void check_gradient(const Tensor<T>&, const xt::xarray<T>&, const char*);
+  template void check_gradient(const Node<T>&, const xt::xarray<T>&, const char*);
 TAPEGRAD_INSTANTIATE_ANOMALY(float)
 TAPEGRAD_INSTANTIATE_ANOMALY(double)
 

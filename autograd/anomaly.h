@@ -69,7 +69,7 @@ void check_forward(const char* op, const std::source_location& where, const xt::
 // Throws AnomalyError when `grad`, a gradient contribution for `input`, holds a NaN or an
 // infinity; names the op whose backward is running (BackwardSite) or, outside a walk, `context`.
 template <class T>
-void check_gradient(const Tensor<T>& input, const xt::xarray<T>& grad, const char* context = nullptr);
+void check_gradient(const Node<T>& input, const xt::xarray<T>& grad, const char* context = nullptr);
 
 // Marks, for anomaly reports, whose backward runs on this thread while alive (GradientTape's walk
 // makes one per entry: two thread-local stores, whether anomaly mode is on or not).

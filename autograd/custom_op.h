@@ -11,8 +11,11 @@
 //                      x);
 //   }
 //
-// The backward formula gets the gradient of the result and the result itself, and adds the
-// vector-Jacobian product of each input into it with add_gradient, computed with tapegrad's ops:
+// The backward formula gets the gradient of the result and, if it takes a second parameter, the
+// result itself (which is then kept for backward; a formula of the gradient alone lets the
+// result's value go with the caller's last handle), and adds the vector-Jacobian product of each
+// input into it with add_gradient, computed with tapegrad's ops. An input it captures is kept
+// whole, value included, until the tape releases the formula:
 // a first-order backward runs it unrecorded, and GradientOptions::create_graph records it, so it
 // can be differentiated again. A backward on plain arrays,
 // [x](const xt::xarray<T>& grad, const xt::xarray<T>& result) { add_gradient(x, array); },

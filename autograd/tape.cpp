@@ -62,17 +62,17 @@ LeafGradient leaf_gradient(const NodeBase& leaf, bool has_hooks) {
 
 bool walk_creates_graph() { return current_walk != nullptr && current_walk->create_graph_; }
 
-std::shared_ptr<NodeBase> take_walk_gradient(const NodeBase& node) { return current_walk->take_gradient(node); }
+HeldGradient take_walk_gradient(const NodeBase& node) { return current_walk->take_gradient(node); }
 
-std::shared_ptr<NodeBase> WalkScope::take_gradient(const NodeBase& node) {
+HeldGradient WalkScope::take_gradient(const NodeBase& node) {
   const auto it = graph_gradients_.find(&node);
-  if (it == graph_gradients_.end()) return nullptr;
-  std::shared_ptr<NodeBase> gradient = std::move(it->second);
+  if (it == graph_gradients_.end()) return {};
+  HeldGradient gradient = std::move(it->second);
   graph_gradients_.erase(it);
   return gradient;
 }
 
-void put_walk_gradient(const NodeBase& node, std::shared_ptr<NodeBase> gradient) {
+void put_walk_gradient(const NodeBase& node, HeldGradient gradient) {
   current_walk->graph_gradients_[&node] = std::move(gradient);
 }
 
@@ -193,9 +193,9 @@ void GradientTape::seed_and_walk(const Tensor<T>& output, const xt::xarray<T>& s
   // Intermediates start every walk clean: a gradient retained from an earlier walk must not
   // flow back a second time.
   for (const auto& e : recorder_->entries) e->output->clear_grad();
-  if (is_anomaly_enabled()) [[unlikely]] detail::check_gradient(output, seed, "the seed passed to backward");
+  if (is_anomaly_enabled()) [[unlikely]] detail::check_gradient(*output.node(), seed, "the seed passed to backward");
   try {
-    if (scope.creates_graph()) detail::put_walk_gradient(*output.node(), Tensor<T>(xt::xarray<T>(seed)).node());
+    if (scope.creates_graph()) detail::put_walk_gradient(*output.node(), detail::HeldGradient(Tensor<T>(xt::xarray<T>(seed)).node()));
     else output.node()->accumulate_grad(xt::xarray<T>(seed));
     walk(scope);
   } catch (...) {

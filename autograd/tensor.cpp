@@ -43,8 +43,31 @@ void Node<T>::clear_grad() {
 }
 
 template <class T>
+Shape Node<T>::value_shape() const {
+  if (released_shape_) return *released_shape_;
+  return Shape(value.shape().begin(), value.shape().end());
+}
+
+template <class T>
+bool Node<T>::has_value_shape(const xt::xarray<T>& g) const {
+  if (released_shape_) return std::equal(g.shape().begin(), g.shape().end(), released_shape_->begin(), released_shape_->end());
+  return std::equal(g.shape().begin(), g.shape().end(), value.shape().begin(), value.shape().end());
+}
+
+template <class T>
+void Node<T>::release_value() noexcept {
+  // Runs from a handle's destructor: should an allocation fail, the value is simply kept.
+  try {
+    Shape shape = value_shape();
+    value = xt::xarray<T>::from_shape({0});
+    released_shape_ = std::move(shape);
+  } catch (...) {
+  }
+}
+
+template <class T>
 std::string Node<T>::describe() const {
-  const std::string shape_text = format_shape(value.shape());
+  const std::string shape_text = format_shape(value_shape());
   return name.empty() ? shape_text : "'" + name + "' " + shape_text;
 }
 
@@ -64,9 +87,9 @@ std::optional<xt::xarray<T>> Node<T>::take_grad() {
 
 template <class T>
 void Node<T>::require_gradient_shape(const xt::xarray<T>& g) const {
-  if (!std::equal(g.shape().begin(), g.shape().end(), value.shape().begin(), value.shape().end())) {
+  if (!has_value_shape(g)) {
     throw TapeError(std::string("gradient of shape ") + format_shape(g.shape()) + " does not match tensor" +
-                    (name.empty() ? "" : " '" + name + "'") + " of shape " + format_shape(value.shape()) +
+                    (name.empty() ? "" : " '" + name + "'") + " of shape " + format_shape(value_shape()) +
                     (op ? std::string(" produced by ") + op : std::string()));
   }
 }
@@ -109,7 +132,7 @@ bool Node<T>::apply_hooks(xt::xarray<T>& g) const {
     std::optional<xt::xarray<T>> replaced = hooks[i].second(g);
     if (!replaced) continue;
     any_replaced = true;
-    if (!std::equal(replaced->shape().begin(), replaced->shape().end(), value.shape().begin(), value.shape().end())) {
+    if (!has_value_shape(*replaced)) {
       throw TapeError("gradient hook " + std::to_string(i + 1) + " of tensor " + describe() +
                       " returned a gradient of shape " + format_shape(replaced->shape()) +
                       "; a replacement must have the tensor's shape");
@@ -160,7 +183,21 @@ std::shared_ptr<Node<T>> make_node(xt::xarray<T>&& value) {
 
 template <class T>
 Tensor<T>::Tensor(xt::xarray<T> value, bool requires_grad) : node_(make_node(std::move(value))) {
+  node_->hold_value();
   node_->requires_grad = requires_grad;
+}
+
+template <class T>
+Tensor<T>::Tensor(std::shared_ptr<Node<T>> node) : node_(std::move(node)) {
+  if (!node_) return;
+  if (node_->value_released()) {
+    const std::string what = node_->describe() + (node_->op ? std::string(" made by ") + node_->op : std::string());
+    node_ = nullptr;
+    throw TapeError("Tensor: the value of " + what +
+                    " was freed when its last handle went (a backward formula keeps only the values it reads); "
+                    "keep a Tensor handle to it to read it later");
+  }
+  node_->hold_value();
 }
 
 template <class T>

@@ -3,6 +3,7 @@
 // xt::xarray<T>), an optional gradient of the same shape, requires_grad and a name.
 // T is float for training and double for gradient checks; both are explicitly instantiated in
 // tensor.cpp. Ops never alias: every op returns a tensor with storage of its own.
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
@@ -38,6 +39,19 @@ class NodeBase : public std::enable_shared_from_this<NodeBase> {
   // `apply` false (the walk threw) the contribution is dropped.
   virtual void finish_walk(bool apply) = 0;
 
+  // Who may still read the value. A backward formula keeps an input it does not read as an edge
+  // (detail::Edge: the node without a claim on its value, Flashlight's withoutData()), so a
+  // node made by a recorded op keeps its value only while something holds it: a Tensor handle, a
+  // formula that reads it, or a create_graph walk carrying it as a gradient. When the last hold
+  // goes while edges still reach the node, the value is freed (release_value); the gradient,
+  // shape, version and name stay. A leaf keeps its value whoever holds it.
+  void hold_value() noexcept { value_holds_.fetch_add(1, std::memory_order_relaxed); }
+  // Drops one hold; `node_outlives` says whether anything else keeps the node (freeing the value
+  // of a node about to be destroyed would be wasted work).
+  void drop_value_hold(bool node_outlives) noexcept {
+    if (value_holds_.fetch_sub(1, std::memory_order_acq_rel) == 1 && node_outlives && !is_leaf) release_value();
+  }
+
   bool requires_grad = false;
   bool is_leaf = true;        // made by the user, not by a recorded op
   bool retains_grad = false;  // an intermediate whose gradient survives backward (retain_grad())
@@ -54,9 +68,14 @@ class NodeBase : public std::enable_shared_from_this<NodeBase> {
   std::uint64_t producer = 0;
 
  protected:
+  virtual void release_value() noexcept = 0;
+
   // Serialises gradient writes: two threads running backward into one shared parameter (or one
   // zeroing it while another accumulates) must not lose updates or corrupt the buffer.
   mutable std::mutex grad_mutex_;
+
+ private:
+  std::atomic<std::uint32_t> value_holds_{0};
 };
 
 // A gradient hook (Tensor::register_hook): sees the gradient flowing into a tensor and returns a
@@ -89,13 +108,22 @@ class Node final : public NodeBase {
   // one replaced it.
   bool apply_hooks(xt::xarray<T>& g) const;
   void finish_walk(bool apply) override;
+  // The value's shape, also once the value has been released.
+  Shape value_shape() const;
+  bool value_released() const { return released_shape_.has_value(); }
 
+  // Empty once released (NodeBase::hold_value).
   xt::xarray<T> value;
   std::optional<xt::xarray<T>> grad;
   std::vector<std::pair<std::uint64_t, GradHook<T>>> hooks;  // by id, in registration order
 
  private:
+  void release_value() noexcept override;
+  // Whether g has the value's shape (kept in released_shape_ once the value is released).
+  bool has_value_shape(const xt::xarray<T>& g) const;
+
   std::optional<xt::xarray<T>> walk_contribution_;  // a hooked leaf's gradient in the current walk
+  std::optional<Shape> released_shape_;
 };
 
 template <class T>
@@ -108,8 +136,27 @@ class Tensor {
   // An undefined tensor (defined() is false), e.g. an absent bias.
   Tensor() = default;
   explicit Tensor(xt::xarray<T> value, bool requires_grad = false);
-  // Another handle to an existing node (ops and backward formulas use it for an op's output).
-  explicit Tensor(std::shared_ptr<Node<T>> node) : node_(std::move(node)) {}
+  // Another handle to an existing node (ops and backward formulas use it for an op's output). The
+  // node's value must not have been released (NodeBase::hold_value): TapeError otherwise.
+  explicit Tensor(std::shared_ptr<Node<T>> node);
+  // Every handle holds the node's value (NodeBase::hold_value).
+  Tensor(const Tensor& other) noexcept : node_(other.node_) {
+    if (node_) node_->hold_value();
+  }
+  Tensor(Tensor&& other) noexcept = default;
+  Tensor& operator=(const Tensor& other) noexcept {
+    Tensor copy(other);
+    std::swap(node_, copy.node_);
+    return *this;
+  }
+  Tensor& operator=(Tensor&& other) noexcept {
+    Tensor taken(std::move(other));
+    std::swap(node_, taken.node_);
+    return *this;
+  }
+  ~Tensor() {
+    if (node_) node_->drop_value_hold(node_.use_count() > 1);
+  }
 
   static Tensor zeros(const Shape& shape, bool requires_grad = false);
   static Tensor ones(const Shape& shape, bool requires_grad = false);

@@ -2,7 +2,9 @@
 #include <thread>
 
 #include "autograd/ops/elementwise.h"
+#include "autograd/ops/pointwise.h"
 #include "autograd/ops/reduce.h"
+#include "autograd/ops/shape.h"
 #include "autograd/tape.h"
 #include "tests/support/reference.h"
 
@@ -264,6 +266,105 @@ TEST(TapeGradient, BadTargetsAndSourcesAreErrors) {
                                      {"gradient: source 0 [2]", "does not require a gradient"}));
   EXPECT_TRUE(throws_with<TapeError>([&] { tape.gradient(sum(y), {from_other}); },
                                      {"gradient: source 0 [2] (from mul_scalar) was not recorded by this tape"}));
+}
+
+// ---- What a formula keeps (detail::Edge): values backward does not read are freed ----
+
+// Runs make(2 x) under the caller's tape and drops every handle to its result but `node`, a plain pointer to
+// the result's node (no hold on its value), so what keeps the value is the tape alone.
+template <class Make>
+std::shared_ptr<Node<double>> intermediate_without_handles(const Tensor<double>& x, Tensor<double>& loss, Make make) {
+  Tensor<double> h = mul(x, 2.0);  // mul_scalar's derivative is g * s: it keeps nothing of x or h
+  std::shared_ptr<Node<double>> node = h.node();
+  loss = sum(make(h));
+  return node;
+}
+
+TEST(SavedValues, AnInputOnlyShapeOpsReadIsFreedWithItsLastHandle) {
+  const Tensor<double> x(xt::xarray<double>{{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}}, true);
+  GradientTape tape;
+  Tensor<double> loss;
+  // reshape, sum and add keep edges only: h's value has no reader left.
+  const auto node = intermediate_without_handles(x, loss, [](const Tensor<double>& h) {
+    return add(reshape(h, {3, 2}), 1.0);
+  });
+  EXPECT_TRUE(node->value_released());
+  EXPECT_EQ(node->value.size(), 0u);
+  EXPECT_EQ(node->value_shape(), (Shape{2, 3}));
+  tape.backward(loss);
+  EXPECT_EQ(max_abs_diff(x.grad(), xt::xarray<double>(xt::full_like(x.value(), 2.0))), 0.0);
+}
+
+TEST(SavedValues, AnInputTheFormulaReadsIsKept) {
+  const Tensor<double> x(xt::xarray<double>{0.5, -1.0, 2.0}, true);
+  GradientTape tape;
+  Tensor<double> loss;
+  const auto node = intermediate_without_handles(x, loss, [](const Tensor<double>& h) { return sin(h); });
+  EXPECT_FALSE(node->value_released());  // sin's derivative is g cos(x)
+  tape.backward(loss);
+  const xt::xarray<double> expected = 2.0 * xt::cos(2.0 * x.value());
+  EXPECT_LT(max_abs_diff(x.grad(), expected), 1e-15);
+}
+
+TEST(SavedValues, AnOutputTheFormulaReadsIsKept) {
+  const Tensor<double> x(xt::xarray<double>{0.5, -1.0, 2.0}, true);
+  GradientTape tape;
+  Tensor<double> loss;
+  std::shared_ptr<Node<double>> exp_node;
+  const auto h_node = intermediate_without_handles(x, loss, [&](const Tensor<double>& h) {
+    Tensor<double> e = exp(h);  // exp's derivative is g y: its own output, not its input
+    exp_node = e.node();
+    return e;
+  });
+  EXPECT_TRUE(h_node->value_released());
+  EXPECT_FALSE(exp_node->value_released());
+  tape.backward(loss);
+  const xt::xarray<double> expected = 2.0 * xt::exp(2.0 * x.value());
+  EXPECT_LT(max_abs_diff(x.grad(), expected), 1e-14);
+}
+
+TEST(SavedValues, AHandleKeepsTheValueAndAReleasedNodeCannotBeReopened) {
+  const Tensor<double> x(xt::xarray<double>{1.0, 2.0}, true);
+  GradientTape tape;
+  Tensor<double> h = mul(x, 2.0);
+  Tensor<double> kept_copy = h;  // a second handle
+  const std::shared_ptr<Node<double>> node = h.node();
+  const Tensor<double> loss = sum(h);
+  h = Tensor<double>();
+  EXPECT_FALSE(node->value_released());  // kept_copy still holds it
+  EXPECT_EQ(max_abs_diff(kept_copy.value(), xt::xarray<double>{2.0, 4.0}), 0.0);
+  kept_copy = Tensor<double>();
+  EXPECT_TRUE(node->value_released());
+  EXPECT_TRUE(throws_with<TapeError>([&] { Tensor<double> reopened(node); }, {"was freed", "[2]", "mul_scalar"}));
+  tape.backward(loss);  // the gradient still flows through the node
+  EXPECT_EQ(max_abs_diff(x.grad(), xt::xarray<double>{2.0, 2.0}), 0.0);
+}
+
+TEST(SavedValues, RetainedGradientOfAReleasedIntermediate) {
+  const Tensor<double> x(xt::xarray<double>{1.0, 2.0}, true);
+  GradientTape tape;
+  Tensor<double> h = mul(x, 3.0);
+  h.retain_grad();
+  const std::shared_ptr<Node<double>> node = h.node();
+  const Tensor<double> loss = sum(mul(h, 2.0));
+  h = Tensor<double>();
+  tape.backward(loss);
+  ASSERT_TRUE(node->grad.has_value());
+  EXPECT_EQ(max_abs_diff(*node->grad, xt::xarray<double>{2.0, 2.0}), 0.0);
+}
+
+TEST(SavedValues, LeavesKeepTheirValueWhenTheirHandlesGo) {
+  GradientTape tape;
+  std::shared_ptr<Node<double>> node;
+  Tensor<double> loss;
+  {
+    const Tensor<double> w(xt::xarray<double>{1.0, 2.0}, true);
+    node = w.node();
+    loss = sum(reshape(w, {2, 1}));
+  }
+  EXPECT_FALSE(node->value_released());
+  tape.backward(loss);
+  EXPECT_EQ(max_abs_diff(*node->grad, xt::xarray<double>{1.0, 1.0}), 0.0);
 }
 
 }  // namespace

@@ -11,8 +11,8 @@ namespace tapegrad::detail {
 namespace {
 
 template <class T>
-Tensor<T> as_tensor(std::shared_ptr<NodeBase> node) {
-  return Tensor<T>(std::static_pointer_cast<Node<T>>(std::move(node)));
+Tensor<T> as_tensor(const HeldGradient& gradient) {
+  return Tensor<T>(std::static_pointer_cast<Node<T>>(gradient.node()));
 }
 
 // Runs node's hooks on g's value; a replacement becomes a constant.
@@ -26,32 +26,31 @@ Tensor<T> hooked(const Node<T>& node, Tensor<T> g) {
 }  // namespace
 
 template <class T>
-void accumulate_in_graph(const Tensor<T>& x, Tensor<T> g) {
-  const auto& node = x.node();
-  node->require_gradient_shape(g.value());
+void accumulate_in_graph(Node<T>& x, Tensor<T> g) {
+  x.require_gradient_shape(g.value());
   if (is_anomaly_enabled()) [[unlikely]] check_gradient(x, g.value());
-  if (node->is_leaf && leaf_gradient(*node, false) == LeafGradient::drop) return;
-  if (std::shared_ptr<NodeBase> previous = take_walk_gradient(*node)) g = add(as_tensor<T>(std::move(previous)), g);
-  put_walk_gradient(*node, g.node());
+  if (x.is_leaf && leaf_gradient(x, false) == LeafGradient::drop) return;
+  if (const HeldGradient previous = take_walk_gradient(x)) g = add(as_tensor<T>(previous), g);
+  put_walk_gradient(x, HeldGradient(g.node()));
 }
 
 template <class T>
-Tensor<T> take_graph_gradient(const Tensor<T>& output) {
-  return hooked(*output.node(), as_tensor<T>(take_walk_gradient(*output.node())));
+Tensor<T> take_graph_gradient(const Node<T>& output) {
+  return hooked(output, as_tensor<T>(take_walk_gradient(output)));
 }
 
 template <class T>
-void retain_graph_gradient(const Tensor<T>& output, const Tensor<T>& g) {
-  output.node()->accumulate_grad(xt::xarray<T>(g.value()));
-  put_walk_gradient(*output.node(), g.node());
+void retain_graph_gradient(Node<T>& output, const Tensor<T>& g) {
+  output.accumulate_grad(xt::xarray<T>(g.value()));
+  put_walk_gradient(output, HeldGradient(g.node()));
 }
 
 template <class T>
 Tensor<T> collect_walk_gradient(WalkScope& walk, const Tensor<T>& source) {
-  std::shared_ptr<NodeBase> g = walk.take_gradient(*source.node());
+  const HeldGradient g = walk.take_gradient(*source.node());
   if (!g) return {};
   // An intermediate's hooks ran before its op's backward read the gradient.
-  return source.is_leaf() ? hooked(*source.node(), as_tensor<T>(std::move(g))) : as_tensor<T>(std::move(g));
+  return source.is_leaf() ? hooked(*source.node(), as_tensor<T>(g)) : as_tensor<T>(g);
 }
 
 void throw_not_differentiable_twice(const char* op) {
@@ -61,9 +60,9 @@ void throw_not_differentiable_twice(const char* op) {
 }
 
 #define TAPEGRAD_INSTANTIATE(T)                                                   \
-  template void accumulate_in_graph(const Tensor<T>&, Tensor<T>);                 \
-  template Tensor<T> take_graph_gradient(const Tensor<T>&);                       \
-  template void retain_graph_gradient(const Tensor<T>&, const Tensor<T>&);        \
+  template void accumulate_in_graph(Node<T>&, Tensor<T>);                         \
+  template Tensor<T> take_graph_gradient(const Node<T>&);                         \
+  template void retain_graph_gradient(Node<T>&, const Tensor<T>&);                \
   template Tensor<T> collect_walk_gradient(WalkScope&, const Tensor<T>&);
 TAPEGRAD_INSTANTIATE(float)
 TAPEGRAD_INSTANTIATE(double)

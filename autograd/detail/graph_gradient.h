@@ -8,15 +8,15 @@ namespace tapegrad::detail {
 
 // Adds g to x's gradient in the walk with the recorded add op (a leaf the walk was not asked
 // about drops it). Throws TapeError when g does not have x's shape, as Node::accumulate_grad.
-template <class T> void accumulate_in_graph(const Tensor<T>& x, Tensor<T> g);
+template <class T> void accumulate_in_graph(Node<T>& x, Tensor<T> g);
 
 // The gradient of an op's output, taken from the walk, after the output's hooks. A hook's
 // replacement enters the graph as a constant.
-template <class T> Tensor<T> take_graph_gradient(const Tensor<T>& output);
+template <class T> Tensor<T> take_graph_gradient(const Node<T>& output);
 
 // retain_grad() under create_graph: g is put back in the walk (gradient() may have asked for this
 // intermediate) and its value is kept in grad().
-template <class T> void retain_graph_gradient(const Tensor<T>& output, const Tensor<T>& g);
+template <class T> void retain_graph_gradient(Node<T>& output, const Tensor<T>& g);
 
 class WalkScope;
 // The end of gradient(): a source's gradient taken from the finished walk (a leaf's hooks

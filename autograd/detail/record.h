@@ -7,7 +7,8 @@
 //      caller's file and line, for anomaly reports; autograd/call_site.h). A scalar the output
 //      holds by design goes to should_record too (masked_fill's fill value): anomaly mode lets an
 //      infinity through when an input already held one.
-// backward is a backward formula: void(const Tensor<T>& grad_of_output, const Tensor<T>& output)
+// backward is a backward formula: void(const Tensor<T>& grad_of_output), or
+// void(const Tensor<T>& grad_of_output, const Tensor<T>& output) when it reads the output,
 // that calls accumulate(input, vjp) for each input that requires_grad(), with vjp computed by
 // tapegrad's ops. The one formula serves both walks: a first-order walk runs it with recording
 // paused (its ops are plain kernels), and a create_graph walk runs it recorded, so the gradient
@@ -16,8 +17,10 @@
 // A closure on plain arrays, void(const xt::xarray<T>& grad, const xt::xarray<T>& output) calling
 // accumulate(input, array), is still accepted (custom ops written before create_graph): it runs
 // in first-order walks, and a create_graph walk reaching it throws TapeError naming the op.
-// The formula captures only what its backward needs (DESIGN.md: save the result for exp and
-// softmax, mean/rstd for layer_norm, the mask for masked_fill and dropout).
+// The formula keeps only what its backward reads (DESIGN.md: the result for exp and softmax,
+// mean/rstd for layer_norm, the mask for masked_fill and dropout): an input whose value it does
+// not read is captured as an edge (detail::edge), and the output's value is kept only by a
+// formula that takes it. Every other value is freed when the caller's last handle to it goes.
 #include <algorithm>
 #include <cmath>
 #include <concepts>
@@ -79,25 +82,79 @@ Recording should_record_any(const std::vector<Tensor<T>>& inputs) {
   return r;
 }
 
-// Adds g into x's gradient (x must require a gradient; callers test that first so that they
-// compute g only when it is needed).
+// An op's input as a backward formula keeps it when it does not read its value: where the
+// gradient goes (the node), its shape and whether it wants one, but no hold on the value, which
+// is freed once nothing else holds it (NodeBase::hold_value; Flashlight's withoutData()).
+// A formula captures `[a = edge(a)]` for such an input, and the Tensor itself for one it reads.
 template <class T>
-void accumulate(const Tensor<T>& x, xt::xarray<T>&& g) {
+class Edge {
+ public:
+  explicit Edge(const Tensor<T>& x) : node_(x.node()) {}
+  bool requires_grad() const { return node_ && node_->requires_grad; }
+  Shape shape() const { return node_->value_shape(); }
+  Node<T>& node() const { return *node_; }
+
+ private:
+  std::shared_ptr<Node<T>> node_;
+};
+
+template <class T> Edge<T> edge(const Tensor<T>& x) { return Edge<T>(x); }
+template <class T>
+std::vector<Edge<T>> edges(const std::vector<Tensor<T>>& xs) {
+  return std::vector<Edge<T>>(xs.begin(), xs.end());
+}
+
+template <class T>
+void accumulate(Node<T>& x, xt::xarray<T>&& g) {
   if (is_anomaly_enabled()) [[unlikely]] check_gradient(x, g);
-  x.node()->accumulate_grad(std::move(g));
+  x.accumulate_grad(std::move(g));
 }
 
 // A backward formula's vjp: recorded into the walk under create_graph, otherwise its value is
 // added (moved out when nothing else holds it).
 template <class T>
-void accumulate(const Tensor<T>& x, Tensor<T> g) {
+void accumulate(Node<T>& x, Tensor<T> g) {
   if (walk_creates_graph()) return accumulate_in_graph(x, std::move(g));
   if (g.node().use_count() == 1) accumulate(x, std::move(g.node()->value));
   else accumulate(x, xt::xarray<T>(g.value()));
 }
 
+// Adds g into x's gradient (x must require a gradient; callers test that first so that they
+// compute g only when it is needed). g is an array or a Tensor.
+template <class T, class G>
+void accumulate(const Tensor<T>& x, G&& g) {
+  accumulate(*x.node(), std::forward<G>(g));
+}
+template <class T, class G>
+void accumulate(const Edge<T>& x, G&& g) {
+  accumulate(x.node(), std::forward<G>(g));
+}
+
+// A formula reads the output's value when it takes it: (grad, output). One that takes only the
+// gradient lets the output's value go with its last handle.
 template <class F, class T>
 concept BackwardFormula = std::invocable<F&, const Tensor<T>&, const Tensor<T>&>;
+template <class F, class T>
+concept GradientOnlyFormula = std::invocable<F&, const Tensor<T>&>;
+
+// Runs a formula, given as apply(g), on the gradient of `output`. In a first-order walk the
+// formula gets the gradient moved out of the node, so it stays valid for the whole call even if
+// the formula clears the output's gradient; a retained gradient is put back after. Gradient hooks
+// (Tensor::register_hook) see it first, and may replace it.
+template <class T, class Apply>
+void run_formula(Node<T>& output, const Apply& apply) {
+  if (walk_creates_graph()) {
+    const Tensor<T> g = take_graph_gradient(output);
+    apply(g);
+    if (output.retains_grad) retain_graph_gradient(output, g);
+    return;
+  }
+  std::optional<xt::xarray<T>> grad = output.take_grad();
+  if (!output.hooks.empty()) output.apply_hooks(*grad);
+  const Tensor<T> g(std::move(*grad));
+  apply(g);
+  if (output.retains_grad) output.accumulate_grad(std::move(g.node()->value));
+}
 
 template <class T, class Backward>
 Tensor<T> make_result(const char* op, std::source_location where, xt::xarray<T> value, Recording recording,
@@ -115,30 +172,19 @@ Tensor<T> make_result(const char* op, std::source_location where, xt::xarray<T> 
   node->producer = GradientTape::next_entry_id();
   Node<T>* raw = node.get();  // kept alive by the entry's `output`
   std::function<void()> run;
-  if constexpr (BackwardFormula<Backward, T>) {
-    run = [raw, fn = std::forward<Backward>(backward)]() {
-      const Tensor<T> output(std::static_pointer_cast<Node<T>>(raw->shared_from_this()));
-      if (walk_creates_graph()) {
-        const Tensor<T> g = take_graph_gradient(output);
-        fn(g, output);
-        if (raw->retains_grad) retain_graph_gradient(output, g);
-        return;
-      }
-      // The formula gets the gradient moved out of the node, so it stays valid for the whole
-      // call even if the formula clears the output's gradient; a retained gradient is put back
-      // after. Gradient hooks (Tensor::register_hook) see it first, and may replace it.
-      std::optional<xt::xarray<T>> grad = raw->take_grad();
-      if (!raw->hooks.empty()) raw->apply_hooks(*grad);
-      const Tensor<T> g(std::move(*grad));
-      fn(g, output);
-      if (raw->retains_grad) raw->accumulate_grad(std::move(g.node()->value));
+  if constexpr (GradientOnlyFormula<Backward, T>) {
+    run = [raw, fn = std::forward<Backward>(backward)]() { run_formula(*raw, fn); };
+  } else if constexpr (BackwardFormula<Backward, T>) {
+    // The formula reads the output, so the entry holds its value.
+    run = [raw, output = out, fn = std::forward<Backward>(backward)]() {
+      run_formula(*raw, [&](const Tensor<T>& g) { fn(g, output); });
     };
   } else {
-    run = [raw, op, fn = std::forward<Backward>(backward)]() {
+    run = [raw, op, output = out, fn = std::forward<Backward>(backward)]() {
       if (walk_creates_graph()) throw_not_differentiable_twice(op);
       std::optional<xt::xarray<T>> grad = raw->take_grad();
       if (!raw->hooks.empty()) raw->apply_hooks(*grad);
-      fn(*grad, raw->value);
+      fn(*grad, output.value());
       if (raw->retains_grad) raw->accumulate_grad(std::move(*grad));
     };
   }

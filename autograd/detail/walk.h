@@ -24,14 +24,40 @@ enum class LeafGradient {
 };
 LeafGradient leaf_gradient(const NodeBase& leaf, bool has_hooks);
 
+// A gradient a create_graph walk carries: its node, with a hold on the value (NodeBase::hold_value)
+// for as long as the walk keeps it, since the walk adds to it and hands it on.
+class HeldGradient {
+ public:
+  HeldGradient() = default;
+  explicit HeldGradient(std::shared_ptr<NodeBase> node) : node_(std::move(node)) {
+    if (node_) node_->hold_value();
+  }
+  HeldGradient(const HeldGradient&) = delete;
+  HeldGradient& operator=(const HeldGradient&) = delete;
+  HeldGradient(HeldGradient&& other) noexcept = default;
+  HeldGradient& operator=(HeldGradient&& other) noexcept {
+    HeldGradient taken(std::move(other));
+    std::swap(node_, taken.node_);
+    return *this;
+  }
+  ~HeldGradient() {
+    if (node_) node_->drop_value_hold(node_.use_count() > 1);
+  }
+  explicit operator bool() const { return node_ != nullptr; }
+  const std::shared_ptr<NodeBase>& node() const { return node_; }
+
+ private:
+  std::shared_ptr<NodeBase> node_;
+};
+
 // A create_graph walk (GradientTape::gradient with create_graph) carries gradients as tensors
 // that the active tapes record, so they can be differentiated again. They are kept by the walk,
 // keyed by node, not in the nodes' grad(). These must be called only while such a walk runs.
 bool walk_creates_graph();
 // The node's gradient in the running create_graph walk (a Node<T> of the node's type), removed
-// from the walk; null when none has reached it.
-std::shared_ptr<NodeBase> take_walk_gradient(const NodeBase& node);
-void put_walk_gradient(const NodeBase& node, std::shared_ptr<NodeBase> gradient);
+// from the walk; empty when none has reached it.
+HeldGradient take_walk_gradient(const NodeBase& node);
+void put_walk_gradient(const NodeBase& node, HeldGradient gradient);
 bool has_walk_gradient(const NodeBase& node);
 
 // Marks a walk on this thread for its lifetime (walks nest: a hook may run a backward of its own).
@@ -48,17 +74,17 @@ class WalkScope {
   void finish();
   bool creates_graph() const { return create_graph_; }
   // take_walk_gradient on this scope, also after finish() (gradient() collects its sources then).
-  std::shared_ptr<NodeBase> take_gradient(const NodeBase& node);
+  HeldGradient take_gradient(const NodeBase& node);
 
  private:
   friend void defer_to_walk_end(std::shared_ptr<NodeBase> leaf);
   friend LeafGradient leaf_gradient(const NodeBase& leaf, bool has_hooks);
   friend bool walk_creates_graph();
-  friend void put_walk_gradient(const NodeBase& node, std::shared_ptr<NodeBase> gradient);
+  friend void put_walk_gradient(const NodeBase& node, HeldGradient gradient);
   friend bool has_walk_gradient(const NodeBase& node);
   const std::vector<const NodeBase*>* capture_;
   bool create_graph_;
-  std::unordered_map<const NodeBase*, std::shared_ptr<NodeBase>> graph_gradients_;
+  std::unordered_map<const NodeBase*, HeldGradient> graph_gradients_;
   std::vector<std::shared_ptr<NodeBase>> deferred_;
   std::size_t finished_ = 0;
   WalkScope* previous_;

@@ -71,7 +71,7 @@ template <class T>
 Tensor<T> relu_backward(const Tensor<T>& g, const Tensor<T>& y, CallSite where = std::source_location::current()) {
   const auto step = [](T v) { return v <= T(0) ? T(0) : T(1); };
   return make_result("relu_backward", where, scale_by(g.value(), y.value(), step), should_record(g, y),
-                     [g, y](const Tensor<T>& gg, const Tensor<T>&) {
+                     [g, y](const Tensor<T>& gg) {
                        if (g.requires_grad()) accumulate(g, relu_backward(gg, y));
                      });
 }
@@ -80,7 +80,7 @@ Tensor<T> relu_backward(const Tensor<T>& g, const Tensor<T>& y, CallSite where =
 template <class T>
 Tensor<T> sigmoid_backward(const Tensor<T>& g, const Tensor<T>& y, CallSite where = std::source_location::current()) {
   return make_result("sigmoid_backward", where, scale_by(g.value(), y.value(), [](T v) { return v * (T(1) - v); }),
-                     should_record(g, y), [g, y](const Tensor<T>& gg, const Tensor<T>&) {
+                     should_record(g, y), [g, y](const Tensor<T>& gg) {
                        if (g.requires_grad()) accumulate(g, sigmoid_backward(gg, y));
                        if (y.requires_grad()) accumulate(y, mul(mul(gg, g), rsub(mul(y, T(2)), T(1))));
                      });
@@ -90,7 +90,7 @@ Tensor<T> sigmoid_backward(const Tensor<T>& g, const Tensor<T>& y, CallSite wher
 template <class T>
 Tensor<T> tanh_backward(const Tensor<T>& g, const Tensor<T>& y, CallSite where = std::source_location::current()) {
   return make_result("tanh_backward", where, scale_by(g.value(), y.value(), [](T v) { return T(1) - v * v; }),
-                     should_record(g, y), [g, y](const Tensor<T>& gg, const Tensor<T>&) {
+                     should_record(g, y), [g, y](const Tensor<T>& gg) {
                        if (g.requires_grad()) accumulate(g, tanh_backward(gg, y));
                        if (y.requires_grad()) accumulate(y, mul(mul(gg, g), mul(y, T(-2))));
                      });
@@ -117,7 +117,7 @@ Tensor<T> gelu_backward(const Tensor<T>& g, const Tensor<T>& x, bool use_tanh,
   xt::xarray<T> dx = use_tanh ? scale_by(g.value(), x.value(), gelu_tanh_grad<T>)
                               : scale_by(g.value(), x.value(), gelu_erf_grad<T>);
   return make_result("gelu_backward", where, std::move(dx), should_record(g, x),
-                     [g, x, use_tanh](const Tensor<T>& gg, const Tensor<T>&) {
+                     [g, x, use_tanh](const Tensor<T>& gg) {
                        if (g.requires_grad()) accumulate(g, gelu_backward(gg, x, use_tanh));
                        if (x.requires_grad()) accumulate(x, mul(mul(gg, g), gelu_second_derivative(x, use_tanh)));
                      });
@@ -132,7 +132,7 @@ Tensor<T> relu(const Tensor<T>& a, CallSite where) {
   // y is NaN exactly where x is, so the output is all the backward needs.
   const auto forward = [](T x) { return x > T(0) || std::isnan(x) ? x : T(0); };
   return make_result("relu", where, map_elements(a.value(), forward), should_record(a),
-                     [a](const Tensor<T>& g, const Tensor<T>& y) { accumulate(a, relu_backward(g, y)); });
+                     [a = detail::edge(a)](const Tensor<T>& g, const Tensor<T>& y) { accumulate(a, relu_backward(g, y)); });
 }
 
 template <class T>
@@ -145,14 +145,14 @@ Tensor<T> sigmoid(const Tensor<T>& a, CallSite where) {
     return e / (T(1) + e);
   };
   return make_result("sigmoid", where, map_elements(a.value(), forward), should_record(a),
-                     [a](const Tensor<T>& g, const Tensor<T>& y) { accumulate(a, sigmoid_backward(g, y)); });
+                     [a = detail::edge(a)](const Tensor<T>& g, const Tensor<T>& y) { accumulate(a, sigmoid_backward(g, y)); });
 }
 
 template <class T>
 Tensor<T> tanh(const Tensor<T>& a, CallSite where) {
   require_defined(a, "tanh", "a");
   return make_result("tanh", where, map_elements(a.value(), [](T x) { return std::tanh(x); }), should_record(a),
-                     [a](const Tensor<T>& g, const Tensor<T>& y) { accumulate(a, tanh_backward(g, y)); });
+                     [a = detail::edge(a)](const Tensor<T>& g, const Tensor<T>& y) { accumulate(a, tanh_backward(g, y)); });
 }
 
 template <class T>
@@ -162,7 +162,7 @@ Tensor<T> gelu(const Tensor<T>& a, GeluApproximation approximate, CallSite where
   xt::xarray<T> y = use_tanh ? map_elements(a.value(), gelu_tanh<T>) : map_elements(a.value(), gelu_erf<T>);
   // The derivative needs x, which the handle `a` already holds.
   return make_result("gelu", where, std::move(y), should_record(a),
-                     [a, use_tanh](const Tensor<T>& g, const Tensor<T>&) {
+                     [a, use_tanh](const Tensor<T>& g) {
                        accumulate(a, gelu_backward(g, a, use_tanh));
                      });
 }
@@ -182,7 +182,7 @@ Tensor<T> softplus(const Tensor<T>& a, double beta, double threshold, CallSite w
   // d/dx = sigmoid(b x), filled with 1 over the linear region (masked_fill passes no gradient
   // there, so the second derivative is 0 as it should be).
   return make_result("softplus", where, map_elements(a.value(), forward), should_record(a),
-                     [a, b, linear](const Tensor<T>& g, const Tensor<T>&) {
+                     [a, b, linear](const Tensor<T>& g) {
                        accumulate(a, mul(g, masked_fill(sigmoid(mul(a, b)), *linear, T(1))));
                      });
 }

@@ -99,7 +99,7 @@ Tensor<T> attention_softmax_backward(const Tensor<T>& g, const Tensor<T>& y,
     }
   });
   return make_result("attention_softmax_backward", where, std::move(dx), should_record(g, y),
-                     [g, y, live, n, scale](const Tensor<T>& u, const Tensor<T>&) {
+                     [g, y, live, n, scale](const Tensor<T>& u) {
                        if (g.requires_grad()) accumulate(g, attention_softmax_backward(u, y, live, n, scale));
                        if (!y.requires_grad()) return;
                        const Tensor<T> gy = sum(mul(g, y), {-1}, true), uy = sum(mul(u, y), {-1}, true);
@@ -145,7 +145,7 @@ Tensor<T> attention_softmax(const Tensor<T>& scores, const std::optional<AttendM
     }
   });
   return make_result("attention_softmax", where, std::move(y), should_record(scores),
-                     [scores, live = std::make_shared<const std::vector<std::uint8_t>>(std::move(live)), n,
+                     [scores = detail::edge(scores), live = std::make_shared<const std::vector<std::uint8_t>>(std::move(live)), n,
                       scale](const Tensor<T>& g, const Tensor<T>& y) {
                        accumulate(scores, attention_softmax_backward(g, y, live, n, scale));
                      });

@@ -78,7 +78,7 @@ template <class T> Tensor<T> bce_losses(const Tensor<T>& p, const Tensor<T>& t, 
       o[i] = (tv[i] - T(1)) * clamped_log(T(1) - pv[i]) - tv[i] * clamped_log(pv[i]);
   });
   return make_result("binary_cross_entropy", where, std::move(out), should_record(p, t),
-                     [p, t](const Tensor<T>& g, const Tensor<T>&) {
+                     [p, t](const Tensor<T>& g) {
                        if (p.requires_grad()) {
                          const Tensor<T> floor = maximum(mul(p, rsub(p, T(1))), constant(T(1e-12)));
                          accumulate(p, div(mul(g, sub(p, t)), floor));
@@ -97,7 +97,7 @@ template <class T> Tensor<T> neg_log_sigmoid(const Tensor<T>& x, CallSite where)
     for (std::size_t i = begin; i < end; ++i) o[i] = std::max(-xv[i], T(0)) + std::log1p(std::exp(-std::abs(xv[i])));
   });
   return make_result("binary_cross_entropy_with_logits", where, std::move(out), should_record(x),
-                     [x](const Tensor<T>& g, const Tensor<T>&) { accumulate(x, mul(g, add(sigmoid(x), T(-1)))); });
+                     [x](const Tensor<T>& g) { accumulate(x, mul(g, add(sigmoid(x), T(-1)))); });
 }
 
 }  // namespace

@@ -32,7 +32,7 @@ Tensor<T> running_sum(const Tensor<T>& a, Index dim, bool reverse, CallSite wher
     }
   });
   return detail::make_result(reverse ? "reverse_cumsum" : "cumsum", where, std::move(out), detail::should_record(a),
-                             [a, dim, reverse](const Tensor<T>& g, const Tensor<T>&) {
+                             [a = detail::edge(a), dim, reverse](const Tensor<T>& g) {
                                detail::accumulate(a, running_sum(g, dim, !reverse, std::source_location::current()));
                              });
 }

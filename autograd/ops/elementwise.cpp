@@ -11,7 +11,7 @@ template <class To, class From>
 Tensor<To> cast(const Tensor<From>& a, CallSite where) {
   require_defined(a, "cast", "a");
   return detail::make_result("cast", where, xt::xarray<To>(xt::cast<To>(a.value())), detail::should_record(a),
-                             [a](const Tensor<To>& g, const Tensor<To>&) { detail::accumulate(a, cast<From>(g)); });
+                             [a = detail::edge(a)](const Tensor<To>& g) { detail::accumulate(a, cast<From>(g)); });
 }
 
 template <class T>

@@ -88,7 +88,7 @@ Tensor<T> embedding_backward(const Tensor<T>& g, const std::shared_ptr<const Ind
     }
   });
   return make_result("embedding_backward", where, std::move(dw), should_record(g),
-                     [g, indices, pad, num](const Tensor<T>& u, const Tensor<T>&) {
+                     [g = detail::edge(g), indices, pad, num](const Tensor<T>& u) {
                        Tensor<T> rows = u;
                        if (pad) {
                          xt::xarray<T> keep = xt::ones<T>({num, std::size_t{1}});
@@ -124,8 +124,8 @@ Tensor<T> embedding(const Tensor<T>& weight, const IndexArray& indices, std::opt
 
   return make_result("embedding", where, std::move(out), should_record(weight),
                      // The indices are shared with the backward op's formula, not copied per backward.
-                     [weight, indices = std::make_shared<const IndexArray>(indices), pad, num](const Tensor<T>& g,
-                                                                                              const Tensor<T>&) {
+                     [weight = detail::edge(weight), indices = std::make_shared<const IndexArray>(indices), pad,
+                      num](const Tensor<T>& g) {
                        accumulate(weight, embedding_backward(g, indices, pad, num));
                      });
 }

@@ -128,7 +128,7 @@ Tensor<T> gather(const Tensor<T>& x, Index dim, const IndexArray& index, CallSit
         o[at] = xv[xo + static_cast<std::size_t>(iv[at]) * xstr[d]];
     });
   }
-  return make_result("gather", where, std::move(out), should_record(x), [x, index, d](const Tensor<T>& g, const Tensor<T>&) {
+  return make_result("gather", where, std::move(out), should_record(x), [x = detail::edge(x), index, d](const Tensor<T>& g) {
     accumulate(x, scatter_add(Tensor<T>::zeros(x.shape()), static_cast<Index>(d), index, g));
   });
 }
@@ -160,7 +160,7 @@ Tensor<T> scatter_add(const Tensor<T>& self, Index dim, const IndexArray& index,
     });
   }
   return make_result("scatter_add", where, std::move(out), should_record(self, src),
-                     [self, src, index, d](const Tensor<T>& g, const Tensor<T>&) {
+                     [self = detail::edge(self), src = detail::edge(src), index, d](const Tensor<T>& g) {
                        if (self.requires_grad()) accumulate(self, g);
                        if (src.requires_grad()) accumulate(src, src_gradient(g, d, index, src.shape()));
                      });
@@ -197,7 +197,7 @@ Tensor<T> index_fill(const Tensor<T>& x, Index dim, const IndexArray& index, Sca
     }
   });
   return make_result("index_fill", where, std::move(out), should_record(x, value),
-                     [x, index, d](const Tensor<T>& g, const Tensor<T>&) {
+                     [x = detail::edge(x), index, d](const Tensor<T>& g) {
                        accumulate(x, index_fill(g, static_cast<Index>(d), index, T(0)));
                      });
 }

@@ -417,8 +417,7 @@ Tensor<T> cross_entropy_backward(const Tensor<T>& g, const Tensor<T>& logits, co
   }
   return make_result(
       "cross_entropy_backward", where, std::move(dx), should_record(g, logits),
-      [g, logits, targets, ignore, smoothing, weight, classes = axis.layout.n, reduction, divisor](const Tensor<T>& v,
-                                                                                                  const Tensor<T>&) {
+      [g, logits, targets, ignore, smoothing, weight, classes = axis.layout.n, reduction, divisor](const Tensor<T>& v) {
         const std::size_t class_axis = logits.ndim() == 1 ? 0 : 1;
         const auto axis = static_cast<Index>(class_axis);
         const Tensor<T> p = softmax(logits, axis);
@@ -481,7 +480,7 @@ Tensor<T> nll_loss_backward(const Tensor<T>& g, const Shape& shape, const Target
         w ? -upstream[r] * w[c] : -upstream[r];
   }
   return make_result("nll_loss_backward", where, std::move(dlp), should_record(g),
-                     [g, targets, ignore, weight, reduction](const Tensor<T>& v, const Tensor<T>&) {
+                     [g = detail::edge(g), targets, ignore, weight, reduction](const Tensor<T>& v) {
                        accumulate(g, nll_loss(v, *targets, {.weight = weight, .ignore_index = ignore, .reduction = reduction}));
                      });
 }
@@ -498,7 +497,7 @@ Tensor<T> kl_div_backward_input(const Tensor<T>& g, const Tensor<T>& target, Red
   const T* p = target.value().data();
   return make_result("kl_div_backward_input", where,
                      generate<T>(target.shape(), [&](std::size_t i) { return -p[i] * upstream[i]; }),
-                     should_record(g, target), [g, target, reduction, divisor](const Tensor<T>& v, const Tensor<T>&) {
+                     should_record(g, target), [g, target, reduction, divisor](const Tensor<T>& v) {
                        if (g.requires_grad()) accumulate(g, unspread(mul(neg(target), v), reduction, divisor));
                        if (target.requires_grad()) accumulate(target, mul(neg(spread(g, reduction, divisor)), v));
                      });
@@ -517,7 +516,7 @@ Tensor<T> kl_div_backward_target(const Tensor<T>& g, const Tensor<T>& log_input,
   });
   return make_result(
       "kl_div_backward_target", where, std::move(dt), should_record(g, log_input, target),
-      [g, log_input, target, reduction, divisor](const Tensor<T>& v, const Tensor<T>&) {
+      [g, log_input, target, reduction, divisor](const Tensor<T>& v) {
         const xt::xarray<T> positive = xt::cast<T>(target.value() > T(0));
         const Tensor<T> m(positive);
         // The target where it is positive and 1 elsewhere: its log and inverse stay finite.
@@ -543,7 +542,7 @@ Tensor<T> mse_loss_backward(const Tensor<T>& g, const Tensor<T>& input, const Te
   xt::xarray<T> dx =
       generate<T>(input.shape(), [&](std::size_t i) { return T(2) * (x[i] - y[i]) * upstream[i]; });
   return make_result("mse_loss_backward", where, std::move(dx), should_record(g, input, target),
-                     [g, input, target, reduction, divisor](const Tensor<T>& v, const Tensor<T>&) {
+                     [g, input, target, reduction, divisor](const Tensor<T>& v) {
                        if (g.requires_grad()) {
                          accumulate(g, unspread(mul(mul(sub(input, target), T(2)), v), reduction, divisor));
                        }
@@ -594,7 +593,7 @@ Tensor<T> cross_entropy(const Tensor<T>& logits, const IndexArray& targets, cons
       "cross_entropy", where, reduce(std::move(losses), options.reduction, divisor), should_record(logits),
       [logits, targets = std::make_shared<const IndexArray>(targets), axis, ignore, smoothing, weight = options.weight,
        shift = std::move(shift), log_sum = std::move(log_sum), reduction = options.reduction,
-       divisor](const Tensor<T>& g, const Tensor<T>&) {
+       divisor](const Tensor<T>& g) {
         accumulate(logits, cross_entropy_backward(g, logits, targets, axis, ignore, smoothing, weight,
                                                   RowStats<const T>{shift.data(), log_sum.data()}, reduction, divisor));
       });
@@ -661,9 +660,8 @@ Tensor<T> nll_loss(const Tensor<T>& log_probs, const IndexArray& targets, const 
   });
   const T divisor = class_divisor(options.reduction, axis, targets, ignore, options.weight);
   return make_result("nll_loss", where, reduce(std::move(losses), options.reduction, divisor), should_record(log_probs),
-                     [log_probs, targets = std::make_shared<const IndexArray>(targets), axis, ignore,
-                      weight = options.weight, reduction = options.reduction, divisor](const Tensor<T>& g,
-                                                                                       const Tensor<T>&) {
+                     [log_probs = detail::edge(log_probs), targets = std::make_shared<const IndexArray>(targets), axis, ignore,
+                      weight = options.weight, reduction = options.reduction, divisor](const Tensor<T>& g) {
                        accumulate(log_probs, nll_loss_backward(g, log_probs.shape(), targets, axis, ignore, weight,
                                                                reduction, divisor));
                      });
@@ -703,7 +701,7 @@ Tensor<T> kl_div(const Tensor<T>& log_input, const Tensor<T>& target, Reduction 
       generate<T>(shape, [&](std::size_t i) { return p[i] == T(0) ? T(0) : p[i] * (std::log(p[i]) - x[i]); });
   const T divisor = pointwise_divisor<T>(reduction, shape, log_input.numel());
   return make_result("kl_div", where, reduce(std::move(losses), reduction, divisor), should_record(log_input, target),
-                     [log_input, target, reduction, divisor](const Tensor<T>& g, const Tensor<T>&) {
+                     [log_input, target, reduction, divisor](const Tensor<T>& g) {
                        if (log_input.requires_grad()) {
                          accumulate(log_input, kl_div_backward_input(g, target, reduction, divisor));
                        }
@@ -723,7 +721,7 @@ Tensor<T> mse_loss(const Tensor<T>& input, const Tensor<T>& target, Reduction re
   xt::xarray<T> losses = generate<T>(shape, [&](std::size_t i) { return (x[i] - y[i]) * (x[i] - y[i]); });
   const T divisor = pointwise_divisor<T>(reduction, shape, input.numel());
   return make_result("mse_loss", where, reduce(std::move(losses), reduction, divisor), should_record(input, target),
-                     [input, target, reduction, divisor](const Tensor<T>& g, const Tensor<T>&) {
+                     [input, target, reduction, divisor](const Tensor<T>& g) {
                        Tensor<T> dx = mse_loss_backward(g, input, target, reduction, divisor);
                        if (target.requires_grad()) accumulate(target, neg(dx));
                        if (input.requires_grad()) accumulate(input, std::move(dx));

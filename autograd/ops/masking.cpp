@@ -59,7 +59,7 @@ Tensor<T> fill_where(const Tensor<T>& a, std::shared_ptr<const Mask> mask, T val
   auto y = xt::xarray<T>::from_shape(a.shape());
   select_into(y.size(), mask->data(), value, a.value().data(), y.data());
   return make_result("masked_fill", where, std::move(y), should_record(a, value),
-                     [a, mask = std::move(mask)](const Tensor<T>& g, const Tensor<T>&) {
+                     [a = detail::edge(a), mask = std::move(mask)](const Tensor<T>& g) {
                        accumulate(a, fill_where(g, mask, T(0)));
                      });
 }
@@ -75,7 +75,7 @@ Tensor<T> dropout_backward(const Tensor<T>& g, std::shared_ptr<const Mask> keep,
   T* pd = dx.data();
   for_each_element(dx.size(), [&](std::size_t i) { pd[i] = k[i] ? pg[i] * scale : T(0); });
   return make_result("dropout_backward", where, std::move(dx), should_record(g),
-                     [g, keep = std::move(keep), scale](const Tensor<T>& gg, const Tensor<T>&) {
+                     [g = detail::edge(g), keep = std::move(keep), scale](const Tensor<T>& gg) {
                        accumulate(g, dropout_backward(gg, keep, scale));
                      });
 }
@@ -120,11 +120,11 @@ Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, const Tensor<T>& val
   auto y = xt::xarray<T>::from_shape(full.a.shape());
   select_into(y.size(), full.mask->data(), value.item(), full.a.value().data(), y.data());
   return make_result("masked_fill", where, std::move(y), should_record(full.a, value),
-                     [a = full.a, value, mask = std::move(full.mask)](const Tensor<T>& g, const Tensor<T>&) {
-                       if (detail::wants_grad(a)) accumulate(a, fill_where(g, mask, T(0)));
+                     [a = detail::edge(full.a), value = detail::edge(value), mask = std::move(full.mask)](const Tensor<T>& g) {
+                       if (a.requires_grad()) accumulate(a, fill_where(g, mask, T(0)));
                        // The filled positions' gradients, summed: where (not a product with the
                        // mask), so that an infinite g elsewhere does not make NaN.
-                       if (detail::wants_grad(value)) {
+                       if (value.requires_grad()) {
                          accumulate(value, sum(tapegrad::where(*mask, g, Tensor<T>(xt::xarray<T>(T(0))))));
                        }
                      });
@@ -136,11 +136,11 @@ Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen, C
   check_dropout_p(p, "dropout");
   if (!training || p == 0.0) {
     return make_result("dropout", where, xt::xarray<T>(a.value()), should_record(a),
-                       [a](const Tensor<T>& g, const Tensor<T>&) { accumulate(a, g); });
+                       [a = detail::edge(a)](const Tensor<T>& g) { accumulate(a, g); });
   }
   if (p == 1.0) {  // every element dropped: 1/(1-p) would be infinite, and nothing is random
     return make_result("dropout", where, xt::xarray<T>(xt::zeros<T>(a.shape())), should_record(a),
-                       [a](const Tensor<T>& g, const Tensor<T>&) { accumulate(a, Tensor<T>::zeros(g.shape())); });
+                       [a = detail::edge(a)](const Tensor<T>& g) { accumulate(a, Tensor<T>::zeros(g.shape())); });
   }
   const T scale = static_cast<T>(1.0 / (1.0 - p));
   auto y = xt::xarray<T>::from_shape(a.shape());
@@ -164,7 +164,7 @@ Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen, C
     out[i] = k[i] ? x[i] * scale : T(0);
   });
   return make_result("dropout", where, std::move(y), should_record(a),
-                     [a, kept = std::make_shared<const Mask>(std::move(keep)), scale](const Tensor<T>& g, const Tensor<T>&) {
+                     [a = detail::edge(a), kept = std::make_shared<const Mask>(std::move(keep)), scale](const Tensor<T>& g) {
                        accumulate(a, dropout_backward(g, kept, scale));
                      });
 }

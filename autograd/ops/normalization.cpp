@@ -177,7 +177,7 @@ LayerNormGrads<T> layer_norm_backward(const Tensor<T>& g, const Tensor<T>& x, co
   if (want_x) {
     out.dx = make_result(
         "layer_norm_backward", where, std::move(dx), should_record(g, x, weight),
-        [=](const Tensor<T>& u, const Tensor<T>&) {
+        [=](const Tensor<T>& u) {
           const Standardized<T> s = standardize(x, rows, n, eps);
           const Tensor<T> g2 = as_rows(g), u2 = as_rows(u);
           const Tensor<T> pu = project(u2, s.xhat), r_pu = mul(s.r, pu);
@@ -197,7 +197,7 @@ LayerNormGrads<T> layer_norm_backward(const Tensor<T>& g, const Tensor<T>& x, co
   }
   if (want_w) {
     out.dw = make_result("layer_norm_backward_weight", where, std::move(dw), should_record(g, x),
-                         [=](const Tensor<T>& u, const Tensor<T>&) {
+                         [=](const Tensor<T>& u) {
                            const Standardized<T> s = standardize(x, rows, n, eps);
                            if (g.requires_grad()) accumulate(g, as_x(mul(s.xhat, as_row(u))));
                            if (x.requires_grad()) {
@@ -207,7 +207,7 @@ LayerNormGrads<T> layer_norm_backward(const Tensor<T>& g, const Tensor<T>& x, co
   }
   if (want_b) {
     out.db = make_result("layer_norm_backward_bias", where, std::move(db), should_record(g),
-                         [g](const Tensor<T>& u, const Tensor<T>&) {
+                         [g = detail::edge(g)](const Tensor<T>& u) {
                            accumulate(g, expand(u, detail::as_dims(g.shape())));
                          });
   }
@@ -237,11 +237,10 @@ Tensor<T> layer_norm(const Tensor<T>& x, const Shape& normalized_shape, const Te
   RowStats<T> stats = layer_norm_forward(x.value().data(), y.data(), rows, n, w, b, static_cast<T>(eps));
 
   return make_result("layer_norm", where, std::move(y), should_record(x, weight, bias),
-                     [x, weight, bias, normalized_shape, stats = std::move(stats), eps](const Tensor<T>& g,
-                                                                                         const Tensor<T>&) {
+                     [x, weight, bias = detail::edge(bias), normalized_shape, stats = std::move(stats), eps](const Tensor<T>& g) {
                        const bool want_x = x.requires_grad();
                        const bool want_w = weight.defined() && weight.requires_grad();
-                       const bool want_b = bias.defined() && bias.requires_grad();
+                       const bool want_b = bias.requires_grad();
                        LayerNormGrads<T> grads = layer_norm_backward(g, x, weight, normalized_shape, stats, eps,
                                                                      want_x, want_w, want_b);
                        if (want_x) accumulate(x, std::move(grads.dx));

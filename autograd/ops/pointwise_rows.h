@@ -7,6 +7,7 @@
 // is compiled and checked as written.
 #include <cmath>
 #include <limits>
+#include <string_view>
 
 #include "autograd/validation.h"
 #include "autograd/detail/record.h"
@@ -23,23 +24,61 @@ namespace tapegrad {
 
 namespace detail {
 
+// Whether a row's derivative, as written, names `operand` (x, y, a or b) as a whole word: the
+// values its backward must keep. The others are kept as edges only (detail::Edge), as PyTorch's
+// codegen finds a formula's saved variables in the text of derivatives.yaml.
+constexpr bool names(std::string_view formula, std::string_view operand) {
+  const auto in_word = [](char c) { return c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  for (std::size_t at = formula.find(operand); at != std::string_view::npos; at = formula.find(operand, at + 1)) {
+    const std::size_t end = at + operand.size();
+    if ((at == 0 || !in_word(formula[at - 1])) && (end == formula.size() || !in_word(formula[end]))) return true;
+  }
+  return false;
+}
+
+// An operand as a formula keeps it: the tensor when the derivative reads it, else its edge.
+template <bool Read, class T>
+auto kept(const Tensor<T>& x) {
+  if constexpr (Read) return x;
+  else return edge(x);
+}
+// What the derivative gets for an operand: the tensor, or an undefined one it never names.
+template <class T> const Tensor<T>& operand(const Tensor<T>& x) { return x; }
+template <class T> Tensor<T> operand(const Edge<T>&) { return {}; }
+
 // One unary or scalar row: y = forward(x) by the map kernel (a scalar row's forward holds its s);
-// backward accumulates derivative(g, x, y). `recorded_name` names it on the tape (add_scalar).
-template <class T, class Forward, class Derivative>
+// backward accumulates derivative(g, x, y), keeping x and y only if it names them.
+// `recorded_name` names it on the tape (add_scalar).
+template <bool ReadsX, bool ReadsY, class T, class Forward, class Derivative>
 Tensor<T> unary_op(const char* op, const char* recorded_name, const Tensor<T>& a, CallSite where, Forward forward,
                    Derivative derivative) {
   require_defined(a, op, "a");
   xt::xarray<T> y = xt::xarray<T>::from_shape(a.value().shape());
   kernels::map(y.size(), a.value().data(), y.data(), forward);
-  return detail::make_result(recorded_name, where, std::move(y), detail::should_record(a),
-                             [a, derivative](const Tensor<T>& g, const Tensor<T>& out) {
-                               detail::accumulate(a, derivative(g, a, out));
-                             });
+  if constexpr (ReadsY) {
+    return make_result(recorded_name, where, std::move(y), should_record(a),
+                       [x = kept<ReadsX>(a), derivative](const Tensor<T>& g, const Tensor<T>& out) {
+                         accumulate(x, derivative(g, operand(x), out));
+                       });
+  } else {
+    return make_result(recorded_name, where, std::move(y), should_record(a),
+                       [x = kept<ReadsX>(a), derivative](const Tensor<T>& g) {
+                         accumulate(x, derivative(g, operand(x), Tensor<T>()));
+                       });
+  }
+}
+
+// Accumulates a binary row's derivatives, each summed back to its operand's shape.
+template <class T, class A, class B, class DerivativeA, class DerivativeB>
+void accumulate_binary(const Tensor<T>& g, const A& a, const B& b, const Tensor<T>& y, const DerivativeA& derivative_a,
+                       const DerivativeB& derivative_b) {
+  if (a.requires_grad()) accumulate(a, unbroadcast(derivative_a(g, operand(a), operand(b), y), a.shape()));
+  if (b.requires_grad()) accumulate(b, unbroadcast(derivative_b(g, operand(a), operand(b), y), b.shape()));
 }
 
 // One binary row: y = forward(a, b) broadcast by the map kernel; backward accumulates each
-// derivative summed back to its input's shape.
-template <class T, class Forward, class DerivativeA, class DerivativeB>
+// derivative summed back to its input's shape, keeping a, b and y only if a derivative names them.
+template <bool ReadsA, bool ReadsB, bool ReadsY, class T, class Forward, class DerivativeA, class DerivativeB>
 Tensor<T> binary_op(const char* op, const Tensor<T>& a, const Tensor<T>& b, CallSite where, Forward forward,
                     DerivativeA derivative_a, DerivativeB derivative_b) {
   require_defined(a, op, "a");
@@ -47,11 +86,18 @@ Tensor<T> binary_op(const char* op, const Tensor<T>& a, const Tensor<T>& b, Call
   const Shape shape = allocatable(kernels::broadcast_shapes(a.shape(), b.shape(), op), sizeof(T), op, "the output");
   xt::xarray<T> y = xt::xarray<T>::from_shape(shape);
   kernels::map(a.value().data(), a.shape(), b.value().data(), b.shape(), y.data(), shape, forward);
-  return detail::make_result(op, where, std::move(y), detail::should_record(a, b),
-                             [a, b, derivative_a, derivative_b](const Tensor<T>& g, const Tensor<T>& out) {
-                               if (a.requires_grad()) accumulate(a, unbroadcast(derivative_a(g, a, b, out), a.shape()));
-                               if (b.requires_grad()) accumulate(b, unbroadcast(derivative_b(g, a, b, out), b.shape()));
-                             });
+  if constexpr (ReadsY) {
+    return make_result(op, where, std::move(y), should_record(a, b),
+                       [a = kept<ReadsA>(a), b = kept<ReadsB>(b), derivative_a, derivative_b](const Tensor<T>& g,
+                                                                                             const Tensor<T>& out) {
+                         accumulate_binary(g, a, b, out, derivative_a, derivative_b);
+                       });
+  } else {
+    return make_result(op, where, std::move(y), should_record(a, b),
+                       [a = kept<ReadsA>(a), b = kept<ReadsB>(b), derivative_a, derivative_b](const Tensor<T>& g) {
+                         accumulate_binary(g, a, b, Tensor<T>(), derivative_a, derivative_b);
+                       });
+  }
 }
 
 // The share of maximum(a, b)'s gradient that goes to a, at the broadcast shape, as PyTorch: 1
@@ -99,7 +145,7 @@ Tensor<T> zero_base_slope(const Tensor<T>& x) {
 #define TAPEGRAD_DEFINE_UNARY(name, forward, reference, derivative, domain)                          \
   template <class T>                                                                                 \
   Tensor<T> name(const Tensor<T>& a, CallSite where) {                                               \
-    return detail::unary_op(                                                                         \
+    return detail::unary_op<detail::names(#derivative, "x"), detail::names(#derivative, "y")>(       \
         #name, #name, a, where, [](auto x) { return forward; },                                      \
         [](const Tensor<T>& g, [[maybe_unused]] const Tensor<T>& x, [[maybe_unused]] const Tensor<T>& y) { \
           return derivative;                                                                         \
@@ -109,7 +155,9 @@ Tensor<T> zero_base_slope(const Tensor<T>& x) {
 #define TAPEGRAD_DEFINE_BINARY(name, forward, reference, derivative_a, derivative_b, domain_a, domain_b) \
   template <class T>                                                                                   \
   Tensor<T> name(const Tensor<T>& a, const Tensor<T>& b, CallSite where) {                             \
-    return detail::binary_op(                                                                          \
+    return detail::binary_op<detail::names(#derivative_a " " #derivative_b, "a"),                      \
+                             detail::names(#derivative_a " " #derivative_b, "b"),                      \
+                             detail::names(#derivative_a " " #derivative_b, "y")>(                     \
         #name, a, b, where, [](auto a, auto b) { return forward; },                                    \
         [](const Tensor<T>& g, [[maybe_unused]] const Tensor<T>& a, [[maybe_unused]] const Tensor<T>& b, \
            [[maybe_unused]] const Tensor<T>& y) { return derivative_a; },                              \
@@ -120,7 +168,7 @@ Tensor<T> zero_base_slope(const Tensor<T>& x) {
 #define TAPEGRAD_DEFINE_SCALAR(name, recorded_name, forward, reference, derivative, domain, scalars)   \
   template <class T>                                                                                  \
   Tensor<T> name(const Tensor<T>& a, Scalar<T> s, CallSite where) {                                   \
-    return detail::unary_op(                                                                          \
+    return detail::unary_op<detail::names(#derivative, "x"), detail::names(#derivative, "y")>(        \
         #name, #recorded_name, a, where, [s](auto x) { return forward; },                             \
         [s](const Tensor<T>& g, [[maybe_unused]] const Tensor<T>& x, [[maybe_unused]] const Tensor<T>& y) { \
           return derivative;                                                                          \

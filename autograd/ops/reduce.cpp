@@ -103,7 +103,7 @@ Tensor<T> sum_or_mean(const char* op, std::source_location where, const Tensor<T
     }
   });
   return make_result(op, where, std::move(out), should_record(a),
-                     [a, kept = detail::as_dims(p.kept_shape), divisor](const Tensor<T>& g, const Tensor<T>&) {
+                     [a = detail::edge(a), kept = detail::as_dims(p.kept_shape), divisor](const Tensor<T>& g) {
                        // Every input element of a group receives its group's gradient (/ count).
                        Tensor<T> grad = expand(reshape(g, kept), detail::as_dims(a.shape()));
                        if (divisor != 1.0) grad = div(grad, Tensor<T>(xt::xarray<T>(static_cast<T>(divisor))));
@@ -213,7 +213,7 @@ ValuesIndices<T> extreme_along(bool largest, const Tensor<T>& a, Index dim, bool
   // dL/da = g at each lane's picked element, 0 elsewhere: g spread over the lane times a constant
   // one-hot mask, recorded ops, so it differentiates again.
   Tensor<T> values_tensor = make_result(
-      op, where, std::move(values), should_record(a), [a, indices, l, kept = as_dims(kept)](const Tensor<T>& g, const Tensor<T>&) {
+      op, where, std::move(values), should_record(a), [a = edge(a), indices, l, kept = as_dims(kept)](const Tensor<T>& g) {
         xt::xarray<T> picked = xt::xarray<T>::from_shape(a.shape());
         picked.fill(T(0));
         T* p = picked.data();
@@ -278,7 +278,7 @@ Tensor<T> sum_to(const Tensor<T>& a, const Shape& shape, CallSite where) {
                      format_shape(a.shape()));
   }
   return make_result("sum_to", where, kernels::sum_to(a.value(), shape), should_record(a),
-                     [a](const Tensor<T>& g, const Tensor<T>&) { accumulate(a, expand(g, detail::as_dims(a.shape()))); });
+                     [a = detail::edge(a)](const Tensor<T>& g) { accumulate(a, expand(g, detail::as_dims(a.shape()))); });
 }
 
 #define TAPEGRAD_INSTANTIATE_REDUCE(T)                            \

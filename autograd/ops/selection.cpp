@@ -152,7 +152,7 @@ Tensor<T> clamp(const Tensor<T>& a, std::optional<Scalar<T>> min, std::optional<
   clamp_kernel(y.size(), Operand<T>{a.value().data(), 1}, Operand<T>{&lo, 0}, Operand<T>{&hi, 0}, y.data(),
                sources.data());
   return make_result("clamp", where, std::move(y), should_record(a, min.value_or(0), max.value_or(0)),
-                     [a, sources = std::make_shared<const Sources>(std::move(sources))](const Tensor<T>& g, const Tensor<T>&) {
+                     [a = detail::edge(a), sources = std::make_shared<const Sources>(std::move(sources))](const Tensor<T>& g) {
                        accumulate(a, routed(g, *sources, Source::first, a.shape()));
                      });
 }
@@ -178,10 +178,11 @@ Tensor<T> clamp(const Tensor<T>& a, const Tensor<T>& min, const Tensor<T>& max, 
   auto sources = Sources::from_shape(shape);
   clamp_kernel(y.size(), x, l, h, y.data(), sources.data());
   return make_result("clamp", where, std::move(y), should_record(a, min, max),
-                     [a, min, max, sources = std::make_shared<const Sources>(std::move(sources))](const Tensor<T>& g, const Tensor<T>&) {
-                       if (detail::wants_grad(a)) accumulate(a, routed(g, *sources, Source::first, a.shape()));
-                       if (detail::wants_grad(min)) accumulate(min, routed(g, *sources, Source::second, min.shape()));
-                       if (detail::wants_grad(max)) accumulate(max, routed(g, *sources, Source::third, max.shape()));
+                     [a = detail::edge(a), min = detail::edge(min), max = detail::edge(max),
+                      sources = std::make_shared<const Sources>(std::move(sources))](const Tensor<T>& g) {
+                       if (a.requires_grad()) accumulate(a, routed(g, *sources, Source::first, a.shape()));
+                       if (min.requires_grad()) accumulate(min, routed(g, *sources, Source::second, min.shape()));
+                       if (max.requires_grad()) accumulate(max, routed(g, *sources, Source::third, max.shape()));
                      });
 }
 
@@ -208,9 +209,10 @@ Tensor<T> where(const Mask& condition, const Tensor<T>& a, const Tensor<T>& b, C
     }
   });
   return make_result("where", site, std::move(y), should_record(a, b),
-                     [a, b, sources = std::make_shared<const Sources>(std::move(sources))](const Tensor<T>& g, const Tensor<T>&) {
-                       if (detail::wants_grad(a)) accumulate(a, routed(g, *sources, Source::first, a.shape()));
-                       if (detail::wants_grad(b)) accumulate(b, routed(g, *sources, Source::second, b.shape()));
+                     [a = detail::edge(a), b = detail::edge(b),
+                      sources = std::make_shared<const Sources>(std::move(sources))](const Tensor<T>& g) {
+                       if (a.requires_grad()) accumulate(a, routed(g, *sources, Source::first, a.shape()));
+                       if (b.requires_grad()) accumulate(b, routed(g, *sources, Source::second, b.shape()));
                      });
 }
 
@@ -233,7 +235,7 @@ ValuesIndices<T> topk(const Tensor<T>& a, Index k, Index dim, bool largest, bool
   IndexArray indices = IndexArray::from_shape(out_shape);
   topk_kernel(a.value().data(), l, picked, largest, sorted, values.data(), indices.data());
   Tensor<T> values_tensor = make_result("topk", where, std::move(values), should_record(a),
-                                        [a, indices, d](const Tensor<T>& g, const Tensor<T>&) {
+                                        [a = detail::edge(a), indices, d](const Tensor<T>& g) {
                                           const auto axis = static_cast<Index>(d);
                                           accumulate(a, scatter_add(Tensor<T>::zeros(a.shape()), axis, indices, g));
                                         });

@@ -17,6 +17,7 @@ namespace tapegrad {
 namespace {
 
 using detail::accumulate;
+using detail::edge;
 using detail::make_result;
 using detail::should_record;
 using kernels::Strides;
@@ -49,7 +50,7 @@ xt::xarray<T> with_shape(const xt::xarray<T>& x, const Shape& shape) {
 template <class T>
 Tensor<T> reshaped(const char* op, std::source_location where, const Tensor<T>& a, const Shape& shape) {
   return make_result(op, where, with_shape(a.value(), shape), should_record(a),
-                     [a](const Tensor<T>& g, const Tensor<T>&) { accumulate(a, reshape(g, detail::as_dims(a.shape()))); });
+                     [a = edge(a)](const Tensor<T>& g) { accumulate(a, reshape(g, detail::as_dims(a.shape()))); });
 }
 
 // The ops that reorder axes (permute, transpose): output axis i is input axis perm[i]; the
@@ -59,7 +60,7 @@ Tensor<T> permuted(const char* op, std::source_location where, const Tensor<T>& 
   std::vector<std::size_t> inverse(perm.size());
   for (std::size_t i = 0; i < perm.size(); ++i) inverse[perm[i]] = i;
   return make_result(op, where, kernels::permute_copy(a.value(), perm), should_record(a),
-                     [a, inverse = std::vector<Index>(inverse.begin(), inverse.end())](const Tensor<T>& g, const Tensor<T>&) {
+                     [a = edge(a), inverse = std::vector<Index>(inverse.begin(), inverse.end())](const Tensor<T>& g) {
                        accumulate(a, permute(g, inverse));
                      });
 }
@@ -112,7 +113,7 @@ Tensor<T> unwindowed(const Tensor<T>& part, const Shape& whole, const Window& w)
 template <class T>
 Tensor<T> windowed(const char* op, std::source_location where, const Tensor<T>& a, const Window& w) {
   return make_result(op, where, gather(a.value(), w), should_record(a),
-                     [a, w](const Tensor<T>& g, const Tensor<T>&) { accumulate(a, unwindowed(g, a.shape(), w)); });
+                     [a = edge(a), w](const Tensor<T>& g) { accumulate(a, unwindowed(g, a.shape(), w)); });
 }
 
 // The backward of windowed: `part` written into the window of zeros of shape `whole`. Its own
@@ -122,7 +123,7 @@ Tensor<T> unwindowed(const Tensor<T>& part, const Shape& whole, const Window& w)
   xt::xarray<T> out = xt::zeros<T>(whole);
   scatter(part.value(), w, out);
   return make_result("slice_backward", std::source_location::current(), std::move(out), should_record(part),
-                     [part, w](const Tensor<T>& g, const Tensor<T>&) {
+                     [part = edge(part), w](const Tensor<T>& g) {
                        accumulate(part, windowed("slice", std::source_location::current(), g, w));
                      });
 }
@@ -293,7 +294,7 @@ Tensor<T> expand(const Tensor<T>& a, const std::vector<Index>& shape, CallSite w
   }
   allocatable(out, sizeof(T), "expand", "the output");
   return make_result("expand", where, kernels::broadcast_copy(a.value().data(), in, out), should_record(a),
-                     [a](const Tensor<T>& g, const Tensor<T>&) { accumulate(a, sum_to(g, a.shape())); });
+                     [a = edge(a)](const Tensor<T>& g) { accumulate(a, sum_to(g, a.shape())); });
 }
 
 template <class T>
@@ -372,7 +373,7 @@ Tensor<T> concat(const std::vector<Tensor<T>>& tensors, Index axis, CallSite whe
     start += windows.back().length;
   }
   return make_result("concat", where, std::move(out), detail::should_record_any(tensors),
-                     [tensors, windows, where](const Tensor<T>& g, const Tensor<T>&) {
+                     [tensors = detail::edges(tensors), windows, where](const Tensor<T>& g) {
                        for (std::size_t i = 0; i < tensors.size(); ++i)
                          if (tensors[i].requires_grad()) accumulate(tensors[i], windowed("slice", where, g, windows[i]));
                      });
@@ -478,7 +479,7 @@ Tensor<T> index_add_into_zeros(const Tensor<T>& g, const IndexArray& index, std:
     }
   });
   return make_result("index_select_backward", std::source_location::current(), std::move(grad), should_record(g),
-                     [g, index, d](const Tensor<T>& gg, const Tensor<T>&) {
+                     [g = edge(g), index, d](const Tensor<T>& gg) {
                        accumulate(g, index_select(gg, static_cast<Index>(d), index));
                      });
 }
@@ -511,7 +512,7 @@ Tensor<T> index_select(const Tensor<T>& a, Index axis, const IndexArray& index, 
     }
   }
   return make_result("index_select", where, select_rows(a.value(), idx, d), should_record(a),
-                     [a, index, d](const Tensor<T>& g, const Tensor<T>&) {
+                     [a = edge(a), index, d](const Tensor<T>& g) {
                        accumulate(a, index_add_into_zeros(g, index, d, a.shape()[d]));
                      });
 }

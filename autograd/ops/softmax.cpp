@@ -189,7 +189,7 @@ template <class T>
 Tensor<T> softmax_backward(const Tensor<T>& g, const Tensor<T>& y, const Lanes& lanes,
                            CallSite where = std::source_location::current()) {
   return make_result("softmax_backward", where, softmax_backward(g.value(), y.value(), lanes.layout),
-                     should_record(g, y), [g, y, lanes](const Tensor<T>& gg, const Tensor<T>&) {
+                     should_record(g, y), [g, y, lanes](const Tensor<T>& gg) {
                        if (g.requires_grad()) accumulate(g, softmax_backward(gg, y, lanes));
                        if (y.requires_grad()) {
                          const Tensor<T> s = sum(mul(g, y), {lanes.axis}, true);
@@ -207,7 +207,7 @@ template <class T>
 Tensor<T> log_softmax_backward(const Tensor<T>& g, const Tensor<T>& y, const Lanes& lanes,
                                CallSite where = std::source_location::current()) {
   return make_result("log_softmax_backward", where, log_softmax_backward(g.value(), y.value(), lanes.layout),
-                     should_record(g, y), [g, y, lanes](const Tensor<T>& gg, const Tensor<T>&) {
+                     should_record(g, y), [g, y, lanes](const Tensor<T>& gg) {
                        const Tensor<T> p = exp(y);
                        if (g.requires_grad()) {
                          // A constant: a lane's maximum is -inf only on a fully masked lane.
@@ -225,7 +225,7 @@ template <class T>
 Tensor<T> softmax(const Tensor<T>& a, Index axis, CallSite where) {
   const Lanes lanes = checked_lanes(a, axis, "softmax");
   return make_result("softmax", where, softmax_forward(a.value(), lanes.layout), should_record(a),
-                     [a, lanes](const Tensor<T>& g, const Tensor<T>& y) {
+                     [a = detail::edge(a), lanes](const Tensor<T>& g, const Tensor<T>& y) {
                        accumulate(a, softmax_backward(g, y, lanes));
                      });
 }
@@ -234,7 +234,7 @@ template <class T>
 Tensor<T> log_softmax(const Tensor<T>& a, Index axis, CallSite where) {
   const Lanes lanes = checked_lanes(a, axis, "log_softmax");
   return make_result("log_softmax", where, log_softmax_forward(a.value(), lanes.layout), should_record(a),
-                     [a, lanes](const Tensor<T>& g, const Tensor<T>& y) {
+                     [a = detail::edge(a), lanes](const Tensor<T>& g, const Tensor<T>& y) {
                        accumulate(a, log_softmax_backward(g, y, lanes));
                      });
 }

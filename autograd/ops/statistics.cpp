@@ -110,7 +110,7 @@ Tensor<T> var(const Tensor<T>& a, const Axes& axes, Index correction, bool keepd
   require_correction("var", correction, a.shape());
   const Groups groups = groups_of("var", a.shape(), axes, keepdims);
   return make_result("var", where, variance(a, axes, groups, correction), should_record(a),
-                     [a, axes, groups, correction](const Tensor<T>& g, const Tensor<T>&) {
+                     [a, axes, groups, correction](const Tensor<T>& g) {
                        accumulate(a, variance_backward(g, a, axes, groups, correction));
                      });
 }

@@ -36,7 +36,7 @@ Tensor<T> triangle(const char* op, bool lower, const Tensor<T>& a, Index diagona
     }
   });
   return detail::make_result(op, where, std::move(out), detail::should_record(a),
-                             [a, op, lower, diagonal](const Tensor<T>& g, const Tensor<T>&) {
+                             [a = detail::edge(a), op, lower, diagonal](const Tensor<T>& g) {
                                detail::accumulate(a, triangle(op, lower, g, diagonal, std::source_location::current()));
                              });
 }
