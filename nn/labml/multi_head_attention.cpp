@@ -99,7 +99,7 @@ Tensor<T> MultiHeadAttention<T>::forward(const Tensor<T>& query, const Tensor<T>
 
   // Probes see [batch, heads, seq_q, seq_k]: {2, 3, 0, 1} maps [i, j, b, h] there and back.
   const bool probed = this->has_attention_probes();
-  Mask may_attend;
+  std::optional<Mask> may_attend;  // made only when probed: a forward without probes allocates nothing more
   if (probed) {
     // [seq_q or 1, seq_k, batch or 1] -> [batch or 1, seq_q or 1, seq_k]
     const std::optional<Mask> ordered =
@@ -107,7 +107,7 @@ Tensor<T> MultiHeadAttention<T>::forward(const Tensor<T>& query, const Tensor<T>
     may_attend = broadcast_may_attend(ordered ? &*ordered : nullptr, query.size(1), query.size(0), key.size(0));
   }
   const auto probe = [&](AttentionStage stage, const Tensor<T>& x) {
-    return permute(this->run_probes(stage, permute(x, {2, 3, 0, 1}), may_attend), {2, 3, 0, 1});
+    return permute(this->run_probes(stage, permute(x, {2, 3, 0, 1}), *may_attend), {2, 3, 0, 1});
   };
   if (probed) scores = probe(AttentionStage::kScores, scores);
 
