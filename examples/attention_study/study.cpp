@@ -4,11 +4,9 @@
 #include <regex>
 #include <stdexcept>
 
-#include "autograd/ops/loss.h"
-#include "autograd/ops/shape.h"
+#include "examples/copy_task/copy_task.h"
 #include "nn/attention_capture.h"
 #include "nn/attention_intervention.h"
-#include "examples/copy_task/copy_task.h"
 
 namespace tapegrad::attention_study {
 
