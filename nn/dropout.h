@@ -16,6 +16,8 @@ class Dropout : public UnaryModule<T> {
   std::string type_name() const override { return "Dropout"; }
   Tensor<T> forward(const Tensor<T>& x) override;
   double p() const { return p_; }
+  // Whether a forward changes its input (training with p > 0).
+  bool active() const { return this->is_training() && p_ > 0; }
 
  private:
   double p_;

@@ -258,6 +258,12 @@ TEST(AttentionStudy, WritesTablesWithARowPerHeadAndSublayer) {
     EXPECT_NE(sublayers.find(name), std::string::npos) << name;
   }
   EXPECT_NE(read_text(out / "grad_norms.md").find("| --- |"), std::string::npos);
+  std::istringstream ablation(read_text(out / "head_ablation.csv"));
+  std::getline(ablation, line);
+  EXPECT_EQ(line, "module,head,loss ablated,change");
+  rows = 0;
+  while (std::getline(ablation, line)) ++rows;
+  EXPECT_EQ(rows, kLayers * 3 * kHeads);
 }
 
 TEST(AttentionStudy, PageShowsEveryPictureThroughRelativeLinks) {

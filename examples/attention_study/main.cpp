@@ -12,6 +12,7 @@
 #include "autograd/kernels/parallel.h"
 #include "examples/attention_study/report.h"
 #include "examples/attention_study/study.h"
+#include "examples/attention_study/tables.h"
 #include "examples/cli/flags.h"
 #include "examples/cli/output_path.h"
 #include "examples/cli/program.h"
@@ -63,8 +64,11 @@ int study(const tapegrad::copy_task::Config& config, const Options& options) {
   const IndexArray data = copy_task::random_sequences(options.sequences, config.seq_len, config.vocab, study_gen);
   const attention_study::StudyResult result = attention_study::study_batch(trainer.model(), data);
   attention_study::write_report(options.out, run, result);
-  std::printf("Model: %s; exact-match accuracy %.0f%%. Study batch loss %.4f.\nWrote %s\n", run.source.c_str(),
-              100.0 * run.accuracy, result.loss, (std::filesystem::path(options.out) / "index.html").c_str());
+  std::printf("Model: %s; exact-match accuracy %.0f%%. Study batch loss %.4f; softmax-backward checks %s.\n",
+              run.source.c_str(), 100.0 * run.accuracy, result.loss, result.checks_passed ? "passed" : "FAILED");
+  std::printf("Head ablation (A of the head := 0; change = ablated - clean loss):\n%s",
+              attention_study::to_markdown(attention_study::head_ablation_table(result)).c_str());
+  std::printf("Wrote %s\n", (std::filesystem::path(options.out) / "index.html").c_str());
   return 0;
 }
 

@@ -210,14 +210,16 @@ Section gradient_section(const fs::path& dir, const StudyResult& study) {
   write_png(dir / "grad_norms_sublayers.png", render_bar_chart(sublayers));
 
   const Table head_table = head_norms_table(study), module_table = module_norms_table(study),
-              sublayer_table = sublayer_norms_table(study);
+              sublayer_table = sublayer_norms_table(study), ablation_table = head_ablation_table(study);
+  write_file_atomic(dir / "head_ablation.csv", to_csv(ablation_table));
   write_file_atomic(dir / "grad_norms_heads.csv", to_csv(head_table));
   write_file_atomic(dir / "grad_norms_modules.csv", to_csv(module_table));
   write_file_atomic(dir / "grad_norms_sublayers.csv", to_csv(sublayer_table));
   write_file_atomic(dir / "grad_norms.md", "# Gradient norms\n\nLoss on the study batch: " + short_number(study.loss) +
                                                "\n\n## Per head\n\n" + to_markdown(head_table) +
                                                "\n## Per attention module\n\n" + to_markdown(module_table) +
-                                               "\n## Per sublayer (parameters)\n\n" + to_markdown(sublayer_table));
+                                               "\n## Per sublayer (parameters)\n\n" + to_markdown(sublayer_table) +
+                                               "\n## Head ablation (A of the head := 0)\n\n" + to_markdown(ablation_table));
 
   Section section;
   section.id = "gradient-norms";
@@ -238,7 +240,10 @@ Section gradient_section(const fs::path& dir, const StudyResult& study) {
          "Gradient norm of each sublayer's parameters; colour = kind of sublayer."}}});
   section.footer_html = "<h3>Per head</h3>\n" + html_table(head_table.header, head_table.rows) +
                         "<h3>Per attention module</h3>\n" + html_table(module_table.header, module_table.rows) +
-                        "<h3>Per sublayer</h3>\n" + html_table(sublayer_table.header, sublayer_table.rows);
+                        "<h3>Per sublayer</h3>\n" + html_table(sublayer_table.header, sublayer_table.rows) +
+                        "<h3>Head ablation</h3>\n<p>The loss with one head's attention weights set to 0, and its "
+                        "change from the clean loss (<a href=\"head_ablation.csv\">CSV</a>).</p>\n" +
+                        html_table(ablation_table.header, ablation_table.rows);
   return section;
 }
 

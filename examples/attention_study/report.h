@@ -8,7 +8,8 @@
 //                                     geometry in pixels and its colour range
 //   grad_norms_heads.png / .csv       the gradient norm reaching each head (bar chart, table)
 //   grad_norms_sublayers.png / .csv   the gradient norm of each sublayer's parameters
-//   grad_norms.md                     the three gradient-norm tables in Markdown
+//   grad_norms.md                     the three gradient-norm tables and the head ablation in Markdown
+//   head_ablation.csv                 per (module, head): the loss with the head's A zeroed, and its change
 //   loss.png                          the training loss per step (only when the run trained)
 #include <filesystem>
 #include <string>

@@ -4,42 +4,28 @@
 #include <regex>
 #include <stdexcept>
 
-#include "autograd/ops/loss.h"
-#include "autograd/ops/shape.h"
-#include "autograd/tape.h"
 #include "examples/copy_task/copy_task.h"
+#include "nn/attention_capture.h"
+#include "nn/attention_intervention.h"
 
 namespace tapegrad::attention_study {
 
 namespace {
 
-// [batch, 1 or seq_q, seq_k] -> [batch, seq_q, seq_k]
-AttendMask expand_mask(const AttendMask& attend, std::size_t seq_q) {
-  const Mask& mask = attend.may_attend();
-  const std::size_t batch = mask.shape()[0], seq_k = mask.shape()[2];
-  Mask out = Mask::from_shape({batch, seq_q, seq_k});
-  for (std::size_t b = 0; b < batch; ++b)
-    for (std::size_t i = 0; i < seq_q; ++i)
-      for (std::size_t j = 0; j < seq_k; ++j) out(b, i, j) = mask(b, mask.shape()[1] == 1 ? 0 : i, j);
-  return AttendMask(std::move(out));
-}
-
-AttentionMaps describe(const std::string& module, nn::transformer::AttentionWeights<float> attention,
-                       const copy_task::Batch& batch) {
+// One captured attention module's maps, named and given its tokens (the capture holds each
+// module once: the copy task runs every module once per forward).
+AttentionMaps describe(const nn::AttentionRecord<float>& record, const copy_task::Batch& batch) {
   static const std::regex pattern(
       R"((encoder|decoder)\.\1_layers\.(\d+)\.(multi_head_attention|self_attention|src_tgt_attention))");
   std::smatch m;
-  if (!std::regex_match(module, m, pattern)) {
-    throw std::runtime_error("attention_study: unexpected attention module name '" + module + "'");
+  if (!std::regex_match(record.name, m, pattern)) {
+    throw std::runtime_error("attention_study: unexpected attention module name '" + record.name + "'");
   }
-  if (!attention.grad) throw std::runtime_error("attention_study: no gradient reached '" + module + "'");
-  const std::size_t seq_q = attention.weights.shape()[2];
-  const bool decoder_self = m[1] == "decoder" && m[3] == "self_attention";
-  AttentionMaps out{.may_attend = decoder_self ? batch.tgt_mask : expand_mask(batch.src_mask, seq_q)};
-  out.module = module;
+  AttentionMaps out{.may_attend = AttendMask(record.may_attend)};
+  out.module = record.name;
   out.layer = std::stoul(m[2]);
-  out.weights = std::move(attention.weights);
-  out.grad = std::move(*attention.grad);
+  out.weights = record.weights;
+  out.grad = record.weights_grad;
   const std::string layer = std::to_string(out.layer);
   if (m[1] == "encoder") {
     out.kind = AttentionKind::kEncoderSelf;
@@ -56,26 +42,6 @@ AttentionMaps describe(const std::string& module, nn::transformer::AttentionWeig
     out.key_tokens = batch.src;
   }
   return out;
-}
-
-// ||dL/dA[:, h]|| over may-attend cells and ||dL/dS[:, h]|| (see study.h).
-void attention_grad_norms(const AttentionMaps& maps, std::size_t head, HeadGradNorms& out) {
-  const auto& s = maps.weights.shape();
-  double weights_sq = 0, scores_sq = 0;
-  for (std::size_t b = 0; b < s[0]; ++b) {
-    for (std::size_t i = 0; i < s[2]; ++i) {
-      double row_dot = 0;  // sum_k A dL/dA
-      for (std::size_t j = 0; j < s[3]; ++j) row_dot += double(maps.weights(b, head, i, j)) * maps.grad(b, head, i, j);
-      for (std::size_t j = 0; j < s[3]; ++j) {
-        const double a = maps.weights(b, head, i, j), g = maps.grad(b, head, i, j);
-        if (maps.may_attend.may_attend()(b, i, j)) weights_sq += g * g;
-        const double ds = a * (g - row_dot);
-        scores_sq += ds * ds;
-      }
-    }
-  }
-  out.weights_grad = std::sqrt(weights_sq);
-  out.scores_grad = std::sqrt(scores_sq);
 }
 
 double sum_of_squares(const float* p, std::size_t n) {
@@ -121,27 +87,20 @@ StudyResult study_batch(nn::transformer::Transformer<float>& model, const IndexA
   const copy_task::Batch batch = copy_task::make_batch(data);
   model.eval();
   model.zero_grad();
+  const nn::RunLoss<float> run_loss = [&] { return copy_task::batch_loss(model, batch); };
+  const nn::AttentionCapture<float> capture = nn::capture_attention(model, run_loss);
   StudyResult result;
-  {
-    GradientTape tape;
-    const Tensor<float> loss = copy_task::batch_loss(model, batch);
-    result.loss = loss.item();
-    tape.backward(loss);
-  }
+  result.loss = capture.loss;
+  result.checks_passed = capture.checks_passed();
+  for (const auto& record : capture.records) result.maps.push_back(describe(record, batch));  // forward order
 
-  std::vector<AttentionMaps> encoder, decoder;
-  for (auto& [name, attention] : model.attention_weights()) {
-    AttentionMaps maps = describe(name, std::move(attention), batch);
-    (maps.kind == AttentionKind::kEncoderSelf ? encoder : decoder).push_back(std::move(maps));
-  }
-  result.maps = std::move(encoder);
-  for (auto& maps : decoder) result.maps.push_back(std::move(maps));
-
-  for (const AttentionMaps& maps : result.maps) {
+  for (std::size_t n = 0; n < result.maps.size(); ++n) {
+    const AttentionMaps& maps = result.maps[n];
     const auto& mha = attention_module(model, maps);
     for (std::size_t h = 0; h < maps.weights.shape()[1]; ++h) {
       HeadGradNorms norms{maps.module, maps.short_name, maps.kind, h};
-      attention_grad_norms(maps, h, norms);
+      norms.weights_grad = capture.records[n].weights_grad_norm[h];
+      norms.scores_grad = capture.records[n].scores_grad_norm[h];
       norms.w_q = head_slice_norm(mha.W_q(), h);
       norms.w_k = head_slice_norm(mha.W_k(), h);
       norms.w_v = head_slice_norm(mha.W_v(), h);
@@ -158,6 +117,8 @@ StudyResult study_batch(nn::transformer::Transformer<float>& model, const IndexA
     s.parameters += p.value().size();
   }
   for (auto& s : result.sublayers) s.norm = std::sqrt(s.norm);
+  // After the gradients are read: the ablation runs add none (no tape).
+  result.ablation = nn::head_ablation_table(model, run_loss);
   return result;
 }
 

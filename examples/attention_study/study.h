@@ -1,15 +1,16 @@
 #pragma once
-// The measurement: one copy-task batch through the Transformer under a GradientTape, the loss
-// L = mean cross-entropy over the batch's target tokens (the training loss, without label
-// smoothing), backward, then the attention maps A and their gradients dL/dA of every attention
-// module, and gradient norms per head and per sublayer.
+// The measurement: one copy-task batch through the Transformer by nn::capture_attention (under
+// a GradientTape), the loss L = mean cross-entropy over the batch's target tokens (the training
+// loss, without label smoothing), backward, then the attention maps A and their gradients dL/dA
+// of every attention module, gradient norms per head and per sublayer, and the head-ablation
+// table (nn::head_ablation_table: the loss with each head's A zeroed, minus the clean loss).
 //
-// Per head h of an attention module (norms over the batch's sequences; "cells" are the (query,
-// key) pairs the mask lets attend, since a masked weight is exactly 0 and its dL/dA never reaches
-// anything):
+// Per head h of an attention module (the capture's norms, over the batch's sequences; "cells" are
+// the (query, key) pairs the mask lets attend, since a masked weight is exactly 0 and its dL/dA
+// never reaches anything):
 //   weights_grad = ||dL/dA[:, h]||                         over may-attend cells
-//   scores_grad  = ||dL/dS[:, h]||, dL/dS = A * (dL/dA - sum_k A dL/dA)   (S = the pre-softmax
-//                  scores, the gradient that actually passes through the softmax into the head)
+//   scores_grad  = ||dL/dS[:, h]||                         over may-attend cells (S = the scaled,
+//                  masked scores: the gradient that actually passes through the softmax into the head)
 //   w_q, w_k, w_v = ||dL/dW_q[h]||, ||dL/dW_k[h]||, ||dL/dW_v[h]||   (the head's projections)
 // Per sublayer (every parameter's gradient, grouped by the module that owns it: an attention
 // module, an FFN, a LayerNorm, an embedding, the generator): the norm over its parameters. The
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/attention_intervention.h"
 #include "nn/transformer/transformer.h"
 
 namespace tapegrad::attention_study {
@@ -61,12 +63,13 @@ struct StudyResult {
   std::vector<AttentionMaps> maps;  // encoder layers, then decoder layers (self, then source-target)
   std::vector<HeadGradNorms> heads;
   std::vector<SublayerGradNorm> sublayers;  // in parameter registration order
+  bool checks_passed = false;               // the capture's softmax-backward checks, every module
+  nn::HeadAblationTable ablation;           // modules in forward order
 };
 
 // data [batch, seq]: copy-task sequences (copy_task::random_sequences). Puts the model in eval
 // mode (no dropout) and leaves the batch's gradients in its parameters. Throws
-// std::runtime_error when an attention module is missing its gradient (the backward did not
-// reach it) or is named unlike the Transformer's.
+// std::runtime_error when an attention module is named unlike the Transformer's.
 StudyResult study_batch(nn::transformer::Transformer<float>& model, const IndexArray& data);
 
 }  // namespace tapegrad::attention_study

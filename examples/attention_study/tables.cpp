@@ -67,6 +67,14 @@ Table sublayer_norms_table(const StudyResult& study) {
   return t;
 }
 
+Table head_ablation_table(const StudyResult& study) {
+  Table t{{"module", "head", "loss ablated", "change"}, {}};
+  for (const auto& r : study.ablation.rows) {
+    t.rows.push_back({r.module, std::to_string(r.head), number(r.loss), number(r.change)});
+  }
+  return t;
+}
+
 std::string to_csv(const Table& table) {
   std::string out = join_row(table.header, "", ",", "\n", csv_cell);
   for (const auto& row : table.rows) out += join_row(row, "", ",", "\n", csv_cell);

@@ -1,5 +1,5 @@
 #pragma once
-// The gradient-norm tables of a study (see study.h for what each norm is), as rows of strings
+// The gradient-norm and head-ablation tables of a study (see study.h for what each norm is), as rows of strings
 // that go out as CSV (full precision), Markdown and HTML.
 #include <string>
 #include <vector>
@@ -19,6 +19,8 @@ Table head_norms_table(const StudyResult& study);
 Table module_norms_table(const StudyResult& study);
 // sublayer, parameters, |dL/dparameters|
 Table sublayer_norms_table(const StudyResult& study);
+// module, head, loss with the head ablated, change (ablated - clean)
+Table head_ablation_table(const StudyResult& study);
 
 // RFC 4180: cells holding a comma, quote or newline are quoted.
 std::string to_csv(const Table& table);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include <xtensor/xmanipulation.hpp>
 #include <xtensor/xoperation.hpp>
 
 #include "autograd/ops/elementwise.h"
@@ -96,11 +97,28 @@ Tensor<T> MultiHeadAttention<T>::forward(const Tensor<T>& query, const Tensor<T>
   Tensor<T> scores = get_score(q, k) * static_cast<T>(scale_);  // [seq_q, seq_k, batch_size, heads]
   if (keep) scores = masked_fill(scores, keep->blocked(), -std::numeric_limits<T>::infinity());
 
+  // Probes see [batch, heads, seq_q, seq_k]: {2, 3, 0, 1} maps [i, j, b, h] there and back.
+  const bool probed = this->has_attention_probes();
+  std::optional<Mask> may_attend;  // made only when probed: a forward without probes allocates nothing more
+  if (probed) {
+    // [seq_q or 1, seq_k, batch or 1] -> [batch or 1, seq_q or 1, seq_k]
+    const std::optional<Mask> ordered =
+        mask ? std::optional<Mask>(xt::transpose(mask->may_attend(), {2, 0, 1})) : std::nullopt;
+    may_attend = broadcast_may_attend(ordered ? &*ordered : nullptr, query.size(1), query.size(0), key.size(0));
+  }
+  const auto probe = [&](AttentionStage stage, const Tensor<T>& x) {
+    return permute(this->run_probes(stage, permute(x, {2, 3, 0, 1}), *may_attend), {2, 3, 0, 1});
+  };
+  if (probed) scores = probe(AttentionStage::kScores, scores);
+
   Tensor<T> attn = (*softmax_)(scores);
+  if (probed) attn = probe(AttentionStage::kWeights, attn);
   if (attn.requires_grad()) attn.retain_grad();
   attn_ = attn;
 
-  const Tensor<T> x = einsum("ijbh,jbhd->ibhd", (*dropout_)(attn), v);
+  Tensor<T> dropped = (*dropout_)(attn);
+  if (probed && dropout_->active()) dropped = probe(AttentionStage::kDropped, dropped);
+  const Tensor<T> x = einsum("ijbh,jbhd->ibhd", dropped, v);
   return (*output_)(reshape(x, {static_cast<Index>(query.size(0)), static_cast<Index>(query.size(1)), Index{-1}}));
 }
 

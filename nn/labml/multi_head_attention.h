@@ -29,11 +29,16 @@
 // [seq_q, seq_k, batch_size, heads]. When the forward was recorded on a tape it is marked
 // retain_grad(), so after tape.backward(...) attention().grad() is dL/dattn: what a user studying
 // the gradient flow into attention reads.
+//
+// Attention probes (nn/attention_probe.h) see S and A as [batch, heads, seq_q, seq_k] (a permute
+// of the layout above), and the dropped weights in training; what they return is permuted back.
+// A probe replacing A changes attention() too.
 #include <memory>
 #include <optional>
 
 #include "autograd/ops/masking.h"
 #include "nn/activation.h"
+#include "nn/attention_probe.h"
 #include "nn/dropout.h"
 #include "nn/labml/prepare_for_multi_head_attention.h"
 #include "nn/linear.h"
@@ -41,7 +46,7 @@
 namespace tapegrad::nn::labml {
 
 template <class T>
-class MultiHeadAttention : public Module<T> {
+class MultiHeadAttention : public Module<T>, public ProbedAttention<T> {
  public:
   // ValueError unless heads > 0 and d_model is a positive multiple of heads.
   MultiHeadAttention(std::size_t heads, std::size_t d_model, Generator& gen, double dropout_prob = 0.1,
@@ -75,6 +80,7 @@ class MultiHeadAttention : public Module<T> {
   const Tensor<T>& attention() const { return attn_; }
 
   std::size_t heads() const { return heads_; }
+  std::size_t attention_heads() const override { return heads_; }
   std::size_t d_k() const { return d_k_; }
   double scale() const { return scale_; }
   const PrepareForMultiHeadAttention<T>& query() const { return *query_; }
@@ -84,6 +90,7 @@ class MultiHeadAttention : public Module<T> {
 
  private:
   std::string describe() const;  // "MultiHeadAttention(heads=2, d_model=8)" for messages
+  std::string probe_owner() const override { return describe(); }
 
   std::size_t heads_, d_model_, d_k_;
   double scale_;

@@ -27,6 +27,23 @@ Tensor<T> MultiHeadAttention<T>::split_heads(const Tensor<T>& x) const {
 }
 
 template <class T>
+Mask MultiHeadAttention<T>::probe_mask(const std::optional<AttendMask>& mask, std::size_t batch, std::size_t seq_q,
+                                       std::size_t seq_k) const {
+  if (!mask) return broadcast_may_attend(nullptr, batch, seq_q, seq_k);
+  const Mask& m = mask->may_attend();
+  if (m.dimension() > 4 || (m.dimension() == 4 && m.shape()[1] != 1)) {
+    throw ValueError(describe() + ": attention probes take a mask that is the same for every head, [batch or 1, 1, "
+                     "seq_q or 1, seq_k] or fewer axes; got mask " + format_shape(m.shape()));
+  }
+  // Left-pad to [batch, 1, seq_q, seq_k] (NumPy's broadcasting), then drop the heads axis.
+  std::vector<std::size_t> shape(4 - m.dimension(), 1);
+  shape.insert(shape.end(), m.shape().begin(), m.shape().end());
+  Mask ordered = m;
+  ordered.reshape({shape[0], shape[2], shape[3]});
+  return broadcast_may_attend(&ordered, batch, seq_q, seq_k);
+}
+
+template <class T>
 AttentionOutput<T> MultiHeadAttention<T>::forward(const Tensor<T>& query, const Tensor<T>& key, const Tensor<T>& value,
                                                   const std::optional<AttendMask>& mask) {
   const auto check_input = [&](const Tensor<T>& x, const char* name) {
@@ -42,8 +59,17 @@ AttentionOutput<T> MultiHeadAttention<T>::forward(const Tensor<T>& query, const 
     throw ShapeError(describe() + ": key " + key.describe() + " and value " + value.describe() +
                      " must have one length and the batch size of query " + query.describe());
   }
+  std::optional<ProbeStep<T>> probe;
+  if (this->has_attention_probes()) {
+    // The mask is made at the first stage, after scaled_dot_product_attention has checked its shape.
+    probe = [this, &mask, may_attend = std::optional<Mask>()](AttentionStage stage, const Tensor<T>& x) mutable {
+      if (!may_attend) may_attend = probe_mask(mask, x.size(0), x.size(2), x.size(3));
+      return this->run_probes(stage, x, *may_attend);  // x is already [batch, n_heads, seq_q, seq_k]
+    };
+  }
   auto heads = scaled_dot_product_attention(split_heads((*query_)(query)), split_heads((*key_)(key)),
-                                            split_heads((*value_)(value)), mask, *attn_drop_, describe());
+                                            split_heads((*value_)(value)), mask, *attn_drop_, describe(),
+                                            probe ? &*probe : nullptr);
   // [batch, n_heads, seq_q, d_k] -> [batch, seq_q, d_model]
   const Tensor<T> merged = reshape(transpose(heads.output, 1, 2), {static_cast<Index>(query.size(0)),
                                                                    static_cast<Index>(query.size(1)),

@@ -27,6 +27,11 @@
 // attention_weights are the weights that multiply V (see scaled_dot_product_attention.h): the
 // softmax in eval, with dropout applied in training; under a tape they are marked retain_grad(),
 // so after tape.backward(...) attention_weights.grad() is dL/dweights.
+//
+// Attention probes (nn/attention_probe.h) see S and A as [batch, n_heads, seq_q, seq_k] (this
+// family's own layout), and the dropped weights in training; a replacement of the last stage run
+// is what attention_weights returns. A probed forward takes a mask that is the same for every
+// head only (its heads axis of size 1), else ValueError naming the mask's shape.
 #include <memory>
 #include <optional>
 
@@ -36,7 +41,7 @@
 namespace tapegrad::nn::mha {
 
 template <class T>
-class MultiHeadAttention : public Module<T> {
+class MultiHeadAttention : public Module<T>, public ProbedAttention<T> {
  public:
   // ValueError unless n_heads > 0 and d_model is a positive multiple of n_heads.
   MultiHeadAttention(std::size_t d_model, std::size_t n_heads, Generator& gen, double dropout = 0.1);
@@ -58,6 +63,7 @@ class MultiHeadAttention : public Module<T> {
   }
 
   std::size_t n_heads() const { return n_heads_; }
+  std::size_t attention_heads() const override { return n_heads_; }
   std::size_t d_k() const { return d_k_; }
   const Linear<T>& query() const { return *query_; }
   const Linear<T>& key() const { return *key_; }
@@ -66,6 +72,9 @@ class MultiHeadAttention : public Module<T> {
 
  private:
   std::string describe() const;  // "MultiHeadAttention(d_model=8, n_heads=2)" for messages
+  std::string probe_owner() const override { return describe(); }
+  // The probes' [batch, seq_q, seq_k] mask for a mask that broadcasts to [batch, n_heads, seq_q, seq_k].
+  Mask probe_mask(const std::optional<AttendMask>& mask, std::size_t batch, std::size_t seq_q, std::size_t seq_k) const;
   // [batch, seq, d_model] -> [batch, n_heads, seq, d_k]
   Tensor<T> split_heads(const Tensor<T>& x) const;
 

@@ -23,7 +23,7 @@ Shape leading(const Shape& s) { return Shape(s.begin(), s.end() - 2); }
 template <class T>
 AttentionOutput<T> scaled_dot_product_attention(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
                                                 const std::optional<AttendMask>& mask, Dropout<T>& dropout,
-                                                const std::string& who) {
+                                                const std::string& who, const ProbeStep<T>* probe) {
   const std::string operands = " (query " + q.describe() + ", key " + k.describe() + ", value " + v.describe() + ")";
   if (q.ndim() < 2 || k.ndim() < 2 || v.ndim() < 2) {
     throw ShapeError(who + ": query, key and value must be [..., seq, d]" + operands);
@@ -44,7 +44,11 @@ AttentionOutput<T> scaled_dot_product_attention(const Tensor<T>& q, const Tensor
   const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
   Tensor<T> scores = matmul(q, transpose(k, -2, -1)) * scale;
   if (mask) scores = masked_fill(scores, mask->blocked(), -std::numeric_limits<T>::infinity());
-  Tensor<T> weights = dropout(softmax(scores, -1));
+  if (probe) scores = (*probe)(AttentionStage::kScores, scores);
+  Tensor<T> weights = softmax(scores, -1);
+  if (probe) weights = (*probe)(AttentionStage::kWeights, weights);
+  weights = dropout(weights);
+  if (probe && dropout.active()) weights = (*probe)(AttentionStage::kDropped, weights);
   if (weights.requires_grad()) weights.retain_grad();
   return {matmul(weights, v), weights};
 }
@@ -62,7 +66,7 @@ AttentionOutput<T> ScaledDotProductAttention<T>::forward(const Tensor<T>& q, con
 #define TAPEGRAD_INSTANTIATE_SDPA(T)                                                                              \
   template AttentionOutput<T> scaled_dot_product_attention(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, \
                                                            const std::optional<AttendMask>&, Dropout<T>&,              \
-                                                           const std::string&);                                  \
+                                                           const std::string&, const ProbeStep<T>*);             \
   template class ScaledDotProductAttention<T>;
 TAPEGRAD_INSTANTIATE_SDPA(float)
 TAPEGRAD_INSTANTIATE_SDPA(double)

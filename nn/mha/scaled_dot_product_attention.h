@@ -22,6 +22,7 @@
 #include <string>
 
 #include "autograd/ops/masking.h"
+#include "nn/attention_probe.h"
 #include "nn/dropout.h"
 
 namespace tapegrad::nn::mha {
@@ -33,13 +34,16 @@ struct AttentionOutput {
 };
 
 // The computation above, shared by ScaledDotProductAttention and MultiHeadAttention: `dropout` is
-// the caller's attention-dropout child and `who` names the caller in error messages. ShapeError
+// the caller's attention-dropout child and `who` names the caller in error messages. A probe step
+// (MultiHeadAttention's attention probes, nn/attention_probe.h) is called on the masked scores,
+// on the softmax and, when dropout is active, on the dropped weights, and its results are used
+// from there on. ShapeError
 // naming the shapes when an operand has fewer than 2 axes, q and k differ in d_k, k and v differ
 // in seq_k, the leading axes do not broadcast, or the mask does not broadcast to the scores.
 template <class T>
 AttentionOutput<T> scaled_dot_product_attention(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
                                                 const std::optional<AttendMask>& mask, Dropout<T>& dropout,
-                                                const std::string& who);
+                                                const std::string& who, const ProbeStep<T>* probe = nullptr);
 
 // The module: no parameters, one child `dropout` (Dropout(dropout), identity in eval).
 template <class T>

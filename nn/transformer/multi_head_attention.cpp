@@ -38,16 +38,6 @@ xt::xarray<T> heads_second(const xt::xarray<T>& a, std::size_t h) {
   return out;
 }
 
-template <class T>
-void collect_attention(const Module<T>& m, const std::string& prefix,
-                       std::vector<std::pair<std::string, AttentionWeights<T>>>& out) {
-  for (const auto& [name, child] : m.named_children()) {
-    const auto* mha = dynamic_cast<const MultiHeadAttention<T>*>(child.get());
-    if (mha != nullptr && mha->has_attention_weights()) out.emplace_back(prefix + name, mha->attention_weights());
-    collect_attention(*child, prefix + name + ".", out);
-  }
-}
-
 }  // namespace
 
 template <class T>
@@ -68,7 +58,7 @@ template <class T>
 Tensor<T> MultiHeadAttention<T>::forward(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
                                          const std::optional<AttendMask>& mask_3d) {
   // Messages are built only when a check fails.
-  const auto who = [&] { return "MultiHeadAttention(d_model=" + std::to_string(d_model_) + ", h=" + std::to_string(h_) + ")"; };
+  const auto who = [&] { return probe_owner(); };
   const auto shapes = [&] { return "q " + q.describe() + ", k " + k.describe() + ", v " + v.describe(); };
   const auto is_input = [&](const Tensor<T>& x) { return x.ndim() == 3 && x.size(2) == d_model_; };
   if (!is_input(q) || !is_input(k) || !is_input(v)) {
@@ -95,9 +85,26 @@ Tensor<T> MultiHeadAttention<T>::forward(const Tensor<T>& q, const Tensor<T>& k,
   const auto project = [&](const Tensor<T>& x, const Tensor<T>& W) {
     return view(einsum("ijk,hkl->hijl", x, W), {heads, static_cast<Index>(x.size(1)), d_k});
   };
-  const Tensor<T> attention_output =
-      (*scaled_dot_product_attention_)(project(q, W_q_), project(k, W_k_), project(v, W_v_), heads_mask);
+  std::optional<ProbeStep<T>> probe;
+  if (this->has_attention_probes()) {
+    // [h*batch, seq_q, seq_k] (head-major) <-> [batch, h, seq_q, seq_k] for the probes.
+    const auto h = static_cast<Index>(h_), b = static_cast<Index>(batch), sq = static_cast<Index>(seq_q),
+               sk = static_cast<Index>(seq_k);
+    probe = [this, h, b, sq, sk, may_attend = broadcast_may_attend(mask_3d ? &mask_3d->may_attend() : nullptr, batch,
+                                                                    seq_q, seq_k)](AttentionStage stage,
+                                                                                   const Tensor<T>& x) {
+      const Tensor<T> canonical = permute(view(x, {h, b, sq, sk}), {1, 0, 2, 3});
+      return reshape(permute(this->run_probes(stage, canonical, may_attend), {1, 0, 2, 3}), {h * b, sq, sk});
+    };
+  }
+  const Tensor<T> attention_output = (*scaled_dot_product_attention_)(
+      project(q, W_q_), project(k, W_k_), project(v, W_v_), heads_mask, probe ? &*probe : nullptr);
   return (*linear_)(cat(chunk(attention_output, h_, 0), 2));
+}
+
+template <class T>
+std::string MultiHeadAttention<T>::probe_owner() const {
+  return "MultiHeadAttention(d_model=" + std::to_string(d_model_) + ", h=" + std::to_string(h_) + ")";
 }
 
 template <class T>
@@ -109,16 +116,7 @@ AttentionWeights<T> MultiHeadAttention<T>::attention_weights() const {
   return out;
 }
 
-template <class T>
-std::vector<std::pair<std::string, AttentionWeights<T>>> named_attention_weights(const Module<T>& root) {
-  std::vector<std::pair<std::string, AttentionWeights<T>>> out;
-  collect_attention(root, "", out);
-  return out;
-}
-
 template class MultiHeadAttention<float>;
 template class MultiHeadAttention<double>;
-template std::vector<std::pair<std::string, AttentionWeights<float>>> named_attention_weights(const Module<float>&);
-template std::vector<std::pair<std::string, AttentionWeights<double>>> named_attention_weights(const Module<double>&);
 
 }  // namespace tapegrad::nn::transformer

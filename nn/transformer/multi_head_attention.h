@@ -24,6 +24,10 @@
 // seed's). See scaled_dot_product_attention.h. mask_3d is
 // [batch or 1, seq_q or 1, seq_k or 1] (e.g. a padding mask [batch, 1, seq_k], a causal mask
 // [batch, seq_q, seq_q]); it is repeated over the heads head-major, as mask_3d.repeat(h, 1, 1).
+//
+// Attention probes (nn/attention_probe.h) see S and A as [batch, h, seq_q, seq_k] (a view and a
+// permute of the [h*batch, seq_q, seq_k] heads); with one registered, the forward runs the
+// unfused composition (scaled_dot_product_attention.h). There is no attention dropout here.
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,7 +50,7 @@ struct AttentionWeights {
 };
 
 template <class T>
-class MultiHeadAttention : public Module<T> {
+class MultiHeadAttention : public Module<T>, public ProbedAttention<T> {
  public:
   MultiHeadAttention(std::size_t d_model, std::size_t h, Generator& gen);
 
@@ -61,6 +65,7 @@ class MultiHeadAttention : public Module<T> {
 
   std::size_t d_model() const { return d_model_; }
   std::size_t h() const { return h_; }
+  std::size_t attention_heads() const override { return h_; }
   std::size_t d_k() const { return d_k_; }
   const Tensor<T>& W_q() const { return W_q_; }
   const Tensor<T>& W_k() const { return W_k_; }
@@ -74,17 +79,12 @@ class MultiHeadAttention : public Module<T> {
   AttentionWeights<T> attention_weights() const;
 
  private:
+  std::string probe_owner() const override;
   std::size_t d_model_, h_, d_k_;
   Tensor<T> W_k_, W_q_, W_v_;
   std::shared_ptr<ScaledDotProductAttention<T>> scaled_dot_product_attention_;
   std::shared_ptr<Linear<T>> linear_;
 };
-
-// Every MultiHeadAttention under root that has run a forward, by dotted module name (e.g.
-// "encoder.encoder_layers.0.multi_head_attention"), depth first in registration order, with
-// its attention weights: what a study tool draws per layer and head.
-template <class T>
-std::vector<std::pair<std::string, AttentionWeights<T>>> named_attention_weights(const Module<T>& root);
 
 extern template class MultiHeadAttention<float>;
 extern template class MultiHeadAttention<double>;

@@ -1,9 +1,12 @@
 #include "nn/transformer/scaled_dot_product_attention.h"
 
 #include <cmath>
+#include <limits>
 
 #include "autograd/ops/attention.h"
+#include "autograd/ops/elementwise.h"
 #include "autograd/ops/linalg.h"
+#include "autograd/ops/softmax.h"
 
 namespace tapegrad::nn::transformer {
 
@@ -54,13 +57,21 @@ ScaledDotProductAttention<T>::ScaledDotProductAttention(std::size_t d_k) : d_k_(
 
 template <class T>
 Tensor<T> ScaledDotProductAttention<T>::forward(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
-                                                const std::optional<AttendMask>& mask) {
+                                                const std::optional<AttendMask>& mask, const ProbeStep<T>* probe) {
   const Shape shape = scores_shape(d_k_, q, k, v);
   if (mask) check_mask(d_k_, mask->may_attend(), shape);
   // q k^T with k read transposed in place; then scale, mask (true = may attend) and softmax in
-  // one fused pass, equal to masked_fill(scores / sqrt(d_k), mask.blocked(), lowest) followed by softmax.
+  // one fused pass, equal to masked_fill(scores / sqrt(d_k), mask.blocked(), lowest) followed by
+  // softmax. A probe needs S and A as tensors of their own: the composition.
   const Tensor<T> scores = einsum("bqd,bkd->bqk", q, k);
-  last_weights_ = attention_softmax(scores, mask, static_cast<T>(1.0 / std::sqrt(static_cast<double>(d_k_))));
+  const auto scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(d_k_)));
+  if (probe == nullptr) {
+    last_weights_ = attention_softmax(scores, mask, scale);
+  } else {
+    Tensor<T> s = scores * scale;
+    if (mask) s = masked_fill(s, mask->blocked(), std::numeric_limits<T>::lowest());
+    last_weights_ = (*probe)(AttentionStage::kWeights, softmax((*probe)(AttentionStage::kScores, s), -1));
+  }
   if (last_weights_.requires_grad()) last_weights_.retain_grad();
   return matmul(last_weights_, v);
 }

@@ -19,11 +19,16 @@
 // after softmax, and a row whose every key is masked gets uniform weights instead of NaN (as in
 // the seed). The scale, mask and softmax run as one fused op (attention_softmax) with that result.
 //
+// With a probe step (MultiHeadAttention's attention probes, nn/attention_probe.h) the forward runs
+// the unfused composition instead, masked_fill(scores * scale, blocked, lowest) then softmax, and
+// continues from what the step returns for the scores and for the weights.
+//
 // The weights of the last forward stay available (last_weights()); when the forward was recorded
 // they are marked retain_grad(), so dL/dweights can be read after backward.
 #include <optional>
 
 #include "autograd/ops/masking.h"
+#include "nn/attention_probe.h"
 #include "nn/module.h"
 
 namespace tapegrad::nn::transformer {
@@ -35,11 +40,11 @@ class ScaledDotProductAttention : public Module<T> {
 
   std::string type_name() const override { return "ScaledDotProductAttention"; }
   Tensor<T> forward(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
-                    const std::optional<AttendMask>& mask = std::nullopt);
+                    const std::optional<AttendMask>& mask = std::nullopt, const ProbeStep<T>* probe = nullptr);
   // forward, then the hooks (nn/module.h), which see q, k, v.
   Tensor<T> operator()(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
-                       const std::optional<AttendMask>& mask = std::nullopt) {
-    return this->run_hooks(forward(q, k, v, mask), q, k, v);
+                       const std::optional<AttendMask>& mask = std::nullopt, const ProbeStep<T>* probe = nullptr) {
+    return this->run_hooks(forward(q, k, v, mask, probe), q, k, v);
   }
 
   std::size_t d_k() const { return d_k_; }

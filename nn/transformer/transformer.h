@@ -85,13 +85,6 @@ class Transformer : public Module<T> {
   const TransformerEncoder<T>& encoder() const { return *encoder_; }
   const TransformerDecoder<T>& decoder() const { return *decoder_; }
 
-  // The last weights (and, after a backward, their gradients) of every attention module, by
-  // name: "encoder.encoder_layers.0.multi_head_attention", "decoder.decoder_layers.0.self_attention",
-  // "decoder.decoder_layers.0.src_tgt_attention", ...; each [batch, heads, seq_q, seq_k].
-  std::vector<std::pair<std::string, AttentionWeights<T>>> attention_weights() const {
-    return named_attention_weights(*this);
-  }
-
  private:
   std::shared_ptr<TransformerEncoder<T>> encoder_;
   std::shared_ptr<TransformerDecoder<T>> decoder_;

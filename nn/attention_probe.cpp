@@ -1,0 +1,72 @@
+#include "nn/attention_probe.h"
+
+#include <algorithm>
+#include <atomic>
+
+#include <xtensor/xbroadcast.hpp>
+#include <xtensor/xbuilder.hpp>
+
+namespace tapegrad::nn {
+
+namespace {
+
+// Unique across modules and element types, so an id given to one module never removes another's probe.
+std::uint64_t next_probe_id() {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+std::string stage_name(AttentionStage stage) {
+  switch (stage) {
+    case AttentionStage::kScores: return "scores";
+    case AttentionStage::kWeights: return "weights";
+    case AttentionStage::kDropped: return "dropped weights";
+  }
+  return "unknown stage";
+}
+
+Mask broadcast_may_attend(const Mask* may_attend, std::size_t batch, std::size_t seq_q, std::size_t seq_k) {
+  const std::vector<std::size_t> shape{batch, seq_q, seq_k};
+  if (may_attend == nullptr) return Mask(xt::ones<bool>(shape));
+  return Mask(xt::broadcast(*may_attend, shape));
+}
+
+template <class T>
+std::uint64_t ProbedAttention<T>::register_attention_probe(AttentionProbe<T> probe) {
+  if (!probe) throw ValueError(probe_owner() + ": register_attention_probe: the probe is empty");
+  probes_.emplace_back(next_probe_id(), std::move(probe));
+  return probes_.back().first;
+}
+
+template <class T>
+void ProbedAttention<T>::remove_attention_probe(std::uint64_t id) {
+  const auto it = std::find_if(probes_.begin(), probes_.end(), [id](const auto& p) { return p.first == id; });
+  if (it == probes_.end()) {
+    throw ValueError(probe_owner() + ": remove_attention_probe: no probe with id " + std::to_string(id));
+  }
+  probes_.erase(it);
+}
+
+template <class T>
+Tensor<T> ProbedAttention<T>::run_probes(AttentionStage stage, Tensor<T> x, const Mask& may_attend) const {
+  // A copy: a probe that registers or removes probes changes the next forward, not this one.
+  const auto probes = probes_;
+  for (const auto& [id, probe] : probes) {
+    std::optional<Tensor<T>> replacement = probe(stage, x, may_attend);
+    if (!replacement) continue;
+    if (!replacement->defined() || replacement->shape() != x.shape()) {
+      throw ShapeError(probe_owner() + ": an attention probe replaced the " + stage_name(stage) + " " +
+                       format_shape(x.shape()) + " [batch, heads, seq_q, seq_k] by " +
+                       (replacement->defined() ? format_shape(replacement->shape()) : std::string("an undefined tensor")));
+    }
+    x = std::move(*replacement);
+  }
+  return x;
+}
+
+template class ProbedAttention<float>;
+template class ProbedAttention<double>;
+
+}  // namespace tapegrad::nn

@@ -1,0 +1,48 @@
+#pragma once
+// Finding a model's attention modules and attaching probes to them for a scope: what
+// capture_attention and the interventions share.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nn/attention_probe.h"
+#include "nn/module.h"
+
+namespace tapegrad::nn {
+
+// Every attention module (a ProbedAttention: the three MultiHeadAttention families) under root,
+// by dotted module path, depth first in registration order; root itself is "" when it is one. A
+// module registered under two paths is listed once, under its first.
+template <class T>
+std::vector<std::pair<std::string, ProbedAttention<T>*>> named_attention_modules(Module<T>& root);
+
+// The module at `path` among named_attention_modules(root); ValueError naming `who`, the path and
+// the known paths when there is none. When head is given, ValueError naming the path, the head and
+// the module's head count unless head < attention_heads().
+template <class T>
+ProbedAttention<T>& attention_module_at(Module<T>& root, const std::string& path, const std::string& who);
+template <class T>
+ProbedAttention<T>& attention_head_at(Module<T>& root, const std::string& path, std::size_t head,
+                                      const std::string& who);
+
+// Probes attached for the lifetime of this object (detached by the destructor, so also when an
+// exception unwinds through the scope).
+template <class T>
+class ScopedAttentionProbes {
+ public:
+  ScopedAttentionProbes() = default;
+  ~ScopedAttentionProbes();
+  ScopedAttentionProbes(const ScopedAttentionProbes&) = delete;
+  ScopedAttentionProbes& operator=(const ScopedAttentionProbes&) = delete;
+
+  void attach(ProbedAttention<T>& module, AttentionProbe<T> probe);
+
+ private:
+  std::vector<std::pair<ProbedAttention<T>*, std::uint64_t>> attached_;
+};
+
+extern template class ScopedAttentionProbes<float>;
+extern template class ScopedAttentionProbes<double>;
+
+}  // namespace tapegrad::nn

@@ -1,0 +1,141 @@
+// Interventions on one attention head (nn/attention_intervention.h): gradients through the
+// replacement, the change in loss, the head-ablation table and the named errors; and the README's
+// snippet of the "Studying attention" section.
+#include <cmath>
+#include <functional>
+
+#include <xtensor/xview.hpp>
+
+#include "autograd/ops.h"
+#include "autograd/tape.h"
+#include "nn/attention_capture.h"
+#include "nn/attention_intervention.h"
+#include "nn/labml/multi_head_attention.h"
+#include "nn/mha/multi_head_attention.h"
+#include "nn/transformer/masks.h"
+#include "nn/transformer/transformer.h"
+#include "tests/support/nn_support.h"
+#include "tests/support/reference.h"
+
+namespace tapegrad {
+namespace {
+
+using Array = xt::xarray<double>;
+using LossFn = std::function<Tensor<double>()>;
+const std::string kCross = "decoder.decoder_layers.0.src_tgt_attention";
+
+// A two-layer Transformer (d_model 4, 2 heads) on a padded batch of two.
+struct TinyTransformer {
+  Generator gen{81};
+  nn::transformer::Transformer<double> model{5, 5, 10, 0, 4, 2, 8, 2, 0.0, 1e-5, gen};
+  IndexArray src{{1, 2, 3}, {4, 1, 0}}, tgt{{2, 3}, {1, 0}};
+  Tensor<double> w = random_tensor({2, 2, 5}, 82, false);
+  LossFn run = [this] {
+    return sum(model.generator(model(src, tgt, nn::transformer::make_src_mask(src, 0),
+                                     nn::transformer::make_tgt_mask(tgt, 0))) * w);
+  };
+};
+
+TEST(AttentionIntervention, GradientFlowsThroughAScaledHead) {
+  TinyTransformer t;
+  EXPECT_TRUE(passes_gradcheck(
+      [&](const Inputs& in) {
+        nn::AttentionInterventions<double> edits(t.model);
+        edits.scale(kCross, 1, in[0]);  // A[:, 1] := c A[:, 1]
+        return t.run();
+      },
+      {Tensor<double>(Array(0.7), true)}));
+}
+
+TEST(AttentionIntervention, GradientFlowsThroughAReplacedScoresHead) {
+  Generator gen(83);
+  nn::labml::MultiHeadAttention<double> mha(2, 4, gen, 0.0);
+  const Tensor<double> x = random_tensor({3, 2, 4}, 84, false), w = random_tensor({3, 2, 4}, 85, false);
+  EXPECT_TRUE(passes_gradcheck(
+      [&](const Inputs& in) {
+        nn::AttentionInterventions<double> edits(mha);
+        edits.replace("", 0, in[0], nn::AttentionStage::kScores);  // S[:, 0] := R [batch, seq_q, seq_k]
+        return sum(mha(x, x, x) * w);
+      },
+      {random_tensor({2, 3, 3}, 86)}));
+}
+
+TEST(AttentionIntervention, AblatingAHeadChangesTheLossAndScalingByOneDoesNot) {
+  TinyTransformer t;
+  const auto ablate = [&](nn::Ablation kind) {
+    return nn::loss_change<double>(t.model, t.run, [&](auto& e) { e.ablate(kCross, 0, kind); });
+  };
+  EXPECT_GT(std::abs(ablate(nn::Ablation::kZero)), 1e-6);
+  EXPECT_GT(std::abs(ablate(nn::Ablation::kMean)), 1e-6);
+  EXPECT_EQ(nn::loss_change<double>(t.model, t.run, [&](auto& e) { e.scale(kCross, 0, 1.0); }), 0.0);
+  EXPECT_EQ(nn::loss_change<double>(t.model, t.run,
+                                    [&](auto& e) { e.scale(kCross, 0, 1.0, nn::AttentionStage::kScores); }),
+            0.0);
+  EXPECT_TRUE(nn::named_attention_modules(t.model)[0].second->has_attention_probes() == false);  // detached
+}
+
+TEST(AttentionIntervention, CaptureSeesTheAblatedWeights) {
+  TinyTransformer t;
+  nn::AttentionInterventions<double> edits(t.model);
+  edits.ablate(kCross, 1, nn::Ablation::kMean);
+  edits.ablate("encoder.encoder_layers.0.multi_head_attention", 0, nn::Ablation::kZero);
+  const auto capture = nn::capture_attention<double>(t.model, t.run);
+  const auto& cross = capture.at(kCross);
+  // Batch 1's source {4, 1, pad}: uniform 1/2 over keys 0 and 1 for every query.
+  EXPECT_EQ(Array(xt::view(cross.weights, 1, 1)), (Array{{0.5, 0.5, 0.0}, {0.5, 0.5, 0.0}}));
+  EXPECT_NE(Array(xt::view(cross.weights, 1, 0)), (Array{{0.5, 0.5, 0.0}, {0.5, 0.5, 0.0}}));
+  EXPECT_EQ(Array(xt::view(capture.at("encoder.encoder_layers.0.multi_head_attention").weights, xt::all(), 0)),
+            Array(xt::zeros<double>({2, 3, 3})));
+}
+
+TEST(AttentionIntervention, HeadAblationTableHasEveryModuleAndHeadInForwardOrder) {
+  TinyTransformer t;
+  const auto table = nn::head_ablation_table<double>(t.model, t.run);
+  EXPECT_EQ(table.clean_loss, t.run().item());
+  ASSERT_EQ(table.rows.size(), 12u);  // 6 modules x 2 heads
+  EXPECT_EQ(table.rows[0].module, "encoder.encoder_layers.0.multi_head_attention");
+  EXPECT_EQ(table.rows[7].module, "decoder.decoder_layers.0.src_tgt_attention");
+  EXPECT_EQ(table.rows[7].head, 1u);
+  EXPECT_EQ(table.rows[7].change,
+            nn::loss_change<double>(t.model, t.run, [&](auto& e) { e.ablate(kCross, 1); }));
+  EXPECT_EQ(table.rows[7].loss - table.clean_loss, table.rows[7].change);
+}
+
+TEST(AttentionIntervention, BadPathsHeadsAndShapesAreNamed) {
+  TinyTransformer t;
+  nn::AttentionInterventions<double> edits(t.model);
+  EXPECT_TRUE(throws_with<ValueError>([&] { edits.ablate("encoder.nope", 0); },
+                                      {"AttentionInterventions::ablate", "'encoder.nope'", "'" + kCross + "'"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { edits.scale(kCross, 2, 0.5); },
+                                      {"AttentionInterventions::scale", "head 2", kCross, "2 heads"}));
+  EXPECT_TRUE(throws_with<ShapeError>([&] { edits.scale(kCross, 0, Tensor<double>(Array{1.0, 2.0})); },
+                                      {"AttentionInterventions::scale", "factor", "[2]"}));
+  edits.replace(kCross, 0, random_tensor({2, 2, 2}, 87));  // cross-attention is [2, 2, 3]
+  EXPECT_TRUE(throws_with<ShapeError>(t.run, {"AttentionInterventions::replace", "head 0", kCross, "[2,2,2]", "[2,2,3]"}));
+}
+
+// The README's snippet ("Studying attention and its gradient"), as written there.
+TEST(Readme, AttentionCaptureSnippet) {
+  Generator gen(0);
+  nn::mha::MultiHeadAttention<float> mha(8, 2, gen);
+  mha.eval();
+  const auto x = Tensor<float>::randn({1, 5, 8}, gen);
+  const std::function<Tensor<float>()> run_loss = [&] { return mean(mha(x, x, x).output); };
+
+  auto capture = nn::capture_attention(mha, run_loss);  // A, S, dL/dA, dL/dS per module, forward order
+  const auto& r = capture.records.at(0);                 // r.name is the module's dotted path ("" here)
+  // r.weights, r.scores, r.weights_grad, r.scores_grad: [batch, heads, seq_q, seq_k]
+  bool ok = r.check.passed;  // dL/dS = A (dL/dA - rowsum(A dL/dA)), masked dL/dS = 0, rows sum to 1
+
+  double dL = nn::loss_change(mha, run_loss, [](nn::AttentionInterventions<float>& e) { e.ablate("", 1); });
+  auto table = nn::head_ablation_table(mha, run_loss);  // every (module, head): ablated - clean loss
+
+  EXPECT_TRUE(ok);
+  EXPECT_EQ(r.name, "");
+  EXPECT_EQ(r.weights.shape()[1], 2u);
+  EXPECT_EQ(table.rows.size(), 2u);
+  EXPECT_EQ(table.rows[1].change, dL);
+}
+
+}  // namespace
+}  // namespace tapegrad
