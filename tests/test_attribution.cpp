@@ -1,7 +1,7 @@
 // nn/attribution: each method on a small case worked out by hand (the arithmetic is in the
 // comments, and was re-done in PyTorch float64 when the tests were written), the forward-order
-// property, the invariants (rollout rows sum to 1, flow within capacities, IG completeness) and
-// the errors for bad input.
+// property and the invariants (rollout rows sum to 1, flow within capacities, IG completeness).
+// The errors for bad input are rows of docs/bad-inputs.md (tests/bad_inputs/attribution_rows.cpp).
 #include <cmath>
 #include <vector>
 
@@ -270,70 +270,6 @@ TEST(HeadImportance, EqualsTheHeadMaskGradient) {
   const auto grads = tape.gradient(loss, {a, xi});
   const auto importance = nn::head_importance<double>(Maps{a.value()}, Maps{grads[0].value()});
   EXPECT_NEAR(importance(0, 0), std::abs(grads[1].value()(0)), kExact);
-}
-
-TEST(AttributionBadInput, EmptyLayerList) {
-  EXPECT_TRUE(throws_with<ValueError>([] { nn::attention_rollout<double>(Maps{}); },
-                                      {"attention_rollout", "'attention'", "empty list of layers"}));
-  EXPECT_TRUE(throws_with<ValueError>([] { nn::head_importance<double>(Maps{}, Maps{}); },
-                                      {"head_importance", "'attention'", "empty"}));
-}
-
-TEST(AttributionBadInput, LayersOfDifferentSeqLengths) {
-  EXPECT_TRUE(throws_with<ShapeError>(
-      [] { nn::attention_flow<double>(Maps{kL1, xt::zeros<double>({1, 2, 3, 3})}); },
-      {"attention_flow", "attention[1] has shape [1,2,3,3] but attention[0] has [1,2,2,2]"}));
-}
-
-TEST(AttributionBadInput, NonSquareMaps) {
-  EXPECT_TRUE(throws_with<ShapeError>([] { nn::attention_rollout<double>(Maps{xt::zeros<double>({1, 2, 2, 3})}); },
-                                      {"attention_rollout", "attention[0]", "square", "[1,2,2,3]"}));
-  EXPECT_TRUE(throws_with<ShapeError>([] { nn::attention_rollout<double>(Maps{xt::zeros<double>({2, 2})}); },
-                                      {"attention_rollout", "[batch, heads, seq_q, seq_k]", "[2,2]"}));
-}
-
-TEST(AttributionBadInput, GradientShapeDiffers) {
-  EXPECT_TRUE(throws_with<ShapeError>(
-      [] { nn::gradient_weighted_rollout<double>(Maps{kA1, kA2}, Maps{kG1, xt::zeros<double>({1, 1, 2, 2})}); },
-      {"gradient_weighted_rollout", "gradients[1] has shape [1,1,2,2] but attention[1] has [1,2,2,2]"}));
-  EXPECT_TRUE(throws_with<ValueError>([] { nn::gradient_weighted_rollout<double>(Maps{kA1, kA2}, Maps{kG1}); },
-                                      {"gradient_weighted_rollout", "2 layers in 'attention' but 1 in 'gradients'"}));
-}
-
-TEST(AttributionBadInput, CrossAttentionShapes) {
-  const Maps a{kA1}, g{kG1}, cross{xt::zeros<double>({1, 1, 2, 3})};
-  EXPECT_TRUE(throws_with<ShapeError>(
-      [&] { nn::chefer_encoder_decoder_relevance<double>({a, g}, {a, g}, {cross, cross}); },
-      {"chefer_encoder_decoder_relevance", "cross.attention[0] has shape [1,1,2,3]", "[1, heads, 2, 2]"}));
-  const Maps two{kA1, kA1};
-  EXPECT_TRUE(throws_with<ValueError>(
-      [&] { nn::chefer_encoder_decoder_relevance<double>({a, g}, {two, two}, {a, g}); },
-      {"chefer_encoder_decoder_relevance", "2 decoder self-attention layers but 1 cross-attention"}));
-}
-
-TEST(AttributionBadInput, HeadCountsDiffer) {
-  const Maps a{kA1, xt::zeros<double>({1, 1, 2, 2})};
-  EXPECT_TRUE(throws_with<ShapeError>([&] { nn::head_importance<double>(a, a); },
-                                      {"head_importance", "attention[1] has shape [1,1,2,2]", "2 heads"}));
-}
-
-TEST(AttributionBadInput, NegativeCapacityAndZeroRow) {
-  EXPECT_TRUE(throws_with<ValueError>([] { nn::attention_flow<double>(Maps{-kL1}); },
-                                      {"attention_flow", "attention[0] holds -1", ">= 0"}));
-  // .5 mean + .5 I with mean row [-1, 0]: row 0 sums to 0.
-  EXPECT_TRUE(throws_with<ValueError>([] { nn::attention_rollout<double>(Maps{xt::xarray<double>{{{{-1, 0}, {0, 1}}}}}); },
-                                      {"attention_rollout", "row 0 of layer 0, sequence 0 sums to 0"}));
-}
-
-TEST(AttributionBadInput, IntegratedGradientsSteps) {
-  const nn::AttentionGradientAt<double> grad_at = [](double) { return xt::xarray<double>{1.0, 2.0}; };
-  EXPECT_TRUE(throws_with<ValueError>([&] { nn::integrated_gradients(xt::xarray<double>{1.0, 2.0}, grad_at, 0); },
-                                      {"integrated_gradients", "steps must be at least 1, got 0"}));
-  EXPECT_TRUE(throws_with<ShapeError>([&] { nn::integrated_gradients(xt::xarray<double>{1.0, 2.0, 3.0}, grad_at); },
-                                      {"integrated_gradients", "grad_at(0.05) returned shape [2] but attention has shape [3]"}));
-  EXPECT_TRUE(throws_with<ValueError>(
-      [] { nn::integrated_gradients(xt::xarray<double>{1.0}, nn::AttentionGradientAt<double>{}); },
-      {"integrated_gradients", "'grad_at'", "empty"}));
 }
 
 }  // namespace
