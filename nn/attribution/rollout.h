@@ -24,11 +24,10 @@ namespace tapegrad::nn {
 template <class T>
 xt::xarray<T> attention_rollout(std::span<const xt::xarray<T>> attention);
 
-// Gradient-weighted rollout, as in Chefer et al. 2021's code (compute_rollout_attention fed
-// with Eq. 5's maps): per layer Ā_l = mean_heads(max(A_l ⊙ dL/dA_l, 0)) (the clip per head,
-// before the mean), Â_l = Ā_l + I with each row divided by its own sum (the normalisation of
-// compute_rollout_attention, sum(dim=-1, keepdim=True)), then R = Â_L ··· Â_1. Every row sums to
-// 1. Chefer's relevance rule without the normalisation is chefer_self_attention_relevance
+// Gradient-weighted rollout: per layer Ā_l = mean_heads(max(A_l ⊙ dL/dA_l, 0)) (Chefer et al.
+// 2021, Eq. 5: the clip per head, before the mean), Â_l = Ā_l + I with each row divided by its
+// own sum (the normalisation of compute_rollout_attention in Chefer et al.'s code:
+// sum(dim=-1, keepdim=True)), then R = Â_L ··· Â_1. Every row sums to 1. Chefer's relevance rule without the normalisation is chefer_self_attention_relevance
 // (nn/attribution/chefer_relevance.h). gradients[l] is dL/dA for attention[l], same shape.
 // Errors as attention_rollout, plus ValueError for a different number of gradient maps and
 // ShapeError for a gradient whose shape differs from its map's.
