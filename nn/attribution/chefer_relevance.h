@@ -1,11 +1,12 @@
 #pragma once
 // Relevance propagation through attention, Chefer, Gur & Wolf 2021, "Generic Attention-model
 // Explainability for Interpreting Bi-Modal and Encoder-Decoder Transformers" (ICCV), §3.
-// Equation numbers are the paper's.
+// Equation numbers are the paper's, as the authors' code (Transformer-MM-Explainability) cites them:
+// rule 5 (Ā), rules 6-7 (self-attention), Eqs. 8-9 (normalisation), rule 10 (cross-attention).
 //
 // Every attention map enters through Eq. 5: Ā = E_h[(∇A ⊙ A)^+], the mean over heads of the
 // positive part of A ⊙ dL/dA (clip per head, then mean), computed per sequence of the batch.
-// Relevance maps start as R_xx = I (each token is its own context) and R_xy = 0 (Eqs. 1-4).
+// Relevance maps start as R_xx = I (each token is its own context) and R_xy = 0.
 //
 // Notation here: s = the encoder's (source) tokens, q = the decoder's (query/target) tokens.
 // All lists are in FORWARD order, each map [batch, heads, seq_q, seq_k] with its dL/dA of the
@@ -48,8 +49,8 @@ struct EncoderDecoderRelevance {
 // then I added back. A row of R̂ that sums to 0 (a token that took context from nothing yet) stays
 // 0, so R̄ keeps that token's identity row. Chefer's code divides by zero there and then zeroes
 // every NaN of the product, which drops the whole layer's cross-attention term; that is not the
-// paper's intent and is not reproduced. The encoder's self-attention does not see the decoder,
-// so Eq. 11 (R_ss += Ā · R_qs, the bi-modal rule) adds nothing for this architecture.
+// paper's intent and is not reproduced. The bi-modal rule that feeds the cross term back into
+// the other modality's self-relevance does not apply: the encoder never sees the decoder.
 //
 // encoder_self [batch, h, src, src], decoder_self [batch, h, tgt, tgt] and cross
 // [batch, h, tgt, src], each non-empty, with as many cross maps as decoder self maps (one of

@@ -1,6 +1,7 @@
 #pragma once
 // Head importance from the gradient of a head mask: Michel, Levy & Neubig 2019, "Are Sixteen
-// Heads Really Better than One?" (NeurIPS), §4.1 (Eq. 2) and the per-layer normalisation of §4.2.
+// Heads Really Better than One?" (NeurIPS): the head importance score of their §4.1, with the
+// per-layer L2 normalisation they describe there.
 //
 //   I_h = E_x | ∂L(x)/∂ξ_h |   at ξ = 1,
 //

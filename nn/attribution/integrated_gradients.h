@@ -1,6 +1,7 @@
 #pragma once
 // Integrated gradients over attention weights: Hao, Dong, Wei & Xu 2021, "Self-Attention
-// Attribution: Interpreting Information Interactions Inside Transformer" (AAAI), Eqs. 3-4.
+// Attribution: Interpreting Information Interactions Inside Transformer" (AAAI 2021): their
+// attribution score Attr_h(A) and its Riemann approximation.
 //
 //   Attr(A) = A ⊙ ∫_0^1 ∂F(αA)/∂A dα  ≈  A ⊙ (1/m) Σ_{k=1}^{m} ∂F((k/m)·A)/∂A
 //
