@@ -75,12 +75,6 @@ TEST(AttentionRollout, RowsSumToOneAndSequencesAreIndependent) {
   EXPECT_LT(max_abs_diff(sequence(r, 1), sequence(nn::attention_rollout<double>(second), 0)), kExact);
 }
 
-TEST(AttentionRollout, FloatMatchesDouble) {
-  const std::vector<xt::xarray<float>> layers{xt::cast<float>(kL1), xt::cast<float>(kL2)};
-  const auto r = nn::attention_rollout<float>(layers);
-  EXPECT_LT(max_abs_diff(xt::cast<double>(r), nn::attention_rollout<double>(Maps{kL1, kL2})), 1e-6);
-}
-
 // The max-flow solver on CLRS's Figure 26.1 network (s = 0, t = 5): maximum flow 23, which needs
 // the residual (backward) edges to find.
 TEST(MaxFlow, TextbookNetwork) {
@@ -270,6 +264,26 @@ TEST(HeadImportance, EqualsTheHeadMaskGradient) {
   const auto grads = tape.gradient(loss, {a, xi});
   const auto importance = nn::head_importance<double>(Maps{a.value()}, Maps{grads[0].value()});
   EXPECT_NEAR(importance(0, 0), std::abs(grads[1].value()(0)), kExact);
+}
+
+// Every method's float instantiation agrees with its double one on the gradient-weighted case.
+TEST(Attribution, FloatMatchesDouble) {
+  const Maps a{kA1, kA2}, g{kG1, kG2};
+  const std::vector<xt::xarray<float>> af{xt::cast<float>(kA1), xt::cast<float>(kA2)};
+  const std::vector<xt::xarray<float>> gf{xt::cast<float>(kG1), xt::cast<float>(kG2)};
+  auto close = [](const xt::xarray<float>& f, const xt::xarray<double>& d) {
+    return max_abs_diff(xt::cast<double>(f), d) < 1e-5;
+  };
+  EXPECT_TRUE(close(nn::attention_rollout<float>(af), nn::attention_rollout<double>(a)));
+  EXPECT_TRUE(close(nn::attention_flow<float>(af), nn::attention_flow<double>(a)));
+  EXPECT_TRUE(close(nn::gradient_weighted_rollout<float>(af, gf), nn::gradient_weighted_rollout<double>(a, g)));
+  EXPECT_TRUE(close(nn::chefer_self_attention_relevance<float>({af, gf}),
+                    nn::chefer_self_attention_relevance<double>({a, g})));
+  EXPECT_TRUE(close(nn::chefer_encoder_decoder_relevance<float>({af, gf}, {af, gf}, {af, gf}).cross,
+                    nn::chefer_encoder_decoder_relevance<double>({a, g}, {a, g}, {a, g}).cross));
+  EXPECT_TRUE(close(nn::head_importance<float>(af, gf), nn::head_importance<double>(a, g)));
+  const nn::AttentionGradientAt<float> grad_at = [&](float alpha) { return xt::xarray<float>(alpha * gf[0]); };
+  EXPECT_TRUE(close(nn::integrated_gradients(af[0], grad_at), kA1 * kG1 * 0.525));  // (1/20) Σ k/20 = 21/40
 }
 
 }  // namespace
