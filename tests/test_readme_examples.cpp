@@ -7,6 +7,7 @@
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "autograd/testing/gradcheck_gtest.h"
+#include "nn/attribution.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {
@@ -115,6 +116,28 @@ TEST(Readme, HigherOrderSnippet) {
   EXPECT_EQ(hessian_vector_product(f, {x}, {v})[0].value(), (xt::xarray<double>{3.0, -24.0}));  // 6 x v
   const auto [y, j_u] = jvp<double>([](const std::vector<Tensor<double>>& p) { return cube(p[0]); }, {x}, {v});
   EXPECT_EQ(j_u[0].value(), (xt::xarray<double>{0.75, 24.0}));  // 3 x^2 u
+}
+
+// The README's attribution snippet (tests/CMakeLists.txt copies it out of the README) with its
+// inputs: two layers of 2 heads over 3 tokens, and grad_at for F(A) = sum(A²) over layer 0.
+TEST(Readme, AttributionSnippet) {
+  std::vector<xt::xarray<double>> attention, gradients;
+  for (std::uint64_t seed : {1, 2}) {
+    xt::xarray<double> a = xt::abs(random_tensor({1, 2, 3, 3}, seed, false).value());
+    attention.push_back(xt::xarray<double>(a / xt::eval(xt::sum(a, {3}, xt::keep_dims))));
+    gradients.push_back(random_tensor({1, 2, 3, 3}, seed + 10, false).value());
+  }
+  const nn::AttentionGradientAt<double> grad_at = [&](double alpha) {
+    return xt::xarray<double>(2.0 * alpha * attention[0]);
+  };
+#include "attribution_snippet.inc"
+  EXPECT_LT(max_abs_diff(xt::xarray<double>(xt::sum(rollout, {2})), xt::ones<double>({1, 3})), 1e-12);
+  EXPECT_EQ(flow.shape(), rollout.shape());
+  EXPECT_EQ(weighted.shape(), rollout.shape());
+  EXPECT_EQ(relevance.shape(), rollout.shape());
+  EXPECT_EQ(importance.shape(), (std::vector<std::size_t>{2, 2}));
+  // F = sum(A²): 20 right-Riemann steps give A² · 21/20.
+  EXPECT_LT(max_abs_diff(attribution, attention[0] * attention[0] * 1.05), 1e-12);
 }
 
 }  // namespace
