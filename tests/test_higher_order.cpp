@@ -64,6 +64,42 @@ TEST_P(EveryOp, FirstDerivativeIsBitIdenticalWithCreateGraph) {
   }
 }
 
+// The same first derivative, computed with every differentiated input made an intermediate
+// (x * 1.0, the same bits) whose handles are gone before backward: the tape then holds each
+// intermediate's value only where an op's backward reads it (detail::Edge), and a formula that
+// reads a value it did not keep would fail or differ here.
+std::vector<Tensor<double>> derivative_through_unheld_intermediates(const OpCase& c, const std::vector<Tensor<double>>& x,
+                                                                    bool create_graph) {
+  std::vector<Tensor<double>> sources;
+  for (const auto& t : x)
+    if (t.requires_grad()) sources.push_back(t);
+  GradientTape tape;
+  Tensor<double> out;
+  {
+    std::vector<Tensor<double>> through;
+    for (const auto& t : x) through.push_back(t.requires_grad() ? mul(t, 1.0) : t);
+    out = c.fn(through);
+  }
+  Generator gen(7);
+  const Tensor<double> v = Tensor<double>::uniform(out.shape(), gen, 0.5, 1.5);
+  return tape.gradient(sum(mul(out, v)), sources, {.create_graph = create_graph});
+}
+
+TEST_P(EveryOp, FirstDerivativeIsTheSameThroughIntermediatesNobodyHolds) {
+  const OpCase& c = GetParam();
+  const auto x = c.inputs();
+  const auto direct = first_derivative(c, x, false);
+  for (const bool create_graph : {false, true}) {
+    const auto through = derivative_through_unheld_intermediates(c, x, create_graph);
+    ASSERT_EQ(direct.size(), through.size());
+    for (std::size_t i = 0; i < direct.size(); ++i) {
+      ASSERT_EQ(direct[i].shape(), through[i].shape()) << "source " << i;
+      EXPECT_EQ(std::memcmp(direct[i].value().data(), through[i].value().data(), direct[i].numel() * sizeof(double)), 0)
+          << "source " << i << (create_graph ? " (create_graph)" : "");
+    }
+  }
+}
+
 TEST_P(EveryOp, Gradcheck) {
   const OpCase& c = GetParam();
   const auto result = gradcheck(c.fn, c.inputs(), c.options);
