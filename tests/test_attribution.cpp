@@ -95,7 +95,7 @@ TEST(MaxFlow, TextbookNetwork) {
 TEST(MaxFlow, NeedsResidualEdges) {
   enum : std::size_t { s, a, b, c, d, t };
   nn::detail::MaxFlow g(6);
-  for (const auto [from, to] : {std::pair{s, a}, {a, b}, {b, t}, {s, c}, {c, b}, {a, d}, {d, t}}) g.add_edge(from, to, 1.0);
+  for (const auto& [from, to] : {std::pair{s, a}, {a, b}, {b, t}, {s, c}, {c, b}, {a, d}, {d, t}}) g.add_edge(from, to, 1.0);
   EXPECT_NEAR(g.max_flow(s, t), 2.0, kExact);
 }
 
