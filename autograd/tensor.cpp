@@ -183,22 +183,24 @@ std::shared_ptr<Node<T>> make_node(xt::xarray<T>&& value) {
 
 template <class T>
 Tensor<T>::Tensor(xt::xarray<T> value, bool requires_grad) : node_(make_node(std::move(value))) {
-  node_->hold_value();
   node_->requires_grad = requires_grad;
 }
 
+namespace {
 template <class T>
-Tensor<T>::Tensor(std::shared_ptr<Node<T>> node) : node_(std::move(node)) {
-  if (!node_) return;
-  if (node_->value_released()) {
-    const std::string what = node_->describe() + (node_->op ? std::string(" made by ") + node_->op : std::string());
-    node_ = nullptr;
-    throw TapeError("Tensor: the value of " + what +
+std::shared_ptr<Node<T>> with_value(std::shared_ptr<Node<T>> node) {
+  if (node && node->value_released()) {
+    throw TapeError("Tensor: the value of " + node->describe() +
+                    (node->op ? std::string(" made by ") + node->op : std::string()) +
                     " was freed when its last handle went (a backward formula keeps only the values it reads); "
                     "keep a Tensor handle to it to read it later");
   }
-  node_->hold_value();
+  return node;
 }
+}  // namespace
+
+template <class T>
+Tensor<T>::Tensor(std::shared_ptr<Node<T>> node) : node_(with_value(std::move(node))) {}
 
 template <class T>
 Tensor<T> Tensor<T>::zeros(const Shape& shape, bool requires_grad) {
@@ -255,15 +257,15 @@ Tensor<T> Tensor<T>::uniform(const Shape& shape, Generator& gen, T low, T high, 
 
 template <class T>
 Shape Tensor<T>::shape() const {
-  const auto& s = checked(node_, "shape")->value.shape();
+  const auto& s = checked(node_.get(), "shape")->value.shape();
   return Shape(s.begin(), s.end());
 }
 
 template <class T>
-std::size_t Tensor<T>::ndim() const { return checked(node_, "ndim")->value.dimension(); }
+std::size_t Tensor<T>::ndim() const { return checked(node_.get(), "ndim")->value.dimension(); }
 
 template <class T>
-std::size_t Tensor<T>::numel() const { return checked(node_, "numel")->value.size(); }
+std::size_t Tensor<T>::numel() const { return checked(node_.get(), "numel")->value.size(); }
 
 template <class T>
 std::size_t Tensor<T>::size(Index axis) const {
@@ -276,23 +278,23 @@ std::size_t Tensor<T>::size(Index axis) const {
 }
 
 template <class T>
-const xt::xarray<T>& Tensor<T>::value() const { return checked(node_, "value")->value; }
+const xt::xarray<T>& Tensor<T>::value() const { return checked(node_.get(), "value")->value; }
 
 template <class T>
 xt::xarray<T>& Tensor<T>::mutable_value() {
-  ++checked(node_, "mutable_value")->version;
+  ++checked(node_.get(), "mutable_value")->version;
   return node_->value;
 }
 
 template <class T>
-std::uint64_t Tensor<T>::version() const { return checked(node_, "version")->version; }
+std::uint64_t Tensor<T>::version() const { return checked(node_.get(), "version")->version; }
 
 template <class T>
-bool Tensor<T>::has_grad() const { return checked(node_, "has_grad")->has_grad(); }
+bool Tensor<T>::has_grad() const { return checked(node_.get(), "has_grad")->has_grad(); }
 
 template <class T>
 const xt::xarray<T>& Tensor<T>::grad() const {
-  if (!checked(node_, "grad")->grad) {
+  if (!checked(node_.get(), "grad")->grad) {
     throw TapeError("grad: tensor " + describe() + " has no gradient" +
                     (node_->requires_grad ? " yet (run backward first, or it did not reach the loss)"
                                           : " (it does not require one)"));
@@ -301,11 +303,11 @@ const xt::xarray<T>& Tensor<T>::grad() const {
 }
 
 template <class T>
-void Tensor<T>::zero_grad() { checked(node_, "zero_grad")->clear_grad(); }
+void Tensor<T>::zero_grad() { checked(node_.get(), "zero_grad")->clear_grad(); }
 
 template <class T>
 Tensor<T>& Tensor<T>::set_grad(xt::xarray<T> grad) {
-  const Node<T>& node = *checked(node_, "set_grad");
+  const Node<T>& node = *checked(node_.get(), "set_grad");
   if (!std::equal(grad.shape().begin(), grad.shape().end(), node.value.shape().begin(), node.value.shape().end())) {
     throw ValueError("set_grad: gradient of shape " + format_shape(grad.shape()) + " for tensor " + describe() +
                      ": it must have the tensor's shape");
@@ -315,11 +317,11 @@ Tensor<T>& Tensor<T>::set_grad(xt::xarray<T> grad) {
 }
 
 template <class T>
-bool Tensor<T>::requires_grad() const { return checked(node_, "requires_grad")->requires_grad; }
+bool Tensor<T>::requires_grad() const { return checked(node_.get(), "requires_grad")->requires_grad; }
 
 template <class T>
 Tensor<T>& Tensor<T>::set_requires_grad(bool requires_grad) {
-  if (!checked(node_, "set_requires_grad")->is_leaf) {
+  if (!checked(node_.get(), "set_requires_grad")->is_leaf) {
     throw TapeError("set_requires_grad: " + describe() + " is the output of " + node_->op +
                     "; only a leaf's flag can be set (use detach() for a new leaf)");
   }
@@ -330,7 +332,7 @@ Tensor<T>& Tensor<T>::set_requires_grad(bool requires_grad) {
 template <class T>
 std::uint64_t Tensor<T>::register_hook(GradHook<T> hook) {
   if (!hook) throw ValueError("register_hook: the hook for tensor " + describe() + " is empty");
-  if (!checked(node_, "register_hook")->requires_grad) {
+  if (!checked(node_.get(), "register_hook")->requires_grad) {
     throw TapeError("register_hook: tensor " + describe() + " does not require a gradient, so no gradient will reach a hook");
   }
   static std::atomic<std::uint64_t> next_id{1};
@@ -341,7 +343,7 @@ std::uint64_t Tensor<T>::register_hook(GradHook<T> hook) {
 
 template <class T>
 void Tensor<T>::remove_hook(std::uint64_t id) {
-  auto& hooks = checked(node_, "remove_hook")->hooks;
+  auto& hooks = checked(node_.get(), "remove_hook")->hooks;
   const auto it = std::find_if(hooks.begin(), hooks.end(), [id](const auto& h) { return h.first == id; });
   if (it == hooks.end()) throw ValueError("remove_hook: tensor " + describe() + " has no hook with id " + std::to_string(id));
   hooks.erase(it);
@@ -349,19 +351,19 @@ void Tensor<T>::remove_hook(std::uint64_t id) {
 
 template <class T>
 Tensor<T>& Tensor<T>::retain_grad() {
-  checked(node_, "retain_grad")->retains_grad = true;
+  checked(node_.get(), "retain_grad")->retains_grad = true;
   return *this;
 }
 
 template <class T>
-bool Tensor<T>::is_leaf() const { return checked(node_, "is_leaf")->is_leaf; }
+bool Tensor<T>::is_leaf() const { return checked(node_.get(), "is_leaf")->is_leaf; }
 
 template <class T>
-const std::string& Tensor<T>::name() const { return checked(node_, "name")->name; }
+const std::string& Tensor<T>::name() const { return checked(node_.get(), "name")->name; }
 
 template <class T>
 Tensor<T>& Tensor<T>::set_name(std::string name) {
-  checked(node_, "set_name")->name = std::move(name);
+  checked(node_.get(), "set_name")->name = std::move(name);
   return *this;
 }
 
@@ -370,7 +372,7 @@ std::string Tensor<T>::describe() const { return node_ ? node_->describe() : "<u
 
 template <class T>
 T Tensor<T>::item() const {
-  if (checked(node_, "item")->value.size() != 1) {
+  if (checked(node_.get(), "item")->value.size() != 1) {
     throw ValueError("item: tensor " + describe() + " has " + std::to_string(numel()) + " elements, not 1");
   }
   return *node_->value.data();
@@ -378,13 +380,13 @@ T Tensor<T>::item() const {
 
 template <class T>
 Tensor<T> Tensor<T>::detach() const {
-  Tensor out(checked(node_, "detach")->value);
+  Tensor out(checked(node_.get(), "detach")->value);
   out.node_->name = node_->name;
   return out;
 }
 
 template <class T>
-const std::shared_ptr<Node<T>>& Tensor<T>::node() const { return node_; }
+const std::shared_ptr<Node<T>>& Tensor<T>::node() const { return node_.get(); }
 
 template class Node<float>;
 template class Node<double>;

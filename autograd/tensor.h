@@ -78,6 +78,34 @@ class NodeBase : public std::enable_shared_from_this<NodeBase> {
   std::atomic<std::uint32_t> value_holds_{0};
 };
 
+// A shared pointer to a node that holds the node's value while it lives (NodeBase::hold_value):
+// what a Tensor handle is, and how a create_graph walk keeps the gradients it carries.
+template <class N>
+class ValueHold {
+ public:
+  ValueHold() = default;
+  explicit ValueHold(std::shared_ptr<N> node) : node_(std::move(node)) {
+    if (node_) node_->hold_value();
+  }
+  ValueHold(const ValueHold& other) noexcept : ValueHold(other.node_) {}
+  ValueHold(ValueHold&& other) noexcept = default;
+  ValueHold& operator=(const ValueHold& other) noexcept { return *this = ValueHold(other); }
+  ValueHold& operator=(ValueHold&& other) noexcept {
+    ValueHold taken(std::move(other));
+    std::swap(node_, taken.node_);
+    return *this;
+  }
+  ~ValueHold() {
+    if (node_) node_->drop_value_hold(node_.use_count() > 1);
+  }
+  explicit operator bool() const { return node_ != nullptr; }
+  N* operator->() const { return node_.get(); }
+  const std::shared_ptr<N>& get() const { return node_; }
+
+ private:
+  std::shared_ptr<N> node_;
+};
+
 // A gradient hook (Tensor::register_hook): sees the gradient flowing into a tensor and returns a
 // replacement of the same shape, or std::nullopt to leave it as it is.
 template <class T>
@@ -139,24 +167,6 @@ class Tensor {
   // Another handle to an existing node (ops and backward formulas use it for an op's output). The
   // node's value must not have been released (NodeBase::hold_value): TapeError otherwise.
   explicit Tensor(std::shared_ptr<Node<T>> node);
-  // Every handle holds the node's value (NodeBase::hold_value).
-  Tensor(const Tensor& other) noexcept : node_(other.node_) {
-    if (node_) node_->hold_value();
-  }
-  Tensor(Tensor&& other) noexcept = default;
-  Tensor& operator=(const Tensor& other) noexcept {
-    Tensor copy(other);
-    std::swap(node_, copy.node_);
-    return *this;
-  }
-  Tensor& operator=(Tensor&& other) noexcept {
-    Tensor taken(std::move(other));
-    std::swap(node_, taken.node_);
-    return *this;
-  }
-  ~Tensor() {
-    if (node_) node_->drop_value_hold(node_.use_count() > 1);
-  }
 
   static Tensor zeros(const Shape& shape, bool requires_grad = false);
   static Tensor ones(const Shape& shape, bool requires_grad = false);
@@ -166,7 +176,7 @@ class Tensor {
   static Tensor randn(const Shape& shape, Generator& gen, T mean = T(0), T std = T(1), bool requires_grad = false);
   static Tensor uniform(const Shape& shape, Generator& gen, T low = T(0), T high = T(1), bool requires_grad = false);
 
-  bool defined() const { return node_ != nullptr; }
+  bool defined() const { return static_cast<bool>(node_); }
   Shape shape() const;
   std::size_t ndim() const;
   std::size_t numel() const;
@@ -222,11 +232,11 @@ class Tensor {
   template <class U> Tensor<U> to(CallSite where = std::source_location::current()) const;
 
   // Whether two handles share one node.
-  bool same_node(const Tensor& other) const { return node_ == other.node_; }
+  bool same_node(const Tensor& other) const { return node_.get() == other.node_.get(); }
   const std::shared_ptr<Node<T>>& node() const;
 
  private:
-  std::shared_ptr<Node<T>> node_;
+  ValueHold<Node<T>> node_;  // every handle holds the node's value
 };
 
 extern template class Tensor<float>;

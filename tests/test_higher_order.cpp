@@ -39,65 +39,55 @@ namespace {
 
 class EveryOp : public ::testing::TestWithParam<OpCase> {};
 
-// The gradients of sum(fn(x) * v) for a fixed v, with or without create_graph.
-std::vector<Tensor<double>> first_derivative(const OpCase& c, const std::vector<Tensor<double>>& x, bool create_graph) {
-  std::vector<Tensor<double>> sources;
-  for (const auto& t : x)
-    if (t.requires_grad()) sources.push_back(t);
-  GradientTape tape;
-  const Tensor<double> out = c.fn(x);
-  Generator gen(7);
-  const Tensor<double> v = Tensor<double>::uniform(out.shape(), gen, 0.5, 1.5);
-  return tape.gradient(sum(mul(out, v)), sources, {.create_graph = create_graph});
-}
-
-TEST_P(EveryOp, FirstDerivativeIsBitIdenticalWithCreateGraph) {
-  const OpCase& c = GetParam();
-  const auto x = c.inputs();
-  const auto plain = first_derivative(c, x, false);
-  const auto recorded = first_derivative(c, x, true);
-  ASSERT_EQ(plain.size(), recorded.size());
-  for (std::size_t i = 0; i < plain.size(); ++i) {
-    ASSERT_EQ(plain[i].shape(), recorded[i].shape()) << "source " << i;
-    EXPECT_EQ(std::memcmp(plain[i].value().data(), recorded[i].value().data(), plain[i].numel() * sizeof(double)), 0)
-        << "source " << i << ": the recorded backward computes other bits than the first-order one";
-  }
-}
-
-// The same first derivative, computed with every differentiated input made an intermediate
-// (x * 1.0, the same bits) whose handles are gone before backward: the tape then holds each
-// intermediate's value only where an op's backward reads it (detail::Edge), and a formula that
-// reads a value it did not keep would fail or differ here.
-std::vector<Tensor<double>> derivative_through_unheld_intermediates(const OpCase& c, const std::vector<Tensor<double>>& x,
-                                                                    bool create_graph) {
+// The gradients of sum(fn(x) * v) for a fixed v, with or without create_graph. With
+// `unheld_intermediates`, every differentiated input is first made an intermediate (x * 1.0, the
+// same bits) whose handles are gone before backward: the tape then holds each intermediate's
+// value only where an op's backward reads it (detail::Edge).
+std::vector<Tensor<double>> first_derivative(const OpCase& c, const std::vector<Tensor<double>>& x, bool create_graph,
+                                             bool unheld_intermediates = false) {
   std::vector<Tensor<double>> sources;
   for (const auto& t : x)
     if (t.requires_grad()) sources.push_back(t);
   GradientTape tape;
   Tensor<double> out;
-  {
+  if (unheld_intermediates) {
     std::vector<Tensor<double>> through;
     for (const auto& t : x) through.push_back(t.requires_grad() ? mul(t, 1.0) : t);
     out = c.fn(through);
+  } else {
+    out = c.fn(x);
   }
   Generator gen(7);
   const Tensor<double> v = Tensor<double>::uniform(out.shape(), gen, 0.5, 1.5);
   return tape.gradient(sum(mul(out, v)), sources, {.create_graph = create_graph});
 }
 
+// Each gradient of `actual` has the bits of the same one of `expected`.
+void expect_same_bits(const std::vector<Tensor<double>>& expected, const std::vector<Tensor<double>>& actual,
+                      const std::string& what) {
+  ASSERT_EQ(expected.size(), actual.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    ASSERT_EQ(expected[i].shape(), actual[i].shape()) << "source " << i;
+    EXPECT_EQ(std::memcmp(expected[i].value().data(), actual[i].value().data(), expected[i].numel() * sizeof(double)), 0)
+        << "source " << i << ": " << what;
+  }
+}
+
+TEST_P(EveryOp, FirstDerivativeIsBitIdenticalWithCreateGraph) {
+  const OpCase& c = GetParam();
+  const auto x = c.inputs();
+  expect_same_bits(first_derivative(c, x, false), first_derivative(c, x, true),
+                   "the recorded backward computes other bits than the first-order one");
+}
+
+// A formula that reads a value it did not keep would fail or differ here.
 TEST_P(EveryOp, FirstDerivativeIsTheSameThroughIntermediatesNobodyHolds) {
   const OpCase& c = GetParam();
   const auto x = c.inputs();
   const auto direct = first_derivative(c, x, false);
-  for (const bool create_graph : {false, true}) {
-    const auto through = derivative_through_unheld_intermediates(c, x, create_graph);
-    ASSERT_EQ(direct.size(), through.size());
-    for (std::size_t i = 0; i < direct.size(); ++i) {
-      ASSERT_EQ(direct[i].shape(), through[i].shape()) << "source " << i;
-      EXPECT_EQ(std::memcmp(direct[i].value().data(), through[i].value().data(), direct[i].numel() * sizeof(double)), 0)
-          << "source " << i << (create_graph ? " (create_graph)" : "");
-    }
-  }
+  expect_same_bits(direct, first_derivative(c, x, false, /*unheld_intermediates=*/true), "through intermediates");
+  expect_same_bits(direct, first_derivative(c, x, true, /*unheld_intermediates=*/true),
+                   "through intermediates, create_graph");
 }
 
 TEST_P(EveryOp, Gradcheck) {

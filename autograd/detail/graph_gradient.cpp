@@ -12,7 +12,7 @@ namespace {
 
 template <class T>
 Tensor<T> as_tensor(const HeldGradient& gradient) {
-  return Tensor<T>(std::static_pointer_cast<Node<T>>(gradient.node()));
+  return Tensor<T>(std::static_pointer_cast<Node<T>>(gradient.get()));
 }
 
 // Runs node's hooks on g's value; a replacement becomes a constant.

@@ -24,31 +24,9 @@ enum class LeafGradient {
 };
 LeafGradient leaf_gradient(const NodeBase& leaf, bool has_hooks);
 
-// A gradient a create_graph walk carries: its node, with a hold on the value (NodeBase::hold_value)
-// for as long as the walk keeps it, since the walk adds to it and hands it on.
-class HeldGradient {
- public:
-  HeldGradient() = default;
-  explicit HeldGradient(std::shared_ptr<NodeBase> node) : node_(std::move(node)) {
-    if (node_) node_->hold_value();
-  }
-  HeldGradient(const HeldGradient&) = delete;
-  HeldGradient& operator=(const HeldGradient&) = delete;
-  HeldGradient(HeldGradient&& other) noexcept = default;
-  HeldGradient& operator=(HeldGradient&& other) noexcept {
-    HeldGradient taken(std::move(other));
-    std::swap(node_, taken.node_);
-    return *this;
-  }
-  ~HeldGradient() {
-    if (node_) node_->drop_value_hold(node_.use_count() > 1);
-  }
-  explicit operator bool() const { return node_ != nullptr; }
-  const std::shared_ptr<NodeBase>& node() const { return node_; }
-
- private:
-  std::shared_ptr<NodeBase> node_;
-};
+// A gradient a create_graph walk carries: its node, with a hold on the value for as long as the
+// walk keeps it, since the walk adds to it and hands it on.
+using HeldGradient = ValueHold<NodeBase>;
 
 // A create_graph walk (GradientTape::gradient with create_graph) carries gradients as tensors
 // that the active tapes record, so they can be differentiated again. They are kept by the walk,
