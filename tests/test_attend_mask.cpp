@@ -101,6 +101,29 @@ TEST(AttendMask, AndAttendsWhereBothAllowBroadcasting) {
                                       {"AttendMask && AttendMask", "[2]", "[3]"}));
 }
 
+// Every cell of a broadcast AND against a loop over the result, at sizes where xtensor's own `&&`
+// of bool arrays of different shapes went wrong (n >= 16: the decoder's causal mask let queries see
+// the future on copy-task sequences of 17 tokens and more).
+TEST(AttendMask, AndIsRightAtEverySizeAndEveryBroadcast) {
+  for (const std::size_t n : {3u, 15u, 16u, 17u, 63u}) {
+    Mask padding = Mask::from_shape({2, 1, n});  // [batch, 1, seq_k]
+    for (std::size_t b = 0; b < 2; ++b)
+      for (std::size_t k = 0; k < n; ++k) padding(b, 0, k) = (k * 7 + b * 3) % 5 != 0;
+    const Mask causal = nn::create_look_ahead_mask(n).may_attend();  // [n, n]
+    const Mask both = (AttendMask(padding) && AttendMask(causal)).may_attend();
+    ASSERT_EQ(both.shape(), (std::vector<std::size_t>{2, n, n})) << "n = " << n;
+    std::size_t wrong = 0;
+    for (std::size_t b = 0; b < 2; ++b)
+      for (std::size_t q = 0; q < n; ++q)
+        for (std::size_t k = 0; k < n; ++k) wrong += both(b, q, k) != (padding(b, 0, k) && k <= q);
+    EXPECT_EQ(wrong, 0u) << "n = " << n;
+  }
+  const IndexArray tgt = xt::arange<Index>(1, 41).reshape({2, 20});
+  const Mask self = nn::transformer::make_tgt_mask(tgt, 0).may_attend();
+  for (std::size_t q = 0; q < 20; ++q)
+    for (std::size_t k = 0; k < 20; ++k) EXPECT_EQ(self(1, q, k), k <= q) << "query " << q << ", key " << k;
+}
+
 TEST(AttendMask, ModulesAttendWhereTheMaskIsTrue) {
   // One query over two keys, the second masked out: all weight on the first key, whichever way
   // the mask was built.
