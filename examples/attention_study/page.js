@@ -335,7 +335,6 @@ function probe(text) {
   const canvas = document.querySelector(`canvas.detail[data-quantity="${m[4] || 'A'}"]`);
   const c = D.calls[state.head[0]], rows = c.seq_q, cols = c.seq_k, cell = cellSize({rows, cols}, TARGET);
   const x0 = canvas.width - 4 - cell * cols, y0 = canvas.height - 4 - cell * rows;
-  canvas.scrollIntoView({block: 'center'});
   const r = canvas.getBoundingClientRect();
   canvas.dispatchEvent(new MouseEvent('mousemove', {bubbles: true,
     clientX: r.left + (x0 + (Number(m[3]) + 0.5) * cell) * r.width / canvas.width,
