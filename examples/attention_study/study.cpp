@@ -1,6 +1,7 @@
 #include "examples/attention_study/study.h"
 
 #include <cmath>
+#include <cstdio>
 #include <regex>
 #include <stdexcept>
 
@@ -23,29 +24,27 @@ AttentionMaps describe(const nn::AttentionRecord<float>& record, const copy_task
   if (!std::regex_match(record.name, m, pattern)) {
     throw std::runtime_error("attention_study: unexpected attention module name '" + record.name + "'");
   }
-  AttentionMaps out{.may_attend = AttendMask(record.may_attend)};
-  out.module = record.name;
-  out.layer = std::stoul(m[2]);
-  out.weights = record.weights;
-  out.grad = record.weights_grad;
-  out.scores = record.scores;
-  out.scores_grad = record.scores_grad;
-  const std::string layer = std::to_string(out.layer);
-  if (m[1] == "encoder") {
-    out.kind = AttentionKind::kEncoderSelf;
-    out.short_name = "enc" + layer + " self";
-    out.query_tokens = out.key_tokens = batch.src;
-  } else if (m[3] == "self_attention") {
-    out.kind = AttentionKind::kDecoderSelf;
-    out.short_name = "dec" + layer + " self";
-    out.query_tokens = out.key_tokens = batch.tgt_in;
-  } else {
-    out.kind = AttentionKind::kDecoderCross;
-    out.short_name = "dec" + layer + " cross";
-    out.query_tokens = batch.tgt_in;
-    out.key_tokens = batch.src;
-  }
-  return out;
+  const std::size_t layer = std::stoul(m[2]);
+  const AttentionKind kind = m[1] == "encoder"           ? AttentionKind::kEncoderSelf
+                             : m[3] == "self_attention" ? AttentionKind::kDecoderSelf
+                                                        : AttentionKind::kDecoderCross;
+  static constexpr const char* kShortNames[] = {"enc%zu self", "dec%zu self", "dec%zu cross"};
+  char short_name[32];
+  std::snprintf(short_name, sizeof short_name, kShortNames[static_cast<int>(kind)], layer);
+  // Queries: the source in the encoder, the decoder's input in the decoder; keys: the source,
+  // except in the decoder's self-attention.
+  const bool decoder = kind != AttentionKind::kEncoderSelf;
+  return AttentionMaps{.module = record.name,
+                       .kind = kind,
+                       .short_name = short_name,
+                       .layer = layer,
+                       .weights = record.weights,
+                       .grad = record.weights_grad,
+                       .scores = record.scores,
+                       .scores_grad = record.scores_grad,
+                       .may_attend = AttendMask(record.may_attend),
+                       .query_tokens = decoder ? batch.tgt_in : batch.src,
+                       .key_tokens = kind == AttentionKind::kDecoderSelf ? batch.tgt_in : batch.src};
 }
 
 double sum_of_squares(const float* p, std::size_t n) {
