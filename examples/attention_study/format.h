@@ -1,7 +1,7 @@
 #pragma once
-// Short number labels for charts and tables: 3 significant digits, fixed notation for
+// Short numbers for the page's facts and the Markdown tables: 3 significant digits, fixed notation for
 // magnitudes in [0.001, 10000) ("0.734", "12.5", "-3.20", "0.00468"), scientific otherwise ("1.25e-04"), "0"
-// for zero. Only characters the 5x7 font has.
+// for zero.
 #include <string>
 
 namespace tapegrad::attention_study {

@@ -1,8 +1,9 @@
 // attention_study: how attention and its gradient look in a copy-task Transformer.
 // Trains a small copy-task model (or loads one with --checkpoint), runs one batch of a few
-// sequences under a GradientTape, backward from the loss, and writes into --out a page
-// (index.html) of the attention maps and dL/dA per layer, head and sequence, the gradient norms
-// per head and per sublayer, and the training loss curve. See report.h for the files.
+// sequences under a GradientTape, backward from the loss, and writes into --out one interactive page
+// (index.html): an overview of every head's A and dL/dS, each head's A, S, dL/dA and dL/dS, the
+// attribution maps, the gradient-norm and head-ablation tables and the training loss curve; and
+// the tables as CSV. See report.h for the files.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -30,7 +31,6 @@ constexpr std::uint64_t kStudyStream = 0x5EED5EED;
 // The flags that are not the model's (copy_task/model_flags.h has those).
 struct Options {
   std::size_t steps = 300, sequences = 3;
-  int cell = 32;
   std::string checkpoint, save_checkpoint, out = "attention_study_out";
 };
 
@@ -40,7 +40,6 @@ int study(const tapegrad::copy_task::Config& config, const Options& options) {
   copy_task::Trainer trainer(config);
   attention_study::RunInfo run;
   run.config = config;
-  run.cell = options.cell;
   if (!options.checkpoint.empty()) {
     trainer.load(options.checkpoint);
     run.source = "loaded from " + options.checkpoint + " at step " + std::to_string(trainer.steps());
@@ -63,7 +62,8 @@ int study(const tapegrad::copy_task::Config& config, const Options& options) {
   Generator study_gen(config.seed ^ kStudyStream);
   const IndexArray data = copy_task::random_sequences(options.sequences, config.seq_len, config.vocab, study_gen);
   const attention_study::StudyResult result = attention_study::study_batch(trainer.model(), data);
-  attention_study::write_report(options.out, run, result);
+  // No snapshots yet: recording them while training is another change (nn/attention_snapshot.h).
+  attention_study::write_report(options.out, run, result, {});
   std::printf("Model: %s; exact-match accuracy %.0f%%. Study batch loss %.4f; softmax-backward checks %s.\n",
               run.source.c_str(), 100.0 * run.accuracy, result.loss, result.checks_passed ? "passed" : "FAILED");
   std::printf("Head ablation (A of the head := 0; change = ablated - clean loss):\n%s",
@@ -101,9 +101,6 @@ int main(int argc, char** argv) {
   app.add_option("--seq-len", config.seq_len, "tokens per sequence, start symbol included")
       ->capture_default_str()
       ->check(integer_in(2, 64));
-  app.add_option("--cell", options.cell, "heatmap pixels per (query, key) cell")
-      ->capture_default_str()
-      ->check(integer_in(8, 64));
   CLI11_PARSE(app, argc, argv);
   config.batches_per_epoch = options.steps;  // one epoch = the whole training run
   return tapegrad::examples::run_guarded(

@@ -1,12 +1,15 @@
 #include "examples/attention_study/study.h"
 
 #include <cmath>
+#include <cstdio>
 #include <regex>
 #include <stdexcept>
 
+#include "autograd/errors.h"
 #include "examples/copy_task/copy_task.h"
 #include "nn/attention_capture.h"
 #include "nn/attention_intervention.h"
+#include "nn/attribution.h"
 
 namespace tapegrad::attention_study {
 
@@ -21,27 +24,27 @@ AttentionMaps describe(const nn::AttentionRecord<float>& record, const copy_task
   if (!std::regex_match(record.name, m, pattern)) {
     throw std::runtime_error("attention_study: unexpected attention module name '" + record.name + "'");
   }
-  AttentionMaps out{.may_attend = AttendMask(record.may_attend)};
-  out.module = record.name;
-  out.layer = std::stoul(m[2]);
-  out.weights = record.weights;
-  out.grad = record.weights_grad;
-  const std::string layer = std::to_string(out.layer);
-  if (m[1] == "encoder") {
-    out.kind = AttentionKind::kEncoderSelf;
-    out.short_name = "enc" + layer + " self";
-    out.query_tokens = out.key_tokens = batch.src;
-  } else if (m[3] == "self_attention") {
-    out.kind = AttentionKind::kDecoderSelf;
-    out.short_name = "dec" + layer + " self";
-    out.query_tokens = out.key_tokens = batch.tgt_in;
-  } else {
-    out.kind = AttentionKind::kDecoderCross;
-    out.short_name = "dec" + layer + " cross";
-    out.query_tokens = batch.tgt_in;
-    out.key_tokens = batch.src;
-  }
-  return out;
+  const std::size_t layer = std::stoul(m[2]);
+  const AttentionKind kind = m[1] == "encoder"           ? AttentionKind::kEncoderSelf
+                             : m[3] == "self_attention" ? AttentionKind::kDecoderSelf
+                                                        : AttentionKind::kDecoderCross;
+  static constexpr const char* kShortNames[] = {"enc%zu self", "dec%zu self", "dec%zu cross"};
+  char short_name[32];
+  std::snprintf(short_name, sizeof short_name, kShortNames[static_cast<int>(kind)], layer);
+  // Queries: the source in the encoder, the decoder's input in the decoder; keys: the source,
+  // except in the decoder's self-attention.
+  const bool decoder = kind != AttentionKind::kEncoderSelf;
+  return AttentionMaps{.module = record.name,
+                       .kind = kind,
+                       .short_name = short_name,
+                       .layer = layer,
+                       .weights = record.weights,
+                       .grad = record.weights_grad,
+                       .scores = record.scores,
+                       .scores_grad = record.scores_grad,
+                       .may_attend = AttendMask(record.may_attend),
+                       .query_tokens = decoder ? batch.tgt_in : batch.src,
+                       .key_tokens = kind == AttentionKind::kDecoderSelf ? batch.tgt_in : batch.src};
 }
 
 double sum_of_squares(const float* p, std::size_t n) {
@@ -75,7 +78,42 @@ std::string sublayer_of(const std::string& parameter) {
   return parameter;
 }
 
+// Rollout and gradient-weighted rollout over the maps of one kind, in forward order; none when
+// the model has no such module.
+void add_rollouts(const StudyResult& study, AttentionKind kind, std::vector<AttributionMap>& out) {
+  std::vector<xt::xarray<float>> attention, gradients;
+  IndexArray tokens;
+  for (const auto& maps : study.maps) {
+    if (maps.kind != kind) continue;
+    attention.push_back(maps.weights);
+    gradients.push_back(maps.grad);
+    tokens = maps.query_tokens;
+  }
+  if (attention.empty()) return;
+  const std::string stack = stack_name(kind);
+  const std::string layers = std::to_string(attention.size()) + " " + stack + " self-attention layers";
+  out.push_back({stack + " rollout",
+                 "Attention rollout (Abnar & Zuidema 2020): product over the " + layers +
+                     " of 0.5 mean_heads(A) + 0.5 I, later layers on the left; row = output token, column = input "
+                     "token.",
+                 nn::attention_rollout<float>(attention), tokens});
+  out.push_back({stack + " gradient-weighted rollout",
+                 "Gradient-weighted rollout (Chefer et al. 2021): product over the " + layers +
+                     " of mean_heads(max(A dL/dA, 0)) + I, rows normalised.",
+                 nn::gradient_weighted_rollout<float>(attention, gradients), tokens});
+}
+
 }  // namespace
+
+std::string head_name(const std::string& short_name, std::size_t head) {
+  return short_name + " h" + std::to_string(head);
+}
+
+const std::string& StudyResult::short_name_of(const std::string& module) const {
+  for (const auto& m : maps)
+    if (m.module == module) return m.short_name;
+  throw ValueError("StudyResult::short_name_of: no attention module '" + module + "' in the study");
+}
 
 std::string stack_name(AttentionKind kind) { return kind == AttentionKind::kEncoderSelf ? "encoder" : "decoder"; }
 
@@ -119,6 +157,8 @@ StudyResult study_batch(nn::transformer::Transformer<float>& model, const IndexA
   for (auto& s : result.sublayers) s.norm = std::sqrt(s.norm);
   // After the gradients are read: the ablation runs add none (no tape).
   result.ablation = nn::head_ablation_table(model, run_loss);
+  for (const AttentionKind kind : {AttentionKind::kEncoderSelf, AttentionKind::kDecoderSelf})
+    add_rollouts(result, kind, result.attributions);
   return result;
 }
 

@@ -36,13 +36,27 @@ std::string attention_name(AttentionKind kind);
 struct AttentionMaps {
   std::string module;  // "decoder.decoder_layers.0.src_tgt_attention"
   AttentionKind kind = AttentionKind::kEncoderSelf;
-  std::string short_name;  // "enc0 self", "dec0 self", "dec0 cross": chart labels and file stems
+  std::string short_name;  // "enc0 self", "dec0 self", "dec0 cross": see head_name
   std::size_t layer = 0;
-  xt::xarray<float> weights;  // [batch, heads, seq_q, seq_k]
-  xt::xarray<float> grad;     // [batch, heads, seq_q, seq_k], dL/dA
+  xt::xarray<float> weights;      // [batch, heads, seq_q, seq_k], A
+  xt::xarray<float> grad;         // [batch, heads, seq_q, seq_k], dL/dA
+  xt::xarray<float> scores;       // [batch, heads, seq_q, seq_k], S (scaled, after the mask)
+  xt::xarray<float> scores_grad;  // [batch, heads, seq_q, seq_k], dL/dS
   AttendMask may_attend;      // [batch, seq_q, seq_k], true = may attend
   IndexArray query_tokens;    // [batch, seq_q]
   IndexArray key_tokens;      // [batch, seq_k]
+};
+
+// The one name of a head, used by the page, the tables and the printed output: the module's
+// short name and the head, "enc0 self h1", "dec1 cross h0".
+std::string head_name(const std::string& short_name, std::size_t head);
+
+// An attribution map of the study batch (nn/attribution.h) over one stack's tokens.
+struct AttributionMap {
+  std::string name;         // "encoder rollout"
+  std::string description;  // one sentence: the method and the layers it combines
+  xt::xarray<float> values; // [batch, seq, seq]: row i = output token, column j = input token
+  IndexArray tokens;        // [batch, seq]
 };
 
 struct HeadGradNorms {
@@ -65,6 +79,11 @@ struct StudyResult {
   std::vector<SublayerGradNorm> sublayers;  // in parameter registration order
   bool checks_passed = false;               // the capture's softmax-backward checks, every module
   nn::HeadAblationTable ablation;           // modules in forward order
+  // Rollout and gradient-weighted rollout over the encoder's self-attention layers and over the
+  // decoder's self-attention layers (cross-attention maps are not square, so they do not chain).
+  std::vector<AttributionMap> attributions;
+  // The short name of the module at this dotted path (ValueError naming it when there is none).
+  const std::string& short_name_of(const std::string& module) const;
 };
 
 // data [batch, seq]: copy-task sequences (copy_task::random_sequences). Puts the model in eval

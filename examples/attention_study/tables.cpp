@@ -37,16 +37,17 @@ std::string markdown_cell(const std::string& cell) {
 }  // namespace
 
 Table head_norms_table(const StudyResult& study) {
-  Table t{{"module", "head", "|dL/dA|", "|dL/dscores|", "|dL/dW_q[h]|", "|dL/dW_k[h]|", "|dL/dW_v[h]|"}, {}};
+  Table t{{"module", "head", "|dL/dA|", "|dL/dscores|", "|dL/dW_q[h]|", "|dL/dW_k[h]|", "|dL/dW_v[h]|", "name"},
+          {}};
   for (const auto& h : study.heads) {
     t.rows.push_back({h.module, std::to_string(h.head), number(h.weights_grad), number(h.scores_grad), number(h.w_q),
-                      number(h.w_k), number(h.w_v)});
+                      number(h.w_k), number(h.w_v), head_name(h.short_name, h.head)});
   }
   return t;
 }
 
 Table module_norms_table(const StudyResult& study) {
-  Table t{{"module", "heads", "|dL/dA|", "|dL/dscores|"}, {}};
+  Table t{{"module", "heads", "|dL/dA|", "|dL/dscores|", "name"}, {}};
   for (const auto& maps : study.maps) {
     double weights_sq = 0, scores_sq = 0;
     std::size_t heads = 0;
@@ -56,7 +57,8 @@ Table module_norms_table(const StudyResult& study) {
       scores_sq += h.scores_grad * h.scores_grad;
       ++heads;
     }
-    t.rows.push_back({maps.module, std::to_string(heads), number(std::sqrt(weights_sq)), number(std::sqrt(scores_sq))});
+    t.rows.push_back({maps.module, std::to_string(heads), number(std::sqrt(weights_sq)), number(std::sqrt(scores_sq)),
+                      maps.short_name});
   }
   return t;
 }
@@ -68,9 +70,10 @@ Table sublayer_norms_table(const StudyResult& study) {
 }
 
 Table head_ablation_table(const StudyResult& study) {
-  Table t{{"module", "head", "loss ablated", "change"}, {}};
+  Table t{{"module", "head", "loss ablated", "change", "name"}, {}};
   for (const auto& r : study.ablation.rows) {
-    t.rows.push_back({r.module, std::to_string(r.head), number(r.loss), number(r.change)});
+    t.rows.push_back({r.module, std::to_string(r.head), number(r.loss), number(r.change),
+                      head_name(study.short_name_of(r.module), r.head)});
   }
   return t;
 }

@@ -13,13 +13,14 @@ struct Table {
   std::vector<std::vector<std::string>> rows;
 };
 
-// module, head, |dL/dA|, |dL/dscores|, |dL/dW_q[h]|, |dL/dW_k[h]|, |dL/dW_v[h]|
+// The last column of each attention table is the head's (or module's) name as head_name gives it.
+// module, head, |dL/dA|, |dL/dscores|, |dL/dW_q[h]|, |dL/dW_k[h]|, |dL/dW_v[h]|, name
 Table head_norms_table(const StudyResult& study);
-// module, heads, |dL/dA| of all heads together (the root of the heads' squares)
+// module, heads, |dL/dA| and |dL/dscores| of all heads together (the root of the heads' squares), name
 Table module_norms_table(const StudyResult& study);
 // sublayer, parameters, |dL/dparameters|
 Table sublayer_norms_table(const StudyResult& study);
-// module, head, loss with the head ablated, change (ablated - clean)
+// module, head, loss with the head ablated, change (ablated - clean), name
 Table head_ablation_table(const StudyResult& study);
 
 // RFC 4180: cells holding a comma, quote or newline are quoted.

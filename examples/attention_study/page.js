@@ -1,0 +1,355 @@
+// The attention-study page: draws the data embedded in <script id="data"> (report_data.h) on
+// canvases. No network, no libraries. Arrays arrive as base64 little-endian float32, masks as
+// base64 uint8, all row-major [batch, heads, seq_q, seq_k] (masks [batch, seq_q, seq_k]).
+'use strict';
+
+const D = JSON.parse(document.getElementById('data').textContent);
+
+function bytes(b64) {
+  const s = atob(b64), out = new Uint8Array(s.length);
+  for (let i = 0; i < s.length; ++i) out[i] = s.charCodeAt(i);
+  return out;
+}
+const floats = b64 => new Float32Array(bytes(b64).buffer);
+for (const c of D.calls) {
+  c.mask = bytes(c.mask);
+  for (const q of ['A', 'S', 'dA', 'dS']) c[q] = floats(c[q]);
+}
+for (const s of D.snapshots) s.calls = s.calls.map(c => ({A: floats(c.A), dA: floats(c.dA)}));
+for (const a of D.attributions) a.values = floats(a.values);
+
+const QUANTITY = {
+  A: {label: 'A (weights)', diverging: false},
+  S: {label: 'S (scores)', diverging: true},
+  dA: {label: 'dL/dA', diverging: true},
+  dS: {label: 'dL/dS', diverging: true},
+};
+const PERCENTILE = D.percentile;  // the diverging limit: this percentile of |values|
+const headName = (call, h) => call.name + ' h' + h;  // the C++ head_name
+const state = {seq: 0, perMap: false, snapshot: D.snapshots.length, head: null};
+
+// ---- colour ---------------------------------------------------------------------------------
+const VIRIDIS = [[68, 1, 84], [72, 40, 120], [62, 74, 137], [49, 104, 142], [38, 130, 142],
+                 [31, 158, 137], [53, 183, 121], [109, 205, 89], [180, 222, 44], [253, 231, 37]];
+const RDBU = [[33, 102, 172], [67, 147, 195], [146, 197, 222], [209, 229, 240], [247, 247, 247],
+              [253, 219, 199], [244, 165, 130], [214, 96, 77], [178, 24, 43]];
+const MASKED = [200, 200, 200];
+function ramp(stops, t) {
+  t = Math.min(1, Math.max(0, t)) * (stops.length - 1);
+  const i = Math.min(stops.length - 2, Math.floor(t)), f = t - i;
+  return stops[i].map((v, k) => Math.round(v + f * (stops[i + 1][k] - v)));
+}
+// scale: {lo, hi, diverging}; values beyond the ends take the end colour.
+const colour = (scale, v) => ramp(scale.diverging ? RDBU : VIRIDIS, (v - scale.lo) / (scale.hi - scale.lo || 1));
+
+function percentileAbs(values, p) {
+  if (!values.length) return 0;
+  const a = Float64Array.from(values, Math.abs).sort();
+  return a[Math.min(a.length - 1, Math.floor(p / 100 * a.length))];
+}
+// The scale of a set of may-attend values of one quantity: A from 0 to the largest weight,
+// the others symmetric around 0 at the percentile of |value|.
+function scaleOf(quantity, values) {
+  // A loop, not Math.max(...values): spreading 10^5 values overflows the call stack.
+  if (!QUANTITY[quantity].diverging) return {lo: 0, hi: values.reduce((a, v) => Math.max(a, v), 1e-30), diverging: false};
+  const lim = Math.max(1e-30, percentileAbs(values, PERCENTILE));
+  return {lo: -lim, hi: lim, diverging: true};
+}
+
+// ---- data access ----------------------------------------------------------------------------
+// The array of a quantity for call index ci: A and dL/dA from the chosen snapshot, when any.
+function arrayOf(ci, quantity) {
+  const snap = state.snapshot < D.snapshots.length ? D.snapshots[state.snapshot] : null;
+  if (snap && (quantity === 'A' || quantity === 'dA')) return snap.calls[ci][quantity];
+  return D.calls[ci][quantity];
+}
+// One map: value(i, j), masked(i, j), for (call, head, sequence).
+function mapOf(ci, h, b, quantity) {
+  const c = D.calls[ci], arr = arrayOf(ci, quantity), q = c.seq_q, k = c.seq_k;
+  const base = ((b * c.heads + h) * q) * k, mbase = b * q * k;
+  return {rows: q, cols: k, value: (i, j) => arr[base + i * k + j], masked: (i, j) => !c.mask[mbase + i * k + j]};
+}
+function mayAttendValues(m) {
+  const out = [];
+  for (let i = 0; i < m.rows; ++i) for (let j = 0; j < m.cols; ++j) if (!m.masked(i, j)) out.push(m.value(i, j));
+  return out;
+}
+const sharedScales = new Map();  // quantity + snapshot -> scale over every call, head, sequence
+function sharedScale(quantity) {
+  const key = quantity + (quantity === 'A' || quantity === 'dA' ? state.snapshot : '');
+  if (!sharedScales.has(key)) {
+    const values = [];
+    D.calls.forEach((c, ci) => {
+      for (let b = 0; b < c.batch; ++b)
+        for (let h = 0; h < c.heads; ++h) for (const v of mayAttendValues(mapOf(ci, h, b, quantity))) values.push(v);
+    });
+    sharedScales.set(key, scaleOf(quantity, values));
+  }
+  return sharedScales.get(key);
+}
+const scaleFor = (m, quantity) => state.perMap ? scaleOf(quantity, mayAttendValues(m)) : sharedScale(quantity);
+
+// ---- drawing --------------------------------------------------------------------------------
+function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  for (const c of children) e.append(c);
+  return e;
+}
+function fmt(v) {
+  if (v === 0) return '0';
+  const a = Math.abs(v);
+  return a >= 1e-3 && a < 1e4 ? String(Number(v.toPrecision(3))) : v.toExponential(2);
+}
+// A map at one pixel per cell, for thumbnails (the CSS scales it up without smoothing).
+function drawThumbnail(canvas, m, scale) {
+  canvas.width = m.cols;
+  canvas.height = m.rows;
+  const ctx = canvas.getContext('2d'), img = ctx.createImageData(m.cols, m.rows);
+  for (let i = 0; i < m.rows; ++i)
+    for (let j = 0; j < m.cols; ++j) {
+      const c = m.masked(i, j) ? MASKED : colour(scale, m.value(i, j)), p = 4 * (i * m.cols + j);
+      img.data.set([c[0], c[1], c[2], 255], p);
+    }
+  ctx.putImageData(img, 0, 0);
+}
+// Detail maps are about 300 px wide, attribution maps 180 (cells of at least 3 px).
+const FONT = '11px sans-serif', LABEL_HEIGHT = 13, TARGET = 300, SMALL = 180;
+const cellSize = (m, target) => Math.max(3, Math.floor(target / Math.max(m.rows, m.cols)));
+// Every k-th label, k the smallest step at which neighbouring labels do not overlap.
+const labelStep = (cell, extent) => Math.max(1, Math.ceil((extent + 3) / cell));
+// A labelled heatmap; returns its geometry for the mouse: {x0, y0, cell, rows, cols}.
+function drawHeatmap(canvas, m, scale, rowLabels, colLabels, target) {
+  const ctx = canvas.getContext('2d');
+  ctx.font = FONT;
+  const widest = labels => Math.max(...labels.map(t => ctx.measureText(t).width));
+  const cell = cellSize(m, target);
+  const x0 = Math.ceil(widest(rowLabels)) + 8, y0 = LABEL_HEIGHT + 6;
+  canvas.width = x0 + cell * m.cols + 4;
+  canvas.height = y0 + cell * m.rows + 4;
+  ctx.font = FONT;
+  const img = ctx.createImageData(cell * m.cols, cell * m.rows);
+  for (let i = 0; i < m.rows; ++i)
+    for (let j = 0; j < m.cols; ++j) {
+      const c = m.masked(i, j) ? MASKED : colour(scale, m.value(i, j));
+      for (let y = i * cell; y < (i + 1) * cell; ++y)
+        for (let x = j * cell; x < (j + 1) * cell; ++x) img.data.set([c[0], c[1], c[2], 255], 4 * (y * cell * m.cols + x));
+    }
+  ctx.putImageData(img, x0, y0);
+  ctx.fillStyle = '#222';
+  ctx.textBaseline = 'middle';
+  ctx.textAlign = 'right';
+  const rstep = labelStep(cell, LABEL_HEIGHT - 2);
+  for (let i = 0; i < m.rows; i += rstep) ctx.fillText(rowLabels[i], x0 - 4, y0 + (i + 0.5) * cell);
+  ctx.textAlign = 'center';
+  const cstep = labelStep(cell, widest(colLabels));
+  for (let j = 0; j < m.cols; j += cstep) ctx.fillText(colLabels[j], x0 + (j + 0.5) * cell, LABEL_HEIGHT / 2 + 2);
+  return {x0, y0, cell, rows: m.rows, cols: m.cols};
+}
+function colourBar(scale, note) {
+  const w = 220, canvas = el('canvas', {width: w, height: 12, class: 'bar'}), ctx = canvas.getContext('2d');
+  for (let x = 0; x < w; ++x) {
+    const c = colour(scale, scale.lo + (x + 0.5) / w * (scale.hi - scale.lo));
+    ctx.fillStyle = `rgb(${c})`;
+    ctx.fillRect(x, 0, 1, 12);
+  }
+  const ticks = el('div', {class: 'ticks'}, el('span', {}, fmt(scale.lo)),
+                   el('span', {}, fmt((scale.lo + scale.hi) / 2)), el('span', {}, fmt(scale.hi)));
+  return el('div', {class: 'colourbar'}, canvas, ticks, el('div', {class: 'note'}, note));
+}
+function scaleNote(quantity) {
+  if (state.perMap) return 'per map: each map has its own scale (the bar shows the shared one)';
+  return QUANTITY[quantity].diverging
+    ? `shared by every head: symmetric around 0, limit = ${PERCENTILE}th percentile of |${quantity === 'dS' ? 'dL/dS' : quantity === 'dA' ? 'dL/dA' : 'S'}| over may-attend cells of all heads and sequences`
+    : 'shared by every head: 0 to the largest weight of all heads and sequences';
+}
+
+// ---- overview -------------------------------------------------------------------------------
+function overviewGrid(quantity) {
+  const table = el('table', {class: 'grid'});
+  const heads = Math.max(...D.calls.map(c => c.heads));
+  const header = el('tr', {}, el('th', {}, ''));
+  for (let h = 0; h < heads; ++h) header.append(el('th', {}, 'h' + h));
+  table.append(header);
+  D.calls.forEach((c, ci) => {
+    const row = el('tr', {}, el('th', {class: 'rowname'}, c.name));
+    for (let h = 0; h < c.heads; ++h) {
+      const m = mapOf(ci, h, state.seq, quantity), canvas = el('canvas', {class: 'thumb', 'data-head': headName(c, h),
+                                                                      title: headName(c, h) + ': click for detail'});
+      drawThumbnail(canvas, m, scaleFor(m, quantity));
+      canvas.addEventListener('click', () => openDetail(ci, h));
+      if (state.head && state.head[0] === ci && state.head[1] === h) canvas.classList.add('chosen');
+      row.append(el('td', {}, canvas));
+    }
+    table.append(row);
+  });
+  return el('div', {class: 'overview-part'}, el('h3', {}, QUANTITY[quantity].label), colourBar(sharedScale(quantity), scaleNote(quantity)), table);
+}
+function drawOverview() {
+  const box = document.getElementById('overview');
+  box.replaceChildren(overviewGrid('A'), overviewGrid('dS'));
+}
+
+// ---- detail ---------------------------------------------------------------------------------
+const tokens = (list, b) => list[b].map(String);
+function showReadout(text, value) {
+  document.getElementById('readout').textContent = text;
+  document.getElementById('readout-value').textContent = value;
+}
+function openDetail(ci, h) {
+  state.head = [ci, h];
+  const c = D.calls[ci], box = document.getElementById('detail');
+  const snap = state.snapshot < D.snapshots.length ? ` (A and dL/dA at step ${D.snapshots[state.snapshot].step})` : '';
+  box.replaceChildren(el('h2', {}, `${headName(c, h)}: ${c.module}, sequence ${state.seq}${snap}`));
+  const panels = el('div', {class: 'panels'});
+  for (const quantity of ['A', 'S', 'dA', 'dS']) {
+    const m = mapOf(ci, h, state.seq, quantity), scale = scaleFor(m, quantity);
+    const canvas = el('canvas', {class: 'detail', 'data-quantity': quantity});
+    const rows = tokens(c.query_tokens, state.seq), cols = tokens(c.key_tokens, state.seq);
+    const g = drawHeatmap(canvas, m, scale, rows, cols, TARGET);
+    canvas.addEventListener('mousemove', e => {
+      const r = canvas.getBoundingClientRect();
+      const x = (e.clientX - r.left) * canvas.width / r.width - g.x0, y = (e.clientY - r.top) * canvas.height / r.height - g.y0;
+      const i = Math.floor(y / g.cell), j = Math.floor(x / g.cell);
+      if (i < 0 || j < 0 || i >= g.rows || j >= g.cols) return;
+      const v = m.masked(i, j) ? 'masked' : String(m.value(i, j));
+      showReadout(`${headName(c, h)} ${QUANTITY[quantity].label}, sequence ${state.seq}: query ${i} (token ${rows[i]}), key ${j} (token ${cols[j]}) =`, v);
+    });
+    panels.append(el('figure', {}, el('figcaption', {}, QUANTITY[quantity].label), canvas,
+                     colourBar(scale, state.perMap ? 'this map' : 'shared')));
+  }
+  box.append(panels, el('p', {class: 'hint'}, 'Rows: query tokens, columns: key tokens (labels thinned to every k-th when the sequence is long); grey: masked.'));
+  drawOverview();
+}
+
+// ---- attribution maps, tables, loss ---------------------------------------------------------
+function drawAttributions() {
+  const box = document.getElementById('attributions');
+  box.replaceChildren();
+  for (const a of D.attributions) {
+    const n = a.seq, b = state.seq, base = b * n * n;
+    const m = {rows: n, cols: n, value: (i, j) => a.values[base + i * n + j], masked: () => false};
+    const scale = scaleOf('A', mayAttendValues(m)), canvas = el('canvas', {class: 'attribution'});
+    drawHeatmap(canvas, m, scale, tokens(a.tokens, b), tokens(a.tokens, b), SMALL);
+    box.append(el('figure', {}, el('figcaption', {}, a.name), canvas, colourBar(scale, 'this map'), el('p', {class: 'note'}, a.description)));
+  }
+}
+function sortable(t) {
+  const table = el('table', {class: 'sortable', id: 'table-' + t.id});
+  const head = el('tr');
+  t.header.forEach((h, col) => {
+    const th = el('th', {title: 'click to sort'}, h);
+    th.addEventListener('click', () => {
+      const asc = th.dataset.order !== 'asc';
+      const num = t.rows.every(r => r[col] !== '' && !isNaN(Number(r[col])));
+      t.rows.sort((a, b) => (num ? Number(a[col]) - Number(b[col]) : a[col].localeCompare(b[col])) * (asc ? 1 : -1));
+      fill();
+      head.querySelectorAll('th').forEach(x => delete x.dataset.order);
+      th.dataset.order = asc ? 'asc' : 'desc';
+    });
+    head.append(th);
+  });
+  const fill = () => table.replaceChildren(head, ...t.rows.map(r => el('tr', {}, ...r.map(v => el('td', {}, v)))));
+  fill();
+  return el('section', {}, el('h3', {}, t.title), el('p', {class: 'note'}, t.caption), table);
+}
+function drawLoss() {
+  const box = document.getElementById('loss'), L = D.losses;
+  if (!L.length) { box.textContent = D.no_loss_note; return; }
+  const W = 720, H = 320, left = 60, right = 12, top = 12, bottom = 40, ns = 'http://www.w3.org/2000/svg';
+  const positive = L.filter(v => v > 0);
+  const lo = Math.log10(positive.reduce((a, v) => Math.min(a, v))), hi = Math.log10(positive.reduce((a, v) => Math.max(a, v)));
+  const dlo = Math.floor(lo), dhi = Math.max(dlo + 1, Math.ceil(hi));
+  const X = s => left + (W - left - right) * s / Math.max(1, L.length - 1);
+  const Y = v => top + (H - top - bottom) * (dhi - Math.log10(v)) / (dhi - dlo);
+  const svg = document.createElementNS(ns, 'svg');
+  const add = (tag, attrs, text) => {
+    const e = document.createElementNS(ns, tag);
+    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+    if (text !== undefined) e.textContent = text;
+    svg.append(e);
+  };
+  svg.setAttribute('width', W);
+  svg.setAttribute('height', H);
+  for (let d = dlo; d <= dhi; ++d)
+    for (const f of [1, 2, 5]) {
+      const v = f * 10 ** d;
+      if (Math.log10(v) > dhi + 1e-9) continue;
+      add('line', {x1: left, x2: W - right, y1: Y(v), y2: Y(v), stroke: f === 1 ? '#bbb' : '#eee'});
+      add('text', {x: left - 6, y: Y(v) + 4, 'text-anchor': 'end', 'font-size': 11}, fmt(v));
+    }
+  const xstep = 10 ** Math.floor(Math.log10(Math.max(1, L.length - 1)));
+  for (let s = 0; s < L.length; s += xstep) add('text', {x: X(s), y: H - bottom + 16, 'text-anchor': 'middle', 'font-size': 11}, s + 1);
+  add('text', {x: (left + W) / 2, y: H - 6, 'text-anchor': 'middle', 'font-size': 12}, 'step');
+  const path = values => values.map((v, s) => (s ? 'L' : 'M') + X(s).toFixed(1) + ' ' + Y(Math.max(v, 10 ** dlo)).toFixed(1)).join('');
+  const window = Math.max(1, Math.floor(L.length / 20));
+  const mean = L.map((_, s) => { const a = L.slice(Math.max(0, s - window + 1), s + 1); return a.reduce((x, y) => x + y) / a.length; });
+  add('path', {d: path(L), fill: 'none', stroke: '#a0bee6', 'stroke-width': 1});
+  add('path', {d: path(mean), fill: 'none', stroke: '#2166ac', 'stroke-width': 2});
+  box.replaceChildren(svg, el('p', {class: 'note'}, `Loss per training step on a log scale (light), and its mean over the last ${window} steps (dark).`));
+}
+
+// ---- controls and start ---------------------------------------------------------------------
+function redraw() {
+  drawOverview();
+  drawAttributions();
+  if (state.head) openDetail(...state.head);
+}
+function controls() {
+  const box = document.getElementById('controls');
+  const seq = el('select', {id: 'sequence'});
+  for (let b = 0; b < D.calls[0].batch; ++b) seq.append(el('option', {value: b}, 'sequence ' + b));
+  seq.addEventListener('change', () => { state.seq = Number(seq.value); redraw(); });
+  const perMap = el('input', {type: 'checkbox', id: 'per-map'});
+  perMap.addEventListener('change', () => { state.perMap = perMap.checked; redraw(); });
+  box.append(el('label', {}, 'Studied batch: ', seq), el('label', {}, perMap, ' per-map colour scaling'));
+  if (D.snapshots.length >= 2) {
+    const n = D.snapshots.length, slider = el('input', {type: 'range', id: 'snapshot-slider', min: 0, max: n, value: n});
+    const label = el('span', {id: 'snapshot-label'});
+    const show = () => {
+      state.snapshot = Number(slider.value);
+      const s = D.snapshots[state.snapshot];
+      label.textContent = s ? `A and dL/dA at step ${s.step} (probe loss ${fmt(s.loss)})` : 'the study capture (after training)';
+    };
+    slider.addEventListener('input', () => { show(); redraw(); });
+    show();
+    box.append(el('label', {}, 'Training snapshot: ', slider, ' ', label));
+  }
+}
+// #selftest=<probe>;<probe>...: each probe <head name>,<query>,<key>[,<quantity>[,<snapshot>]]
+// moves the snapshot slider (when given), clicks the head's A thumbnail and moves the mouse over
+// cell (query, key) of the quantity's detail map (A, S, dA or dS), all with real DOM events, then
+// appends the readout as a line to #selftest-result (the page's browser test reads it back).
+function probe(text) {
+  const m = text.match(/^([^,]+),(\d+),(\d+)(?:,(\w+))?(?:,(\d+))?$/);
+  if (!m) return 'bad probe ' + text;
+  const slider = document.getElementById('snapshot-slider');
+  if (m[5] !== undefined) {
+    if (!slider) return 'no snapshot slider';
+    slider.value = m[5];
+    slider.dispatchEvent(new Event('input', {bubbles: true}));
+  }
+  const thumb = document.querySelector(`canvas.thumb[data-head="${m[1]}"]`);
+  if (!thumb) return 'no head ' + m[1];
+  thumb.dispatchEvent(new MouseEvent('click', {bubbles: true}));
+  const canvas = document.querySelector(`canvas.detail[data-quantity="${m[4] || 'A'}"]`);
+  const c = D.calls[state.head[0]], rows = c.seq_q, cols = c.seq_k, cell = cellSize({rows, cols}, TARGET);
+  const x0 = canvas.width - 4 - cell * cols, y0 = canvas.height - 4 - cell * rows;
+  const r = canvas.getBoundingClientRect();
+  canvas.dispatchEvent(new MouseEvent('mousemove', {bubbles: true,
+    clientX: r.left + (x0 + (Number(m[3]) + 0.5) * cell) * r.width / canvas.width,
+    clientY: r.top + (y0 + (Number(m[2]) + 0.5) * cell) * r.height / canvas.height}));
+  return document.getElementById('readout').textContent + ' ' + document.getElementById('readout-value').textContent;
+}
+function selftest() {
+  const m = decodeURIComponent(location.hash).match(/^#selftest=(.*)$/);
+  if (m) document.getElementById('selftest-result').textContent = m[1].split(';').map(probe).join('\n');
+}
+
+document.getElementById('facts').append(...D.facts.map(([k, v]) => el('tr', {}, el('th', {}, k), el('td', {}, v))));
+controls();
+drawOverview();
+drawAttributions();
+document.getElementById('tables').append(...D.tables.map(sortable));
+drawLoss();
+selftest();

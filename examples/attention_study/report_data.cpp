@@ -1,0 +1,171 @@
+#include "examples/attention_study/report_data.h"
+
+#include <algorithm>
+#include <span>
+
+#include "autograd/errors.h"
+#include "examples/attention_study/format.h"
+#include "examples/attention_study/json.h"
+#include "examples/attention_study/tables.h"
+
+namespace tapegrad::attention_study {
+
+namespace {
+
+// A JSON string of the base64 of the values as float32.
+std::string floats(const xt::xarray<float>& values) {
+  return json_string(base64_float32(std::span<const float>(values.data(), values.size())));
+}
+
+std::string strings(const std::vector<std::string>& items) {
+  std::vector<std::string> out;
+  for (const auto& s : items) out.push_back(json_string(s));
+  return json_array(out);
+}
+
+// [[label, ...] per sequence]
+std::string token_rows(const IndexArray& tokens) {
+  std::vector<std::string> rows;
+  for (std::size_t b = 0; b < tokens.shape()[0]; ++b) {
+    std::vector<std::string> row;
+    for (std::size_t s = 0; s < tokens.shape()[1]; ++s) row.push_back(token_label(tokens(b, s)));
+    rows.push_back(strings(row));
+  }
+  return json_array(rows);
+}
+
+std::string call_json(const AttentionMaps& maps) {
+  const auto& shape = maps.weights.shape();
+  const auto& mask = maps.may_attend.may_attend();
+  std::vector<std::uint8_t> mask_bytes;
+  for (const bool may : mask) mask_bytes.push_back(may ? 1 : 0);
+  return json_object({{"name", json_string(maps.short_name)},
+                      {"module", json_string(maps.module)},
+                      {"batch", std::to_string(shape[0])},
+                      {"heads", std::to_string(shape[1])},
+                      {"seq_q", std::to_string(shape[2])},
+                      {"seq_k", std::to_string(shape[3])},
+                      {"query_tokens", token_rows(maps.query_tokens)},
+                      {"key_tokens", token_rows(maps.key_tokens)},
+                      {"mask", json_string(base64(mask_bytes))},
+                      {"A", floats(maps.weights)},
+                      {"S", floats(maps.scores)},
+                      {"dA", floats(maps.grad)},
+                      {"dS", floats(maps.scores_grad)}});
+}
+
+const xt::xarray<float>& checked(const xt::xarray<float>& array, const AttentionMaps& maps, std::size_t step,
+                                 const char* what) {
+  if (array.shape() != maps.weights.shape()) {
+    throw ShapeError("write_report: snapshots: the " + std::string(what) + " of '" + maps.module + "' at step " +
+                     std::to_string(step) + " is " + format_shape(array.shape()) + ", the study's is " +
+                     format_shape(maps.weights.shape()) + " (snapshots must be recorded on the study batch)");
+  }
+  return array;
+}
+
+std::string snapshot_json(const nn::AttentionSnapshot& snapshot, const StudyResult& study) {
+  std::vector<std::string> calls;
+  for (const auto& maps : study.maps) {
+    const auto at = std::find(snapshot.names.begin(), snapshot.names.end(), maps.module);
+    if (at == snapshot.names.end()) {
+      std::string names;
+      for (const auto& n : snapshot.names) names += (names.empty() ? "'" : ", '") + n + "'";
+      throw ValueError("write_report: snapshots: the snapshot at step " + std::to_string(snapshot.step) +
+                       " has no attention call '" + maps.module + "' (it has " + names + ")");
+    }
+    const std::size_t i = static_cast<std::size_t>(at - snapshot.names.begin());
+    if (i >= snapshot.weights.size() || i >= snapshot.weights_grad.size()) {
+      throw ValueError("write_report: snapshots: the snapshot at step " + std::to_string(snapshot.step) + " has " +
+                       std::to_string(snapshot.names.size()) + " names but " + std::to_string(snapshot.weights.size()) +
+                       " weights and " + std::to_string(snapshot.weights_grad.size()) + " gradients");
+    }
+    calls.push_back(json_object({{"A", floats(checked(snapshot.weights[i], maps, snapshot.step, "weights"))},
+                                 {"dA", floats(checked(snapshot.weights_grad[i], maps, snapshot.step, "dL/dA"))}}));
+  }
+  return json_object({{"step", std::to_string(snapshot.step)},
+                      {"loss", json_number(snapshot.loss)},
+                      {"calls", json_array(calls)}});
+}
+
+std::string table_json(const std::string& id, const std::string& title, const std::string& caption,
+                       const Table& table) {
+  std::vector<std::string> rows;
+  for (const auto& r : table.rows) rows.push_back(strings(r));
+  return json_object({{"id", json_string(id)},
+                      {"title", json_string(title)},
+                      {"caption", json_string(caption)},
+                      {"header", strings(table.header)},
+                      {"rows", json_array(rows)}});
+}
+
+std::string facts(const RunInfo& run, const StudyResult& study) {
+  const auto& c = run.config;
+  const std::size_t sequences = study.maps.empty() ? 0 : study.maps.front().weights.shape()[0];
+  const std::vector<std::pair<std::string, std::string>> rows = {
+      {"model", std::to_string(c.layers) + " encoder and " + std::to_string(c.layers) + " decoder layers, d_model " +
+                    std::to_string(c.d_model) + ", d_ff " + std::to_string(c.d_ff) + ", " + std::to_string(c.heads) +
+                    " heads"},
+      {"task", "copy task: vocabulary " + std::to_string(c.vocab) + ", sequences of " + std::to_string(c.seq_len) +
+                   " tokens (s then " + std::to_string(c.seq_len - 1) + " random ones); token s = start symbol"},
+      {"model source", run.source},
+      {"optimiser steps", std::to_string(run.steps)},
+      {"exact-match accuracy", short_number(100.0 * run.accuracy) + "% of " + std::to_string(run.accuracy_sequences) +
+                                   " fresh sequences (greedy decoding)"},
+      {"study batch", std::to_string(sequences) + " sequences, loss " + short_number(study.loss) +
+                          " (mean cross-entropy per target token); softmax-backward checks " +
+                          (study.checks_passed ? "passed" : "FAILED")},
+  };
+  std::vector<std::string> out;
+  for (const auto& [label, text] : rows) out.push_back(strings({label, text}));
+  return json_array(out);
+}
+
+}  // namespace
+
+std::string token_label(Index token) {
+  if (token == copy_task::kStart) return "s";
+  if (token == copy_task::kPad) return "-";
+  return std::to_string(token);
+}
+
+std::string report_json(const RunInfo& run, const StudyResult& study,
+                        const std::vector<nn::AttentionSnapshot>& snapshots) {
+  std::vector<std::string> calls, snaps, attributions, losses;
+  for (const auto& maps : study.maps) calls.push_back(call_json(maps));
+  for (const auto& s : snapshots) snaps.push_back(snapshot_json(s, study));
+  for (const auto& a : study.attributions) {
+    attributions.push_back(json_object({{"name", json_string(a.name)},
+                                        {"description", json_string(a.description)},
+                                        {"seq", std::to_string(a.values.shape()[1])},
+                                        {"tokens", token_rows(a.tokens)},
+                                        {"values", floats(a.values)}}));
+  }
+  for (const double l : run.losses) losses.push_back(json_number(l));
+  const std::vector<std::string> tables = {
+      table_json("ablation", "Head ablation",
+                 "The study batch's loss with one head's A set to 0, and its change from the clean loss " +
+                     short_number(study.ablation.clean_loss) + " (head_ablation.csv).",
+                 head_ablation_table(study)),
+      table_json("heads", "Gradient norms per head",
+                 "Over the may-attend cells of every sequence; W_q, W_k, W_v: the head's slice of the projection "
+                 "gradients (grad_norms_heads.csv).",
+                 head_norms_table(study)),
+      table_json("modules", "Gradient norms per attention call", "grad_norms_modules.csv",
+                 module_norms_table(study)),
+      table_json("sublayers", "Gradient norms per sublayer",
+                 "Norm of the gradient of each sublayer's parameters (grad_norms_sublayers.csv).",
+                 sublayer_norms_table(study)),
+  };
+  return json_object({{"facts", facts(run, study)},
+                      {"percentile", json_number(kScalePercentile)},
+                      {"calls", json_array(calls)},
+                      {"snapshots", json_array(snaps)},
+                      {"attributions", json_array(attributions)},
+                      {"tables", json_array(tables)},
+                      {"losses", json_array(losses)},
+                      {"no_loss_note", json_string("The model was loaded from a checkpoint (" + run.source +
+                                                   "); a checkpoint holds no loss history, so there is no loss curve.")}});
+}
+
+}  // namespace tapegrad::attention_study

@@ -1,0 +1,218 @@
+// The attention-study page in a real browser: a page written from an in-process capture of a
+// small untrained copy-task Transformer (so the test knows every captured value) and from
+// snapshots made from it, loaded by headless Chromium from a file. The page's self-test fragment
+// (#selftest=..., page.js) clicks a head and moves the mouse over a cell with real DOM events; the
+// test reads the readout back and compares it with the capture. Screenshots of the overview at
+// seq 10 and seq 64 must be colourful (set ATTENTION_STUDY_SCREENSHOTS=dir to keep them). Each
+// browser run costs about 3 s, so there are four.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "autograd/errors.h"
+#include "examples/attention_study/report.h"
+#include "examples/attention_study/report_data.h"
+#include "examples/copy_task/copy_task.h"
+#include "tests/attention_study/support.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace tapegrad;
+using namespace tapegrad::attention_study_test;
+using attention_study::StudyResult;
+
+// Snapshot k of n: A moved from uniform over the may-attend keys towards the captured A, dL/dA
+// scaled likewise, so every snapshot differs from the capture and from the others.
+std::vector<nn::AttentionSnapshot> make_snapshots(const StudyResult& study, std::size_t n) {
+  std::vector<nn::AttentionSnapshot> out;
+  for (std::size_t k = 0; k < n; ++k) {
+    const float t = float(k + 1) / float(n + 1);
+    nn::AttentionSnapshot s{.step = 10 * k, .loss = 2.0 / double(k + 1), .names = {}, .weights = {}, .weights_grad = {}};
+    for (const auto& maps : study.maps) {
+      const xt::xarray<float> mask = xt::cast<float>(maps.may_attend.may_attend());  // [b, q, k]
+      const xt::xarray<float> count = xt::sum(mask, {2}, xt::keep_dims);
+      const xt::xarray<float> uniform = xt::expand_dims(mask / count, 1);  // [b, 1, q, k]
+      s.names.push_back(maps.module);
+      s.weights.push_back(t * maps.weights + (1 - t) * uniform);
+      s.weights_grad.push_back(t * maps.grad);
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+struct StudyPage {
+  StudyResult study;
+  std::vector<nn::AttentionSnapshot> snapshots;
+  fs::path html;
+};
+
+// The page of an untrained model (`layers` layers, 2 heads, `sequences` sequences of seq_len) with
+// `snapshots` snapshots, written once per process.
+StudyPage make_page(const TempDir& dir, std::size_t layers, std::size_t sequences, std::size_t seq_len,
+                    std::size_t snapshots) {
+  copy_task::Config config;
+  config.layers = layers;
+  config.heads = 2;
+  config.d_model = 8;
+  config.d_ff = 16;
+  config.seq_len = seq_len;
+  config.seed = 5;
+  copy_task::Trainer trainer(config);
+  Generator gen(config.seed);
+  StudyPage page;
+  page.study = attention_study::study_batch(trainer.model(),
+                                            copy_task::random_sequences(sequences, seq_len, config.vocab, gen));
+  page.snapshots = make_snapshots(page.study, snapshots);
+  attention_study::RunInfo run{.config = config, .source = "made by the test", .losses = {}, .steps = 0,
+                               .accuracy = 0, .accuracy_sequences = 0};
+  for (int s = 0; s < 200; ++s) run.losses.push_back(2.5 * std::exp(-s / 40.0) + 0.001);
+  const fs::path out = dir.path() / ("seq" + std::to_string(seq_len));
+  attention_study::write_report(out, run, page.study, page.snapshots);
+  page.html = out / "index.html";
+  return page;
+}
+
+const StudyPage& seq10_page() {
+  static TempDir dir;
+  static const StudyPage page = make_page(dir, 2, 2, 10, 3);
+  return page;
+}
+
+const StudyPage& seq64_page() {
+  static TempDir dir;
+  // One layer and one sequence: the page's size grows with seq^2, and CI runs this twice.
+  static const StudyPage page = make_page(dir, 1, 1, 64, 1);
+  return page;
+}
+
+std::size_t call_index(const StudyResult& study, const std::string& short_name) {
+  for (std::size_t i = 0; i < study.maps.size(); ++i)
+    if (study.maps[i].short_name == short_name) return i;
+  throw std::runtime_error("no call " + short_name);
+}
+
+#define REQUIRE_CHROMIUM(chromium)                                            \
+  const std::string chromium = find_chromium();                               \
+  if (chromium.empty()) {                                                     \
+    std::printf("SKIPPED: chromium not installed\n");                         \
+    GTEST_SKIP() << "SKIPPED: chromium not installed (the page did not run)"; \
+  }
+
+// The DOM after the page ran #selftest=<fragment>.
+std::string dump_dom(const std::string& chromium, const fs::path& page, const std::string& fragment) {
+  TempDir profile;
+  const Result r = run(chromium_command(chromium, profile.path() / "p") + " --dump-dom '" + file_url(page, fragment) + "'",
+                       profile.path() / "dom.html");
+  EXPECT_EQ(r.status, 0) << r.output.substr(0, 2000);
+  return r.output;
+}
+
+// The lines of <pre id="selftest-result"> in a dumped DOM, one per probe.
+std::vector<std::string> selftest_results(const std::string& dom) {
+  const std::string open = "<pre id=\"selftest-result\">";
+  const auto from = dom.find(open);
+  if (from == std::string::npos) return {};
+  std::istringstream text(dom.substr(from + open.size(), dom.find("</pre>", from) - from - open.size()));
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(text, line);) lines.push_back(line);
+  return lines;
+}
+
+// The value at the end of a readout ("... = 0.123"), as the page printed it: JavaScript's
+// shortest round-trip form of the float32 widened to double, so it parses back to it exactly.
+double readout_value(const std::string& readout) {
+  const auto at = readout.rfind("= ");
+  if (at == std::string::npos) throw std::runtime_error("no value in the readout '" + readout + "'");
+  return std::stod(readout.substr(at + 2));
+}
+
+// A screenshot of the top of the page, the overview (two grids of thumbnails): it must be drawn,
+// in many colours.
+void expect_colourful_overview(const std::string& chromium, const fs::path& page, const std::string& name) {
+  const fs::path dir = page.parent_path(), shot = dir / (name + ".png");
+  const Result r = run(chromium_command(chromium, dir / "profile") + " --window-size=1100,1000 --screenshot='" +
+                           shot.string() + "' '" + file_url(page) + "'",
+                       dir / "screenshot.log");
+  EXPECT_EQ(r.status, 0) << r.output;
+  if (const char* keep = std::getenv("ATTENTION_STUDY_SCREENSHOTS"); keep != nullptr && *keep != '\0')
+    fs::copy_file(shot, fs::path(keep) / shot.filename(), fs::copy_options::overwrite_existing);
+  const Pixels p = decode_png(shot);
+  ASSERT_EQ(p.width, 1100);
+  ASSERT_EQ(p.height, 1000);
+  EXPECT_GT(distinct_colours(p, 0, 300, 1100, 1000), 200u) << "the overview is (nearly) blank";
+}
+
+// Two probes in one browser run (each run costs seconds): dL/dS of a head of the capture, and A
+// of another head at the first snapshot, chosen with the slider; then the overview's screenshot.
+TEST(AttentionPage, Seq10HoverReadsTheCapturedValueAndTheSlidersSnapshot) {
+  REQUIRE_CHROMIUM(chromium);
+  const StudyPage& page = seq10_page();
+  const std::string dom = dump_dom(chromium, page.html, "selftest=dec0 cross h1,2,3,dS;enc1 self h0,4,1,A,0");
+  EXPECT_NE(dom.find("id=\"snapshot-slider\""), std::string::npos);
+  const std::vector<std::string> readouts = selftest_results(dom);
+  ASSERT_EQ(readouts.size(), 2u) << dom.substr(0, 3000);
+
+  const auto& cross = page.study.maps.at(call_index(page.study, "dec0 cross"));
+  // Query 2 is the decoder's input token 2, key 3 the source's token 3, of sequence 0.
+  const std::string where = "query 2 (token " + attention_study::token_label(cross.query_tokens(0, 2)) +
+                            "), key 3 (token " + attention_study::token_label(cross.key_tokens(0, 3)) + ")";
+  EXPECT_NE(readouts[0].find("dec0 cross h1 dL/dS, sequence 0: " + where), std::string::npos) << readouts[0];
+  const double gradient = cross.scores_grad(0, 1, 2, 3);
+  ASSERT_NE(gradient, 0.0);
+  EXPECT_EQ(readout_value(readouts[0]), gradient) << readouts[0];
+
+  const std::size_t call = call_index(page.study, "enc1 self");
+  const double weight = page.snapshots.at(0).weights.at(call)(0, 0, 4, 1);
+  ASSERT_NE(weight, double(page.study.maps[call].weights(0, 0, 4, 1)));  // the snapshot is not the capture
+  EXPECT_EQ(readout_value(readouts[1]), weight) << readouts[1];
+  expect_colourful_overview(chromium, page.html, "overview_seq10");
+}
+
+// Seq 64: the detail maps' cells are 4 px; the hover still finds a far cell. (The encoder's map:
+// the decoder's self-attention mask is wrong at this length, see the report of this change.)
+// Then the overview's screenshot.
+TEST(AttentionPage, Seq64HoverReadsAFarCellAndHasNoSliderForOneSnapshot) {
+  REQUIRE_CHROMIUM(chromium);
+  const StudyPage& page = seq64_page();
+  const std::string dom = dump_dom(chromium, page.html, "selftest=enc0 self h1,50,40,A");
+  EXPECT_EQ(dom.find("id=\"snapshot-slider\""), std::string::npos);
+  const std::vector<std::string> readouts = selftest_results(dom);
+  ASSERT_EQ(readouts.size(), 1u) << dom.substr(0, 3000);
+  const auto& maps = page.study.maps.at(call_index(page.study, "enc0 self"));
+  EXPECT_NE(readouts[0].find("query 50 "), std::string::npos) << readouts[0];
+  EXPECT_EQ(readout_value(readouts[0]), double(maps.weights(0, 1, 50, 40))) << readouts[0];
+  expect_colourful_overview(chromium, page.html, "overview_seq64");
+}
+
+TEST(AttentionPage, RejectsSnapshotsThatDoNotFitTheStudy) {
+  const StudyPage& page = seq10_page();
+  attention_study::RunInfo run;
+  TempDir dir;
+  std::vector<nn::AttentionSnapshot> missing = page.snapshots;
+  missing[1].names[2] = "no.such.module";
+  EXPECT_THROW(
+      {
+        try {
+          attention_study::write_report(dir.path(), run, page.study, missing);
+        } catch (const ValueError& e) {
+          EXPECT_NE(std::string(e.what()).find("step 10 has no attention call 'decoder.decoder_layers.0.self_attention'"),
+                    std::string::npos)
+              << e.what();
+          throw;
+        }
+      },
+      ValueError);
+  std::vector<nn::AttentionSnapshot> other_shape = page.snapshots;
+  other_shape[0].weights[0] = xt::zeros<float>({1, 2, 10, 10});
+  EXPECT_THROW(attention_study::write_report(dir.path(), run, page.study, other_shape), ShapeError);
+  EXPECT_FALSE(fs::exists(dir.path() / "index.html"));  // nothing written
+}
+
+}  // namespace
