@@ -25,6 +25,8 @@
 #include <stb/stb_image.h>
 #pragma GCC diagnostic pop
 
+#include "tests/support/temp_dir.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -43,27 +45,7 @@ std::string read_text(const fs::path& path) {
   return s.str();
 }
 
-// A temporary directory, removed at the end unless a test failed (then kept for inspection).
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "attention_study_test.XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    if (::testing::UnitTest::GetInstance()->Failed()) {
-      std::printf("kept %s for inspection\n", path_.c_str());
-    } else {
-      std::error_code ignored;
-      fs::remove_all(path_, ignored);
-    }
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using tapegrad::testing_support::TempDir;
 
 struct Result {
   int status;

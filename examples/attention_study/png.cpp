@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-#include "examples/attention_study/atomic_file.h"
+#include "nn/atomic_file.h"
 
 // The one translation unit that compiles stb_image_write's implementation; only the in-memory
 // encoder is used, so the file goes through write_file_atomic.
@@ -16,6 +16,8 @@
 #pragma GCC diagnostic pop
 
 namespace tapegrad::attention_study {
+
+using nn::write_file_atomic;
 
 namespace {
 void append_bytes(void* context, void* data, int size) {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "examples/attention_study/atomic_file.h"
+#include "nn/atomic_file.h"
 #include "examples/attention_study/bar_chart.h"
 #include "examples/attention_study/format.h"
 #include "examples/attention_study/heatmap.h"
@@ -14,6 +14,8 @@
 #include "examples/attention_study/tables.h"
 
 namespace tapegrad::attention_study {
+
+using nn::write_file_atomic;
 
 namespace {
 
