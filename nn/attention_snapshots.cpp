@@ -146,7 +146,11 @@ std::vector<AttentionSnapshot> load_snapshots(const fs::path& path) {
     const auto [stop, ec] = std::from_chars(steps.data() + begin, steps.data() + end, s.step);
     if (ec != std::errc() || stop != steps.data() + end) fail(op, path, "steps '" + steps + "' is not a list of integers");
     const std::string at = prefix(s.step);
-    s.loss = std::stod(meta(at + ".loss"));
+    const std::string& loss = meta(at + ".loss");
+    const auto [loss_end, loss_ec] = std::from_chars(loss.data(), loss.data() + loss.size(), s.loss);
+    if (loss_ec != std::errc() || loss_end != loss.data() + loss.size()) {
+      fail(op, path, "'" + at + ".loss' = '" + loss + "' is not a number");
+    }
     const nlohmann::json names = nlohmann::json::parse(meta(at + ".names"), nullptr, false);
     if (!names.is_array()) fail(op, path, "'" + at + ".names' is not a JSON array");
     for (const auto& name : names) {

@@ -185,6 +185,16 @@ TEST(AttentionStudy, WritesEveryPictureAsAValidPng) {
   }
 }
 
+// The exports (export.h) and the training snapshots at 0, 1, 2, 4, ..., 40, next to the page.
+TEST(AttentionStudy, WritesExportsAndTrainingSnapshots) {
+  const fs::path& out = trained_output();
+  for (const char* f : {"attention.safetensors", "bertviz.json", "snapshots.safetensors",
+                        "npy/encoder.encoder_layers.0.multi_head_attention.weights.npy", "npy/encoder.rollout.npy"}) {
+    EXPECT_TRUE(fs::is_regular_file(out / f)) << f;
+  }
+  EXPECT_NE(read_text(out / "snapshots.safetensors").find(R"("steps":"0,1,2,4,8,16,32,40")"), std::string::npos);
+}
+
 TEST(AttentionStudy, MapsColourEveryCellAndGradientsAreNotBlank) {
   const fs::path& out = trained_output();
   const auto manifest = read_manifest(out / "maps.csv");

@@ -2,14 +2,19 @@
 // Trains a small copy-task model (or loads one with --checkpoint), runs one batch of a few
 // sequences under a GradientTape, backward from the loss, and writes into --out a page
 // (index.html) of the attention maps and dL/dA per layer, head and sequence, the gradient norms
-// per head and per sublayer, and the training loss curve. See report.h for the files.
+// per head and per sublayer, and the training loss curve. See report.h for the files. Also writes
+// the data for other tools (export.h: attention.safetensors, npy/, bertviz.json) and, when it
+// trains, snapshots.safetensors: A and dL/dA of the study batch at steps 0, 1, 2, 4, ..., the last
+// (nn/attention_snapshots.h), to watch the copy task's diagonal form.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "autograd/kernels/parallel.h"
+#include "examples/attention_study/export.h"
 #include "examples/attention_study/report.h"
 #include "examples/attention_study/study.h"
 #include "examples/attention_study/tables.h"
@@ -19,6 +24,7 @@
 #include "examples/copy_task/copy_task.h"
 #include "examples/copy_task/model_flags.h"
 #include "examples/copy_task/model_size.h"
+#include "nn/attention_snapshots.h"
 
 namespace {
 
@@ -31,6 +37,7 @@ constexpr std::uint64_t kStudyStream = 0x5EED5EED;
 struct Options {
   std::size_t steps = 300, sequences = 3;
   int cell = 32;
+  bool snapshots = true;
   std::string checkpoint, save_checkpoint, out = "attention_study_out";
 };
 
@@ -38,6 +45,9 @@ struct Options {
 int study(const tapegrad::copy_task::Config& config, const Options& options) {
   using namespace tapegrad;
   copy_task::Trainer trainer(config);
+  // The study batch, drawn first: it is also the fixed probe batch of the training snapshots.
+  Generator study_gen(config.seed ^ kStudyStream);
+  const IndexArray data = copy_task::random_sequences(options.sequences, config.seq_len, config.vocab, study_gen);
   attention_study::RunInfo run;
   run.config = config;
   run.cell = options.cell;
@@ -48,10 +58,21 @@ int study(const tapegrad::copy_task::Config& config, const Options& options) {
     std::printf("Training a copy-task model: N=%zu d_model=%zu d_ff=%zu heads=%zu, %zu steps of %zu sequences\n",
                 config.layers, config.d_model, config.d_ff, config.heads, options.steps, config.batch);
     const std::size_t every = std::max<std::size_t>(1, options.steps / 10);
-    trainer.run_epoch([&](std::size_t step, double loss) {
+    const copy_task::Batch probe_batch = copy_task::make_batch(data);
+    const nn::RunLoss<float> probe = [&] { return copy_task::batch_loss(trainer.model(), probe_batch); };
+    const std::vector<std::size_t> schedule = nn::doubling_schedule(options.steps);
+    std::vector<nn::AttentionSnapshot> snapshots;
+    if (options.snapshots) snapshots.push_back(nn::take_snapshot(trainer.model(), probe, 0));
+    trainer.run_epoch([&](std::size_t step, double loss) {  // one epoch: step counts from the start
       run.losses.push_back(loss);
       if (step % every == 0 || step == options.steps) std::printf("  step %5zu  loss %.4f\n", step, loss);
+      if (options.snapshots && std::binary_search(schedule.begin(), schedule.end(), step))
+        snapshots.push_back(nn::take_snapshot(trainer.model(), probe, step));
     });
+    if (options.snapshots) {
+      std::filesystem::create_directories(options.out);
+      nn::save_snapshots(std::filesystem::path(options.out) / "snapshots.safetensors", snapshots);
+    }
     run.source =
         "trained here for " + std::to_string(options.steps) + " steps (seed " + std::to_string(config.seed) + ")";
     if (!options.save_checkpoint.empty()) trainer.save(options.save_checkpoint);
@@ -60,10 +81,9 @@ int study(const tapegrad::copy_task::Config& config, const Options& options) {
   run.accuracy = trainer.exact_match_accuracy(kAccuracySequences);
   run.accuracy_sequences = kAccuracySequences;
 
-  Generator study_gen(config.seed ^ kStudyStream);
-  const IndexArray data = copy_task::random_sequences(options.sequences, config.seq_len, config.vocab, study_gen);
   const attention_study::StudyResult result = attention_study::study_batch(trainer.model(), data);
   attention_study::write_report(options.out, run, result);
+  attention_study::write_exports(options.out, result, data);
   std::printf("Model: %s; exact-match accuracy %.0f%%. Study batch loss %.4f; softmax-backward checks %s.\n",
               run.source.c_str(), 100.0 * run.accuracy, result.loss, result.checks_passed ? "passed" : "FAILED");
   std::printf("Head ablation (A of the head := 0; change = ablated - clean loss):\n%s",
@@ -101,6 +121,10 @@ int main(int argc, char** argv) {
   app.add_option("--seq-len", config.seq_len, "tokens per sequence, start symbol included")
       ->capture_default_str()
       ->check(integer_in(2, 64));
+  app.add_flag("--snapshots,!--no-snapshots", options.snapshots,
+               "while training, save A and dL/dA of the study batch at steps 0, 1, 2, 4, ..., the last "
+               "(snapshots.safetensors)")
+      ->capture_default_str();
   app.add_option("--cell", options.cell, "heatmap pixels per (query, key) cell")
       ->capture_default_str()
       ->check(integer_in(8, 64));

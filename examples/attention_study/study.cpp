@@ -3,6 +3,7 @@
 #include <cmath>
 #include <regex>
 #include <stdexcept>
+#include <utility>
 
 #include "examples/copy_task/copy_task.h"
 #include "nn/attention_capture.h"
@@ -88,7 +89,7 @@ StudyResult study_batch(nn::transformer::Transformer<float>& model, const IndexA
   model.eval();
   model.zero_grad();
   const nn::RunLoss<float> run_loss = [&] { return copy_task::batch_loss(model, batch); };
-  const nn::AttentionCapture<float> capture = nn::capture_attention(model, run_loss);
+  nn::AttentionCapture<float> capture = nn::capture_attention(model, run_loss);
   StudyResult result;
   result.loss = capture.loss;
   result.checks_passed = capture.checks_passed();
@@ -119,6 +120,7 @@ StudyResult study_batch(nn::transformer::Transformer<float>& model, const IndexA
   for (auto& s : result.sublayers) s.norm = std::sqrt(s.norm);
   // After the gradients are read: the ablation runs add none (no tape).
   result.ablation = nn::head_ablation_table(model, run_loss);
+  result.capture = std::move(capture);
   return result;
 }
 

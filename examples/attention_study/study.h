@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/attention_capture.h"
 #include "nn/attention_intervention.h"
 #include "nn/transformer/transformer.h"
 
@@ -65,6 +66,7 @@ struct StudyResult {
   std::vector<SublayerGradNorm> sublayers;  // in parameter registration order
   bool checks_passed = false;               // the capture's softmax-backward checks, every module
   nn::HeadAblationTable ablation;           // modules in forward order
+  nn::AttentionCapture<float> capture;      // all of it, for the exports (export.h)
 };
 
 // data [batch, seq]: copy-task sequences (copy_task::random_sequences). Puts the model in eval
