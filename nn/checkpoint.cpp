@@ -1,11 +1,7 @@
 #include "nn/checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
-#include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <fstream>
@@ -20,6 +16,7 @@
 #include <xtensor/xnpy.hpp>
 
 #include "autograd/validation.h"
+#include "nn/atomic_file.h"
 
 // Tensor data is copied byte for byte between memory and the little-endian file.
 static_assert(std::endian::native == std::endian::little, "checkpoint I/O assumes a little-endian host");
@@ -45,43 +42,6 @@ std::size_t dtype_size(Dtype dtype) { return dtype == Dtype::F32 ? 4 : 8; }
 
 std::string format_offsets(std::uint64_t begin, std::uint64_t end) {
   return "[" + std::to_string(begin) + "," + std::to_string(end) + "]";
-}
-
-// Writes the chunks, in order, to "<path>.tmp-<pid>", fsyncs it and renames it over path; on any
-// failure removes the temp file (never a file it did not create) and throws.
-void write_atomically(const char* op, const fs::path& path, const std::vector<std::string_view>& chunks) {
-  const fs::path temp = path.string() + ".tmp-" + std::to_string(::getpid());
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    fail(op, path,
-         "cannot create the temp file '" + temp.string() + "': " + std::strerror(errno) +
-             " (any previous file is unchanged)");
-  }
-  const auto abandon = [&](const std::string& what, int err, bool close_fd) {
-    if (close_fd) ::close(fd);
-    ::unlink(temp.c_str());
-    fail(op, path, what + ": " + std::strerror(err) + " (any previous file is unchanged)");
-  };
-  for (std::string_view chunk : chunks) {
-    while (!chunk.empty()) {
-      const ssize_t written = ::write(fd, chunk.data(), chunk.size());
-      if (written < 0 && errno == EINTR) continue;
-      if (written < 0) abandon("writing '" + temp.string() + "' failed", errno, true);
-      chunk.remove_prefix(static_cast<std::size_t>(written));
-    }
-  }
-  if (::fsync(fd) != 0) abandon("fsync of '" + temp.string() + "' failed", errno, true);
-  if (::close(fd) != 0) abandon("closing '" + temp.string() + "' failed", errno, false);
-  std::error_code ec;
-  fs::rename(temp, path, ec);
-  if (ec) abandon("renaming '" + temp.string() + "' failed", ec.value(), false);
-  // Make the rename itself durable; a directory that cannot be fsync'ed still holds the new file.
-  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
-  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd >= 0) {
-    ::fsync(dir_fd);
-    ::close(dir_fd);
-  }
 }
 
 std::string read_file(const char* op, const fs::path& path) {
@@ -315,7 +275,7 @@ void save_safetensors(const fs::path& path, const StateDict<T>& tensors, const M
   const std::string length = u64_le(text.size());
   chunks[0] = length;
   chunks[1] = text;
-  write_atomically("save_safetensors", path, chunks);
+  write_file_atomic(path, chunks, "save_safetensors");
 }
 
 template <class T>
@@ -463,7 +423,7 @@ LoadedCheckpoint<T> load_checkpoint(const fs::path& path, Module<T>& model, bool
 template <class T>
 void save_npy(const fs::path& path, const xt::xarray<T>& tensor) {
   const std::string bytes = xt::dump_npy(tensor);
-  write_atomically("save_npy", path, {bytes});
+  write_file_atomic(path, bytes, "save_npy");
 }
 
 template <class T>

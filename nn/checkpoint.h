@@ -13,7 +13,7 @@
 //                       holes, no overlaps, nothing after the last one)
 // Tensors are written in name order. A 0-d tensor has shape [] and one element.
 //
-// Every write is atomic: the bytes go to "<path>.tmp-<pid>" in the same directory, are flushed
+// Every write is atomic (nn/atomic_file.h): the bytes go to "<path>.tmp-<pid>" in the same directory, are flushed
 // and fsync'ed, and the temp file is renamed over <path>. A failed save (full disk, killed
 // process, ...) removes the temp file and leaves any previous file at <path> untouched.
 //

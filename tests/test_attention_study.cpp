@@ -39,12 +39,25 @@ const fs::path& trained_output() {
   return out;
 }
 
-TEST(AttentionStudy, WritesOnePageAndTheTablesNothingElse) {
+TEST(AttentionStudy, WritesThePageTablesExportsAndSnapshotsNothingElse) {
   std::set<std::string> files;
   for (const auto& entry : fs::recursive_directory_iterator(trained_output()))
     files.insert(fs::relative(entry.path(), trained_output()).string());
-  EXPECT_EQ(files, (std::set<std::string>{"index.html", "grad_norms.md", "grad_norms_heads.csv",
-                                          "grad_norms_modules.csv", "grad_norms_sublayers.csv", "head_ablation.csv"}));
+  std::set<std::string> expected{"index.html", "grad_norms.md", "grad_norms_heads.csv", "grad_norms_modules.csv",
+                                  "grad_norms_sublayers.csv", "head_ablation.csv", "attention.safetensors",
+                                  "bertviz.json", "snapshots.safetensors", "npy"};
+  for (const auto& f : files)
+    if (f.starts_with("npy/")) expected.insert(f);  // the exports, checked below
+  EXPECT_EQ(files, expected);
+}
+
+TEST(AttentionStudy, WritesExportsAndTrainingSnapshots) {
+  const fs::path& out = trained_output();
+  for (const char* f : {"attention.safetensors", "bertviz.json", "snapshots.safetensors",
+                        "npy/encoder.encoder_layers.0.multi_head_attention.weights.npy", "npy/encoder.rollout.npy"}) {
+    EXPECT_TRUE(fs::is_regular_file(out / f)) << f;
+  }
+  EXPECT_NE(read_text(out / "snapshots.safetensors").find(R"("steps":"0,1,2,4,8,16,32,40")"), std::string::npos);
 }
 
 TEST(AttentionStudy, PageIsSelfContained) {

@@ -3,14 +3,19 @@
 // sequences under a GradientTape, backward from the loss, and writes into --out one interactive page
 // (index.html): an overview of every head's A and dL/dS, each head's A, S, dL/dA and dL/dS, the
 // attribution maps, the gradient-norm and head-ablation tables and the training loss curve; and
-// the tables as CSV. See report.h for the files.
+// the tables as CSV. See report.h for the files. Also writes the data for other tools (export.h:
+// attention.safetensors, npy/, bertviz.json) and, when it trains, snapshots.safetensors: A and dL/dA
+// of the study batch at steps 0, 1, 2, 4, ..., the last (nn/attention_snapshots.h), which the page's
+// slider steps through.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "autograd/kernels/parallel.h"
+#include "examples/attention_study/export.h"
 #include "examples/attention_study/report.h"
 #include "examples/attention_study/study.h"
 #include "examples/attention_study/tables.h"
@@ -20,6 +25,7 @@
 #include "examples/copy_task/copy_task.h"
 #include "examples/copy_task/model_flags.h"
 #include "examples/copy_task/model_size.h"
+#include "nn/attention_snapshots.h"
 
 namespace {
 
@@ -31,6 +37,7 @@ constexpr std::uint64_t kStudyStream = 0x5EED5EED;
 // The flags that are not the model's (copy_task/model_flags.h has those).
 struct Options {
   std::size_t steps = 300, sequences = 3;
+  bool snapshots = true;
   std::string checkpoint, save_checkpoint, out = "attention_study_out";
 };
 
@@ -38,8 +45,12 @@ struct Options {
 int study(const tapegrad::copy_task::Config& config, const Options& options) {
   using namespace tapegrad;
   copy_task::Trainer trainer(config);
+  // The study batch, drawn first: it is also the fixed probe batch of the training snapshots.
+  Generator study_gen(config.seed ^ kStudyStream);
+  const IndexArray data = copy_task::random_sequences(options.sequences, config.seq_len, config.vocab, study_gen);
   attention_study::RunInfo run;
   run.config = config;
+  std::vector<nn::AttentionSnapshot> snapshots;  // while training, on the study batch
   if (!options.checkpoint.empty()) {
     trainer.load(options.checkpoint);
     run.source = "loaded from " + options.checkpoint + " at step " + std::to_string(trainer.steps());
@@ -47,10 +58,20 @@ int study(const tapegrad::copy_task::Config& config, const Options& options) {
     std::printf("Training a copy-task model: N=%zu d_model=%zu d_ff=%zu heads=%zu, %zu steps of %zu sequences\n",
                 config.layers, config.d_model, config.d_ff, config.heads, options.steps, config.batch);
     const std::size_t every = std::max<std::size_t>(1, options.steps / 10);
-    trainer.run_epoch([&](std::size_t step, double loss) {
+    const copy_task::Batch probe_batch = copy_task::make_batch(data);
+    const nn::RunLoss<float> probe = [&] { return copy_task::batch_loss(trainer.model(), probe_batch); };
+    const std::vector<std::size_t> schedule = nn::doubling_schedule(options.steps);
+    if (options.snapshots) snapshots.push_back(nn::take_snapshot(trainer.model(), probe, 0));
+    trainer.run_epoch([&](std::size_t step, double loss) {  // one epoch: step counts from the start
       run.losses.push_back(loss);
       if (step % every == 0 || step == options.steps) std::printf("  step %5zu  loss %.4f\n", step, loss);
+      if (options.snapshots && std::binary_search(schedule.begin(), schedule.end(), step))
+        snapshots.push_back(nn::take_snapshot(trainer.model(), probe, step));
     });
+    if (options.snapshots) {
+      std::filesystem::create_directories(options.out);
+      nn::save_snapshots(std::filesystem::path(options.out) / "snapshots.safetensors", snapshots);
+    }
     run.source =
         "trained here for " + std::to_string(options.steps) + " steps (seed " + std::to_string(config.seed) + ")";
     if (!options.save_checkpoint.empty()) trainer.save(options.save_checkpoint);
@@ -59,11 +80,9 @@ int study(const tapegrad::copy_task::Config& config, const Options& options) {
   run.accuracy = trainer.exact_match_accuracy(kAccuracySequences);
   run.accuracy_sequences = kAccuracySequences;
 
-  Generator study_gen(config.seed ^ kStudyStream);
-  const IndexArray data = copy_task::random_sequences(options.sequences, config.seq_len, config.vocab, study_gen);
   const attention_study::StudyResult result = attention_study::study_batch(trainer.model(), data);
-  // No snapshots yet: recording them while training is another change (nn/attention_snapshot.h).
-  attention_study::write_report(options.out, run, result, {});
+  attention_study::write_report(options.out, run, result, snapshots);
+  attention_study::write_exports(options.out, result, data);
   std::printf("Model: %s; exact-match accuracy %.0f%%. Study batch loss %.4f; softmax-backward checks %s.\n",
               run.source.c_str(), 100.0 * run.accuracy, result.loss, result.checks_passed ? "passed" : "FAILED");
   std::printf("Head ablation (A of the head := 0; change = ablated - clean loss):\n%s",
@@ -101,6 +120,10 @@ int main(int argc, char** argv) {
   app.add_option("--seq-len", config.seq_len, "tokens per sequence, start symbol included")
       ->capture_default_str()
       ->check(integer_in(2, 64));
+  app.add_flag("--snapshots,!--no-snapshots", options.snapshots,
+               "while training, save A and dL/dA of the study batch at steps 0, 1, 2, 4, ..., the last "
+               "(snapshots.safetensors)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   config.batches_per_epoch = options.steps;  // one epoch = the whole training run
   return tapegrad::examples::run_guarded(

@@ -1,12 +1,14 @@
 #include "examples/attention_study/report.h"
 
-#include "examples/attention_study/atomic_file.h"
 #include "examples/attention_study/format.h"
 #include "examples/attention_study/page.h"
 #include "examples/attention_study/report_data.h"
 #include "examples/attention_study/tables.h"
+#include "nn/atomic_file.h"
 
 namespace tapegrad::attention_study {
+
+using nn::write_file_atomic;
 
 void write_report(const std::filesystem::path& dir, const RunInfo& run, const StudyResult& study,
                   const std::vector<nn::AttentionSnapshot>& snapshots) {

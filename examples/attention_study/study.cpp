@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <regex>
 #include <stdexcept>
+#include <utility>
 
 #include "autograd/errors.h"
 #include "examples/copy_task/copy_task.h"
@@ -126,7 +127,7 @@ StudyResult study_batch(nn::transformer::Transformer<float>& model, const IndexA
   model.eval();
   model.zero_grad();
   const nn::RunLoss<float> run_loss = [&] { return copy_task::batch_loss(model, batch); };
-  const nn::AttentionCapture<float> capture = nn::capture_attention(model, run_loss);
+  nn::AttentionCapture<float> capture = nn::capture_attention(model, run_loss);
   StudyResult result;
   result.loss = capture.loss;
   result.checks_passed = capture.checks_passed();
@@ -159,6 +160,7 @@ StudyResult study_batch(nn::transformer::Transformer<float>& model, const IndexA
   result.ablation = nn::head_ablation_table(model, run_loss);
   for (const AttentionKind kind : {AttentionKind::kEncoderSelf, AttentionKind::kDecoderSelf})
     add_rollouts(result, kind, result.attributions);
+  result.capture = std::move(capture);
   return result;
 }
 

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/attention_capture.h"
 #include "nn/attention_intervention.h"
 #include "nn/transformer/transformer.h"
 
@@ -84,6 +85,7 @@ struct StudyResult {
   std::vector<AttributionMap> attributions;
   // The short name of the module at this dotted path (ValueError naming it when there is none).
   const std::string& short_name_of(const std::string& module) const;
+  nn::AttentionCapture<float> capture;      // all of it, for the exports (export.h)
 };
 
 // data [batch, seq]: copy-task sequences (copy_task::random_sequences). Puts the model in eval

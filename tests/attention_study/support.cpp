@@ -29,21 +29,6 @@ std::string read_text(const fs::path& path) {
   return s.str();
 }
 
-TempDir::TempDir() {
-  std::string pattern = (fs::temp_directory_path() / "attention_study_test.XXXXXX").string();
-  if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-  path_ = pattern;
-}
-
-TempDir::~TempDir() {
-  if (::testing::UnitTest::GetInstance()->Failed()) {
-    std::printf("kept %s for inspection\n", path_.c_str());
-  } else {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-}
-
 Result run(const std::string& command, const fs::path& log) {
   const int raw = std::system((command + " > '" + log.string() + "' 2>&1").c_str());
   return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, read_text(log)};

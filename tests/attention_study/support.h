@@ -1,27 +1,18 @@
 #pragma once
-// What the attention-study tests share: temporary directories, running a command, headless
+// What the attention-study tests share: temporary directories (tests/support/temp_dir.h), running a command, headless
 // Chromium, and PNG decoding (stb_image) of its screenshots.
 #include <array>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "tests/support/temp_dir.h"
+
 namespace tapegrad::attention_study_test {
 
 std::string read_text(const std::filesystem::path& path);
 
-// A temporary directory, removed at the end unless a test failed (then kept for inspection).
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
+using testing_support::TempDir;
 
 struct Result {
   int status;

@@ -1,0 +1,50 @@
+#include "nn/atomic_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "autograd/errors.h"
+
+namespace tapegrad::nn {
+
+namespace fs = std::filesystem;
+
+void write_file_atomic(const fs::path& path, const std::vector<std::string_view>& chunks, std::string_view op) {
+  const auto fail = [&](const std::string& problem) {
+    throw ValueError(std::string(op) + "('" + path.string() + "'): " + problem + " (any previous file is unchanged)");
+  };
+  const fs::path temp = path.string() + ".tmp-" + std::to_string(::getpid());
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail("cannot create the temp file '" + temp.string() + "': " + std::strerror(errno));
+  const auto abandon = [&](const std::string& what, int err, bool close_fd) {
+    if (close_fd) ::close(fd);
+    ::unlink(temp.c_str());
+    fail(what + ": " + std::strerror(err));
+  };
+  for (std::string_view chunk : chunks) {
+    while (!chunk.empty()) {
+      const ssize_t written = ::write(fd, chunk.data(), chunk.size());
+      if (written < 0 && errno == EINTR) continue;
+      if (written < 0) abandon("writing '" + temp.string() + "' failed", errno, true);
+      chunk.remove_prefix(static_cast<std::size_t>(written));
+    }
+  }
+  if (::fsync(fd) != 0) abandon("fsync of '" + temp.string() + "' failed", errno, true);
+  if (::close(fd) != 0) abandon("closing '" + temp.string() + "' failed", errno, false);
+  std::error_code ec;
+  fs::rename(temp, path, ec);
+  if (ec) abandon("renaming '" + temp.string() + "' failed", ec.value(), false);
+  // Make the rename itself durable; a directory that cannot be fsync'ed still holds the new file.
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    ::fsync(dir_fd);
+    ::close(dir_fd);
+  }
+}
+
+}  // namespace tapegrad::nn

@@ -1,0 +1,23 @@
+#pragma once
+// Whole-file writes that never leave a half-written file behind: the bytes go to
+// "<path>.tmp-<pid>" in the same directory, are flushed and fsync'ed, and the temp file is renamed
+// over <path> (rename within one directory is atomic on POSIX). On failure the temp file is
+// removed (never a file this call did not create), any previous <path> is untouched, and
+// ValueError names `op`, the path and the OS error: "save_npy('out/a.npy'): cannot create ...".
+// Checkpoints, exports and the example programs' pages all write through it.
+#include <filesystem>
+#include <string_view>
+#include <vector>
+
+namespace tapegrad::nn {
+
+// Writes the chunks, in order, as the file's contents.
+void write_file_atomic(const std::filesystem::path& path, const std::vector<std::string_view>& chunks,
+                       std::string_view op = "write_file_atomic");
+
+inline void write_file_atomic(const std::filesystem::path& path, std::string_view bytes,
+                              std::string_view op = "write_file_atomic") {
+  write_file_atomic(path, std::vector<std::string_view>{bytes}, op);
+}
+
+}  // namespace tapegrad::nn
