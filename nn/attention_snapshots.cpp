@@ -73,7 +73,9 @@ AttentionSnapshot snapshot_of(const AttentionCapture<T>& capture, std::size_t st
   if (capture.records.empty()) {
     throw ValueError("snapshot_of: the capture has no attention records (the model ran no attention module)");
   }
-  AttentionSnapshot out{.step = step, .loss = capture.loss};
+  AttentionSnapshot out;
+  out.step = step;
+  out.loss = capture.loss;
   for (const AttentionRecord<T>& r : capture.records) {
     out.names.push_back(r.name);
     out.weights.emplace_back(xt::xarray<float>(xt::cast<float>(r.weights)));
