@@ -25,8 +25,13 @@ const QUANTITY = {
   dS: {label: 'dL/dS', diverging: true},
 };
 const PERCENTILE = D.percentile;  // the diverging limit: this percentile of |values|
+// Gradients span many decades: after training, a sequence the model gets right has dL/dS 10^3
+// times smaller than one it gets wrong, and on a linear scale shared by the batch its maps are
+// white. The log scale shows LOG_DECADES decades of |value| below the limit.
+const LOG_DECADES = 4;
+const isGradient = quantity => quantity === 'dA' || quantity === 'dS';
 const headName = (call, h) => call.name + ' h' + h;  // the C++ head_name
-const state = {seq: 0, perMap: false, snapshot: D.snapshots.length, head: null};
+const state = {seq: 0, perMap: false, logGradients: true, snapshot: D.snapshots.length, head: null};
 
 // ---- colour ---------------------------------------------------------------------------------
 const VIRIDIS = [[68, 1, 84], [72, 40, 120], [62, 74, 137], [49, 104, 142], [38, 130, 142],
@@ -39,8 +44,14 @@ function ramp(stops, t) {
   const i = Math.min(stops.length - 2, Math.floor(t)), f = t - i;
   return stops[i].map((v, k) => Math.round(v + f * (stops[i + 1][k] - v)));
 }
-// scale: {lo, hi, diverging}; values beyond the ends take the end colour.
-const colour = (scale, v) => ramp(scale.diverging ? RDBU : VIRIDIS, (v - scale.lo) / (scale.hi - scale.lo || 1));
+// scale: {lo, hi, diverging, log}; values beyond the ends take the end colour. A log scale
+// (diverging only, lo = -hi) places v at sign(v) log(1 + |v|/c) with c = hi / 10^LOG_DECADES.
+function position(scale, v) {
+  if (!scale.log) return (v - scale.lo) / (scale.hi - scale.lo || 1);
+  const c = scale.hi / 10 ** LOG_DECADES;
+  return 0.5 + 0.5 * Math.sign(v) * Math.log1p(Math.abs(v) / c) / Math.log1p(scale.hi / c);
+}
+const colour = (scale, v) => ramp(scale.diverging ? RDBU : VIRIDIS, position(scale, v));
 
 function percentileAbs(values, p) {
   if (!values.length) return 0;
@@ -53,7 +64,7 @@ function scaleOf(quantity, values) {
   // A loop, not Math.max(...values): spreading 10^5 values overflows the call stack.
   if (!QUANTITY[quantity].diverging) return {lo: 0, hi: values.reduce((a, v) => Math.max(a, v), 1e-30), diverging: false};
   const lim = Math.max(1e-30, percentileAbs(values, PERCENTILE));
-  return {lo: -lim, hi: lim, diverging: true};
+  return {lo: -lim, hi: lim, diverging: true, log: state.logGradients && isGradient(quantity)};
 }
 
 // ---- data access ----------------------------------------------------------------------------
@@ -74,9 +85,9 @@ function mayAttendValues(m) {
   for (let i = 0; i < m.rows; ++i) for (let j = 0; j < m.cols; ++j) if (!m.masked(i, j)) out.push(m.value(i, j));
   return out;
 }
-const sharedScales = new Map();  // quantity + snapshot -> scale over every call, head, sequence
+const sharedScales = new Map();  // quantity + snapshot + log -> scale over every call, head, sequence
 function sharedScale(quantity) {
-  const key = quantity + (quantity === 'A' || quantity === 'dA' ? state.snapshot : '');
+  const key = quantity + (quantity === 'A' || quantity === 'dA' ? state.snapshot : '') + state.logGradients;
   if (!sharedScales.has(key)) {
     const values = [];
     D.calls.forEach((c, ci) => {
@@ -146,22 +157,27 @@ function drawHeatmap(canvas, m, scale, rowLabels, colLabels, target) {
   for (let j = 0; j < m.cols; j += cstep) ctx.fillText(colLabels[j], x0 + (j + 0.5) * cell, LABEL_HEIGHT / 2 + 2);
   return {x0, y0, cell, rows: m.rows, cols: m.cols};
 }
+// The bar's ticks sit evenly spaced: on the log scale, +-hi/100 falls a quarter of the way from
+// 0 to each end (log(1 + 10^2) / log(1 + 10^4) = 0.501).
 function colourBar(scale, note) {
   const w = 220, canvas = el('canvas', {width: w, height: 12, class: 'bar'}), ctx = canvas.getContext('2d');
   for (let x = 0; x < w; ++x) {
-    const c = colour(scale, scale.lo + (x + 0.5) / w * (scale.hi - scale.lo));
+    const c = ramp(scale.diverging ? RDBU : VIRIDIS, (x + 0.5) / w);
     ctx.fillStyle = `rgb(${c})`;
     ctx.fillRect(x, 0, 1, 12);
   }
-  const ticks = el('div', {class: 'ticks'}, el('span', {}, fmt(scale.lo)),
-                   el('span', {}, fmt((scale.lo + scale.hi) / 2)), el('span', {}, fmt(scale.hi)));
+  const values = scale.log ? [scale.lo, scale.lo / 100, 0, scale.hi / 100, scale.hi]
+                           : [scale.lo, (scale.lo + scale.hi) / 2, scale.hi];
+  const ticks = el('div', {class: 'ticks'}, ...values.map(v => el('span', {}, fmt(v))));
   return el('div', {class: 'colourbar'}, canvas, ticks, el('div', {class: 'note'}, note));
 }
 function scaleNote(quantity) {
   if (state.perMap) return 'per map: each map has its own scale (the bar shows the shared one)';
-  return QUANTITY[quantity].diverging
-    ? `shared by every head: symmetric around 0, limit = ${PERCENTILE}th percentile of |${quantity === 'dS' ? 'dL/dS' : quantity === 'dA' ? 'dL/dA' : 'S'}| over may-attend cells of all heads and sequences`
-    : 'shared by every head: 0 to the largest weight of all heads and sequences';
+  if (!QUANTITY[quantity].diverging) return 'shared by every head: 0 to the largest weight of all heads and sequences';
+  const note = `shared by every head: symmetric around 0, limit = ${PERCENTILE}th percentile of |${quantity === 'S' ? 'S' : QUANTITY[quantity].label}| over may-attend cells of all heads and sequences`;
+  return isGradient(quantity) && state.logGradients
+    ? note + `; log scale: ${LOG_DECADES} decades of |value| below the limit`
+    : note;
 }
 
 // ---- overview -------------------------------------------------------------------------------
@@ -302,7 +318,11 @@ function controls() {
   seq.addEventListener('change', () => { state.seq = Number(seq.value); redraw(); });
   const perMap = el('input', {type: 'checkbox', id: 'per-map'});
   perMap.addEventListener('change', () => { state.perMap = perMap.checked; redraw(); });
-  box.append(el('label', {}, 'Studied batch: ', seq), el('label', {}, perMap, ' per-map colour scaling'));
+  const log = el('input', {type: 'checkbox', id: 'log-gradients'});
+  log.checked = state.logGradients;
+  log.addEventListener('change', () => { state.logGradients = log.checked; redraw(); });
+  box.append(el('label', {}, 'Studied batch: ', seq), el('label', {}, perMap, ' per-map colour scaling'),
+             el('label', {}, log, ' log colour scale for dL/dA and dL/dS'));
   if (D.snapshots.length >= 2) {
     const n = D.snapshots.length, slider = el('input', {type: 'range', id: 'snapshot-slider', min: 0, max: n, value: n});
     const label = el('span', {id: 'snapshot-label'});
