@@ -1,5 +1,11 @@
+#include <array>
+#include <cstdio>
 #include <cstring>
+#include <string>
 
+#include <unistd.h>
+
+#include "autograd/kernels/blas_core.h"
 #include "autograd/kernels/parallel.h"
 #include "autograd/ops/linalg.h"
 #include "autograd/tape.h"
@@ -289,6 +295,60 @@ TEST(Linear, BadShapesThrowNamingAllShapes) {
                                       {"linear", "bias [4]", "[3]"}));
   EXPECT_TRUE(throws_with<ValueError>([&] { linear(Tensor<double>(), w); }, {"linear", "'x'"}));
   EXPECT_TRUE(throws_with<ValueError>([&] { linear(random_tensor({2, 4}, 2), Tensor<double>()); }, {"linear", "'weight'"}));
+}
+
+// ---- the BLAS kernels OpenBLAS picked (autograd/kernels/blas_core.h) --------------------------
+
+using kernels::SimdLevel;
+
+TEST(BlasKernels, CoreNamesHaveTheirLevels) {
+  EXPECT_EQ(kernels::openblas_core_level("Prescott"), SimdLevel::kSse);
+  EXPECT_EQ(kernels::openblas_core_level("Sandybridge"), SimdLevel::kAvx);
+  EXPECT_EQ(kernels::openblas_core_level("Haswell"), SimdLevel::kAvx2);
+  EXPECT_EQ(kernels::openblas_core_level("Zen"), SimdLevel::kAvx2);
+  EXPECT_EQ(kernels::openblas_core_level("SkylakeX"), SimdLevel::kAvx512);
+  EXPECT_EQ(kernels::openblas_core_level("Cooperlake"), SimdLevel::kAvx512);
+  EXPECT_EQ(kernels::openblas_core_level("haswell"), SimdLevel::kUnknown);  // OpenBLAS's spelling only
+  EXPECT_EQ(kernels::openblas_core_level("Unknown"), SimdLevel::kUnknown);
+}
+
+TEST(BlasKernels, OlderKernelsThanTheCpuGetAWarningNamingTheVariable) {
+  const std::string preset = kernels::blas_kernel_warning("Haswell", SimdLevel::kAvx512, "Haswell");
+  EXPECT_NE(preset.find("OpenBLAS runs its Haswell kernels (AVX2) on a CPU with AVX-512"), std::string::npos) << preset;
+  EXPECT_NE(preset.find("Set OPENBLAS_CORETYPE=SkylakeX"), std::string::npos) << preset;
+  EXPECT_NE(preset.find("it is set to 'Haswell' now"), std::string::npos) << preset;
+  // Unset: OpenBLAS fell back to generic kernels on a CPU it does not know.
+  const std::string unset = kernels::blas_kernel_warning("Prescott", SimdLevel::kAvx2, nullptr);
+  EXPECT_NE(unset.find("Set OPENBLAS_CORETYPE=Haswell"), std::string::npos) << unset;
+  EXPECT_NE(unset.find("it is not set now"), std::string::npos) << unset;
+  EXPECT_NE(kernels::blas_kernel_warning("Zen", SimdLevel::kAvx512, nullptr), "");  // Zen 4 and 5 have AVX-512
+}
+
+TEST(BlasKernels, MatchingOrUnknownKernelsAreNotWarnedAbout) {
+  EXPECT_EQ(kernels::blas_kernel_warning("SkylakeX", SimdLevel::kAvx512, "SkylakeX"), "");
+  EXPECT_EQ(kernels::blas_kernel_warning("Cooperlake", SimdLevel::kAvx512, nullptr), "");
+  EXPECT_EQ(kernels::blas_kernel_warning("Haswell", SimdLevel::kAvx2, nullptr), "");
+  EXPECT_EQ(kernels::blas_kernel_warning("SkylakeX", SimdLevel::kAvx2, nullptr), "");  // newer kernels: OpenBLAS's call
+  EXPECT_EQ(kernels::blas_kernel_warning("Unknown", SimdLevel::kAvx512, nullptr), "");
+}
+
+// The real process: this test binary with OPENBLAS_CORETYPE=Prescott (SSE kernels) runs a test
+// that multiplies matrices many times, and prints the warning once.
+TEST(BlasKernels, AProcessWithOldKernelsWarnsOnceOnStderr) {
+  if (kernels::cpu_simd_level() <= SimdLevel::kSse) GTEST_SKIP() << "SKIPPED: this CPU has no more than SSE";
+  const std::string command =
+      "OPENBLAS_CORETYPE=Prescott /proc/" + std::to_string(getpid()) +
+      "/exe --gtest_filter=Matmul.MatchesNaiveReferenceOverAllShapeCases 2>&1 >/dev/null";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string err;
+  std::array<char, 4096> buffer{};
+  for (std::size_t n; (n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0;) err.append(buffer.data(), n);
+  ASSERT_EQ(pclose(pipe), 0) << err;
+  const std::string warning = "tapegrad: OpenBLAS runs its Prescott kernels (SSE)";
+  const auto first = err.find(warning);
+  ASSERT_NE(first, std::string::npos) << err;
+  EXPECT_EQ(err.find(warning, first + 1), std::string::npos) << "warned more than once:\n" << err;
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
+#include "autograd/kernels/blas_core.h"
+
 namespace tapegrad::kernels {
 
 namespace {
@@ -67,6 +69,7 @@ template <class T>
 void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a,
           std::size_t lda, const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc) {
   (void)openblas_single_threaded;
+  warn_once_if_blas_kernels_lag();
   const bool split_rows = m >= n;
   const std::size_t extent = split_rows ? m : n;
   if (extent <= kMinBlock || m * n * k < kSplitThreshold) {
@@ -91,6 +94,7 @@ void gemm_batched(std::size_t batch, bool trans_a, bool trans_b, std::size_t m, 
                   const T* a, std::size_t stride_a, std::size_t lda, const T* b, std::size_t stride_b, std::size_t ldb,
                   T beta, T* c, std::size_t stride_c, std::size_t ldc) {
   (void)openblas_single_threaded;
+  warn_once_if_blas_kernels_lag();
   if (batch == 1) {
     gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
