@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 """PyTorch peer of tapegrad_bench: the same workloads, shapes, dtype (float32) and thread count.
 
-    torch_bench.py --threads N [--repetitions R] [--min-time S] [--filter REGEX] [--json OUT]
+    torch_bench.py --threads N [--repetitions R] [--warmup S] [--min-time S] [--filter REGEX] [--json OUT]
     torch_bench.py --threads N --rss tiny|paper [--rss-steps S]
 
 Workload names match bench/*.cpp (run_side_by_side pairs rows by name). Each workload is timed
-like Google Benchmark times it: one warm-up call, then enough iterations to fill --min-time,
+like Google Benchmark times it: untimed calls for --warmup seconds (at least one), then enough
+iterations to fill --min-time,
 repeated --repetitions times; the JSON holds every repetition's per-iteration wall-clock and
 process CPU seconds and their medians. forward+backward workloads record the forward, call
 backward with a fixed random seed gradient, then set the inputs' .grad to None, as
@@ -321,12 +322,17 @@ def model_workloads():
     return out
 
 
-def measure(step, min_time, repetitions):
-    """Per-iteration (wall, process CPU) seconds of each repetition, Google Benchmark style."""
-    start = time.perf_counter()
-    step()  # warm-up, and a first estimate of the iteration time
-    first = time.perf_counter() - start
-    iterations = max(1, math.ceil(min_time / max(first, 1e-9)))
+def measure(step, warmup, min_time, repetitions):
+    """Per-iteration (wall, process CPU) seconds of each repetition, Google Benchmark style: untimed
+    calls for at least `warmup` seconds (at least one), the last of them the estimate of an iteration."""
+    begin = time.perf_counter()
+    while True:
+        start = time.perf_counter()
+        step()
+        last = time.perf_counter() - start
+        if start + last - begin >= warmup:
+            break
+    iterations = max(1, math.ceil(min_time / max(last, 1e-9)))
     runs = []
     for _ in range(repetitions):
         wall, cpu = time.perf_counter(), time.process_time()
@@ -344,6 +350,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, required=True)
     parser.add_argument("--repetitions", type=int, default=5)
+    parser.add_argument("--warmup", type=float, default=0.5, help="untimed seconds before the repetitions")
     parser.add_argument("--min-time", type=float, default=0.2, help="seconds per repetition")
     parser.add_argument("--filter", default="", help="regex on workload names")
     parser.add_argument("--json", help="write results here (default: stdout)")
@@ -368,7 +375,7 @@ def main():
     for name, (make, flop, items) in workloads.items():
         if not re.search(args.filter, name):
             continue
-        iterations, runs = measure(make(), args.min_time, args.repetitions)
+        iterations, runs = measure(make(), args.warmup, args.min_time, args.repetitions)
         results.append({
             "name": name, "iterations": iterations, "flop": flop, "items": items,
             "real_time_s": [r[0] for r in runs], "cpu_time_s": [r[1] for r in runs],
