@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include <tbb/parallel_for.h>
 #include <xsimd/xsimd.hpp>
 
+#include "autograd/kernels/row_kernels.h"
 #include "autograd/validation.h"
 
 namespace tapegrad::optim {
@@ -140,8 +140,9 @@ void Adam<T>::update(const ParamGroup<T>& group, Tensor<T>& param, const xt::xar
   // Every element is independent; fixed chunks (not TBB's adaptive split) put each element in the
   // same place of the vector/tail split at any thread count, so results are identical.
   const std::size_t chunks = (n + kAdamChunk - 1) / kAdamChunk;
-  tbb::parallel_for(std::size_t{0}, chunks, [&](std::size_t chunk) {
-    adam_range(c, spans, chunk * kAdamChunk, std::min(n, (chunk + 1) * kAdamChunk));
+  kernels::parallel_items(chunks, kAdamChunk, [&](std::size_t first, std::size_t last) {
+    for (std::size_t chunk = first; chunk < last; ++chunk)
+      adam_range(c, spans, chunk * kAdamChunk, std::min(n, (chunk + 1) * kAdamChunk));
   });
 }
 

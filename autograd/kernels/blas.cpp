@@ -99,10 +99,22 @@ void gemm_batched(std::size_t batch, bool trans_a, bool trans_b, std::size_t m, 
     gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
-  tbb::parallel_for(std::size_t{0}, batch, [&](std::size_t i) {
-    gemm_serial(trans_a, trans_b, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta, c + i * stride_c,
-                ldc);
-  });
+  // Small products are grouped into tasks of at least kSplitThreshold multiply-adds, and a batch
+  // smaller than that runs on the calling thread: a task per [10,16]x[16,10] attention product
+  // cost more in scheduling than in arithmetic. Each product is one call whatever the grouping.
+  const std::size_t work = std::max<std::size_t>(1, m * n * k);
+  const std::size_t per_task = std::max<std::size_t>(1, kSplitThreshold / work);
+  const auto run = [&](std::size_t first, std::size_t last) {
+    for (std::size_t i = first; i < last; ++i)
+      gemm_serial(trans_a, trans_b, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta,
+                  c + i * stride_c, ldc);
+  };
+  if (batch <= per_task) {
+    run(0, batch);
+    return;
+  }
+  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, batch, per_task),
+                    [&](const tbb::blocked_range<std::size_t>& r) { run(r.begin(), r.end()); });
 }
 
 template void gemm<float>(bool, bool, std::size_t, std::size_t, std::size_t, float, const float*, std::size_t,

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <vector>
 
-#include <tbb/parallel_for.h>
+#include "autograd/kernels/row_kernels.h"
 
 namespace tapegrad::kernels {
 
@@ -18,11 +18,15 @@ template <class T, class Term>
 T chunked_sum(std::size_t n, const Term& term) {
   const std::size_t chunks = (n + kSumChunk - 1) / kSumChunk;
   std::vector<T> partial(chunks, T(0));
-  tbb::parallel_for(std::size_t{0}, chunks, [&](std::size_t c) {
-    const std::size_t end = std::min(n, (c + 1) * kSumChunk);
-    T s = T(0);
-    for (std::size_t i = c * kSumChunk; i < end; ++i) s += term(i);
-    partial[c] = s;
+  // Chunks are grouped into tasks (and a small sum runs on the calling thread); each chunk's sum
+  // is the same whichever task computes it.
+  parallel_items(chunks, kSumChunk, [&](std::size_t first, std::size_t last) {
+    for (std::size_t c = first; c < last; ++c) {
+      const std::size_t end = std::min(n, (c + 1) * kSumChunk);
+      T s = T(0);
+      for (std::size_t i = c * kSumChunk; i < end; ++i) s += term(i);
+      partial[c] = s;
+    }
   });
   T total = T(0);
   for (const T s : partial) total += s;

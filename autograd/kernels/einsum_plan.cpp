@@ -381,7 +381,8 @@ bool run_tiled_permutation(const StridedPass& p, const T* src, T* dst) {
   std::size_t rest_count = 1;
   for (const auto& a : rest) rest_count *= a.size;
   const std::size_t row_blocks = (rows.size + kTile - 1) / kTile;
-  tbb::parallel_for(std::size_t{0}, rest_count * row_blocks, [&](std::size_t task) {
+  // A task per strip of kTile rows; below kParallelWork elements in all, one thread does them.
+  const auto strip = [&](std::size_t task) {
     std::size_t s = 0, d = 0;
     for (std::size_t ax = rest.size(), r = task / row_blocks; ax-- > 0;) {
       const std::size_t i = r % rest[ax].size;
@@ -405,7 +406,13 @@ bool run_tiled_permutation(const StridedPass& p, const T* src, T* dst) {
         for (std::size_t c = 0; c < col_count; ++c) line[c] = tile[r][c];
       }
     }
-  });
+  };
+  const std::size_t strips = rest_count * row_blocks;
+  if (rest_count * rows.size * cols.size < kParallelWork) {
+    for (std::size_t task = 0; task < strips; ++task) strip(task);
+  } else {
+    tbb::parallel_for(std::size_t{0}, strips, strip);
+  }
   return true;
 }
 
