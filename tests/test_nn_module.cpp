@@ -52,6 +52,13 @@ TEST(Module, ParameterTensorsAreNamedByTheirDottedPath) {
   // Also through containers filled after they were registered (the Transformer's layer lists).
   nn::transformer::Transformer<double> transformer(5, 5, 4, 0, 8, 2, 16, 2, 0.0, 1e-5, gen);
   for (const auto& [path, tensor] : transformer.named_parameters()) EXPECT_EQ(tensor.name(), path);
+  // ... and a stack used on its own, not inside a Transformer.
+  nn::transformer::TransformerEncoder<double> encoder(5, 5, 0, 4, 2, 8, 2, 0.0, 1e-5, gen);
+  nn::transformer::TransformerDecoder<double> decoder(5, 5, 0, 4, 2, 8, 2, 0.0, 1e-5, gen);
+  for (const auto& [path, tensor] : encoder.named_parameters()) EXPECT_EQ(tensor.name(), path);
+  for (const auto& [path, tensor] : decoder.named_parameters()) EXPECT_EQ(tensor.name(), path);
+  EXPECT_EQ(encoder.encoder_layers()[1].multi_head_attention().W_q().name(),
+            "encoder_layers.1.multi_head_attention.W_q");
   // ... so an in-place edit between forward and backward names the parameter as state_dict does.
   GradientTape tape;
   const auto loss = sum((*model.fc1)(Tensor<double>::ones({1, 2})));
