@@ -1,13 +1,13 @@
 #include "autograd/tensor.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 
 #include <tbb/scalable_allocator.h>
 #include <tbb/task_arena.h>
 #include <xtensor/xbuilder.hpp>
 
+#include "autograd/callback_ids.h"
 #include "autograd/validation.h"
 #include "autograd/detail/walk.h"
 #include "autograd/kernels/map.h"
@@ -335,18 +335,14 @@ std::uint64_t Tensor<T>::register_hook(GradHook<T> hook) {
   if (!checked(node_.get(), "register_hook")->requires_grad) {
     throw TapeError("register_hook: tensor " + describe() + " does not require a gradient, so no gradient will reach a hook");
   }
-  static std::atomic<std::uint64_t> next_id{1};
-  const std::uint64_t id = next_id.fetch_add(1, std::memory_order_relaxed);
-  node_->hooks.emplace_back(id, std::move(hook));
-  return id;
+  return add_callback(node_->hooks, std::move(hook));
 }
 
 template <class T>
 void Tensor<T>::remove_hook(std::uint64_t id) {
-  auto& hooks = checked(node_.get(), "remove_hook")->hooks;
-  const auto it = std::find_if(hooks.begin(), hooks.end(), [id](const auto& h) { return h.first == id; });
-  if (it == hooks.end()) throw ValueError("remove_hook: tensor " + describe() + " has no hook with id " + std::to_string(id));
-  hooks.erase(it);
+  if (!remove_callback(checked(node_.get(), "remove_hook")->hooks, id)) {
+    throw ValueError("remove_hook: tensor " + describe() + " has no hook with id " + std::to_string(id));
+  }
 }
 
 template <class T>

@@ -1,22 +1,11 @@
 #include "nn/attention_probe.h"
 
-#include <algorithm>
-#include <atomic>
-
 #include <xtensor/xbroadcast.hpp>
 #include <xtensor/xbuilder.hpp>
 
+#include "autograd/callback_ids.h"
+
 namespace tapegrad::nn {
-
-namespace {
-
-// Unique across modules and element types, so an id given to one module never removes another's probe.
-std::uint64_t next_probe_id() {
-  static std::atomic<std::uint64_t> next{1};
-  return next.fetch_add(1, std::memory_order_relaxed);
-}
-
-}  // namespace
 
 std::string stage_name(AttentionStage stage) {
   switch (stage) {
@@ -36,17 +25,14 @@ Mask broadcast_may_attend(const Mask* may_attend, std::size_t batch, std::size_t
 template <class T>
 std::uint64_t ProbedAttention<T>::register_attention_probe(AttentionProbe<T> probe) {
   if (!probe) throw ValueError(probe_owner() + ": register_attention_probe: the probe is empty");
-  probes_.emplace_back(next_probe_id(), std::move(probe));
-  return probes_.back().first;
+  return add_callback(probes_, std::move(probe));
 }
 
 template <class T>
 void ProbedAttention<T>::remove_attention_probe(std::uint64_t id) {
-  const auto it = std::find_if(probes_.begin(), probes_.end(), [id](const auto& p) { return p.first == id; });
-  if (it == probes_.end()) {
+  if (!remove_callback(probes_, id)) {
     throw ValueError(probe_owner() + ": remove_attention_probe: no probe with id " + std::to_string(id));
   }
-  probes_.erase(it);
 }
 
 template <class T>

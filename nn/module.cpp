@@ -1,20 +1,14 @@
 #include "nn/module.h"
 
 #include <algorithm>
-#include <atomic>
 #include <unordered_map>
 
+#include "autograd/callback_ids.h"
 #include "autograd/ops/elementwise.h"
 
 namespace tapegrad::nn {
 
 namespace {
-
-// Unique across modules and types, so an id given to another module is never removed by mistake.
-std::uint64_t next_hook_id() {
-  static std::atomic<std::uint64_t> next{1};
-  return next.fetch_add(1, std::memory_order_relaxed);
-}
 
 std::string join(const std::vector<std::string>& items) {
   std::string text;
@@ -232,26 +226,18 @@ std::string Module<T>::summary() const {
 template <class T>
 std::uint64_t Module<T>::register_forward_hook(ForwardHook hook) {
   if (!hook) throw ValueError(type_name() + ": register_forward_hook was given an empty hook");
-  forward_hooks_.emplace_back(next_hook_id(), std::move(hook));
-  return forward_hooks_.back().first;
+  return add_callback(forward_hooks_, std::move(hook));
 }
 
 template <class T>
 std::uint64_t Module<T>::register_output_grad_hook(GradHook<T> hook) {
   if (!hook) throw ValueError(type_name() + ": register_output_grad_hook was given an empty hook");
-  output_grad_hooks_.emplace_back(next_hook_id(), std::move(hook));
-  return output_grad_hooks_.back().first;
+  return add_callback(output_grad_hooks_, std::move(hook));
 }
 
 template <class T>
 void Module<T>::remove_hook(std::uint64_t id) {
-  const auto erase = [id](auto& hooks) {
-    const auto it = std::find_if(hooks.begin(), hooks.end(), [id](const auto& h) { return h.first == id; });
-    if (it == hooks.end()) return false;
-    hooks.erase(it);
-    return true;
-  };
-  if (!erase(forward_hooks_) && !erase(output_grad_hooks_)) {
+  if (!remove_callback(forward_hooks_, id) && !remove_callback(output_grad_hooks_, id)) {
     throw ValueError(type_name() + ": remove_hook: no hook with id " + std::to_string(id));
   }
 }

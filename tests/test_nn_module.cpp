@@ -1,6 +1,8 @@
 #include <memory>
 
+#include "autograd/anomaly.h"
 #include "autograd/ops/activation.h"
+#include "autograd/ops/pointwise.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/tape.h"
 #include "nn/containers.h"
@@ -52,12 +54,37 @@ TEST(Module, ParameterTensorsAreNamedByTheirDottedPath) {
   // Also through containers filled after they were registered (the Transformer's layer lists).
   nn::transformer::Transformer<double> transformer(5, 5, 4, 0, 8, 2, 16, 2, 0.0, 1e-5, gen);
   for (const auto& [path, tensor] : transformer.named_parameters()) EXPECT_EQ(tensor.name(), path);
+  // ... and a stack used on its own, not inside a Transformer.
+  nn::transformer::TransformerEncoder<double> encoder(5, 5, 0, 4, 2, 8, 2, 0.0, 1e-5, gen);
+  nn::transformer::TransformerDecoder<double> decoder(5, 5, 0, 4, 2, 8, 2, 0.0, 1e-5, gen);
+  for (const auto& [path, tensor] : encoder.named_parameters()) EXPECT_EQ(tensor.name(), path);
+  for (const auto& [path, tensor] : decoder.named_parameters()) EXPECT_EQ(tensor.name(), path);
+  EXPECT_EQ(encoder.encoder_layers()[1].multi_head_attention().W_q().name(),
+            "encoder_layers.1.multi_head_attention.W_q");
   // ... so an in-place edit between forward and backward names the parameter as state_dict does.
   GradientTape tape;
   const auto loss = sum((*model.fc1)(Tensor<double>::ones({1, 2})));
   Tensor<double> weight = model.fc1->weight();
   weight.mutable_value()(0, 0) = 5.0;
   EXPECT_TRUE(throws_with<TapeError>([&] { tape.backward(loss); }, {"'fc1.weight'", "modified in place"}));
+}
+
+// An anomaly report names a parameter deep in a Transformer by its state_dict key.
+TEST(Module, AnomalyReportNamesAParameterByItsDottedPath) {
+  Generator gen(0);
+  nn::transformer::Transformer<double> transformer(5, 5, 4, 0, 8, 2, 16, 2, 0.0, 1e-5, gen);
+  Tensor<double> weight;
+  for (const auto& [path, tensor] : transformer.named_parameters()) {
+    if (path == "encoder.encoder_layers.0.ffn.linear1.weight") weight = tensor;
+  }
+  ASSERT_TRUE(weight.defined());
+  weight.mutable_value() = xt::abs(weight.value());  // sqrt of every entry is finite...
+  weight.mutable_value()(0, 0) = 0.0;                 // ... and its gradient at 0 is not
+  const DetectAnomalyGuard anomaly;
+  GradientTape tape;
+  const auto loss = sum(sqrt(weight));
+  EXPECT_TRUE(throws_with<AnomalyError>([&] { tape.backward(loss); },
+                                        {"the gradient of the leaf 'encoder.encoder_layers.0.ffn.linear1.weight'"}));
 }
 
 TEST(Module, ContainersNameChildrenByPosition) {

@@ -1,4 +1,6 @@
 // The README's code snippets, compiled and run, so the README stays true.
+#include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "autograd/custom_op.h"
@@ -132,10 +134,48 @@ TEST(Readme, AttributionSnippet) {
   };
 #include "attribution_snippet.inc"
   EXPECT_LT(max_abs_diff(xt::xarray<double>(xt::sum(rollout, {2})), xt::ones<double>({1, 3})), 1e-12);
-  EXPECT_EQ(flow.shape(), rollout.shape());
-  EXPECT_EQ(weighted.shape(), rollout.shape());
-  EXPECT_EQ(relevance.shape(), rollout.shape());
-  EXPECT_EQ(importance.shape(), (std::vector<std::size_t>{2, 2}));
+  EXPECT_EQ(flow.shape(), rollout.shape());  // its values: tests/test_attribution.cpp's hand-solved flows
+  // The README table's formulas by loops. Per layer: S_h = sum of A ⊙ dL/dA over the map, and
+  // I + Ā with Ā = mean_heads(max(A ⊙ dL/dA, 0)).
+  using Matrix = std::array<std::array<double, 3>, 3>;
+  std::array<Matrix, 2> residual{};
+  double head_sum[2][2] = {};
+  for (std::size_t l = 0; l < 2; ++l) {
+    for (std::size_t i = 0; i < 3; ++i) {
+      for (std::size_t j = 0; j < 3; ++j) {
+        residual[l][i][j] = i == j ? 1.0 : 0.0;
+        for (std::size_t h = 0; h < 2; ++h) {
+          const double product = attention[l](0, h, i, j) * gradients[l](0, h, i, j);
+          head_sum[l][h] += product;
+          residual[l][i][j] += std::max(product, 0.0) / 2.0;
+        }
+      }
+    }
+  }
+  // Later layers on the left: M_1 · M_0, with or without each row divided by its sum.
+  const auto product = [&](bool normalize_rows) {
+    std::array<Matrix, 2> m = residual;
+    for (Matrix& layer : m) {
+      for (auto& row : layer) {
+        const double total = normalize_rows ? row[0] + row[1] + row[2] : 1.0;
+        for (double& v : row) v /= total;
+      }
+    }
+    xt::xarray<double> r = xt::zeros<double>({1, 3, 3});
+    for (std::size_t i = 0; i < 3; ++i)
+      for (std::size_t j = 0; j < 3; ++j)
+        for (std::size_t k = 0; k < 3; ++k) r(0, i, j) += m[1][i][k] * m[0][k][j];
+    return r;
+  };
+  EXPECT_LT(max_abs_diff(weighted, product(true)), 1e-12);
+  EXPECT_LT(max_abs_diff(relevance, product(false)), 1e-12);
+  // |S_h| per head, each layer divided by its L2 norm over the heads.
+  xt::xarray<double> expected_importance = xt::zeros<double>({2, 2});
+  for (std::size_t l = 0; l < 2; ++l) {
+    const double norm = std::hypot(head_sum[l][0], head_sum[l][1]);
+    for (std::size_t h = 0; h < 2; ++h) expected_importance(l, h) = std::abs(head_sum[l][h]) / norm;
+  }
+  EXPECT_LT(max_abs_diff(importance, expected_importance), 1e-12);
   // F = sum(A²): 20 right-Riemann steps give A² · 21/20.
   EXPECT_LT(max_abs_diff(attribution, attention[0] * attention[0] * 1.05), 1e-12);
 }

@@ -9,6 +9,7 @@
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/linalg.h"
 #include "autograd/ops/shape.h"
+#include "nn/attention_inputs.h"
 #include "nn/head_width.h"
 
 namespace tapegrad::nn::labml {
@@ -74,19 +75,7 @@ AttendMask MultiHeadAttention<T>::prepare_mask(const AttendMask& mask, const Sha
 template <class T>
 Tensor<T> MultiHeadAttention<T>::forward(const Tensor<T>& query, const Tensor<T>& key, const Tensor<T>& value,
                                          const std::optional<AttendMask>& mask) {
-  const auto check_input = [&](const Tensor<T>& x, const char* name) {
-    if (x.ndim() != 3 || x.size(-1) != d_model_) {
-      throw ShapeError(describe() + ": " + name + " " + x.describe() + " must be [seq_len, batch_size, " +
-                       std::to_string(d_model_) + "]");
-    }
-  };
-  check_input(query, "query");
-  check_input(key, "key");
-  check_input(value, "value");
-  if (key.size(0) != value.size(0) || key.size(1) != query.size(1) || value.size(1) != query.size(1)) {
-    throw ShapeError(describe() + ": key " + key.describe() + " and value " + value.describe() +
-                     " must have one length and the batch size of query " + query.describe());
-  }
+  check_attention_inputs(AttentionFamily::kLabml, d_model_, query, key, value, [this] { return describe(); });
   std::optional<AttendMask> keep;
   if (mask) keep = prepare_mask(*mask, query.shape(), key.shape());
 

@@ -1,6 +1,7 @@
 #include "nn/mha/multi_head_attention.h"
 
 #include "autograd/ops/shape.h"
+#include "nn/attention_inputs.h"
 #include "nn/head_width.h"
 
 namespace tapegrad::nn::mha {
@@ -46,19 +47,7 @@ Mask MultiHeadAttention<T>::probe_mask(const std::optional<AttendMask>& mask, st
 template <class T>
 AttentionOutput<T> MultiHeadAttention<T>::forward(const Tensor<T>& query, const Tensor<T>& key, const Tensor<T>& value,
                                                   const std::optional<AttendMask>& mask) {
-  const auto check_input = [&](const Tensor<T>& x, const char* name) {
-    if (x.ndim() != 3 || x.size(-1) != d_model_) {
-      throw ShapeError(describe() + ": " + name + " " + x.describe() + " must be [batch, seq_len, " +
-                       std::to_string(d_model_) + "]");
-    }
-  };
-  check_input(query, "query");
-  check_input(key, "key");
-  check_input(value, "value");
-  if (key.size(1) != value.size(1) || key.size(0) != query.size(0) || value.size(0) != query.size(0)) {
-    throw ShapeError(describe() + ": key " + key.describe() + " and value " + value.describe() +
-                     " must have one length and the batch size of query " + query.describe());
-  }
+  check_attention_inputs(AttentionFamily::kMha, d_model_, query, key, value, [this] { return describe(); });
   std::optional<ProbeStep<T>> probe;
   if (this->has_attention_probes()) {
     // The mask is made at the first stage, after scaled_dot_product_attention has checked its shape.

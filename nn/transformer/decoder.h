@@ -26,19 +26,18 @@
 
 #include "autograd/ops/masking.h"
 #include "nn/containers.h"
-#include "nn/dropout.h"
-#include "nn/layer_norm.h"
 #include "nn/positional_encoding.h"
 #include "nn/transformer/embedding.h"
 #include "nn/transformer/ffn.h"
 #include "nn/transformer/layer_stack.h"
 #include "nn/transformer/multi_head_attention.h"
 #include "nn/transformer/options.h"
+#include "nn/transformer/sublayer_connection.h"
 
 namespace tapegrad::nn::transformer {
 
 template <class T>
-class TransformerDecoderLayer : public Module<T> {
+class TransformerDecoderLayer : public ResidualLayer<T> {
  public:
   TransformerDecoderLayer(const LayerOptions& options, Generator& gen);
   // The seed's argument order.
@@ -58,19 +57,16 @@ class TransformerDecoderLayer : public Module<T> {
 
   const MultiHeadAttention<T>& self_attention() const { return *self_attention_; }
   const MultiHeadAttention<T>& src_tgt_attention() const { return *src_tgt_attention_; }
-  bool norm_first() const { return norm_first_; }
+  bool norm_first() const { return ffn_residual_.norm_first; }
 
  private:
-  bool norm_first_;
+  // In the seed's registration order (named_parameters(), checkpoints).
   std::shared_ptr<MultiHeadAttention<T>> self_attention_;
-  std::shared_ptr<Dropout<T>> dropout_self_attention_;
-  std::shared_ptr<LayerNorm<T>> layer_norm_self_attention_;
+  Residual<T> self_attention_residual_;  // dropout_self_attention, layer_norm_self_attention
   std::shared_ptr<MultiHeadAttention<T>> src_tgt_attention_;
-  std::shared_ptr<Dropout<T>> dropout_src_tgt_attention_;
-  std::shared_ptr<LayerNorm<T>> layer_norm_src_tgt_attention_;
+  Residual<T> src_tgt_attention_residual_;  // dropout_src_tgt_attention, layer_norm_src_tgt_attention
   std::shared_ptr<FFN<T>> ffn_;
-  std::shared_ptr<Dropout<T>> dropout_ffn_;
-  std::shared_ptr<LayerNorm<T>> layer_norm_ffn_;
+  Residual<T> ffn_residual_;  // dropout_ffn, layer_norm_ffn
 };
 
 template <class T>

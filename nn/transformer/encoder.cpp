@@ -1,30 +1,20 @@
 #include "nn/transformer/encoder.h"
 
-#include "nn/transformer/sublayer_connection.h"
-
 namespace tapegrad::nn::transformer {
 
 template <class T>
 TransformerEncoderLayer<T>::TransformerEncoderLayer(const LayerOptions& options, Generator& gen)
-    : norm_first_(options.norm_first),
-      multi_head_attention_(this->register_module(
+    : multi_head_attention_(this->register_module(
           "multi_head_attention", std::make_shared<MultiHeadAttention<T>>(options.d_model, options.heads_num, gen))),
-      dropout_self_attention_(
-          this->register_module("dropout_self_attention", std::make_shared<Dropout<T>>(gen, options.dropout_rate))),
-      layer_norm_self_attention_(this->register_module(
-          "layer_norm_self_attention", std::make_shared<LayerNorm<T>>(options.d_model, options.layer_norm_eps))),
+      self_attention_residual_(this->register_residual("self_attention", options, gen)),
       ffn_(this->register_module("ffn", std::make_shared<FFN<T>>(options.d_model, options.d_ff, gen))),
-      dropout_ffn_(this->register_module("dropout_ffn", std::make_shared<Dropout<T>>(gen, options.dropout_rate))),
-      layer_norm_ffn_(this->register_module("layer_norm_ffn",
-                                            std::make_shared<LayerNorm<T>>(options.d_model, options.layer_norm_eps))) {}
+      ffn_residual_(this->register_residual("ffn", options, gen)) {}
 
 template <class T>
 Tensor<T> TransformerEncoderLayer<T>::forward(const Tensor<T>& x, const std::optional<AttendMask>& mask) {
   const Tensor<T> attended =
-      sublayer_connection(x, *layer_norm_self_attention_, *dropout_self_attention_, norm_first_,
-                          [&](const Tensor<T>& y) { return (*multi_head_attention_)(y, y, y, mask); });
-  return sublayer_connection(attended, *layer_norm_ffn_, *dropout_ffn_, norm_first_,
-                             [&](const Tensor<T>& y) { return (*ffn_)(y); });
+      self_attention_residual_(x, [&](const Tensor<T>& y) { return (*multi_head_attention_)(y, y, y, mask); });
+  return ffn_residual_(attended, [&](const Tensor<T>& y) { return (*ffn_)(y); });
 }
 
 template <class T>

@@ -23,19 +23,18 @@
 
 #include "autograd/ops/masking.h"
 #include "nn/containers.h"
-#include "nn/dropout.h"
-#include "nn/layer_norm.h"
 #include "nn/positional_encoding.h"
 #include "nn/transformer/embedding.h"
 #include "nn/transformer/ffn.h"
 #include "nn/transformer/layer_stack.h"
 #include "nn/transformer/multi_head_attention.h"
 #include "nn/transformer/options.h"
+#include "nn/transformer/sublayer_connection.h"
 
 namespace tapegrad::nn::transformer {
 
 template <class T>
-class TransformerEncoderLayer : public Module<T> {
+class TransformerEncoderLayer : public ResidualLayer<T> {
  public:
   TransformerEncoderLayer(const LayerOptions& options, Generator& gen);
   // The seed's argument order.
@@ -51,16 +50,14 @@ class TransformerEncoderLayer : public Module<T> {
   }
 
   const MultiHeadAttention<T>& multi_head_attention() const { return *multi_head_attention_; }
-  bool norm_first() const { return norm_first_; }
+  bool norm_first() const { return ffn_residual_.norm_first; }
 
  private:
-  bool norm_first_;
+  // In the seed's registration order (named_parameters(), checkpoints).
   std::shared_ptr<MultiHeadAttention<T>> multi_head_attention_;
-  std::shared_ptr<Dropout<T>> dropout_self_attention_;
-  std::shared_ptr<LayerNorm<T>> layer_norm_self_attention_;
+  Residual<T> self_attention_residual_;  // dropout_self_attention, layer_norm_self_attention
   std::shared_ptr<FFN<T>> ffn_;
-  std::shared_ptr<Dropout<T>> dropout_ffn_;
-  std::shared_ptr<LayerNorm<T>> layer_norm_ffn_;
+  Residual<T> ffn_residual_;  // dropout_ffn, layer_norm_ffn
 };
 
 template <class T>

@@ -26,8 +26,7 @@ class LayerStack : public Module<T> {
             "embedding", std::make_shared<Embedding<T>>(options.vocab_size, options.layer.d_model, options.pad_idx, gen))),
         positional_encoding_(this->register_module(
             "positional_encoding", std::make_shared<AddPositionalEncoding<T>>(options.layer.d_model, options.max_len))),
-        layers_(this->register_module(layers_name, std::make_shared<ModuleList<T, Layer>>())) {
-    for (std::size_t i = 0; i < options.N; ++i) layers_->push_back(std::make_shared<Layer>(options.layer, gen));
+        layers_(this->register_module(layers_name, make_layers(options, gen))) {
     if (options.layer.norm_first) {
       norm_ = this->register_module("norm",
                                     std::make_shared<LayerNorm<T>>(options.layer.d_model, options.layer.layer_norm_eps));
@@ -44,6 +43,16 @@ class LayerStack : public Module<T> {
   const ModuleList<T, Layer>& layers() const { return *layers_; }
 
  private:
+  // Filled before it is registered: a parameter's tensor name grows into its dotted path as its
+  // module is registered into parents (Module::add_child), so a layer pushed into a list already
+  // registered would miss the list's name, and a stack used on its own would name
+  // '0.ffn.linear1.weight' in messages where state_dict says 'encoder_layers.0.ffn.linear1.weight'.
+  static std::shared_ptr<ModuleList<T, Layer>> make_layers(const StackOptions& options, Generator& gen) {
+    auto layers = std::make_shared<ModuleList<T, Layer>>();
+    for (std::size_t i = 0; i < options.N; ++i) layers->push_back(std::make_shared<Layer>(options.layer, gen));
+    return layers;
+  }
+
   std::shared_ptr<Embedding<T>> embedding_;
   std::shared_ptr<AddPositionalEncoding<T>> positional_encoding_;
   std::shared_ptr<ModuleList<T, Layer>> layers_;

@@ -5,6 +5,7 @@
 
 #include "autograd/ops/linalg.h"
 #include "autograd/ops/shape.h"
+#include "nn/attention_inputs.h"
 #include "nn/head_width.h"
 #include "nn/init.h"
 
@@ -57,25 +58,17 @@ MultiHeadAttention<T>::MultiHeadAttention(std::size_t d_model, std::size_t h, Ge
 template <class T>
 Tensor<T> MultiHeadAttention<T>::forward(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
                                          const std::optional<AttendMask>& mask_3d) {
-  // Messages are built only when a check fails.
-  const auto who = [&] { return probe_owner(); };
-  const auto shapes = [&] { return "q " + q.describe() + ", k " + k.describe() + ", v " + v.describe(); };
-  const auto is_input = [&](const Tensor<T>& x) { return x.ndim() == 3 && x.size(2) == d_model_; };
-  if (!is_input(q) || !is_input(k) || !is_input(v)) {
-    throw ShapeError(who() + ": q, k and v must be [batch, seq, " + std::to_string(d_model_) + "], got " + shapes());
-  }
-  if (k.size(0) != q.size(0) || v.size(0) != q.size(0) || v.size(1) != k.size(1)) {
-    throw ShapeError(who() + ": q, k and v must share the batch size, and k and v the sequence length, got " + shapes());
-  }
+  check_attention_inputs(AttentionFamily::kTransformer, d_model_, q, k, v, [this] { return probe_owner(); });
   const std::size_t batch = q.size(0), seq_q = q.size(1), seq_k = k.size(1);
   std::optional<AttendMask> heads_mask;
   if (mask_3d) {
     const auto& s = mask_3d->may_attend().shape();
     const auto fits = [](std::size_t m, std::size_t n) { return m == 1 || m == n; };
     if (s.size() != 3 || !fits(s[0], batch) || !fits(s[1], seq_q) || !fits(s[2], seq_k)) {
-      throw ShapeError(who() + ": mask_3d " + format_shape(s) + " must be [batch or 1, seq_q or 1, seq_k or 1] = [" +
-                       std::to_string(batch) + ", " + std::to_string(seq_q) + ", " + std::to_string(seq_k) +
-                       "] for " + shapes());
+      throw ShapeError(probe_owner() + ": mask_3d " + format_shape(s) +
+                       " must be [batch or 1, seq_q or 1, seq_k or 1] = [" + std::to_string(batch) + ", " +
+                       std::to_string(seq_q) + ", " + std::to_string(seq_k) + "] for q " + q.describe() + ", k " +
+                       k.describe() + ", v " + v.describe());
     }
     heads_mask = AttendMask(repeat_over_heads(mask_3d->may_attend(), h_));
   }

@@ -158,6 +158,9 @@ BAD_INPUT_ROW(Nn, labml_mha_key_value_lengths, ShapeError,
 BAD_INPUT_ROW(Nn, labml_mha_batch_sizes, ShapeError,
               (labml_mha()(zeros({3, 1, 4}), zeros({3, 2, 4}), zeros({3, 2, 4}))),
               "MultiHeadAttention(heads=2, d_model=4)", "[3,1,4]", "[3,2,4]")
+BAD_INPUT_ROW(Nn, labml_mha_value_wrong_width, ShapeError,
+              (labml_mha()(zeros({3, 1, 4}), zeros({3, 1, 4}), zeros({3, 1, 5}))),
+              "MultiHeadAttention(heads=2, d_model=4)", "value [3,1,5]", "[seq_len, batch_size, 4]")
 BAD_INPUT_ROW(Nn, labml_mha_mask_rank, ShapeError,
               (labml_mha()(zeros({3, 1, 4}), zeros({3, 1, 4}), zeros({3, 1, 4}), mask_of({3, 3}))), "prepare_mask",
               "mask [3,3]", "3 axes")
@@ -188,6 +191,9 @@ BAD_INPUT_ROW(Nn, mha_query_wrong_width, ShapeError,
 BAD_INPUT_ROW(Nn, mha_key_value_lengths, ShapeError,
               (batch_first_mha()(zeros({1, 3, 4}), zeros({1, 3, 4}), zeros({1, 2, 4}))),
               "MultiHeadAttention(d_model=4, n_heads=2)", "[1,3,4]", "[1,2,4]")
+BAD_INPUT_ROW(Nn, mha_batch_sizes, ShapeError,
+              (batch_first_mha()(zeros({1, 3, 4}), zeros({2, 3, 4}), zeros({2, 3, 4}))),
+              "MultiHeadAttention(d_model=4, n_heads=2)", "key [2,3,4]", "batch size of query [1,3,4]")
 BAD_INPUT_ROW(Nn, mha_mask_does_not_broadcast, ShapeError,
               (batch_first_mha()(zeros({1, 3, 4}), zeros({1, 3, 4}), zeros({1, 3, 4}), mask_of({2, 2}))),
               "MultiHeadAttention(d_model=4, n_heads=2)", "mask [2,2]", "[1,2,3,3]")
