@@ -4,12 +4,19 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-install(TARGETS tapegrad tapegrad_autograd tapegrad_nn tapegrad_optim
+set(TAPEGRAD_INSTALLED_TARGETS tapegrad tapegrad_autograd tapegrad_nn tapegrad_optim)
+set(TAPEGRAD_INSTALLED_LAYERS autograd nn optim)
+# tapegrad::tapegrad_distributed, when built (tapegradConfig.cmake then finds MPI too).
+if(TAPEGRAD_DISTRIBUTED)
+  list(APPEND TAPEGRAD_INSTALLED_TARGETS tapegrad_distributed)
+  list(APPEND TAPEGRAD_INSTALLED_LAYERS distributed)
+endif()
+install(TARGETS ${TAPEGRAD_INSTALLED_TARGETS}
         EXPORT tapegradTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION include)
-foreach(layer autograd nn optim)
+foreach(layer ${TAPEGRAD_INSTALLED_LAYERS})
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${layer}/ DESTINATION include/${layer} FILES_MATCHING PATTERN "*.h")
 endforeach()
 
