@@ -25,13 +25,9 @@
 #include <optional>
 
 #include "autograd/ops/masking.h"
-#include "nn/containers.h"
-#include "nn/positional_encoding.h"
-#include "nn/transformer/embedding.h"
 #include "nn/transformer/ffn.h"
-#include "nn/transformer/layer_stack.h"
+#include "nn/transformer/layer_stack.h"  // the stack's embedding, positional encoding and layer list
 #include "nn/transformer/multi_head_attention.h"
-#include "nn/transformer/options.h"
 #include "nn/transformer/sublayer_connection.h"
 
 namespace tapegrad::nn::transformer {
