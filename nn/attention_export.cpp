@@ -153,7 +153,8 @@ void save_attention_npy(const fs::path& dir, const AttentionCapture<T>& capture,
   if (ec) fail(op, dir, "cannot create the directory: " + ec.message());
   for (const auto& [name, array] : arrays) {
     const fs::path file = dir / (name + ".npy");
-    renamed(op, dir, [&] { save_npy(file, array); });
+    const auto& values = array;  // clang 14 (the fuzzers' compiler) cannot capture a structured binding
+    renamed(op, dir, [&] { save_npy(file, values); });
   }
 }
 

@@ -4,10 +4,16 @@
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
+#include <string>
 
+#include <xtensor/xview.hpp>
+
+#include "autograd/errors.h"
+#include "autograd/ops/elementwise.h"
 #include "autograd/ops/loss.h"
 #include "autograd/ops/shape.h"
 #include "autograd/tape.h"
+#include "autograd/validation.h"
 #include "examples/copy_task/model_size.h"
 #include "nn/checkpoint.h"
 
@@ -133,31 +139,56 @@ void Trainer::throw_diverged(double loss, std::size_t batch_in_epoch) const {
   throw std::runtime_error(message.str());
 }
 
+void Trainer::set_data_parallel(DataParallel data_parallel) {
+  const auto fail = [&](const std::string& why) { throw ValueError("copy_task::Trainer::set_data_parallel: " + why); };
+  if (data_parallel.ranks == 0 || data_parallel.rank >= data_parallel.ranks)
+    fail("rank " + std::to_string(data_parallel.rank) + " is not below ranks " + std::to_string(data_parallel.ranks));
+  if (!data_parallel.sum_over_ranks || !data_parallel.reduce_gradients) fail("sum_over_ranks and reduce_gradients are required");
+  if (config_.batch < data_parallel.ranks)
+    fail("a batch of " + std::to_string(config_.batch) + " sequences cannot be split over " +
+         std::to_string(data_parallel.ranks) + " ranks");
+  if (config_.dropout != 0.0)
+    fail("dropout " + format_number(config_.dropout) +
+         " is not supported: each rank draws its own masks, so the result would depend on the split; use dropout 0");
+  data_parallel_ = std::move(data_parallel);
+}
+
 EpochStats Trainer::run_epoch(const std::function<void(std::size_t, double)>& on_step) {
   model_->train();
   const auto start = std::chrono::steady_clock::now();
-  double loss_sum = 0.0;
-  std::size_t tokens = 0;
+  const DataParallel& dp = data_parallel_;
+  double loss_sum = 0.0, tokens = 0.0;
   for (std::size_t i = 0; i < config_.batches_per_epoch; ++i) {
-    const Batch batch = make_batch(random_sequences(config_.batch, config_.seq_len, config_.vocab, data_gen_));
+    IndexArray sequences = random_sequences(config_.batch, config_.seq_len, config_.vocab, data_gen_);
+    if (dp.ranks > 1) {
+      const std::size_t first = dp.rank * config_.batch / dp.ranks, last = (dp.rank + 1) * config_.batch / dp.ranks;
+      sequences = xt::view(sequences, xt::range(first, last), xt::all());
+    }
+    const Batch batch = make_batch(sequences);
+    const double batch_tokens =
+        dp.ranks > 1 ? dp.sum_over_ranks(static_cast<double>(batch.ntokens)) : static_cast<double>(batch.ntokens);
     double loss_value;
     {
       GradientTape tape;
-      const Tensor<float> loss = batch_loss(*model_, batch, config_.label_smoothing);
-      loss_value = loss.item();
-      if (!std::isfinite(loss_value)) throw_diverged(loss_value, i);
+      Tensor<float> loss = batch_loss(*model_, batch, config_.label_smoothing);
+      // This rank's share of the whole batch's mean: summed over the ranks, loss and gradients
+      // are the whole batch's.
+      if (dp.ranks > 1) loss = mul(loss, static_cast<float>(static_cast<double>(batch.ntokens) / batch_tokens));
+      loss_value = dp.ranks > 1 ? dp.sum_over_ranks(loss.item()) : loss.item();
+      if (!std::isfinite(loss_value)) throw_diverged(loss_value, i);  // the same value, so every rank stops
       tape.backward(loss);
     }
+    if (dp.ranks > 1) dp.reduce_gradients();
     optimizer_->step();
     optimizer_->zero_grad();
     scheduler_->step();
     ++steps_;
-    loss_sum += loss_value * static_cast<double>(batch.ntokens);
-    tokens += batch.ntokens;
+    loss_sum += loss_value * batch_tokens;
+    tokens += batch_tokens;
     if (on_step) on_step(i + 1, loss_value);
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return {loss_sum / static_cast<double>(tokens), steps_, static_cast<double>(tokens) / seconds, scheduler_->last_lr()};
+  return {loss_sum / tokens, steps_, tokens / seconds, scheduler_->last_lr()};
 }
 
 double Trainer::exact_match_accuracy(std::size_t n) {

@@ -64,6 +64,17 @@ struct EpochStats {
   double learning_rate;   // after the epoch's last step
 };
 
+// Data-parallel training (distributed/, issue 16): each of `ranks` processes trains on its rows
+// [rank * B / ranks, (rank + 1) * B / ranks) of every batch of B sequences (every rank draws the
+// whole batch from the same data stream), its loss weighted by its share of the batch's target
+// tokens, and the ranks' gradients summed before the optimiser step: the step of one process on
+// the whole batch. Callbacks, so that this library does not need MPI.
+struct DataParallel {
+  std::size_t rank = 0, ranks = 1;
+  std::function<double(double)> sum_over_ranks;  // the same sum on every rank
+  std::function<void()> reduce_gradients;        // after backward: every gradient := its sum over the ranks
+};
+
 class Trainer {
  public:
   // Checks that the model's training state and a batch's activations fit in this machine's memory
@@ -74,6 +85,10 @@ class Trainer {
   // A NaN or infinite loss throws std::runtime_error naming the step, epoch and batch, before the
   // optimiser step that would spread it into the parameters.
   EpochStats run_epoch(const std::function<void(std::size_t, double)>& on_step = {});
+  // Trains as one rank of data-parallel training from the next step on. ValueError when rank is
+  // not below ranks, a callback is missing, the batch has fewer sequences than there are ranks,
+  // or dropout is on (its masks are drawn per rank, so the result would depend on the split).
+  void set_data_parallel(DataParallel data_parallel);
   // Share of n fresh sequences that greedy decoding reproduces exactly.
   double exact_match_accuracy(std::size_t n);
 
@@ -101,6 +116,7 @@ class Trainer {
   std::unique_ptr<optim::Adam<float>> optimizer_;
   std::unique_ptr<optim::LRScheduler<float>> scheduler_;
   std::size_t steps_ = 0;
+  DataParallel data_parallel_;
 };
 
 }  // namespace tapegrad::copy_task

@@ -1,12 +1,15 @@
 // copy_task: trains an encoder-decoder Transformer on The Annotated Transformer's copy task and
 // prints its progress like the notebook, then greedy decodes and the exact-match accuracy.
 // --checkpoint PATH saves the training state to PATH after every epoch (atomically) and, when
-// PATH exists at start, resumes from it.
+// PATH exists at start, resumes from it. --distributed (a build with MPI) trains data-parallel as
+// one rank of `mpirun -np N`: every rank its share of each batch, rank 0 printing and saving.
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -18,6 +21,10 @@
 #include "examples/copy_task/copy_task.h"
 #include "examples/copy_task/model_flags.h"
 #include "examples/copy_task/model_size.h"
+#ifdef TAPEGRAD_WITH_DISTRIBUTED
+#include "distributed/allreducer.h"
+#include "distributed/parameters.h"
+#endif
 
 namespace {
 
@@ -39,20 +46,45 @@ void print_decodes(tapegrad::copy_task::Trainer& trainer, const Config& config) 
 }
 
 // Trains (resuming from checkpoint when that file exists), prints the decodes and the accuracy;
-// returns the exit status.
-int train(const Config& config, const std::string& checkpoint, double expect_accuracy) {
+// returns the exit status. Distributed, every rank resumes from the same file, rank 0's values are
+// broadcast, and only rank 0 prints (the others' standard output is discarded) and saves.
+int train(const Config& config, const std::string& checkpoint, double expect_accuracy, bool distributed) {
   tapegrad::copy_task::Trainer trainer(config);
-  std::printf("Copy task: vocab %zu, seq %zu, batch %zu x %zu per epoch | model N=%zu d_model=%zu d_ff=%zu heads=%zu "
-              "dropout=%.2f | %zu parameters | %zu threads\n",
-              config.vocab, config.seq_len, config.batch, config.batches_per_epoch, config.layers, config.d_model,
-              config.d_ff, config.heads, config.dropout, trainer.model().num_parameters(), tapegrad::num_threads());
   std::size_t first_epoch = 1;
-  if (!checkpoint.empty() && std::filesystem::exists(checkpoint)) {
+  const bool resume = !checkpoint.empty() && std::filesystem::exists(checkpoint);
+  if (resume) {
     trainer.load(checkpoint);
     first_epoch = trainer.steps() / config.batches_per_epoch + 1;
-    std::printf("Resumed from %s at step %zu\n", checkpoint.c_str(), trainer.steps());
   }
-  const bool live = isatty(STDERR_FILENO);
+  std::size_t rank = 0, ranks = 1;
+#ifdef TAPEGRAD_WITH_DISTRIBUTED
+  namespace dist = tapegrad::distributed;
+  std::optional<dist::Context> mpi;  // declared before the reducer, so it outlives it
+  std::unique_ptr<dist::GradientAllreducer<float>> reducer;
+  if (distributed) {
+    mpi.emplace();
+    rank = static_cast<std::size_t>(mpi->rank());
+    ranks = static_cast<std::size_t>(mpi->size());
+    dist::broadcast_parameters(*mpi, trainer.model());  // checks that every rank has this model first
+    reducer = std::make_unique<dist::GradientAllreducer<float>>(*mpi, trainer.model().named_parameters());
+    trainer.set_data_parallel({.rank = rank, .ranks = ranks,
+                               .sum_over_ranks = [&](double x) { return dist::global_sum(*mpi, x); },
+                               .reduce_gradients = [&] { reducer->wait(); }});
+    if (rank != 0 && std::freopen("/dev/null", "w", stdout) == nullptr) throw std::runtime_error("cannot discard stdout");
+  }
+#else
+  if (distributed)
+    throw tapegrad::ValueError("--distributed needs a build with MPI (distributed/ is built when CMake finds MPI: "
+                               "apt-get install libopenmpi-dev openmpi-bin, then configure again)");
+#endif
+  std::printf("Copy task: vocab %zu, seq %zu, batch %zu x %zu per epoch | model N=%zu d_model=%zu d_ff=%zu heads=%zu "
+              "dropout=%.2f | %zu parameters | %zu threads",
+              config.vocab, config.seq_len, config.batch, config.batches_per_epoch, config.layers, config.d_model,
+              config.d_ff, config.heads, config.dropout, trainer.model().num_parameters(), tapegrad::num_threads());
+  if (distributed) std::printf(" | %zu ranks, data-parallel", ranks);
+  std::printf("\n");
+  if (resume) std::printf("Resumed from %s at step %zu\n", checkpoint.c_str(), trainer.steps());
+  const bool live = rank == 0 && isatty(STDERR_FILENO);
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t epoch = first_epoch; epoch <= config.epochs; ++epoch) {
     const auto stats = trainer.run_epoch([&](std::size_t step, double loss) {
@@ -62,7 +94,7 @@ int train(const Config& config, const std::string& checkpoint, double expect_acc
     std::printf("Epoch %3zu | Step %6zu | Loss %7.4f | Tokens / Sec %9.1f | Learning Rate %.1e\n", epoch, stats.steps,
                 stats.loss, stats.tokens_per_sec, stats.learning_rate);
     std::fflush(stdout);
-    if (!checkpoint.empty()) trainer.save(checkpoint);
+    if (!checkpoint.empty() && rank == 0) trainer.save(checkpoint);
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   print_decodes(trainer, config);
@@ -86,6 +118,7 @@ int main(int argc, char** argv) {
   bool paper = false;
   double expect_accuracy = -1.0;
   std::string checkpoint;
+  bool distributed = false;
   CLI::App app{"Train a Transformer on The Annotated Transformer's copy task"};
   tapegrad::examples::use_short_messages(app, "copy_task");
   tapegrad::copy_task::add_model_flags(app, config, threads);
@@ -105,6 +138,8 @@ int main(int argc, char** argv) {
       ->check(number_in(0.0, 1.0));
   app.add_option("--checkpoint", checkpoint,
                  "save the training state here after every epoch; resume from it when it exists");
+  app.add_flag("--distributed", distributed,
+               "data-parallel training as one rank of mpirun -np N (a build with MPI; needs --dropout 0)");
   CLI11_PARSE(app, argc, argv);
   if (paper) {
     // A preset: the size flags given explicitly win over it.
@@ -116,6 +151,6 @@ int main(int argc, char** argv) {
     tapegrad::copy_task::check_model_flags(config);
     if (!checkpoint.empty()) tapegrad::examples::check_output_file("--checkpoint", checkpoint);
     tapegrad::set_num_threads(threads);
-    return train(config, checkpoint, expect_accuracy);
+    return train(config, checkpoint, expect_accuracy, distributed);
   });
 }
