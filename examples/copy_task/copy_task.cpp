@@ -178,7 +178,8 @@ EpochStats Trainer::run_epoch(const std::function<void(std::size_t, double)>& on
       if (!std::isfinite(loss_value)) throw_diverged(loss_value, i);  // the same value, so every rank stops
       tape.backward(loss);
     }
-    if (dp.ranks > 1) dp.reduce_gradients();
+    // Also on one rank: the reducer's hooks ran in backward, and wait() ends their step.
+    if (dp.reduce_gradients) dp.reduce_gradients();
     optimizer_->step();
     optimizer_->zero_grad();
     scheduler_->step();

@@ -3,7 +3,7 @@
 # batches of 7 sequences split 3 + 4 (different token counts), 12 Adam steps, float32. The two
 # runs' checkpoints (parameters and Adam's moments) must agree within 1e-5 of each tensor's largest
 # value (measured: 4.8e-7; the ranks sum their gradients in another order than one GEMM does).
-# Also: only rank 0 prints, and dropout, which would depend on the split, is refused.
+# Also: one rank equals one process bit for bit, only rank 0 prints, and dropout, which would depend on the split, is refused.
 # Usage: copy_task_ranks.sh <mpirun> <copy_task>
 set -uo pipefail
 mpirun=$1 copy_task=$2
@@ -22,6 +22,11 @@ grep -q '| 2 ranks, data-parallel' "$dir/two.txt" || fail "the header does not s
 diff <(grep '^Epoch' "$dir/one.txt" | cut -d'|' -f1-3) <(grep '^Epoch' "$dir/two.txt" | cut -d'|' -f1-3) \
   || fail "the printed losses differ"
 /usr/bin/python3 "$here/compare_checkpoints.py" "$dir/one.safetensors" "$dir/two.safetensors" 1e-5 || fail "the checkpoints differ"
+
+# One rank is one process: bit for bit.
+"$mpirun" --oversubscribe -np 1 "$copy_task" $flags --distributed --checkpoint "$dir/single.safetensors" > "$dir/single.txt" 2>&1 \
+  || fail "one rank: $(cat "$dir/single.txt")"
+/usr/bin/python3 "$here/compare_checkpoints.py" "$dir/one.safetensors" "$dir/single.safetensors" 0 || fail "one rank differs"
 
 output=$("$mpirun" --oversubscribe -np 2 "$copy_task" $flags --distributed --dropout 0.1 2>&1)
 [ $? -ne 0 ] || fail "dropout 0.1 was accepted"
