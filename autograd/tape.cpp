@@ -18,6 +18,8 @@ struct GradientTape::Recorder {
   std::atomic<bool> ended{false};
   // Why backward cannot run: empty while it can.
   std::string spent;
+  // A walk is going over entries: a hook must not start another on this tape or clear it.
+  bool walking = false;
 };
 
 namespace {
@@ -49,7 +51,36 @@ thread_local WalkScope* current_walk = nullptr;
 
 bool backward_walk_running() { return current_walk != nullptr; }
 
-void defer_to_walk_end(std::shared_ptr<NodeBase> leaf) { current_walk->deferred_.push_back(std::move(leaf)); }
+void defer_to_walk_end(std::shared_ptr<NodeBase> leaf) {
+  WalkScope& walk = *current_walk;
+  if (walk.finished_early_.contains(leaf.get())) {
+    throw TapeError("backward: a gradient reached leaf " + describe_node(*leaf) + " after the walk had passed the "
+                    "oldest op that reads it and had run its hooks: the op adding it does not list the leaf among "
+                    "its inputs (a custom op must pass every tensor it adds a gradient into to custom_op)");
+  }
+  const std::size_t final_after = walk.final_after(*leaf);
+  walk.deferred_.push_back({std::move(leaf), final_after});
+  std::push_heap(walk.deferred_.begin(), walk.deferred_.end(), WalkScope::finishes_later);
+}
+
+std::size_t WalkScope::final_after(const NodeBase& leaf) {
+  if (entries_ == nullptr) return 0;
+  if (!scanned_) {
+    scanned_ = true;
+    // Oldest first, so the first entry seen reading a leaf is its oldest reader. Entries the
+    // walk has released are null; they were newer than any still to come.
+    for (std::size_t i = 0; i < entries_->size(); ++i) {
+      if (const auto& e = (*entries_)[i]) {
+        for (const auto& input : e->inputs) {
+          if (input.node->is_leaf) oldest_reader_.try_emplace(input.node.get(), i);
+        }
+      }
+    }
+  }
+  // A leaf no entry lists (none should: make_result lists every tensor input) waits for the end.
+  const auto it = oldest_reader_.find(&leaf);
+  return it == oldest_reader_.end() ? 0 : it->second;
+}
 
 LeafGradient leaf_gradient(const NodeBase& leaf, bool has_hooks) {
   if (current_walk == nullptr) return has_hooks ? LeafGradient::hook_then_accumulate : LeafGradient::accumulate;
@@ -85,13 +116,33 @@ WalkScope::WalkScope(const std::vector<const NodeBase*>* capture, bool create_gr
 
 WalkScope::~WalkScope() {
   current_walk = previous_;
-  for (std::size_t i = finished_; i < deferred_.size(); ++i) deferred_[i]->finish_walk(false);
+  for (const Deferred& d : deferred_) d.leaf->finish_walk(false);
+}
+
+void WalkScope::finish_leaf(NodeBase& leaf) {
+  current_walk = previous_;
+  try {
+    leaf.finish_walk(true);
+  } catch (...) {
+    current_walk = this;
+    throw;
+  }
+  current_walk = this;
+}
+
+void WalkScope::passed(std::size_t index) {
+  while (!deferred_.empty() && deferred_.front().final_after >= index) {
+    std::pop_heap(deferred_.begin(), deferred_.end(), WalkScope::finishes_later);
+    const std::shared_ptr<NodeBase> leaf = std::move(deferred_.back().leaf);
+    deferred_.pop_back();
+    if (index > 0) finished_early_.insert(leaf.get());
+    finish_leaf(*leaf);
+  }
 }
 
 void WalkScope::finish() {
-  // Hooks run outside the walk's scope: what they accumulate is not deferred again.
+  passed(0);
   current_walk = previous_;
-  while (finished_ < deferred_.size()) deferred_[finished_++]->finish_walk(true);
 }
 
 }  // namespace detail
@@ -130,6 +181,10 @@ std::vector<std::shared_ptr<const GradientTape::Entry>> GradientTape::entries() 
 }
 
 void GradientTape::clear() {
+  if (recorder_->walking) {
+    throw TapeError("GradientTape::clear: called while this tape's backward is walking its entries (from a gradient "
+                    "hook); clear it after backward returns");
+  }
   recorder_->entries.clear();
   recorder_->ids.clear();
   recorder_->spent.clear();
@@ -167,6 +222,10 @@ void GradientTape::check_can_walk(const Tensor<T>& output) const {
                     "(each thread records its own ops on its own tapes)");
   }
   if (!recorder_->spent.empty()) throw TapeError("backward: " + recorder_->spent);
+  if (recorder_->walking) {
+    throw TapeError("backward: called while this tape's own backward is walking its entries (from a gradient hook); "
+                    "a hook may run a backward on another tape, not on the one whose walk calls it");
+  }
   if (!output.requires_grad()) {
     throw TapeError("backward: output " + output.describe() +
                     " does not require a gradient (no input required one, or no tape was recording)");
@@ -317,6 +376,12 @@ void GradientTape::walk(detail::WalkScope& scope) {
   // the gradients it returns are differentiated through them again.
   const bool release = !persistent_ && !scope.creates_graph();
   auto& entries = recorder_->entries;
+  scope.walk_over(entries);
+  recorder_->walking = true;
+  struct WalkEnds {
+    bool& walking;
+    ~WalkEnds() { walking = false; }
+  } walk_ends{recorder_->walking};
   // Entries are appended in creation order, which is a topological order: walking them newest
   // to oldest visits every output after all of its consumers. A create_graph walk appends the
   // backward's own entries as it goes; they are newer than where the walk started, so it does
@@ -340,6 +405,7 @@ void GradientTape::walk(detail::WalkScope& scope) {
     }
     if (!e.output->retains_grad) e.output->clear_grad();
     if (release) entries[i].reset();
+    scope.passed(i);
   }
   scope.finish();
   if (release) {

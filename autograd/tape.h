@@ -29,6 +29,8 @@
 // - A backward that throws (anomaly mode, a custom op's closure) leaves a non-persistent tape
 //   spent: the next backward throws TapeError saying why. Leaf gradients may hold part of the
 //   failed walk's contributions.
+// - A leaf's gradient hooks run once per walk on its total, as soon as the walk has passed the
+//   oldest entry that reads it (detail/walk.h), while older entries are still to be walked.
 // - NoGradGuard pauses recording on this thread for its lifetime.
 #include <cstddef>
 #include <functional>

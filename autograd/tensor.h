@@ -212,8 +212,10 @@ class Tensor {
   // remove_hook. In each backward walk the hook sees the gradient of the loss with respect to
   // this tensor once it is complete: for an op's output, before that op's backward reads it (a
   // replacement flows on to the inputs, and is what retain_grad() keeps); for a leaf, the walk's
-  // total, before it is added to grad(). Several hooks run in registration order. A replacement
-  // of another shape throws TapeError. Hooks run on the thread running backward.
+  // total, before it is added to grad(), as soon as the walk has passed the oldest op reading
+  // the leaf (older ops' backward still runs after the hook). Several hooks run in registration
+  // order. A replacement of another shape throws TapeError. Hooks run on the thread running
+  // backward; a hook may run a backward on another tape, not on (or clear) the walking one.
   std::uint64_t register_hook(GradHook<T> hook);
   // Removes a hook by id; ValueError when this tensor has no hook with that id.
   void remove_hook(std::uint64_t id);

@@ -75,7 +75,9 @@ GradientAllreducer<T>::GradientAllreducer(const Context& ctx, optim::NamedParame
     bucket.buffer.assign(elements + bucket.params.size(), T(0));
     mpi_count(bucket.buffer.size(), function + ": " + describe_bucket(b));
     bucket.pending = bucket.params.size();
+    bucket.index = b;
   }
+  arrivals_.assign(static_cast<std::size_t>(ctx_.size()), 0);
   for (std::size_t i = 0; i < n; ++i) {
     hook_ids_.push_back(parameters_[i].second.register_hook([this, i](const xt::xarray<T>& g) {
       receive(i, g);
@@ -132,6 +134,20 @@ void GradientAllreducer<T>::receive(std::size_t i, const xt::xarray<T>& g) {
   bucket.buffer[bucket.buffer.size() - bucket.params.size() + slot] = T(1);
   arrived_[i] = true;
   if (--bucket.pending == 0) start_ready();
+  progress();
+}
+
+template <class T>
+void GradientAllreducer<T>::progress() {
+  // MPI progresses non-blocking collectives only inside MPI calls (no progress thread under
+  // FUNNELED), so each hook gives the started buckets a push while the walk goes on. Testing the
+  // oldest unfinished bucket drives the whole progress engine.
+  while (next_done_ < next_start_) {
+    int done = 0;
+    check_mpi(MPI_Test(&buckets_[next_done_].request, &done, MPI_STATUS_IGNORE), "GradientAllreducer: MPI_Test");
+    if (!done) return;
+    ++next_done_;
+  }
 }
 
 template <class T>
@@ -141,35 +157,73 @@ void GradientAllreducer<T>::start_ready() {
 
 template <class T>
 void GradientAllreducer<T>::start(Bucket& bucket) {
+  // Tell every other rank this bucket has started here, for the timeout's report of the ranks
+  // that have not (the message is the bucket's index, which never changes: the request can be
+  // freed at once). wait() receives these once the allreduces have completed.
+  for (int r = 0; r < ctx_.size(); ++r) {
+    if (r == ctx_.rank()) continue;
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(MPI_Isend(&bucket.index, 1, MPI_UINT64_T, r, kArrivalTag, ctx_.comm(), &request),
+              "GradientAllreducer: MPI_Isend");
+    check_mpi(MPI_Request_free(&request), "GradientAllreducer: MPI_Request_free");
+  }
   check_mpi(MPI_Iallreduce(MPI_IN_PLACE, bucket.buffer.data(), static_cast<int>(bucket.buffer.size()), mpi_type<T>(),
                            MPI_SUM, ctx_.comm(), &bucket.request),
             "GradientAllreducer: MPI_Iallreduce");
-  bucket.started = true;
 }
 
 template <class T>
 void GradientAllreducer<T>::complete_started() {
   const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
-  for (std::size_t b = 0; b < buckets_.size(); ++b) {
-    Bucket& bucket = buckets_[b];
-    if (!bucket.started) continue;
+  for (; next_done_ < next_start_; ++next_done_) {
     for (;;) {
       int done = 0;
       // MPI_Test also drives the progress of the non-blocking allreduces.
-      check_mpi(MPI_Test(&bucket.request, &done, MPI_STATUS_IGNORE), "GradientAllreducer: MPI_Test");
+      check_mpi(MPI_Test(&buckets_[next_done_].request, &done, MPI_STATUS_IGNORE), "GradientAllreducer: MPI_Test");
       if (done) break;
-      if (std::chrono::steady_clock::now() > deadline) {
-        std::fprintf(stderr,
-                     "GradientAllreducer: rank %d of %d: the allreduce of %s has not completed after %g s "
-                     "(options.timeout): another rank has stalled or gone. Ending the job.\n",
-                     ctx_.rank(), ctx_.size(), describe_bucket(b).c_str(), options_.timeout.count());
-        std::fflush(stderr);
-        ctx_.abort(3);
-      }
+      if (std::chrono::steady_clock::now() > deadline) time_out(next_done_);
       std::this_thread::yield();
     }
-    bucket.started = false;
   }
+}
+
+template <class T>
+void GradientAllreducer<T>::receive_arrivals(bool wait_for_all) {
+  for (int r = 0; r < ctx_.size(); ++r) {
+    if (r == ctx_.rank()) continue;
+    auto& count = arrivals_[static_cast<std::size_t>(r)];
+    while (count < buckets_.size()) {
+      if (!wait_for_all) {
+        int waiting = 0;
+        check_mpi(MPI_Iprobe(r, kArrivalTag, ctx_.comm(), &waiting, MPI_STATUS_IGNORE), "GradientAllreducer: MPI_Iprobe");
+        if (!waiting) break;
+      }
+      std::uint64_t bucket = 0;
+      check_mpi(MPI_Recv(&bucket, 1, MPI_UINT64_T, r, kArrivalTag, ctx_.comm(), MPI_STATUS_IGNORE),
+                "GradientAllreducer: MPI_Recv");
+      ++count;
+    }
+  }
+}
+
+template <class T>
+void GradientAllreducer<T>::time_out(std::size_t b) {
+  // The ranks whose notice for bucket b has not come (every rank starts buckets in index order).
+  receive_arrivals(/*wait_for_all=*/false);
+  std::string missing;
+  for (int r = 0; r < ctx_.size(); ++r) {
+    if (r != ctx_.rank() && arrivals_[static_cast<std::size_t>(r)] <= b) {
+      missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    }
+  }
+  const std::string who = missing.empty() ? "every rank has started it, so the exchange itself is stuck"
+                                          : "rank(s) " + missing + " have not started it (stalled or gone)";
+  std::fprintf(stderr,
+               "GradientAllreducer: rank %d of %d: the allreduce of %s has not completed after %g s "
+               "(options.timeout): %s. Ending the job.\n",
+               ctx_.rank(), ctx_.size(), describe_bucket(b).c_str(), options_.timeout.count(), who.c_str());
+  std::fflush(stderr);
+  ctx_.abort(3);
 }
 
 template <class T>
@@ -188,6 +242,10 @@ void GradientAllreducer<T>::wait() {
     start(bucket);
   }
   complete_started();
+  // Every rank has started every bucket, so all their notices are sent: take them all, leaving
+  // none to be mistaken for the next step's.
+  receive_arrivals(/*wait_for_all=*/true);
+  std::fill(arrivals_.begin(), arrivals_.end(), 0);
   for (Bucket& bucket : buckets_) {
     for (std::size_t slot = 0; slot < bucket.params.size(); ++slot) {
       Tensor<T>& param = parameters_[bucket.params[slot]].second;
@@ -204,6 +262,7 @@ void GradientAllreducer<T>::wait() {
   }
   std::fill(arrived_.begin(), arrived_.end(), false);
   next_start_ = 0;
+  next_done_ = 0;
 }
 
 template class GradientAllreducer<float>;

@@ -30,9 +30,10 @@
 // before an earlier one waits until the earlier one has started (started in a different order,
 // the sums would mix up buckets or hang).
 //
-// When hooks run: the tape hands a leaf its total only once the walk is over (Tensor::register_hook),
-// so today buckets start one after another at the end of backward, overlapping each other and
-// the remaining hooks, not the walk itself.
+// Overlap: the tape runs a parameter's hook as soon as the walk has passed the oldest op reading
+// it (Tensor::register_hook), so the last layers' buckets start while the walk is still in the
+// first layers. MPI moves a non-blocking collective on only inside MPI calls, so every hook also
+// tests the started buckets (bench/distributed_bench.cpp measures how much is hidden).
 //
 // wait(): a bucket not started yet (a parameter that got no gradient on this rank, e.g. unused)
 // starts with zeros in that parameter's place; then wait() completes every allreduce and writes
@@ -40,8 +41,10 @@
 // is left without one (Optimizer::step leaves it untouched, as a single process would); each
 // bucket carries one presence count per parameter for that. If an allreduce has not completed
 // after options.timeout (a rank stalled or gone), wait() prints which bucket, its parameters,
-// this rank and the timeout to stderr and ends the job (MPI_Abort, exit code 3): MPI can neither
-// cancel a pending collective nor finalise with one, so the process cannot carry on.
+// this rank, the ranks that have not started that bucket and the timeout to stderr and ends the
+// job (MPI_Abort, exit code 3): MPI can neither cancel a pending collective nor finalise with one,
+// so the process cannot carry on. To name the missing ranks, each rank sends every other rank a
+// one-integer notice as it starts a bucket (ranks - 1 small messages per bucket and step).
 //
 // One backward per wait(): a parameter that already has a gradient when its hook runs (zero_grad
 // was not called, or a second backward before wait()) throws ValueError naming it, since the
@@ -94,7 +97,7 @@ class GradientAllreducer {
     std::vector<std::size_t> offsets;   // where each starts in buffer
     std::vector<T> buffer;              // gradients, then one presence count per parameter
     std::size_t pending = 0;            // parameters whose gradient has not arrived this step
-    bool started = false;
+    std::uint64_t index = 0;            // its place in buckets_, the notice start() sends
     MPI_Request request = MPI_REQUEST_NULL;
   };
 
@@ -103,8 +106,14 @@ class GradientAllreducer {
   // Starts buckets in index order while the next one is complete.
   void start_ready();
   void start(Bucket& bucket);
+  // Tests the started buckets without waiting, which also moves them on.
+  void progress();
   // Completes every started bucket, or ends the job once the timeout has passed.
   void complete_started();
+  // Counts the other ranks' start notices into arrivals_: all of this step's, or those already here.
+  void receive_arrivals(bool wait_for_all);
+  // Reports bucket b's timeout, naming the ranks that have not started it, and ends the job.
+  [[noreturn]] void time_out(std::size_t b);
   std::string describe_bucket(std::size_t b) const;
 
   const Context& ctx_;
@@ -115,6 +124,9 @@ class GradientAllreducer {
   std::vector<bool> arrived_;                     // parameter -> its gradient came this step
   std::vector<std::uint64_t> hook_ids_;
   std::size_t next_start_ = 0;                    // the first bucket not started this step
+  std::size_t next_done_ = 0;                     // the first started bucket not known complete
+  std::vector<std::size_t> arrivals_;             // rank -> its start notices received this step
+  static constexpr int kArrivalTag = 0x7a9;       // the notices' tag on ctx.comm()
 };
 
 extern template class GradientAllreducer<float>;

@@ -1,9 +1,10 @@
 // distributed/ under `mpirun -np 2` (tests/CMakeLists.txt): every rank runs every test, so each
-// test makes the same collective calls in the same order on all ranks. `--stall` runs the
-// failure scenario instead (tests/distributed/stall.sh).
+// test makes the same collective calls in the same order on all ranks. `--stall` and `--kill`
+// run a failure scenario instead (tests/distributed/failure.sh).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -271,21 +272,28 @@ TEST(Distributed, BadArgumentsAreRefused) {
       {"GradientAllreducer: the ranks' options.bucket_bytes differ (from 1000 to 1001)"}));
 }
 
-// The failure scenario (tests/distributed/stall.sh): rank 1 stalls before its backward, rank 0
-// reaches wait(), and its 2 s timeout must end the whole job with a message naming the bucket.
-int run_stall() {
+// The failure scenarios (tests/distributed/failure.sh): rank 1 stalls (sleeps) or dies (SIGKILL)
+// at its third step, before its backward; rank 0 reaches wait(), and its 2 s timeout must end the
+// whole job with a message naming the bucket and rank 1.
+int run_failure(bool kill) {
   Generator gen(1);
   nn::Linear<double> layer(4, 3, gen);
   GradientAllreducer<double> reducer(*ctx, layer.named_parameters(), {.timeout = std::chrono::seconds(2)});
-  if (ctx->rank() == 1) {
-    std::this_thread::sleep_for(std::chrono::seconds(120));  // a rank that hangs
-    return 0;
+  for (int step = 0; step < 3; ++step) {
+    if (ctx->rank() == 1 && step == 2) {
+      if (kill) std::raise(SIGKILL);                         // a rank that dies
+      std::this_thread::sleep_for(std::chrono::seconds(120));  // a rank that hangs
+      return 0;
+    }
+    layer.zero_grad();
+    {
+      GradientTape tape;
+      tape.backward(sum(layer(Tensor<double>::ones({2, 4}))));
+    }
+    reducer.wait();  // at step 2 on rank 0, does not return: the timeout ends the job
+    std::printf("rank %d: step %d reduced\n", ctx->rank(), step);
+    std::fflush(stdout);
   }
-  {
-    GradientTape tape;
-    tape.backward(sum(layer(Tensor<double>::ones({2, 4}))));
-  }
-  reducer.wait();  // does not return: the timeout ends the job
   std::puts("wait() returned although rank 1 never reduced");
   return 0;
 }
@@ -296,7 +304,8 @@ int run_stall() {
 int main(int argc, char** argv) {
   tapegrad::distributed::Context context(argc, argv);
   tapegrad::ctx = &context;
-  if (argc > 1 && std::strcmp(argv[1], "--stall") == 0) return tapegrad::run_stall();
+  if (argc > 1 && std::strcmp(argv[1], "--stall") == 0) return tapegrad::run_failure(/*kill=*/false);
+  if (argc > 1 && std::strcmp(argv[1], "--kill") == 0) return tapegrad::run_failure(/*kill=*/true);
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }

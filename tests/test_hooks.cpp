@@ -1,9 +1,11 @@
 // Gradient hooks (Tensor::register_hook): what they see, what a replacement changes, and the
 // attention-map intervention the attention-study work builds on.
+#include <string>
 #include <vector>
 
 #include <xtensor/xview.hpp>
 
+#include "autograd/custom_op.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "nn/containers.h"
@@ -165,6 +167,73 @@ TEST(GradHook, OpsInsideAHookAreNotRecorded) {
   tape.backward(sum(x * x));
   EXPECT_FALSE(recorded);
   EXPECT_DOUBLE_EQ(x.grad()(0), 4.0);
+}
+
+// A leaf's hook runs as soon as its gradient is final, in the middle of the walk (a data-parallel
+// reducer starts sending it then): right after the oldest op reading it, before older ops' backward.
+TEST(GradHook, LeafHookRunsOnceTheWalkHasPassedTheOldestOpReadingIt) {
+  auto w = vec({1.0, 2.0});  // read by the oldest op only
+  auto x = vec({3.0, 4.0});  // read by the newest op and by the middle one
+  std::vector<std::string> events;
+  const auto probe = [&](const Tensor<double>& input) {
+    return custom_op("probe", xt::xarray<double>(input.value()),
+                     [&events, input](const xt::xarray<double>& g, const xt::xarray<double>& /*result*/) {
+                       events.push_back("probe backward");
+                       add_gradient(input, xt::xarray<double>(g));
+                     },
+                     input);
+  };
+  w.register_hook([&](const xt::xarray<double>& g) {
+    events.push_back("w hook");
+    EXPECT_EQ(g, xt::xarray<double>({3.0, 4.0}));
+    return std::optional<xt::xarray<double>>();
+  });
+  x.register_hook([&](const xt::xarray<double>& g) {
+    events.push_back("x hook");
+    EXPECT_EQ(g, xt::xarray<double>({2.0, 3.0}));  // both of its readers: 1 + w
+    return std::optional<xt::xarray<double>>();
+  });
+  GradientTape tape;
+  const auto h = probe(w);        // oldest: reads w
+  const auto hx = h * x;          // reads x
+  const auto y = probe(hx) + x;   // newest: reads x
+  tape.backward(sum(y));
+  EXPECT_EQ(events, (std::vector<std::string>{"probe backward", "x hook", "probe backward", "w hook"}));
+  EXPECT_EQ(x.grad(), xt::xarray<double>({2.0, 3.0}));
+  EXPECT_EQ(w.grad(), xt::xarray<double>({3.0, 4.0}));
+}
+
+// A custom op that adds into a tensor it did not pass to custom_op would reach a leaf whose hooks
+// have already run: named as an error, not a second, silent run of the hooks.
+TEST(GradHook, AGradientReachingAFinishedLeafIsAnError) {
+  auto x = vec({1.0});
+  auto u = vec({2.0});
+  x.register_hook([](const xt::xarray<double>& g) { return std::optional<xt::xarray<double>>(g); });
+  GradientTape tape;
+  const auto hidden = custom_op("adds_into_x_unlisted", xt::xarray<double>(u.value()),
+                                [x](const xt::xarray<double>& g, const xt::xarray<double>& /*result*/) {
+                                  add_gradient(x, xt::xarray<double>(g));
+                                }, u);
+  const auto y = hidden * x;
+  EXPECT_TRUE(throws_with<TapeError>([&] { tape.backward(sum(y)); },
+                                     {"reached leaf [1] (a leaf)", "does not list the leaf among its inputs"}));
+}
+
+TEST(GradHook, AHookCannotWalkOrClearTheTapeWhoseWalkCallsIt) {
+  auto x = vec({1.0});
+  for (const bool clear : {false, true}) {
+    GradientTape tape(/*persistent=*/true);
+    const auto loss = sum(x * 2.0);
+    const auto id = x.register_hook([&](const xt::xarray<double>&) -> std::optional<xt::xarray<double>> {
+      if (clear) tape.clear();
+      else tape.backward(loss);
+      return std::nullopt;
+    });
+    EXPECT_TRUE(throws_with<TapeError>([&] { tape.backward(loss); },
+                                       {clear ? "GradientTape::clear: called while" : "backward: called while"}))
+        << clear;
+    x.remove_hook(id);
+  }
 }
 
 // ---- module hooks ----------------------------------------------------------------------------
