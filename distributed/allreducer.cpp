@@ -133,7 +133,9 @@ void GradientAllreducer<T>::receive(std::size_t i, const xt::xarray<T>& g) {
   std::copy(g.data(), g.data() + g.size(), bucket.buffer.begin() + static_cast<std::ptrdiff_t>(bucket.offsets[slot]));
   bucket.buffer[bucket.buffer.size() - bucket.params.size() + slot] = T(1);
   arrived_[i] = true;
-  if (--bucket.pending == 0) start_ready();
+  --bucket.pending;
+  if (!options_.start_during_backward) return;
+  if (bucket.pending == 0) start_ready();
   progress();
 }
 

@@ -69,6 +69,10 @@ struct AllreducerOptions {
   std::size_t bucket_bytes = std::size_t{1} << 20;
   // How long wait() lets an allreduce run before ending the job.
   std::chrono::duration<double> timeout = std::chrono::seconds(300);
+  // Start each bucket's allreduce from the hooks, during the backward walk. false: hooks only
+  // copy, and every bucket starts in wait(), after the walk (no overlap; the same sums, bit for
+  // bit): the baseline the overlap benchmark measures against.
+  bool start_during_backward = true;
 };
 
 template <class T>
@@ -88,6 +92,8 @@ class GradientAllreducer {
   void wait();
 
   std::size_t bucket_count() const { return buckets_.size(); }
+  // How many buckets have started their allreduce in this step so far (they start in index order).
+  std::size_t buckets_started() const { return next_start_; }
   // The names of bucket i's parameters, in the order they sit in its buffer.
   std::vector<std::string> bucket_parameters(std::size_t i) const;
 

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <xtensor/xview.hpp>
 
+#include "autograd/custom_op.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "distributed/allreducer.h"
@@ -189,6 +190,37 @@ TEST(Distributed, UnusedParametersKeepTheBucketOrder) {
     EXPECT_EQ(max_abs_diff(b.grad(), xt::xarray<double>{1.0, 1.0, 1.0}), 0.0);
     EXPECT_FALSE(c.has_grad());
   }
+}
+
+// Overlap: every bucket has started before the walk reaches the oldest op (a probe on the input,
+// whose backward runs last), since each parameter's hook runs as soon as its gradient is final.
+// Without start_during_backward none has, and the sums are the same bits.
+TEST(Distributed, BucketsStartDuringTheBackwardWalk) {
+  Generator gen(4);
+  nn::Linear<double> first(3, 5, gen), second(5, 2, gen);
+  optim::NamedParameters<double> parameters = first.named_parameters();
+  for (const auto& named : second.named_parameters()) parameters.push_back(named);
+  const auto x = Tensor<double>::randn({4, 3}, gen, 0.0, 1.0 + ctx->rank(), /*requires_grad=*/true);
+  std::vector<xt::xarray<double>> sums[2];
+  for (const bool overlap : {true, false}) {
+    GradientAllreducer<double> reducer(*ctx, parameters, {.bucket_bytes = 1, .start_during_backward = overlap});
+    ASSERT_EQ(reducer.bucket_count(), 4u);
+    std::size_t started_before_probe = 99;
+    for (auto& [name, p] : parameters) p.zero_grad();
+    {
+      GradientTape tape;
+      const auto probed = custom_op("probe", xt::xarray<double>(x.value()),
+                                    [&](const xt::xarray<double>&, const xt::xarray<double>&) {
+                                      started_before_probe = reducer.buckets_started();
+                                    },
+                                    x);
+      tape.backward(sum(second(tanh(first(probed)))));
+    }
+    EXPECT_EQ(started_before_probe, overlap ? 4u : 0u) << overlap;
+    reducer.wait();
+    for (auto& [name, p] : parameters) sums[overlap].push_back(p.grad());
+  }
+  for (std::size_t i = 0; i < parameters.size(); ++i) EXPECT_EQ(max_abs_diff(sums[0][i], sums[1][i]), 0.0) << i;
 }
 
 TEST(Distributed, SecondBackwardBeforeWaitIsRefused) {
