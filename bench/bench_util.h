@@ -12,6 +12,7 @@
 
 #include "autograd/tape.h"
 #include "autograd/tensor.h"
+#include "bench/copy_task_sizes.h"
 #include "examples/copy_task/copy_task.h"
 
 namespace tapegrad::bench {
@@ -60,10 +61,6 @@ inline void report_flops(benchmark::State& state, double flops) {
   state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// The two copy-task sizes of the speed targets (seq 10, vocab 11, N = 2, dropout 0 as the
-// copy_task program's default). "tiny": d_model 64, d_ff 256, 4 heads, batch 32;
-// "paper": d_model 512, d_ff 2048, 8 heads, batch 80. ValueError for any other name.
-copy_task::Config copy_task_config(const std::string& size);
 
 void register_op_benchmarks();
 void register_model_benchmarks();
