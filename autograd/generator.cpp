@@ -59,12 +59,26 @@ void for_each_block(std::uint64_t key, std::uint64_t first, std::size_t blocks, 
 
 template <class T>
 void Generator::fill_uniform(T* out, std::size_t n, T low, T high) {
+  fill_uniform_slice(out, n, 0, n, low, high);
+}
+
+template <class T>
+void Generator::fill_uniform_slice(T* out, std::size_t total, std::size_t begin, std::size_t n, T low, T high) {
+  if (begin > total || n > total - begin) {
+    throw ValueError("Generator::fill_uniform_slice: values [" + std::to_string(begin) + ", " + std::to_string(begin) +
+                     " + " + std::to_string(n) + ") are not within a draw of " + std::to_string(total));
+  }
   constexpr std::size_t per = kValuesPerBlock<T>;
-  const std::size_t blocks = (n + per - 1) / per;
+  const std::uint64_t first = reserve((total + per - 1) / per);
+  if (n == 0) return;
+  // Only the blocks that hold values [begin, begin + n) of the draw are computed.
+  const std::size_t first_block = begin / per, end_block = (begin + n + per - 1) / per;
   const T span = high - low;
-  for_each_block(seed_, reserve(blocks), blocks, [&](std::size_t b, const detail::PhiloxBlock& block) {
-    for (std::size_t lane = 0; lane < per && b * per + lane < n; ++lane) {
-      out[b * per + lane] = low + span * unit_uniform<T>(block, lane);
+  for_each_block(seed_, first + first_block, end_block - first_block, [&](std::size_t b, const detail::PhiloxBlock& block) {
+    const std::size_t base = (first_block + b) * per;  // the draw's index of the block's first value
+    for (std::size_t lane = 0; lane < per; ++lane) {
+      const std::size_t i = base + lane;
+      if (i >= begin && i < begin + n) out[i - begin] = low + span * unit_uniform<T>(block, lane);
     }
   });
 }
@@ -102,6 +116,8 @@ std::int64_t Generator::randint(std::int64_t low, std::int64_t high) {
 
 template void Generator::fill_uniform<float>(float*, std::size_t, float, float);
 template void Generator::fill_uniform<double>(double*, std::size_t, double, double);
+template void Generator::fill_uniform_slice<float>(float*, std::size_t, std::size_t, std::size_t, float, float);
+template void Generator::fill_uniform_slice<double>(double*, std::size_t, std::size_t, std::size_t, double, double);
 template void Generator::fill_normal<float>(float*, std::size_t, float, float);
 template void Generator::fill_normal<double>(double*, std::size_t, double, double);
 

@@ -32,6 +32,12 @@ class Generator {
 
   // Fills out[0..n) with uniform values in [low, high).
   template <class T> void fill_uniform(T* out, std::size_t n, T low = T(0), T high = T(1));
+  // Fills out[0..n) with values [begin, begin + n) of a fill_uniform draw of `total` values, and
+  // advances the state by the whole draw: processes that each take their part of one draw get
+  // the values a single process would, and stay in step (dropout over a batch split across
+  // data-parallel ranks). ValueError when the part is not within the draw.
+  template <class T>
+  void fill_uniform_slice(T* out, std::size_t total, std::size_t begin, std::size_t n, T low = T(0), T high = T(1));
   // Fills out[0..n) with normal values N(mean, std^2) (Box-Muller).
   template <class T> void fill_normal(T* out, std::size_t n, T mean = T(0), T std = T(1));
   // A uniform integer in [low, high); throws ValueError when the range is empty.

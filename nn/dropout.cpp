@@ -1,8 +1,14 @@
 #include "nn/dropout.h"
 
-#include "autograd/ops/masking.h"
-
 namespace tapegrad::nn {
+
+namespace {
+thread_local std::optional<BatchRows> current_rows;
+}  // namespace
+
+BatchRowsScope::BatchRowsScope(BatchRows rows) : previous_(current_rows) { current_rows = rows; }
+BatchRowsScope::~BatchRowsScope() { current_rows = previous_; }
+const std::optional<BatchRows>& BatchRowsScope::current() { return current_rows; }
 
 template <class T>
 Dropout<T>::Dropout(Generator& gen, double p) : p_(p), stream_(gen.next_u64()) {
@@ -12,6 +18,7 @@ Dropout<T>::Dropout(Generator& gen, double p) : p_(p), stream_(gen.next_u64()) {
 
 template <class T>
 Tensor<T> Dropout<T>::forward(const Tensor<T>& x) {
+  if (const auto& rows = BatchRowsScope::current()) return dropout(x, p_, this->is_training(), stream_, *rows);
   return dropout(x, p_, this->is_training(), stream_);
 }
 

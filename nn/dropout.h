@@ -4,9 +4,31 @@
 // everything in training. Its random stream is a Generator of its own, seeded from the
 // construction generator, so a model is reproducible from one seed and a checkpoint can save the
 // stream's state (Module::named_generators()).
+#include <optional>
+
+#include "autograd/ops/masking.h"
 #include "nn/unary_module.h"
 
 namespace tapegrad::nn {
+
+// Data-parallel training: while a BatchRowsScope is alive on this thread, every Dropout in
+// training treats axis 0 of its input as rows [first, first + n) of a batch of `total` rows and
+// draws through dropout's BatchRows overload, so each example's mask follows its index in the
+// whole batch, not the process holding it: ranks that split a batch drop what one process
+// training on the whole batch would. Axis 0 must be the batch axis (nn::transformer's layout);
+// a Dropout input with fewer rows left than it holds throws ShapeError. Scopes nest.
+class BatchRowsScope {
+ public:
+  explicit BatchRowsScope(BatchRows rows);
+  ~BatchRowsScope();
+  BatchRowsScope(const BatchRowsScope&) = delete;
+  BatchRowsScope& operator=(const BatchRowsScope&) = delete;
+  // The innermost scope's rows on this thread, if any.
+  static const std::optional<BatchRows>& current();
+
+ private:
+  std::optional<BatchRows> previous_;
+};
 
 template <class T>
 class Dropout : public UnaryModule<T> {

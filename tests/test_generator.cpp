@@ -48,6 +48,35 @@ TEST(Generator, StateRestoresTheSequence) {
   EXPECT_EQ(first, again);
 }
 
+// Parts of one draw, at offsets inside a Philox block (4 floats or 2 doubles per block), hold the
+// draw's values, and every part advances the state by the whole draw.
+template <class T>
+void check_slices_of_one_draw() {
+  const std::size_t total = 23;
+  Generator whole(5);
+  std::vector<T> expected(total);
+  whole.fill_uniform(expected.data(), total, T(-1), T(2));
+  for (const auto& [begin, n] : std::vector<std::pair<std::size_t, std::size_t>>{{0, 23}, {0, 3}, {3, 11}, {14, 9}, {5, 1}, {23, 0}}) {
+    SCOPED_TRACE(std::to_string(begin) + "+" + std::to_string(n));
+    Generator part(5);
+    std::vector<T> got(n);
+    part.fill_uniform_slice(got.data(), total, begin, n, T(-1), T(2));
+    EXPECT_EQ(got, std::vector<T>(expected.begin() + begin, expected.begin() + begin + n));
+    EXPECT_EQ(part.offset(), whole.offset());
+  }
+  Generator gen(5);
+  T out[4];
+  EXPECT_TRUE(throws_with<ValueError>([&] { gen.fill_uniform_slice(out, total, 21, 3); },
+                                      {"fill_uniform_slice", "[21, 21 + 3)", "draw of 23"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { gen.fill_uniform_slice(out, total, 24, 0); }, {"draw of 23"}));
+  EXPECT_EQ(gen.offset(), 0u);  // a refused part draws nothing
+}
+
+TEST(Generator, ASliceOfADrawHoldsThoseValuesOfTheWholeDraw) {
+  check_slices_of_one_draw<float>();
+  check_slices_of_one_draw<double>();
+}
+
 TEST(Generator, UniformCoversTheRangeEvenly) {
   std::vector<double> v(200000);
   Generator(5).fill_uniform(v.data(), v.size(), 2.0, 4.0);

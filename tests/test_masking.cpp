@@ -1,7 +1,9 @@
 #include <cmath>
 #include <limits>
 
+#include <xtensor/xbuilder.hpp>
 #include <xtensor/xoperation.hpp>
+#include <xtensor/xview.hpp>
 
 #include "autograd/ops/attention.h"
 #include "autograd/ops/elementwise.h"
@@ -282,6 +284,45 @@ TEST(Dropout, POneZeroesEverythingInTrainingWithZeroGradientAndIsIdentityInEval)
   EXPECT_EQ(gen.next_u64(), Generator(before).next_u64());  // nothing was drawn
   EXPECT_EQ(dropout(x, 1.0, false, gen).value(), x.value());
   EXPECT_TRUE(passes_gradcheck([&gen](const Inputs& in) { return dropout(in[0], 1.0, true, gen); }, {x}));
+}
+
+// A batch split over two processes, each taking its rows' part of the whole batch's mask: the
+// parts joined are the whole batch's dropout, values and gradients, and both generators end
+// where the whole batch's does. Rows of 4 x 5 = 20 floats: parts start inside Philox blocks.
+template <class T>
+void check_split_batch_dropout() {
+  const Tensor<T> x(xt::xarray<T>(random_tensor({7, 4, 5}, 415, false, 0.5, 1.5).to<T>().value()), true);
+  Generator whole_gen(416);
+  GradientTape whole_tape;
+  const Tensor<T> whole = dropout(x, 0.3, true, whole_gen);
+  whole_tape.backward(sum(whole * whole));
+  const xt::xarray<T> whole_grad = x.grad();
+  for (const std::size_t split : {std::size_t{3}, std::size_t{1}, std::size_t{6}}) {
+    SCOPED_TRACE(split);
+    Generator gen_a(416), gen_b(416);
+    const auto a = Tensor<T>(xt::xarray<T>(xt::view(x.value(), xt::range(0, split))), true);
+    const auto b = Tensor<T>(xt::xarray<T>(xt::view(x.value(), xt::range(split, 7))), true);
+    GradientTape tape;
+    const Tensor<T> ya = dropout(a, 0.3, true, gen_a, BatchRows{0, 7});
+    const Tensor<T> yb = dropout(b, 0.3, true, gen_b, BatchRows{split, 7});
+    tape.backward(sum(ya * ya) + sum(yb * yb));
+    EXPECT_EQ(xt::xarray<T>(xt::concatenate(xt::xtuple(ya.value(), yb.value()), 0)), whole.value());
+    EXPECT_EQ(xt::xarray<T>(xt::concatenate(xt::xtuple(a.grad(), b.grad()), 0)), whole_grad);
+    EXPECT_EQ(gen_a.offset(), whole_gen.offset());
+    EXPECT_EQ(gen_b.offset(), whole_gen.offset());
+  }
+}
+
+TEST(Dropout, ABatchSplitByRowsDropsWhatTheWholeBatchWould) {
+  check_split_batch_dropout<float>();
+  check_split_batch_dropout<double>();
+  const auto x = random_tensor({3, 2}, 417);
+  Generator gen(418);
+  EXPECT_TRUE(throws_with<ShapeError>([&] { dropout(x, 0.5, true, gen, BatchRows{5, 7}); },
+                                      {"dropout", "[3,2]", "3 rows from row 5", "batch of 7 rows"}));
+  EXPECT_TRUE(throws_with<ShapeError>([&] { dropout(random_tensor({}, 419), 0.5, true, gen, BatchRows{0, 1}); },
+                                      {"dropout", "no batch axis"}));
+  EXPECT_EQ(gen.offset(), 0u);
 }
 
 TEST(Dropout, BadProbabilityThrowsNamingP) {

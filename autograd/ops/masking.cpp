@@ -130,10 +130,11 @@ Tensor<T> masked_fill(const Tensor<T>& a, const Mask& mask, const Tensor<T>& val
                      });
 }
 
+namespace {
+// Dropout whose uniform draws are values [begin, begin + a.size()) of a draw of `total` values.
 template <class T>
-Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen, CallSite where) {
-  require_defined(a, "dropout", "a");
-  check_dropout_p(p, "dropout");
+Tensor<T> dropout_part(const Tensor<T>& a, double p, bool training, Generator& gen, std::size_t total,
+                       std::size_t begin, CallSite where) {
   if (!training || p == 0.0) {
     return make_result("dropout", where, xt::xarray<T>(a.value()), should_record(a),
                        [a = detail::edge(a)](const Tensor<T>& g) { accumulate(a, g); });
@@ -158,7 +159,7 @@ Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen, C
     own_draws.resize(y.size());
     u = own_draws.data();
   }
-  gen.fill_uniform(u, y.size());
+  gen.fill_uniform_slice(u, total, begin, y.size());
   for_each_element(y.size(), [&](std::size_t i) {
     k[i] = static_cast<double>(u[i]) >= p;
     out[i] = k[i] ? x[i] * scale : T(0);
@@ -167,6 +168,29 @@ Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen, C
                      [a = detail::edge(a), kept = std::make_shared<const Mask>(std::move(keep)), scale](const Tensor<T>& g) {
                        accumulate(a, dropout_backward(g, kept, scale));
                      });
+}
+
+}  // namespace
+
+template <class T>
+Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen, CallSite where) {
+  require_defined(a, "dropout", "a");
+  check_dropout_p(p, "dropout");
+  return dropout_part(a, p, training, gen, a.numel(), 0, where);
+}
+
+template <class T>
+Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen, const BatchRows& rows, CallSite where) {
+  require_defined(a, "dropout", "a");
+  check_dropout_p(p, "dropout");
+  if (a.ndim() == 0) throw ShapeError("dropout: a " + a.describe() + " has no batch axis (axis 0) for rows of a batch");
+  const std::size_t local = a.shape()[0];
+  if (rows.first > rows.total || local > rows.total - rows.first) {
+    throw ShapeError("dropout: a " + a.describe() + " holds " + std::to_string(local) + " rows from row " +
+                     std::to_string(rows.first) + ", beyond the batch of " + std::to_string(rows.total) + " rows");
+  }
+  const std::size_t row_size = local == 0 ? 0 : a.numel() / local;
+  return dropout_part(a, p, training, gen, rows.total * row_size, rows.first * row_size, where);
 }
 
 void check_dropout_p(double p, std::string_view op) {
@@ -178,7 +202,8 @@ void check_dropout_p(double p, std::string_view op) {
 #define TAPEGRAD_INSTANTIATE_MASKING(T)                                                 \
   template Tensor<T> masked_fill(const Tensor<T>&, const Mask&, T, CallSite);                     \
   template Tensor<T> masked_fill(const Tensor<T>&, const Mask&, const Tensor<T>&, CallSite);     \
-  template Tensor<T> dropout(const Tensor<T>&, double, bool, Generator&, CallSite);
+  template Tensor<T> dropout(const Tensor<T>&, double, bool, Generator&, CallSite);                 \
+  template Tensor<T> dropout(const Tensor<T>&, double, bool, Generator&, const BatchRows&, CallSite);
 TAPEGRAD_INSTANTIATE_MASKING(float)
 TAPEGRAD_INSTANTIATE_MASKING(double)
 

@@ -76,6 +76,19 @@ template <class T> Tensor<T> masked_fill(const Tensor<T>& a, const xt::xarray<st
 template <class T> Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen,
     CallSite where = std::source_location::current());
 
+// Where a tensor's rows sit in a batch split over data-parallel processes: axis 0 holds rows
+// [first, first + a.shape()[0]) of a batch of `total` rows.
+struct BatchRows {
+  std::size_t first = 0;
+  std::size_t total = 0;
+};
+// dropout of a's part of the batch: the keep-mask is the rows [first, first + a.shape()[0]) of the
+// mask dropout would draw for the whole [total, ...] batch, and gen advances by the whole batch's
+// draw. So a row's mask depends on its index in the batch, not on how the batch is split, and
+// processes holding different rows stay in step. ShapeError for a 0-d a or rows beyond total.
+template <class T> Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen,
+    const BatchRows& rows, CallSite where = std::source_location::current());
+
 // dropout's rule for p, in one place for the op and nn::Dropout: 0 <= p <= 1 (PyTorch's), else
 // ValueError "<op>: p must be in [0, 1], got p = <p>" (NaN included).
 void check_dropout_p(double p, std::string_view op);

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -16,6 +17,7 @@
 #include "autograd/validation.h"
 #include "examples/copy_task/model_size.h"
 #include "nn/checkpoint.h"
+#include "nn/dropout.h"
 
 namespace tapegrad::copy_task {
 
@@ -147,9 +149,6 @@ void Trainer::set_data_parallel(DataParallel data_parallel) {
   if (config_.batch < data_parallel.ranks)
     fail("a batch of " + std::to_string(config_.batch) + " sequences cannot be split over " +
          std::to_string(data_parallel.ranks) + " ranks");
-  if (config_.dropout != 0.0)
-    fail("dropout " + format_number(config_.dropout) +
-         " is not supported: each rank draws its own masks, so the result would depend on the split; use dropout 0");
   data_parallel_ = std::move(data_parallel);
 }
 
@@ -160,9 +159,12 @@ EpochStats Trainer::run_epoch(const std::function<void(std::size_t, double)>& on
   double loss_sum = 0.0, tokens = 0.0;
   for (std::size_t i = 0; i < config_.batches_per_epoch; ++i) {
     IndexArray sequences = random_sequences(config_.batch, config_.seq_len, config_.vocab, data_gen_);
+    // This rank's rows; dropout draws the whole batch's masks and takes these rows' part.
+    std::optional<nn::BatchRowsScope> rows;
     if (dp.ranks > 1) {
       const std::size_t first = dp.rank * config_.batch / dp.ranks, last = (dp.rank + 1) * config_.batch / dp.ranks;
       sequences = xt::view(sequences, xt::range(first, last), xt::all());
+      rows.emplace(BatchRows{first, config_.batch});
     }
     const Batch batch = make_batch(sequences);
     const double batch_tokens =

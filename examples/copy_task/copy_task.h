@@ -67,8 +67,9 @@ struct EpochStats {
 // Data-parallel training (distributed/, issue 16): each of `ranks` processes trains on its rows
 // [rank * B / ranks, (rank + 1) * B / ranks) of every batch of B sequences (every rank draws the
 // whole batch from the same data stream), its loss weighted by its share of the batch's target
-// tokens, and the ranks' gradients summed before the optimiser step: the step of one process on
-// the whole batch. Callbacks, so that this library does not need MPI.
+// tokens, dropout masks drawn for the whole batch and cut to its rows (nn::BatchRowsScope), and
+// the ranks' gradients summed before the optimiser step: the step of one process on the whole
+// batch. Callbacks, so that this library does not need MPI.
 struct DataParallel {
   std::size_t rank = 0, ranks = 1;
   std::function<double(double)> sum_over_ranks;  // the same sum on every rank
@@ -86,8 +87,7 @@ class Trainer {
   // optimiser step that would spread it into the parameters.
   EpochStats run_epoch(const std::function<void(std::size_t, double)>& on_step = {});
   // Trains as one rank of data-parallel training from the next step on. ValueError when rank is
-  // not below ranks, a callback is missing, the batch has fewer sequences than there are ranks,
-  // or dropout is on (its masks are drawn per rank, so the result would depend on the split).
+  // not below ranks, a callback is missing, or the batch has fewer sequences than there are ranks.
   void set_data_parallel(DataParallel data_parallel);
   // Share of n fresh sequences that greedy decoding reproduces exactly.
   double exact_match_accuracy(std::size_t n);

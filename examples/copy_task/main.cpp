@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
   app.add_option("--checkpoint", checkpoint,
                  "save the training state here after every epoch; resume from it when it exists");
   app.add_flag("--distributed", distributed,
-               "data-parallel training as one rank of mpirun -np N (a build with MPI; needs --dropout 0)");
+               "data-parallel training as one rank of mpirun -np N (a build with MPI)");
   CLI11_PARSE(app, argc, argv);
   if (paper) {
     // A preset: the size flags given explicitly win over it.
