@@ -69,7 +69,7 @@ void Generator::fill_uniform_slice(T* out, std::size_t total, std::size_t begin,
                      " + " + std::to_string(n) + ") are not within a draw of " + std::to_string(total));
   }
   constexpr std::size_t per = kValuesPerBlock<T>;
-  const std::uint64_t first = reserve((total + per - 1) / per);
+  const std::uint64_t first = reserve(total / per + (total % per != 0));  // no overflow near SIZE_MAX
   if (n == 0) return;
   // Only the blocks that hold values [begin, begin + n) of the draw are computed.
   const std::size_t first_block = begin / per, end_block = (begin + n + per - 1) / per;

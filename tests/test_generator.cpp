@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <limits>
 #include <set>
 #include <vector>
 
@@ -52,6 +53,7 @@ TEST(Generator, StateRestoresTheSequence) {
 // draw's values, and every part advances the state by the whole draw.
 template <class T>
 void check_slices_of_one_draw() {
+  constexpr std::size_t kValuesPerBlock = sizeof(T) == 4 ? 4 : 2;  // one float per 32-bit word
   const std::size_t total = 23;
   Generator whole(5);
   std::vector<T> expected(total);
@@ -70,6 +72,9 @@ void check_slices_of_one_draw() {
                                       {"fill_uniform_slice", "[21, 21 + 3)", "draw of 23"}));
   EXPECT_TRUE(throws_with<ValueError>([&] { gen.fill_uniform_slice(out, total, 24, 0); }, {"draw of 23"}));
   EXPECT_EQ(gen.offset(), 0u);  // a refused part draws nothing
+  // A draw as large as size_t allows reserves its blocks without overflowing (the part is empty).
+  gen.fill_uniform_slice(out, std::numeric_limits<std::size_t>::max(), 0, 0);
+  EXPECT_EQ(gen.offset(), std::numeric_limits<std::size_t>::max() / kValuesPerBlock + 1);
 }
 
 TEST(Generator, ASliceOfADrawHoldsThoseValuesOfTheWholeDraw) {

@@ -322,6 +322,9 @@ TEST(Dropout, ABatchSplitByRowsDropsWhatTheWholeBatchWould) {
                                       {"dropout", "[3,2]", "3 rows from row 5", "batch of 7 rows"}));
   EXPECT_TRUE(throws_with<ShapeError>([&] { dropout(random_tensor({}, 419), 0.5, true, gen, BatchRows{0, 1}); },
                                       {"dropout", "no batch axis"}));
+  const std::size_t huge = std::numeric_limits<std::size_t>::max() / 2 + 1;  // 2 x huge overflows
+  EXPECT_TRUE(throws_with<ShapeError>([&] { dropout(x, 0.5, true, gen, BatchRows{0, huge}); },
+                                      {"dropout", "rows of 2 elements", "more elements than size_t can count"}));
   EXPECT_EQ(gen.offset(), 0u);
 }
 

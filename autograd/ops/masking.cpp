@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -190,6 +191,10 @@ Tensor<T> dropout(const Tensor<T>& a, double p, bool training, Generator& gen, c
                      std::to_string(rows.first) + ", beyond the batch of " + std::to_string(rows.total) + " rows");
   }
   const std::size_t row_size = local == 0 ? 0 : a.numel() / local;
+  if (row_size != 0 && rows.total > std::numeric_limits<std::size_t>::max() / row_size) {
+    throw ShapeError("dropout: a batch of " + std::to_string(rows.total) + " rows of " + std::to_string(row_size) +
+                     " elements (a " + a.describe() + ") has more elements than size_t can count");
+  }
   return dropout_part(a, p, training, gen, rows.total * row_size, rows.first * row_size, where);
 }
 
