@@ -19,7 +19,8 @@ bool apply_malloc_policy() {
     const char* opt_out = std::getenv("TAPEGRAD_MALLOC_DEFAULTS");
     if (opt_out && std::strcmp(opt_out, "1") == 0) return false;
 #if defined(__GLIBC__) && !defined(TAPEGRAD_UNDER_ASAN)
-    return mallopt(M_MMAP_THRESHOLD, kMmapThreshold) == 1 && mallopt(M_TRIM_THRESHOLD, kTrimThreshold) == 1;
+    return mallopt(M_MMAP_THRESHOLD, kMmapThreshold) == 1 && mallopt(M_TRIM_THRESHOLD, kTrimThreshold) == 1 &&
+           mallopt(M_MMAP_MAX, 0) == 1;
 #else
     return false;
 #endif

@@ -6,9 +6,12 @@
 // but only up to the largest block freed so far) are mmap'ed and unmapped on free, and the heap top
 // is trimmed back to the OS beyond 2x that threshold, so each step pays the page faults of first
 // touching its memory again: measured, that was 60-70% of softmax / layer_norm / masked_fill
-// forward+backward on [4096, 512]. So at load time tapegrad serves blocks up to 32 MiB from the
-// heap (mmap threshold) and keeps up to 1 GiB of freed heap (trim threshold). Memory stays with
-// the process at its high-water mark rather than going back and forth; peak RSS is unchanged.
+// forward+backward on [4096, 512]. So at load time tapegrad serves every block from the heap:
+// the mmap threshold at its largest (32 MiB), and mmap switched off for larger blocks too
+// (M_MMAP_MAX 0; glibc cannot raise the threshold further), since an einsum output at seq 128
+// ([128, 128, 80, 8] floats, 42 MB) paid its page faults again every step: 60% of that einsum's
+// forward. Freed heap up to 1 GiB is kept (trim threshold). Memory stays with the process at its
+// high-water mark rather than going back and forth.
 //
 // The settings are process-wide. Set TAPEGRAD_MALLOC_DEFAULTS=1 in the environment to leave
 // glibc's defaults (or its GLIBC_TUNABLES) alone. No effect on non-glibc systems, nor under

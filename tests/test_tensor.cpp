@@ -2,6 +2,10 @@
 #include <sstream>
 
 #include "autograd/malloc_policy.h"
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/tape.h"
@@ -143,10 +147,23 @@ TEST(Tensor, SetGradReplacesTheGradientAndBackwardAddsToIt) {
 }
 
 TEST(MallocPolicy, AppliedAtLoadUnlessOptedOut) {
-  // ctest does not set TAPEGRAD_MALLOC_DEFAULTS, so with glibc's malloc both thresholds were
+  // ctest does not set TAPEGRAD_MALLOC_DEFAULTS, so with glibc's malloc every setting was
   // accepted at load time; under AddressSanitizer (its own allocator) nothing is applied.
   EXPECT_EQ(detail::apply_malloc_policy(), detail::kMallocPolicySupported);
 }
+
+#if defined(__GLIBC__) && !defined(TAPEGRAD_UNDER_ASAN)
+// A block larger than glibc's largest mmap threshold still comes from the heap, so that freeing
+// it does not hand its pages back to the OS only to fault them in again next step.
+TEST(MallocPolicy, BlocksAboveTheLargestMmapThresholdComeFromTheHeap) {
+  const std::size_t mapped_before = mallinfo2().hblkhd;
+  void* block = std::malloc(std::size_t{64} << 20);
+  ASSERT_NE(block, nullptr);
+  const std::size_t mapped_during = mallinfo2().hblkhd;
+  std::free(block);
+  EXPECT_EQ(mapped_during, mapped_before);
+}
+#endif
 
 }  // namespace
 }  // namespace tapegrad
