@@ -21,15 +21,17 @@ bool onednn_available() {
 #endif
 }
 
-// Measured at 1 thread on the copy-task step's products (bench/RESULTS.md, "Issue 15: oneDNN
-// against OpenBLAS"; AMD Zen 5, OpenBLAS's SkylakeX kernels, oneDNN 2.6.3):
-// - oneDNN is 5-17% faster on products of at least 2^22 multiply-adds read as NN or TN (the
-//   backward's dX = G W and dW = G^T X, the per-head projections), and 1.3-1.5x slower below
-//   that (the tiny model's per-head products, its 64x64 layers);
-// - as NT (linear's forward, x W^T plus the bias in C) it is within 5% either way: OpenBLAS stays;
-// - a batch of NT products with k <= 16 (attention scores q k^T at d_k 16) takes half OpenBLAS's
-//   time in one oneDNN call; at d_k 64, and for batches of other layouts, OpenBLAS's calls are
-//   1.2-1.8x faster.
+// Measured at 1 thread on the copy-task step's products, three runs (bench/RESULTS.md, "Issue 15:
+// oneDNN against OpenBLAS"; AMD Zen 5, OpenBLAS's SkylakeX kernels, oneDNN 2.6.3):
+// - read as NN or TN (the backward's dX = G W and dW = G^T X, the per-head projections), oneDNN
+//   runs at 1.06-1.17x OpenBLAS's rate (median of the runs; single runs 0.94-1.18x) from 2^22
+//   multiply-adds a product up (5.2M in the tiny model, 26-840M in the paper one), and at
+//   0.61-0.69x on the tiny model's per-head products (330k);
+// - read as NT (linear's forward, x W^T onto the bias in C) it is 0.93-1.07x at the paper's sizes
+//   and 0.72-0.86x at the tiny model's (but for one 1.01-1.09x): OpenBLAS stays;
+// - a batch of NT products with k <= 16 (attention scores q k^T at d_k 16, 128 of 10x10x16) runs
+//   1.9x as fast in one oneDNN call as in OpenBLAS's calls; at d_k 64, and batches of the other
+//   attention products, OpenBLAS's calls are 1.1-1.8x as fast.
 constexpr std::size_t kLargeProduct = std::size_t{1} << 22;
 constexpr std::size_t kNarrowScores = 16;
 
