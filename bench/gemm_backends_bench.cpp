@@ -5,7 +5,8 @@
 //
 //   gemm_backends_bench [Google Benchmark flags]    e.g. --benchmark_repetitions=3
 //
-// Rows are "<step>/<product>/<backend>"; the FLOP/s column counts 2 m n k per product.
+// Rows are "<step>/<product>/<backend>"; the FLOP/s column counts 2 m n k per product. With oneDNN,
+// each product also gets oneDNN's bf16 rows (bf16_matmul_rows.cpp), measured for item 5.
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -17,27 +18,14 @@
 #include "autograd/kernels/gemm_backend.h"
 #include "autograd/kernels/parallel.h"
 #include "autograd/tensor.h"
+#include "bench/gemm_products.h"
 
 namespace tapegrad::bench {
-
-namespace {
-
-// One GEMM of the step as kernels::gemm / gemm_batched receive it (before gemm's own split into
-// row or column blocks), operands contiguous as the ops lay them out. shared_a: one A for the
-// whole batch (einsum's per-head projections "ijk,hkl->hijl" and their weight gradients).
-struct Product {
-  std::string label;
-  std::size_t batch;
-  bool trans_a, trans_b;
-  std::size_t m, n, k;
-  bool shared_a;
-  float beta;  // 1: linear's forward adds onto the bias already in C
-};
 
 // From a trace of every cblas_sgemm call of both steps (d_model 64 / 512, d_ff 256 / 2048, 4 / 8
 // heads, batch 32 / 80, 10 source and 9 target tokens): the encoder's shapes (the decoder's have
 // 288 / 720 rows and 9-token attention), every layout the step uses.
-const std::vector<Product>& products() {
+const std::vector<Product>& gemm_products() {
   static const std::vector<Product> list = {
       {"tiny/linear_64x64_fwd", 1, false, true, 320, 64, 64, false, 1},
       {"tiny/ffn1_fwd", 1, false, true, 320, 256, 64, false, 1},
@@ -69,6 +57,8 @@ const std::vector<Product>& products() {
   return list;
 }
 
+namespace {
+
 std::vector<float> random_values(std::size_t n, std::uint64_t seed) {
   Generator gen(seed);
   const auto t = Tensor<float>::randn({n}, gen);
@@ -92,12 +82,11 @@ void time_product(benchmark::State& state, const Product& p, kernels::GemmBacken
     benchmark::DoNotOptimize(c.data());
     benchmark::ClobberMemory();
   }
-  const double flops = 2.0 * double(p.batch) * double(p.m) * double(p.n) * double(p.k);
-  state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+  report_product_flops(state, p);
 }
 
 void register_products() {
-  for (const Product& p : products()) {
+  for (const Product& p : gemm_products()) {
     std::vector<std::pair<std::string, kernels::GemmBackend>> backends = {{"openblas", kernels::GemmBackend::kOpenBlas}};
     if (kernels::onednn_available()) backends.emplace_back("onednn", kernels::GemmBackend::kOneDnn);
     for (const auto& [name, backend] : backends) {
@@ -106,6 +95,9 @@ void register_products() {
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
     }
+#ifdef TAPEGRAD_BENCH_BF16
+    register_bf16_rows(p);
+#endif
   }
 }
 

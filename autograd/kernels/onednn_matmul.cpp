@@ -27,9 +27,11 @@ void pin_openmp_to_one_thread() {
   (void)pinned;
 }
 
+// Never destroyed: TBB's worker threads may release their cached primitives and streams, which
+// refer to it, after static destructors have run.
 const dnnl::engine& cpu_engine() {
-  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
+  static const dnnl::engine* const engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *engine;
 }
 
 // [batch, rows, cols] with the given row and column strides; a batch stride of 0 (one matrix
