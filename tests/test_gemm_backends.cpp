@@ -1,6 +1,9 @@
 // The two libraries behind kernels::gemm and gemm_batched (autograd/kernels/gemm_backend.h): each
 // forced in turn onto every layout the ops use, against a float64 loop on the stored operands.
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <thread>

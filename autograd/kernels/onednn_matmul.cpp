@@ -1,6 +1,5 @@
 #include "autograd/kernels/onednn_matmul.h"
 
-#include <cstdint>
 #include <functional>
 #include <unordered_map>
 
