@@ -1,10 +1,12 @@
 // tapegrad_bench: every workload of bench/, as Google Benchmark runs them, plus a peak-RSS mode.
 //
-//   tapegrad_bench [--threads=N] [Google Benchmark flags]   e.g. --benchmark_filter=softmax
+//   tapegrad_bench [--threads=N] [--openblas-only] [Google Benchmark flags]   e.g. --benchmark_filter=softmax
 //   tapegrad_bench [--threads=N] --rss=tiny|paper [--rss-steps=S]
 //
 // Threads: --threads=N, else the TAPEGRAD_BENCH_THREADS environment variable, else all cores
 // (0). The count goes to tapegrad::set_num_threads and into the JSON context as "tapegrad_threads".
+// --openblas-only: every float product to OpenBLAS, none to oneDNN (autograd/kernels/gemm_backend.h),
+// to hold a build with oneDNN against itself without it; the JSON context says "gemm_backends".
 #include <cstdlib>
 #include <iostream>
 #include <optional>
@@ -12,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "autograd/kernels/gemm_backend.h"
 #include "autograd/kernels/parallel.h"
 #include "bench/bench_util.h"
 
@@ -21,6 +24,7 @@ struct Options {
   std::size_t threads = 0;
   std::optional<std::string> rss_size;
   std::size_t rss_steps = 5;
+  bool openblas_only = false;
 };
 
 // Takes this program's flags out of argv (leaving Google Benchmark's); throws on a bad value.
@@ -37,6 +41,8 @@ Options take_own_flags(int& argc, char** argv) {
       options.rss_size = value("--rss=");
     } else if (arg.starts_with("--rss-steps=")) {
       options.rss_steps = std::stoul(value("--rss-steps="));
+    } else if (arg == "--openblas-only") {
+      options.openblas_only = true;
     } else {
       argv[kept++] = argv[i];
     }
@@ -56,6 +62,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   tapegrad::set_num_threads(options.threads);
+  std::optional<tapegrad::kernels::ForceGemmBackend> openblas_only;
+  if (options.openblas_only) openblas_only.emplace(tapegrad::kernels::GemmBackend::kOpenBlas);
   if (options.rss_size) {
     try {
       return tapegrad::bench::report_training_rss(*options.rss_size, options.rss_steps);
@@ -65,6 +73,9 @@ int main(int argc, char** argv) {
     }
   }
   benchmark::AddCustomContext("tapegrad_threads", std::to_string(tapegrad::num_threads()));
+  benchmark::AddCustomContext("gemm_backends", options.openblas_only || !tapegrad::kernels::onednn_available()
+                                                   ? "openblas"
+                                                   : "openblas+onednn");
   tapegrad::bench::register_op_benchmarks();
   tapegrad::bench::register_model_benchmarks();
   benchmark::Initialize(&argc, argv);

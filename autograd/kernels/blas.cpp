@@ -1,12 +1,14 @@
 #include "autograd/kernels/blas.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include <cblas.h>
-#include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
 #include "autograd/kernels/blas_core.h"
+#include "autograd/kernels/gemm_backend.h"
+#include "autograd/kernels/onednn_matmul.h"
 
 namespace tapegrad::kernels {
 
@@ -63,6 +65,34 @@ void gemm_serial(bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k, 
             std::max<std::size_t>(ldc, 1));
 }
 
+// Products [first, last) of p on the calling thread: one oneDNN call for all of them when
+// `backend` says so (float only), else one OpenBLAS call each.
+template <class T>
+void run_products(GemmBackend backend, const detail::StridedProducts& p, std::size_t first, std::size_t last, T alpha,
+                  const T* a, const T* b, T beta, T* c) {
+#ifdef TAPEGRAD_ONEDNN
+  if constexpr (std::is_same_v<T, float>) {
+    if (backend == GemmBackend::kOneDnn && p.m > 0 && p.n > 0 && p.k > 0) {
+      detail::StridedProducts part = p;
+      part.batch = last - first;
+      detail::onednn_sgemm(part, a + first * p.stride_a, b + first * p.stride_b, beta, c + first * p.stride_c);
+      return;
+    }
+  }
+#endif
+  for (std::size_t i = first; i < last; ++i)
+    gemm_serial(p.trans_a, p.trans_b, p.m, p.n, p.k, alpha, a + i * p.stride_a, p.lda, b + i * p.stride_b, p.ldb, beta,
+                c + i * p.stride_c, p.ldc);
+}
+
+// The library that computes these products (blas.h: callers never choose).
+template <class T>
+GemmBackend backend_for(std::size_t batch, bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k, T alpha,
+                        T beta) {
+  if constexpr (std::is_same_v<T, float>) return gemm_backend_for(batch, ta, tb, m, n, k, alpha, beta);
+  return GemmBackend::kOpenBlas;
+}
+
 }  // namespace
 
 template <class T>
@@ -70,21 +100,24 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
           std::size_t lda, const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc) {
   (void)openblas_single_threaded;
   warn_once_if_blas_kernels_lag();
+  const GemmBackend backend = backend_for<T>(1, trans_a, trans_b, m, n, k, alpha, beta);
+  const auto one = [&](std::size_t rows, std::size_t cols, const T* a_part, const T* b_part, T* c_part) {
+    run_products<T>(backend, {1, trans_a, trans_b, rows, cols, k, 0, lda, 0, ldb, 0, ldc}, 0, 1, alpha, a_part, b_part,
+                    beta, c_part);
+  };
   const bool split_rows = m >= n;
   const std::size_t extent = split_rows ? m : n;
   if (extent <= kMinBlock || m * n * k < kSplitThreshold) {
-    gemm_serial(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    one(m, n, a, b, c);
     return;
   }
   const std::size_t block = block_size(extent);
   tbb::parallel_for(std::size_t{0}, (extent + block - 1) / block, [&](std::size_t blk) {
     const std::size_t first = blk * block, size = std::min(block, extent - first);
     if (split_rows) {  // rows of op(A): rows of A, or its columns when transposed
-      const T* a_block = trans_a ? a + first : a + first * lda;
-      gemm_serial(trans_a, trans_b, size, n, k, alpha, a_block, lda, b, ldb, beta, c + first * ldc, ldc);
+      one(size, n, trans_a ? a + first : a + first * lda, b, c + first * ldc);
     } else {  // columns of op(B): columns of B, or its rows when transposed
-      const T* b_block = trans_b ? b + first * ldb : b + first;
-      gemm_serial(trans_a, trans_b, m, size, k, alpha, a, lda, b_block, ldb, beta, c + first, ldc);
+      one(m, size, a, trans_b ? b + first * ldb : b + first, c + first);
     }
   });
 }
@@ -101,20 +134,21 @@ void gemm_batched(std::size_t batch, bool trans_a, bool trans_b, std::size_t m, 
   }
   // Small products are grouped into tasks of at least kSplitThreshold multiply-adds, and a batch
   // smaller than that runs on the calling thread: a task per [10,16]x[16,10] attention product
-  // cost more in scheduling than in arithmetic. Each product is one call whatever the grouping.
+  // cost more in scheduling than in arithmetic. The groups are fixed (per_task products each, the
+  // last one shorter), so a oneDNN call sees the same batches at any thread count.
   const std::size_t work = std::max<std::size_t>(1, m * n * k);
   const std::size_t per_task = std::max<std::size_t>(1, kSplitThreshold / work);
-  const auto run = [&](std::size_t first, std::size_t last) {
-    for (std::size_t i = first; i < last; ++i)
-      gemm_serial(trans_a, trans_b, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta,
-                  c + i * stride_c, ldc);
+  const GemmBackend backend = backend_for<T>(batch, trans_a, trans_b, m, n, k, alpha, beta);
+  const detail::StridedProducts p{batch, trans_a, trans_b, m, n, k, stride_a, lda, stride_b, ldb, stride_c, ldc};
+  const auto run = [&](std::size_t group) {
+    run_products<T>(backend, p, group * per_task, std::min(batch, (group + 1) * per_task), alpha, a, b, beta, c);
   };
-  if (batch <= per_task) {
-    run(0, batch);
+  const std::size_t groups = (batch + per_task - 1) / per_task;
+  if (groups == 1) {
+    run(0);
     return;
   }
-  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, batch, per_task),
-                    [&](const tbb::blocked_range<std::size_t>& r) { run(r.begin(), r.end()); });
+  tbb::parallel_for(std::size_t{0}, groups, run);
 }
 
 template void gemm<float>(bool, bool, std::size_t, std::size_t, std::size_t, float, const float*, std::size_t,

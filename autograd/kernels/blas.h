@@ -1,6 +1,7 @@
 #pragma once
-// Matrix products through CBLAS (OpenBLAS), row-major. The only translation unit that includes
-// <cblas.h> is blas.cpp (it clashes with xtensor-blas's enums).
+// Matrix products, row-major, through OpenBLAS's CBLAS or, for the float products it measured
+// faster at, oneDNN's matmul (gemm_backend.h has the rule; callers never choose). The only
+// translation unit that includes <cblas.h> is blas.cpp (it clashes with xtensor-blas's enums).
 #include <cstddef>
 
 namespace tapegrad::kernels {

@@ -1,0 +1,62 @@
+#include "autograd/kernels/gemm_backend.h"
+
+#include <atomic>
+
+#include "autograd/errors.h"
+
+namespace tapegrad::kernels {
+
+namespace {
+
+constexpr int kNotForced = -1;
+std::atomic<int> forced{kNotForced};
+
+}  // namespace
+
+bool onednn_available() {
+#ifdef TAPEGRAD_ONEDNN
+  return true;
+#else
+  return false;
+#endif
+}
+
+// Measured at 1 thread on the copy-task step's products, three runs (bench/RESULTS.md, "Issue 15:
+// oneDNN against OpenBLAS"; AMD Zen 5, OpenBLAS's SkylakeX kernels, oneDNN 2.6.3):
+// - read as NN or TN (the backward's dX = G W and dW = G^T X, the per-head projections), oneDNN
+//   runs at 1.06-1.17x OpenBLAS's rate (median of the runs; single runs 0.94-1.18x) from 2^22
+//   multiply-adds a product up (5.2M in the tiny model, 26-840M in the paper one), and at
+//   0.61-0.69x on the tiny model's per-head products (330k);
+// - read as NT (linear's forward, x W^T onto the bias in C) it is 0.93-1.07x at the paper's sizes
+//   and 0.72-0.86x at the tiny model's (but for one 1.01-1.09x): OpenBLAS stays;
+// - a batch of NT products with k <= 16 (attention scores q k^T at d_k 16, 128 of 10x10x16) runs
+//   1.9x as fast in one oneDNN call as in OpenBLAS's calls; at d_k 64, and batches of the other
+//   attention products, OpenBLAS's calls are 1.1-1.8x as fast.
+constexpr std::size_t kLargeProduct = std::size_t{1} << 22;
+constexpr std::size_t kNarrowScores = 16;
+
+GemmBackend preferred_gemm_backend(std::size_t batch, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
+                                   std::size_t k) {
+  const bool nt = !trans_a && trans_b;
+  if (nt) return batch > 1 && k <= kNarrowScores ? GemmBackend::kOneDnn : GemmBackend::kOpenBlas;
+  return m * n * k >= kLargeProduct ? GemmBackend::kOneDnn : GemmBackend::kOpenBlas;
+}
+
+GemmBackend gemm_backend_for(std::size_t batch, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
+                             std::size_t k, float alpha, float beta) {
+  if (!onednn_available() || alpha != 1.0f || (beta != 0.0f && beta != 1.0f)) return GemmBackend::kOpenBlas;
+  const int f = forced.load(std::memory_order_relaxed);
+  return f == kNotForced ? preferred_gemm_backend(batch, trans_a, trans_b, m, n, k) : static_cast<GemmBackend>(f);
+}
+
+ForceGemmBackend::ForceGemmBackend(GemmBackend backend) {
+  if (backend == GemmBackend::kOneDnn && !onednn_available()) {
+    throw ValueError("ForceGemmBackend: this tapegrad was built without oneDNN (TAPEGRAD_ONEDNN is off), so its "
+                     "matrix products cannot be forced onto it");
+  }
+  previous_ = forced.exchange(static_cast<int>(backend));
+}
+
+ForceGemmBackend::~ForceGemmBackend() { forced.store(previous_); }
+
+}  // namespace tapegrad::kernels

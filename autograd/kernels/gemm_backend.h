@@ -1,0 +1,40 @@
+#pragma once
+// Which library computes a float matrix product: OpenBLAS, or oneDNN's matmul when tapegrad was
+// built with it (TAPEGRAD_ONEDNN). kernels::gemm and gemm_batched (blas.h) choose per product by
+// the rule below, measured on the copy-task training step's shapes (bench/gemm_backends_bench.cpp,
+// bench/RESULTS.md "Issue 15: oneDNN against OpenBLAS"); callers never choose. double products
+// always go to OpenBLAS (oneDNN has no f64 matmul on CPUs).
+#include <cstddef>
+
+namespace tapegrad::kernels {
+
+enum class GemmBackend { kOpenBlas, kOneDnn };
+
+// Whether this build has the oneDNN backend.
+bool onednn_available();
+
+// The rule: the library measured faster on `batch` float products of op(A) [m, k] times op(B)
+// [k, n], whether or not this build has oneDNN (gemm_backend_for applies it).
+GemmBackend preferred_gemm_backend(std::size_t batch, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
+                                   std::size_t k);
+
+// While alive, every float product on every thread goes to `backend` instead of the rule's choice,
+// so benchmarks and tests can hold the two libraries against each other on the same products.
+// kOneDnn in a build without oneDNN is a ValueError. Not for use while other threads compute.
+class ForceGemmBackend {
+ public:
+  explicit ForceGemmBackend(GemmBackend backend);
+  ~ForceGemmBackend();
+  ForceGemmBackend(const ForceGemmBackend&) = delete;
+  ForceGemmBackend& operator=(const ForceGemmBackend&) = delete;
+
+ private:
+  int previous_;
+};
+
+// The backend that computes such a product in this process: the forced one if any, else the rule;
+// OpenBLAS without oneDNN, and for alpha other than 1 or beta other than 0 and 1.
+GemmBackend gemm_backend_for(std::size_t batch, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
+                             std::size_t k, float alpha, float beta);
+
+}  // namespace tapegrad::kernels

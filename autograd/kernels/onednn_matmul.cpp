@@ -1,0 +1,117 @@
+#include "autograd/kernels/onednn_matmul.h"
+
+#include <functional>
+#include <unordered_map>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+// Debian's libdnnl is built on libgomp (dnnl_config.h: DNNL_CPU_RUNTIME DNNL_RUNTIME_OMP);
+// CMake links the same libgomp, so this reaches the runtime oneDNN reads its thread count from.
+extern "C" void omp_set_num_threads(int);
+
+namespace tapegrad::kernels::detail {
+
+namespace {
+
+using dnnl::memory;
+
+// OpenMP's thread count is per thread (each TBB worker starts with one thread per core), and
+// oneDNN reads it when a primitive is created and run: pinning each calling thread to 1 keeps
+// OpenMP from starting a team inside a TBB task.
+void pin_openmp_to_one_thread() {
+  thread_local const bool pinned = [] {
+    omp_set_num_threads(1);
+    return true;
+  }();
+  (void)pinned;
+}
+
+// Never destroyed: TBB's worker threads may release their cached primitives and streams, which
+// refer to it, after static destructors have run.
+const dnnl::engine& cpu_engine() {
+  static const dnnl::engine* const engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *engine;
+}
+
+// [batch, rows, cols] with the given row and column strides; a batch stride of 0 (one matrix
+// shared by the batch) becomes a batch of 1, which oneDNN broadcasts.
+memory::desc matrices(std::size_t batch, std::size_t batch_stride, std::size_t rows, std::size_t cols,
+                      std::size_t row_stride, std::size_t col_stride) {
+  const auto d = [](std::size_t v) { return static_cast<memory::dim>(v); };
+  const std::size_t span = rows * row_stride + cols * col_stride;  // any stride past one matrix
+  return memory::desc({batch_stride == 0 ? 1 : d(batch), d(rows), d(cols)}, memory::data_type::f32,
+                      {d(batch_stride == 0 ? span : batch_stride), d(row_stride), d(col_stride)});
+}
+
+struct Key {
+  StridedProducts p;
+  bool accumulate;
+  bool operator==(const Key& o) const {
+    const auto& q = o.p;
+    return accumulate == o.accumulate && p.batch == q.batch && p.trans_a == q.trans_a && p.trans_b == q.trans_b &&
+           p.m == q.m && p.n == q.n && p.k == q.k && p.stride_a == q.stride_a && p.lda == q.lda &&
+           p.stride_b == q.stride_b && p.ldb == q.ldb && p.stride_c == q.stride_c && p.ldc == q.ldc;
+  }
+};
+
+struct KeyHash {
+  std::size_t operator()(const Key& key) const {
+    const StridedProducts& p = key.p;
+    std::size_t h = (std::size_t{key.accumulate} << 2) | (std::size_t{p.trans_a} << 1) | std::size_t{p.trans_b};
+    for (std::size_t v : {p.batch, p.m, p.n, p.k, p.stride_a, p.lda, p.stride_b, p.ldb, p.stride_c, p.ldc})
+      h = h * 1000003u ^ std::hash<std::size_t>{}(v);
+    return h;
+  }
+};
+
+// A primitive and its memory objects, made once per layout and reused with new data pointers
+// (creating a primitive descriptor costs tens of microseconds, more than a small product).
+struct Matmul {
+  dnnl::matmul primitive;
+  memory src, weights, dst;
+};
+
+Matmul make_matmul(const Key& key) {
+  const StridedProducts& p = key.p;
+  // op(A) is [m, k]: A as stored is [m, k] (strides lda, 1) or [k, m] read transposed (1, lda).
+  const memory::desc a = p.trans_a ? matrices(p.batch, p.stride_a, p.m, p.k, 1, p.lda)
+                                   : matrices(p.batch, p.stride_a, p.m, p.k, p.lda, 1);
+  const memory::desc b = p.trans_b ? matrices(p.batch, p.stride_b, p.k, p.n, 1, p.ldb)
+                                   : matrices(p.batch, p.stride_b, p.k, p.n, p.ldb, 1);
+  const memory::desc c = matrices(p.batch, p.stride_c, p.m, p.n, p.ldc, 1);
+  dnnl::primitive_attr attr;
+  if (key.accumulate) {  // C = op(A) op(B) + C
+    dnnl::post_ops sum;
+    sum.append_sum(1.0f);
+    attr.set_post_ops(sum);
+  }
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, cpu_engine());
+  return {dnnl::matmul(pd), memory(a, cpu_engine(), nullptr), memory(b, cpu_engine(), nullptr),
+          memory(c, cpu_engine(), nullptr)};
+}
+
+// Each thread keeps its own primitives (and stream), so no lock is taken on the hot path. A
+// program whose shapes keep changing would grow it without end: past kMaxCached it starts over.
+constexpr std::size_t kMaxCached = 256;
+
+Matmul& cached_matmul(const Key& key) {
+  thread_local std::unordered_map<Key, Matmul, KeyHash> cache;
+  if (const auto found = cache.find(key); found != cache.end()) return found->second;
+  if (cache.size() >= kMaxCached) cache.clear();
+  return cache.emplace(key, make_matmul(key)).first->second;
+}
+
+}  // namespace
+
+void onednn_sgemm(const StridedProducts& p, const float* a, const float* b, float beta, float* c) {
+  pin_openmp_to_one_thread();
+  Matmul& mm = cached_matmul({p, beta != 0.0f});
+  mm.src.set_data_handle(const_cast<float*>(a));  // read only: oneDNN takes void*
+  mm.weights.set_data_handle(const_cast<float*>(b));
+  mm.dst.set_data_handle(c);
+  thread_local dnnl::stream stream(cpu_engine());
+  mm.primitive.execute(stream, {{DNNL_ARG_SRC, mm.src}, {DNNL_ARG_WEIGHTS, mm.weights}, {DNNL_ARG_DST, mm.dst}});
+  stream.wait();
+}
+
+}  // namespace tapegrad::kernels::detail

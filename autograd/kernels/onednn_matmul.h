@@ -1,0 +1,21 @@
+#pragma once
+// oneDNN's f32 matmul, the second backend behind kernels::gemm and gemm_batched (blas.h), which
+// decide per product which library computes it. Built only when CMake finds oneDNN
+// (TAPEGRAD_ONEDNN). Debian's libdnnl runs its parallel loops on OpenMP: every thread that calls
+// in is first pinned to one OpenMP thread, so TBB stays the one runtime that spreads work.
+#include <cstddef>
+
+namespace tapegrad::kernels::detail {
+
+// batch products C_i = op(A_i) op(B_i) + beta * C_i, row-major, A_i = a + i * stride_a (a stride
+// of 0 shares one matrix across the batch), every extent at least 1; beta is 0 or 1.
+struct StridedProducts {
+  std::size_t batch;
+  bool trans_a, trans_b;
+  std::size_t m, n, k;
+  std::size_t stride_a, lda, stride_b, ldb, stride_c, ldc;
+};
+
+void onednn_sgemm(const StridedProducts& p, const float* a, const float* b, float beta, float* c);
+
+}  // namespace tapegrad::kernels::detail

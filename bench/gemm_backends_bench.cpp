@@ -1,0 +1,120 @@
+// gemm_backends_bench: OpenBLAS against oneDNN's f32 matmul on the GEMMs of the copy-task training
+// step (train_step/tiny and train_step/paper), each product through tapegrad's own entry
+// (kernels::gemm or gemm_batched, as the ops call them) with the backend forced, side by side in
+// one run, at 1 thread. The rule in autograd/kernels/gemm_backend.cpp follows from its numbers.
+//
+//   gemm_backends_bench [Google Benchmark flags]    e.g. --benchmark_repetitions=3
+//
+// Rows are "<step>/<product>/<backend>"; the FLOP/s column counts 2 m n k per product. With oneDNN,
+// each product also gets oneDNN's bf16 rows (bf16_matmul_rows.cpp), measured for item 5.
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "autograd/generator.h"
+#include "autograd/kernels/blas.h"
+#include "autograd/kernels/gemm_backend.h"
+#include "autograd/kernels/parallel.h"
+#include "autograd/tensor.h"
+#include "bench/gemm_products.h"
+
+namespace tapegrad::bench {
+
+// From a trace of every cblas_sgemm call of both steps (d_model 64 / 512, d_ff 256 / 2048, 4 / 8
+// heads, batch 32 / 80, 10 source and 9 target tokens): the encoder's shapes (the decoder's have
+// 288 / 720 rows and 9-token attention), every layout the step uses.
+const std::vector<Product>& gemm_products() {
+  static const std::vector<Product> list = {
+      {"tiny/linear_64x64_fwd", 1, false, true, 320, 64, 64, false, 1},
+      {"tiny/ffn1_fwd", 1, false, true, 320, 256, 64, false, 1},
+      {"tiny/ffn2_fwd", 1, false, true, 320, 64, 256, false, 1},
+      {"tiny/ffn2_dx", 1, false, false, 320, 256, 64, false, 0},
+      {"tiny/ffn1_dx", 1, false, false, 320, 64, 256, false, 0},
+      {"tiny/ffn1_dw", 1, true, false, 256, 64, 320, false, 0},
+      {"tiny/linear_64x64_dw", 1, true, false, 64, 64, 320, false, 0},
+      {"tiny/head_proj_fwd", 4, false, false, 320, 16, 64, true, 0},
+      {"tiny/head_proj_dw", 4, true, false, 64, 16, 320, true, 0},
+      {"tiny/scores_qkT", 128, false, true, 10, 10, 16, false, 0},
+      {"tiny/attn_v", 128, false, false, 10, 16, 10, false, 0},
+      {"tiny/attn_bwd_tn", 128, true, false, 10, 16, 10, false, 0},
+      {"tiny/generator_fwd", 1, false, true, 288, 11, 64, false, 1},
+      {"paper/ffn1_fwd", 1, false, true, 800, 2048, 512, false, 1},
+      {"paper/ffn2_fwd", 1, false, true, 800, 512, 2048, false, 1},
+      {"paper/linear_512x512_fwd", 1, false, true, 800, 512, 512, false, 1},
+      {"paper/ffn2_dx", 1, false, false, 800, 2048, 512, false, 0},
+      {"paper/ffn1_dx", 1, false, false, 800, 512, 2048, false, 0},
+      {"paper/ffn1_dw", 1, true, false, 2048, 512, 800, false, 0},
+      {"paper/ffn2_dw", 1, true, false, 512, 2048, 800, false, 0},
+      {"paper/linear_512x512_dw", 1, true, false, 512, 512, 800, false, 0},
+      {"paper/head_proj_fwd", 8, false, false, 800, 64, 512, true, 0},
+      {"paper/head_proj_dw", 8, true, false, 512, 64, 800, true, 0},
+      {"paper/scores_qkT", 640, false, true, 10, 10, 64, false, 0},
+      {"paper/attn_v", 640, false, false, 10, 64, 10, false, 0},
+      {"paper/attn_bwd_tn", 640, true, false, 10, 64, 10, false, 0},
+  };
+  return list;
+}
+
+namespace {
+
+std::vector<float> random_values(std::size_t n, std::uint64_t seed) {
+  Generator gen(seed);
+  const auto t = Tensor<float>::randn({n}, gen);
+  return {t.value().begin(), t.value().end()};
+}
+
+void time_product(benchmark::State& state, const Product& p, kernels::GemmBackend backend) {
+  const kernels::ForceGemmBackend force(backend);
+  const std::size_t lda = p.trans_a ? p.m : p.k, ldb = p.trans_b ? p.k : p.n, ldc = p.n;
+  const std::size_t stride_a = p.shared_a ? 0 : p.m * p.k, stride_b = p.k * p.n, stride_c = p.m * p.n;
+  const std::vector<float> a = random_values((p.shared_a ? 1 : p.batch) * p.m * p.k, 1);
+  const std::vector<float> b = random_values(p.batch * p.k * p.n, 2);
+  std::vector<float> c = random_values(p.batch * p.m * p.n, 3);
+  for (auto _ : state) {
+    if (p.batch == 1) {
+      kernels::gemm(p.trans_a, p.trans_b, p.m, p.n, p.k, 1.0f, a.data(), lda, b.data(), ldb, p.beta, c.data(), ldc);
+    } else {
+      kernels::gemm_batched(p.batch, p.trans_a, p.trans_b, p.m, p.n, p.k, 1.0f, a.data(), stride_a, lda, b.data(),
+                            stride_b, ldb, p.beta, c.data(), stride_c, ldc);
+    }
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  report_product_flops(state, p);
+}
+
+void register_products() {
+  for (const Product& p : gemm_products()) {
+    std::vector<std::pair<std::string, kernels::GemmBackend>> backends = {{"openblas", kernels::GemmBackend::kOpenBlas}};
+    if (kernels::onednn_available()) backends.emplace_back("onednn", kernels::GemmBackend::kOneDnn);
+    for (const auto& [name, backend] : backends) {
+      benchmark::RegisterBenchmark((p.label + "/" + name).c_str(),
+                                   [p, backend = backend](benchmark::State& state) { time_product(state, p, backend); })
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+#ifdef TAPEGRAD_BENCH_BF16
+    register_bf16_rows(p);
+#endif
+  }
+}
+
+}  // namespace
+
+}  // namespace tapegrad::bench
+
+int main(int argc, char** argv) {
+  // Both libraries at one thread: the step's rates at 1 thread are what the rule compares.
+  tapegrad::set_num_threads(1);
+  const char* coretype = std::getenv("OPENBLAS_CORETYPE");
+  benchmark::AddCustomContext("OPENBLAS_CORETYPE", coretype ? coretype : "(unset)");
+  benchmark::AddCustomContext("tapegrad_threads", "1");
+  tapegrad::bench::register_products();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,221 @@
+// The two libraries behind kernels::gemm and gemm_batched (autograd/kernels/gemm_backend.h): each
+// forced in turn onto every layout the ops use, against a float64 loop on the stored operands.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "autograd/errors.h"
+#include "autograd/generator.h"
+#include "autograd/tensor.h"
+#include "autograd/kernels/blas.h"
+#include "autograd/kernels/gemm_backend.h"
+#include "autograd/kernels/parallel.h"
+
+namespace tapegrad {
+namespace {
+
+using kernels::ForceGemmBackend;
+using kernels::GemmBackend;
+
+// batch products C_i = alpha op(A_i) op(B_i) + beta C_i on row-major operands; a stride of 0
+// shares one matrix across the batch; ld_pad widens every leading dimension past its rows.
+struct Layout {
+  std::string name;
+  std::size_t batch, m, n, k;
+  bool shared_a, shared_b;
+  std::size_t ld_pad;
+  float alpha, beta;
+};
+
+struct Operands {
+  std::size_t lda, ldb, ldc, stride_a, stride_b, stride_c;
+  std::vector<float> a, b, c;
+};
+
+std::vector<float> uniform(std::size_t n, std::uint64_t seed) {
+  Generator gen(seed);
+  const auto t = Tensor<float>::uniform({n}, gen, -1.0f, 1.0f);
+  return {t.value().begin(), t.value().end()};
+}
+
+Operands operands(const Layout& l, bool ta, bool tb) {
+  Operands o;
+  o.lda = (ta ? l.m : l.k) + l.ld_pad;
+  o.ldb = (tb ? l.k : l.n) + l.ld_pad;
+  o.ldc = l.n + l.ld_pad;
+  o.stride_a = l.shared_a ? 0 : (ta ? l.k : l.m) * o.lda;
+  o.stride_b = l.shared_b ? 0 : (tb ? l.n : l.k) * o.ldb;
+  o.stride_c = l.m * o.ldc;
+  o.a = uniform((l.shared_a ? 1 : l.batch) * (ta ? l.k : l.m) * o.lda, 1);
+  o.b = uniform((l.shared_b ? 1 : l.batch) * (tb ? l.n : l.k) * o.ldb, 2);
+  o.c = uniform(l.batch * o.stride_c, 3);  // what beta scales
+  return o;
+}
+
+// The product in float64 with plain loops, read through the same strides.
+std::vector<double> reference(const Layout& l, bool ta, bool tb, const Operands& o) {
+  std::vector<double> c(o.c.begin(), o.c.end());
+  for (std::size_t i = 0; i < l.batch; ++i)
+    for (std::size_t r = 0; r < l.m; ++r)
+      for (std::size_t col = 0; col < l.n; ++col) {
+        double sum = 0;
+        for (std::size_t p = 0; p < l.k; ++p) {
+          const float x = o.a[i * o.stride_a + (ta ? p * o.lda + r : r * o.lda + p)];
+          const float y = o.b[i * o.stride_b + (tb ? col * o.ldb + p : p * o.ldb + col)];
+          sum += double(x) * double(y);
+        }
+        double& out = c[i * o.stride_c + r * o.ldc + col];
+        out = l.alpha * sum + l.beta * out;
+      }
+  return c;
+}
+
+std::vector<float> run(const Layout& l, bool ta, bool tb, Operands o) {
+  if (l.batch == 1 && !l.shared_a && !l.shared_b) {
+    kernels::gemm(ta, tb, l.m, l.n, l.k, l.alpha, o.a.data(), o.lda, o.b.data(), o.ldb, l.beta, o.c.data(), o.ldc);
+  } else {
+    kernels::gemm_batched(l.batch, ta, tb, l.m, l.n, l.k, l.alpha, o.a.data(), o.stride_a, o.lda, o.b.data(),
+                          o.stride_b, o.ldb, l.beta, o.c.data(), o.stride_c, o.ldc);
+  }
+  return o.c;
+}
+
+// The copy-task step's kinds of product, small enough for a loop reference: one GEMM below the
+// split threshold, one split into row blocks and one into column blocks (blas.cpp), batches of
+// attention products (grouped into several TBB tasks), a weight shared by a batch (einsum's
+// projections), either operand shared, padded leading dimensions, accumulation into C (linear's
+// bias), and an alpha only OpenBLAS takes.
+const std::vector<Layout> kLayouts = {
+    {"single", 1, 20, 30, 40, false, false, 0, 1, 0},
+    {"row blocks", 1, 300, 70, 130, false, false, 0, 1, 0},
+    {"column blocks", 1, 70, 300, 130, false, false, 0, 1, 0},
+    {"attention batch", 200, 10, 10, 16, false, false, 0, 1, 0},
+    {"shared weight", 6, 40, 16, 64, false, true, 0, 1, 0},
+    {"shared left", 6, 16, 40, 64, true, false, 0, 1, 0},
+    {"padded", 3, 17, 23, 29, false, false, 5, 1, 0},
+    {"accumulate", 1, 33, 65, 31, false, false, 0, 1, 1},
+    {"accumulate batch", 4, 9, 10, 16, false, false, 2, 1, 1},
+    {"alpha", 2, 8, 9, 10, false, false, 0, 2, 0.5f},
+};
+
+void expect_matches_reference(GemmBackend backend) {
+  const ForceGemmBackend force(backend);
+  for (const Layout& l : kLayouts)
+    for (const bool ta : {false, true})
+      for (const bool tb : {false, true}) {
+        SCOPED_TRACE(l.name + (ta ? " A^T" : " A") + (tb ? " B^T" : " B"));
+        const Operands o = operands(l, ta, tb);
+        const std::vector<double> want = reference(l, ta, tb, o);
+        const std::vector<float> got = run(l, ta, tb, o);
+        double worst = 0;
+        for (std::size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]));
+        // float rounding of k products of numbers below 1, summed in any order
+        EXPECT_LT(worst, 1e-6 * double(l.k) + 1e-6);
+      }
+}
+
+#define SKIP_WITHOUT_ONEDNN() \
+  if (!kernels::onednn_available()) GTEST_SKIP() << "built without oneDNN (TAPEGRAD_ONEDNN off)"
+
+TEST(GemmBackends, OpenBlasMatchesFloat64ReferenceOnEveryLayout) { expect_matches_reference(GemmBackend::kOpenBlas); }
+
+TEST(GemmBackends, OneDnnMatchesFloat64ReferenceOnEveryLayout) {
+  SKIP_WITHOUT_ONEDNN();
+  expect_matches_reference(GemmBackend::kOneDnn);
+}
+
+TEST(GemmBackends, OneDnnSameBitsAtAnyThreadCount) {
+  SKIP_WITHOUT_ONEDNN();
+  const ForceGemmBackend force(GemmBackend::kOneDnn);
+  for (const Layout& l : {kLayouts[1], kLayouts[2], kLayouts[3]}) {
+    SCOPED_TRACE(l.name);
+    const Operands o = operands(l, false, true);
+    set_num_threads(1);
+    const std::vector<float> one = run(l, false, true, o);
+    set_num_threads(2);
+    const std::vector<float> two = run(l, false, true, o);
+    set_num_threads(0);
+    EXPECT_EQ(one, two);
+  }
+}
+
+std::size_t threads_in_process() {
+  std::size_t count = 0;
+  for ([[maybe_unused]] const auto& task : std::filesystem::directory_iterator("/proc/self/task")) ++count;
+  return count;
+}
+
+// oneDNN runs its loops on OpenMP, whose teams would add threads beside TBB's in every thread that
+// calls it. OpenMP keeps a team per calling thread, so a thread that has never called it runs the
+// products (big ones split over TBB tasks on 2 threads, and a batch): while it is alive the process
+// must have no more threads than before plus itself.
+TEST(GemmBackends, OneDnnStartsNoThreadsOfItsOwn) {
+  SKIP_WITHOUT_ONEDNN();
+  set_num_threads(2);
+  const Layout big{"big", 1, 512, 256, 256, false, false, 0, 1, 0};
+  const Layout many{"many", 400, 10, 10, 16, false, false, 0, 1, 0};
+  {
+    const ForceGemmBackend force(GemmBackend::kOpenBlas);  // TBB's worker starts here
+    run(big, false, false, operands(big, false, false));
+  }
+  const std::size_t before = threads_in_process();
+  std::size_t during = 0;
+  {
+    const ForceGemmBackend force(GemmBackend::kOneDnn);
+    std::thread caller([&] {
+      for (int repeat = 0; repeat < 5; ++repeat) {
+        run(big, false, false, operands(big, false, false));
+        run(many, false, true, operands(many, false, true));
+      }
+      during = threads_in_process();
+    });
+    caller.join();
+  }
+  set_num_threads(0);
+  EXPECT_EQ(during, before + 1);
+}
+
+TEST(GemmBackends, RuleFollowsTheMeasuredShapeClasses) {
+  const auto rule = kernels::preferred_gemm_backend;
+  constexpr GemmBackend openblas = GemmBackend::kOpenBlas, onednn = GemmBackend::kOneDnn;
+  EXPECT_EQ(rule(1, false, false, 800, 512, 2048), onednn);   // paper dX = G W
+  EXPECT_EQ(rule(1, true, false, 512, 512, 800), onednn);     // paper dW = G^T X
+  EXPECT_EQ(rule(8, false, false, 800, 64, 512), onednn);     // paper per-head projections
+  EXPECT_EQ(rule(1, false, true, 800, 2048, 512), openblas);  // linear's forward
+  EXPECT_EQ(rule(1, false, false, 320, 64, 64), openblas);    // tiny layers
+  EXPECT_EQ(rule(4, false, false, 320, 16, 64), openblas);    // tiny per-head projections
+  EXPECT_EQ(rule(128, false, true, 10, 10, 16), onednn);      // scores at d_k 16
+  EXPECT_EQ(rule(640, false, true, 10, 10, 64), openblas);    // scores at d_k 64
+  EXPECT_EQ(rule(640, false, false, 10, 64, 10), openblas);   // attention times values
+}
+
+TEST(GemmBackends, OnlyScalarsOneDnnTakesReachIt) {
+  const auto chosen = [](float alpha, float beta) {
+    return kernels::gemm_backend_for(1, false, false, 800, 512, 2048, alpha, beta);
+  };
+  const GemmBackend large = kernels::onednn_available() ? GemmBackend::kOneDnn : GemmBackend::kOpenBlas;
+  EXPECT_EQ(chosen(1, 0), large);
+  EXPECT_EQ(chosen(1, 1), large);
+  EXPECT_EQ(chosen(2, 0), GemmBackend::kOpenBlas);
+  EXPECT_EQ(chosen(1, 0.5f), GemmBackend::kOpenBlas);
+  const ForceGemmBackend force(GemmBackend::kOpenBlas);
+  EXPECT_EQ(chosen(1, 0), GemmBackend::kOpenBlas);
+}
+
+TEST(GemmBackends, ForcingOneDnnNeedsABuildWithIt) {
+  if (kernels::onednn_available()) {
+    EXPECT_NO_THROW(ForceGemmBackend(GemmBackend::kOneDnn));
+  } else {
+    EXPECT_THROW(ForceGemmBackend(GemmBackend::kOneDnn), ValueError);
+  }
+}
+
+}  // namespace
+}  // namespace tapegrad
