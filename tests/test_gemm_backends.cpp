@@ -1,5 +1,6 @@
 // The two libraries behind kernels::gemm and gemm_batched (autograd/kernels/gemm_backend.h): each
-// forced in turn onto every layout the ops use, against a float64 loop on the stored operands.
+// forced in turn onto every layout the ops use, against a float64 loop on the stored operands, in
+// float32 and in bf16 (autograd/matmul_precision.h), where the loop reads the operands rounded.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -14,9 +15,12 @@
 #include "autograd/errors.h"
 #include "autograd/generator.h"
 #include "autograd/tensor.h"
+#include "autograd/kernels/bf16.h"
 #include "autograd/kernels/blas.h"
 #include "autograd/kernels/gemm_backend.h"
+#include "autograd/kernels/onednn_matmul.h"
 #include "autograd/kernels/parallel.h"
+#include "autograd/matmul_precision.h"
 
 namespace tapegrad {
 namespace {
@@ -59,8 +63,10 @@ Operands operands(const Layout& l, bool ta, bool tb) {
   return o;
 }
 
-// The product in float64 with plain loops, read through the same strides.
-std::vector<double> reference(const Layout& l, bool ta, bool tb, const Operands& o) {
+// The product in float64 with plain loops, read through the same strides; with each operand
+// rounded to bf16 first when `rounded`.
+std::vector<double> reference(const Layout& l, bool ta, bool tb, const Operands& o, bool rounded = false) {
+  const auto read = [rounded](float v) { return double(rounded ? kernels::round_to_bf16(v) : v); };
   std::vector<double> c(o.c.begin(), o.c.end());
   for (std::size_t i = 0; i < l.batch; ++i)
     for (std::size_t r = 0; r < l.m; ++r)
@@ -69,7 +75,7 @@ std::vector<double> reference(const Layout& l, bool ta, bool tb, const Operands&
         for (std::size_t p = 0; p < l.k; ++p) {
           const float x = o.a[i * o.stride_a + (ta ? p * o.lda + r : r * o.lda + p)];
           const float y = o.b[i * o.stride_b + (tb ? col * o.ldb + p : p * o.ldb + col)];
-          sum += double(x) * double(y);
+          sum += read(x) * read(y);
         }
         double& out = c[i * o.stride_c + r * o.ldc + col];
         out = l.alpha * sum + l.beta * out;
@@ -105,19 +111,26 @@ const std::vector<Layout> kLayouts = {
     {"alpha", 2, 8, 9, 10, false, false, 0, 2, 0.5f},
 };
 
-void expect_matches_reference(GemmBackend backend) {
+double largest_difference(const std::vector<float>& got, const std::vector<double>& want) {
+  double worst = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]));
+  return worst;
+}
+
+void expect_matches_reference(GemmBackend backend, MatmulPrecision precision = MatmulPrecision::kFloat32) {
   const ForceGemmBackend force(backend);
+  const MatmulPrecisionScope mode(precision);
+  const bool bf16 = precision == MatmulPrecision::kBfloat16;
   for (const Layout& l : kLayouts)
     for (const bool ta : {false, true})
       for (const bool tb : {false, true}) {
         SCOPED_TRACE(l.name + (ta ? " A^T" : " A") + (tb ? " B^T" : " B"));
         const Operands o = operands(l, ta, tb);
-        const std::vector<double> want = reference(l, ta, tb, o);
         const std::vector<float> got = run(l, ta, tb, o);
-        double worst = 0;
-        for (std::size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]));
         // float rounding of k products of numbers below 1, summed in any order
-        EXPECT_LT(worst, 1e-6 * double(l.k) + 1e-6);
+        EXPECT_LT(largest_difference(got, reference(l, ta, tb, o, bf16)), 1e-6 * double(l.k) + 1e-6);
+        // bf16 keeps 8 bits of each input: its products stray from float's by far more than that
+        if (bf16) EXPECT_GT(largest_difference(got, reference(l, ta, tb, o)), 1e-4);
       }
 }
 
@@ -131,9 +144,22 @@ TEST(GemmBackends, OneDnnMatchesFloat64ReferenceOnEveryLayout) {
   expect_matches_reference(GemmBackend::kOneDnn);
 }
 
-TEST(GemmBackends, OneDnnSameBitsAtAnyThreadCount) {
-  SKIP_WITHOUT_ONEDNN();
-  const ForceGemmBackend force(GemmBackend::kOneDnn);
+#define SKIP_WITHOUT_ONEDNN_BF16()                                                                    \
+  SKIP_WITHOUT_ONEDNN();                                                                              \
+  if (!kernels::detail::onednn_has_bf16_matmul()) GTEST_SKIP() << "oneDNN has no bf16 matmul for this CPU"
+
+TEST(GemmBackends, OpenBlasInBf16MatchesFloat64ReferenceOnRoundedInputs) {
+  expect_matches_reference(GemmBackend::kOpenBlas, MatmulPrecision::kBfloat16);
+}
+
+TEST(GemmBackends, OneDnnInBf16MatchesFloat64ReferenceOnRoundedInputs) {
+  SKIP_WITHOUT_ONEDNN_BF16();
+  expect_matches_reference(GemmBackend::kOneDnn, MatmulPrecision::kBfloat16);
+}
+
+void expect_same_bits_at_any_thread_count(GemmBackend backend, MatmulPrecision precision) {
+  const ForceGemmBackend force(backend);
+  const MatmulPrecisionScope mode(precision);
   for (const Layout& l : {kLayouts[1], kLayouts[2], kLayouts[3]}) {
     SCOPED_TRACE(l.name);
     const Operands o = operands(l, false, true);
@@ -144,6 +170,17 @@ TEST(GemmBackends, OneDnnSameBitsAtAnyThreadCount) {
     set_num_threads(0);
     EXPECT_EQ(one, two);
   }
+}
+
+TEST(GemmBackends, OneDnnSameBitsAtAnyThreadCount) {
+  SKIP_WITHOUT_ONEDNN();
+  expect_same_bits_at_any_thread_count(GemmBackend::kOneDnn, MatmulPrecision::kFloat32);
+}
+
+TEST(GemmBackends, Bf16SameBitsAtAnyThreadCount) {
+  expect_same_bits_at_any_thread_count(GemmBackend::kOpenBlas, MatmulPrecision::kBfloat16);
+  if (kernels::onednn_available() && kernels::detail::onednn_has_bf16_matmul())
+    expect_same_bits_at_any_thread_count(GemmBackend::kOneDnn, MatmulPrecision::kBfloat16);
 }
 
 std::size_t threads_in_process() {
@@ -183,7 +220,9 @@ TEST(GemmBackends, OneDnnStartsNoThreadsOfItsOwn) {
 }
 
 TEST(GemmBackends, RuleFollowsTheMeasuredShapeClasses) {
-  const auto rule = kernels::preferred_gemm_backend;
+  const auto rule = [](std::size_t batch, bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k) {
+    return kernels::preferred_gemm_backend(batch, ta, tb, m, n, k, MatmulPrecision::kFloat32);
+  };
   constexpr GemmBackend openblas = GemmBackend::kOpenBlas, onednn = GemmBackend::kOneDnn;
   EXPECT_EQ(rule(1, false, false, 800, 512, 2048), onednn);   // paper dX = G W
   EXPECT_EQ(rule(1, true, false, 512, 512, 800), onednn);     // paper dW = G^T X
@@ -196,9 +235,22 @@ TEST(GemmBackends, RuleFollowsTheMeasuredShapeClasses) {
   EXPECT_EQ(rule(640, false, false, 10, 64, 10), openblas);   // attention times values
 }
 
+TEST(GemmBackends, Bf16RuleFollowsTheMeasuredShapeClasses) {
+  const auto rule = [](std::size_t batch, bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k) {
+    return kernels::preferred_gemm_backend(batch, ta, tb, m, n, k, MatmulPrecision::kBfloat16);
+  };
+  constexpr GemmBackend openblas = GemmBackend::kOpenBlas, onednn = GemmBackend::kOneDnn;
+  EXPECT_EQ(rule(1, false, true, 800, 2048, 512), onednn);   // linear's forward
+  EXPECT_EQ(rule(1, false, false, 320, 64, 64), onednn);     // tiny layers' dX
+  EXPECT_EQ(rule(4, true, false, 64, 16, 320), onednn);      // tiny per-head projections' dW
+  EXPECT_EQ(rule(128, false, true, 10, 10, 16), onednn);     // scores at d_k 16
+  EXPECT_EQ(rule(640, false, true, 10, 10, 64), openblas);   // scores at d_k 64
+  EXPECT_EQ(rule(640, false, false, 10, 64, 10), openblas);  // attention times values
+}
+
 TEST(GemmBackends, OnlyScalarsOneDnnTakesReachIt) {
   const auto chosen = [](float alpha, float beta) {
-    return kernels::gemm_backend_for(1, false, false, 800, 512, 2048, alpha, beta);
+    return kernels::gemm_backend_for(1, false, false, 800, 512, 2048, alpha, beta, MatmulPrecision::kFloat32);
   };
   const GemmBackend large = kernels::onednn_available() ? GemmBackend::kOneDnn : GemmBackend::kOpenBlas;
   EXPECT_EQ(chosen(1, 0), large);

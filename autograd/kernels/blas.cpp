@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <type_traits>
+#include <vector>
 
 #include <cblas.h>
 #include <tbb/parallel_for.h>
 
+#include "autograd/kernels/bf16.h"
 #include "autograd/kernels/blas_core.h"
 #include "autograd/kernels/gemm_backend.h"
 #include "autograd/kernels/onednn_matmul.h"
@@ -65,31 +67,64 @@ void gemm_serial(bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k, 
             std::max<std::size_t>(ldc, 1));
 }
 
+// Products [first, last) of p in bf16 through OpenBLAS: each product's A and B rounded to bf16
+// into dense float copies (the same layout), then multiplied in float.
+void run_rounded_products(const detail::StridedProducts& p, std::size_t first, std::size_t last, float alpha,
+                          const float* a, const float* b, float beta, float* c) {
+  // As stored: A is [m, k], or [k, m] when read transposed; B likewise.
+  const std::size_t a_rows = p.trans_a ? p.k : p.m, a_cols = p.trans_a ? p.m : p.k;
+  const std::size_t b_rows = p.trans_b ? p.n : p.k, b_cols = p.trans_b ? p.k : p.n;
+  thread_local std::vector<float> a_rounded, b_rounded;
+  a_rounded.resize(a_rows * a_cols);
+  b_rounded.resize(b_rows * b_cols);
+  for (std::size_t i = first; i < last; ++i) {
+    round_matrix_to_bf16(a + i * p.stride_a, a_rows, a_cols, p.lda, a_rounded.data());
+    round_matrix_to_bf16(b + i * p.stride_b, b_rows, b_cols, p.ldb, b_rounded.data());
+    gemm_serial(p.trans_a, p.trans_b, p.m, p.n, p.k, alpha, a_rounded.data(), a_cols, b_rounded.data(), b_cols, beta,
+                c + i * p.stride_c, p.ldc);
+  }
+}
+
 // Products [first, last) of p on the calling thread: one oneDNN call for all of them when
-// `backend` says so (float only), else one OpenBLAS call each.
+// `backend` says so (float only), else one OpenBLAS call each; float products in bf16 when
+// `precision` says so.
 template <class T>
-void run_products(GemmBackend backend, const detail::StridedProducts& p, std::size_t first, std::size_t last, T alpha,
-                  const T* a, const T* b, T beta, T* c) {
-#ifdef TAPEGRAD_ONEDNN
+void run_products(GemmBackend backend, MatmulPrecision precision, const detail::StridedProducts& p, std::size_t first,
+                  std::size_t last, T alpha, const T* a, const T* b, T beta, T* c) {
   if constexpr (std::is_same_v<T, float>) {
-    if (backend == GemmBackend::kOneDnn && p.m > 0 && p.n > 0 && p.k > 0) {
+    const bool empty = p.m == 0 || p.n == 0 || p.k == 0;
+#ifdef TAPEGRAD_ONEDNN
+    if (backend == GemmBackend::kOneDnn && !empty) {
       detail::StridedProducts part = p;
       part.batch = last - first;
-      detail::onednn_sgemm(part, a + first * p.stride_a, b + first * p.stride_b, beta, c + first * p.stride_c);
+      const auto compute = precision == MatmulPrecision::kBfloat16 ? detail::onednn_bf16_gemm : detail::onednn_sgemm;
+      compute(part, a + first * p.stride_a, b + first * p.stride_b, beta, c + first * p.stride_c);
+      return;
+    }
+#endif
+    if (precision == MatmulPrecision::kBfloat16 && !empty) {
+      run_rounded_products(p, first, last, alpha, a, b, beta, c);
       return;
     }
   }
-#endif
   for (std::size_t i = first; i < last; ++i)
     gemm_serial(p.trans_a, p.trans_b, p.m, p.n, p.k, alpha, a + i * p.stride_a, p.lda, b + i * p.stride_b, p.ldb, beta,
                 c + i * p.stride_c, p.ldc);
 }
 
+// The precision of the products the calling thread asks for now: its mode for float, never bf16
+// for double.
+template <class T>
+MatmulPrecision precision_for() {
+  if constexpr (std::is_same_v<T, float>) return matmul_precision();
+  return MatmulPrecision::kFloat32;
+}
+
 // The library that computes these products (blas.h: callers never choose).
 template <class T>
 GemmBackend backend_for(std::size_t batch, bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k, T alpha,
-                        T beta) {
-  if constexpr (std::is_same_v<T, float>) return gemm_backend_for(batch, ta, tb, m, n, k, alpha, beta);
+                        T beta, MatmulPrecision precision) {
+  if constexpr (std::is_same_v<T, float>) return gemm_backend_for(batch, ta, tb, m, n, k, alpha, beta, precision);
   return GemmBackend::kOpenBlas;
 }
 
@@ -100,10 +135,11 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
           std::size_t lda, const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc) {
   (void)openblas_single_threaded;
   warn_once_if_blas_kernels_lag();
-  const GemmBackend backend = backend_for<T>(1, trans_a, trans_b, m, n, k, alpha, beta);
+  const MatmulPrecision precision = precision_for<T>();
+  const GemmBackend backend = backend_for<T>(1, trans_a, trans_b, m, n, k, alpha, beta, precision);
   const auto one = [&](std::size_t rows, std::size_t cols, const T* a_part, const T* b_part, T* c_part) {
-    run_products<T>(backend, {1, trans_a, trans_b, rows, cols, k, 0, lda, 0, ldb, 0, ldc}, 0, 1, alpha, a_part, b_part,
-                    beta, c_part);
+    run_products<T>(backend, precision, {1, trans_a, trans_b, rows, cols, k, 0, lda, 0, ldb, 0, ldc}, 0, 1, alpha,
+                    a_part, b_part, beta, c_part);
   };
   const bool split_rows = m >= n;
   const std::size_t extent = split_rows ? m : n;
@@ -138,10 +174,12 @@ void gemm_batched(std::size_t batch, bool trans_a, bool trans_b, std::size_t m, 
   // last one shorter), so a oneDNN call sees the same batches at any thread count.
   const std::size_t work = std::max<std::size_t>(1, m * n * k);
   const std::size_t per_task = std::max<std::size_t>(1, kSplitThreshold / work);
-  const GemmBackend backend = backend_for<T>(batch, trans_a, trans_b, m, n, k, alpha, beta);
+  const MatmulPrecision precision = precision_for<T>();
+  const GemmBackend backend = backend_for<T>(batch, trans_a, trans_b, m, n, k, alpha, beta, precision);
   const detail::StridedProducts p{batch, trans_a, trans_b, m, n, k, stride_a, lda, stride_b, ldb, stride_c, ldc};
   const auto run = [&](std::size_t group) {
-    run_products<T>(backend, p, group * per_task, std::min(batch, (group + 1) * per_task), alpha, a, b, beta, c);
+    run_products<T>(backend, precision, p, group * per_task, std::min(batch, (group + 1) * per_task), alpha, a, b,
+                    beta, c);
   };
   const std::size_t groups = (batch + per_task - 1) / per_task;
   if (groups == 1) {

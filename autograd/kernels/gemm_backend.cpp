@@ -3,6 +3,9 @@
 #include <atomic>
 
 #include "autograd/errors.h"
+#ifdef TAPEGRAD_ONEDNN
+#include "autograd/kernels/onednn_matmul.h"
+#endif
 
 namespace tapegrad::kernels {
 
@@ -32,21 +35,43 @@ bool onednn_available() {
 // - a batch of NT products with k <= 16 (attention scores q k^T at d_k 16, 128 of 10x10x16) runs
 //   1.9x as fast in one oneDNN call as in OpenBLAS's calls; at d_k 64, and batches of the other
 //   attention products, OpenBLAS's calls are 1.1-1.8x as fast.
+// In bf16, oneDNN's bf16 matmul (its two reorders counted) ran at 1.5-2.3x OpenBLAS's float rate
+// on every product of the step from 327k multiply-adds up, whatever the layout, and OpenBLAS's
+// rounded path costs a float product and more; below, the batches of attention products, its
+// calls were 0.44-0.74x OpenBLAS's but for the narrow scores (1.87x).
 constexpr std::size_t kLargeProduct = std::size_t{1} << 22;
+constexpr std::size_t kLargeBf16Product = std::size_t{1} << 18;
 constexpr std::size_t kNarrowScores = 16;
 
 GemmBackend preferred_gemm_backend(std::size_t batch, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
-                                   std::size_t k) {
+                                   std::size_t k, MatmulPrecision precision) {
   const bool nt = !trans_a && trans_b;
-  if (nt) return batch > 1 && k <= kNarrowScores ? GemmBackend::kOneDnn : GemmBackend::kOpenBlas;
+  const bool narrow_scores = nt && batch > 1 && k <= kNarrowScores;
+  if (precision == MatmulPrecision::kBfloat16)
+    return narrow_scores || m * n * k >= kLargeBf16Product ? GemmBackend::kOneDnn : GemmBackend::kOpenBlas;
+  if (nt) return narrow_scores ? GemmBackend::kOneDnn : GemmBackend::kOpenBlas;
   return m * n * k >= kLargeProduct ? GemmBackend::kOneDnn : GemmBackend::kOpenBlas;
 }
 
+namespace {
+
+bool onednn_has_bf16() {
+#ifdef TAPEGRAD_ONEDNN
+  return detail::onednn_has_bf16_matmul();
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
 GemmBackend gemm_backend_for(std::size_t batch, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
-                             std::size_t k, float alpha, float beta) {
+                             std::size_t k, float alpha, float beta, MatmulPrecision precision) {
   if (!onednn_available() || alpha != 1.0f || (beta != 0.0f && beta != 1.0f)) return GemmBackend::kOpenBlas;
+  if (precision == MatmulPrecision::kBfloat16 && !onednn_has_bf16()) return GemmBackend::kOpenBlas;
   const int f = forced.load(std::memory_order_relaxed);
-  return f == kNotForced ? preferred_gemm_backend(batch, trans_a, trans_b, m, n, k) : static_cast<GemmBackend>(f);
+  return f == kNotForced ? preferred_gemm_backend(batch, trans_a, trans_b, m, n, k, precision)
+                         : static_cast<GemmBackend>(f);
 }
 
 ForceGemmBackend::ForceGemmBackend(GemmBackend backend) {

@@ -3,8 +3,12 @@
 // built with it (TAPEGRAD_ONEDNN). kernels::gemm and gemm_batched (blas.h) choose per product by
 // the rule below, measured on the copy-task training step's shapes (bench/gemm_backends_bench.cpp,
 // bench/RESULTS.md "Issue 15: oneDNN against OpenBLAS"); callers never choose. double products
-// always go to OpenBLAS (oneDNN has no f64 matmul on CPUs).
+// always go to OpenBLAS (oneDNN has no f64 matmul on CPUs). In bf16 mode (matmul_precision.h)
+// OpenBLAS computes a product from copies of its inputs rounded to bf16, oneDNN with its bf16
+// matmul.
 #include <cstddef>
+
+#include "autograd/matmul_precision.h"
 
 namespace tapegrad::kernels {
 
@@ -14,9 +18,9 @@ enum class GemmBackend { kOpenBlas, kOneDnn };
 bool onednn_available();
 
 // The rule: the library measured faster on `batch` float products of op(A) [m, k] times op(B)
-// [k, n], whether or not this build has oneDNN (gemm_backend_for applies it).
+// [k, n] in `precision`, whether or not this build has oneDNN (gemm_backend_for applies it).
 GemmBackend preferred_gemm_backend(std::size_t batch, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
-                                   std::size_t k);
+                                   std::size_t k, MatmulPrecision precision);
 
 // While alive, every float product on every thread goes to `backend` instead of the rule's choice,
 // so benchmarks and tests can hold the two libraries against each other on the same products.
@@ -33,8 +37,9 @@ class ForceGemmBackend {
 };
 
 // The backend that computes such a product in this process: the forced one if any, else the rule;
-// OpenBLAS without oneDNN, and for alpha other than 1 or beta other than 0 and 1.
+// OpenBLAS without oneDNN, for alpha other than 1 or beta other than 0 and 1, and in bf16 when
+// oneDNN has no bf16 matmul for this CPU.
 GemmBackend gemm_backend_for(std::size_t batch, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
-                             std::size_t k, float alpha, float beta);
+                             std::size_t k, float alpha, float beta, MatmulPrecision precision);
 
 }  // namespace tapegrad::kernels

@@ -1,5 +1,5 @@
 #pragma once
-// oneDNN's f32 matmul, the second backend behind kernels::gemm and gemm_batched (blas.h), which
+// oneDNN's f32 (and bf16) matmul, the second backend behind kernels::gemm and gemm_batched (blas.h), which
 // decide per product which library computes it. Built only when CMake finds oneDNN
 // (TAPEGRAD_ONEDNN). Debian's libdnnl runs its parallel loops on OpenMP: every thread that calls
 // in is first pinned to one OpenMP thread, so TBB stays the one runtime that spreads work.
@@ -17,5 +17,12 @@ struct StridedProducts {
 };
 
 void onednn_sgemm(const StridedProducts& p, const float* a, const float* b, float beta, float* c);
+
+// The same products with A and B rounded to bf16 (oneDNN's reorder: to nearest, ties to even) and
+// float32 accumulation into C (matmul_precision.h's bf16 mode). Needs onednn_has_bf16_matmul().
+void onednn_bf16_gemm(const StridedProducts& p, const float* a, const float* b, float beta, float* c);
+
+// Whether oneDNN has a bf16 matmul for this CPU (AVX512_BF16, or its emulation on AVX-512 cores).
+bool onednn_has_bf16_matmul();
 
 }  // namespace tapegrad::kernels::detail

@@ -9,6 +9,7 @@
 #include "autograd/kernels/einsum_plan.h"
 #include "autograd/kernels/einsum_subscripts.h"
 #include "autograd/kernels/row_kernels.h"
+#include "autograd/matmul_precision.h"
 #include "autograd/ops/shape.h"
 
 namespace tapegrad {
@@ -177,7 +178,8 @@ template <class T>
 Tensor<T> product_op(const Tensor<T>& x, const Tensor<T>& y, const MatrixProduct& p, const Shape& shape,
                      const char* workspace, CallSite where) {
   return make_result("matmul_backward", where, product_value(x.value().data(), y.value().data(), p, shape, workspace),
-                     should_record(x, y), [x, y, p, where](const Tensor<T>& g) {
+                     should_record(x, y), [x, y, p, where, precision = matmul_precision()](const Tensor<T>& g) {
+                       const MatmulPrecisionScope as_forward(precision);
                        accumulate_product_gradients(x, y, p, g, kHigherOrderWorkspace, kHigherOrderWorkspace, where);
                      });
 }
@@ -247,7 +249,8 @@ Tensor<T> einsum_node(const char* op, const kernels::EinsumEquation& eq, const s
   std::vector<const xt::xarray<T>*> values;
   for (const auto& x : operands) values.push_back(&x.value());
   return make_result(op, where, kernels::einsum(eq, values, sizes), detail::should_record_any(operands),
-                     [eq, operands, sizes, where](const Tensor<T>& g) {
+                     [eq, operands, sizes, where, precision = matmul_precision()](const Tensor<T>& g) {
+                       const MatmulPrecisionScope as_forward(precision);
                        for (std::size_t i = 0; i < operands.size(); ++i) {
                          if (!operands[i].requires_grad()) continue;
                          const bool pair = operands.size() == 2;
@@ -272,7 +275,8 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b, CallSite where) {
                  out.data());
   const MatrixProduct p{d.a_batch, false, d.b_batch, false, d.m, d.n, d.k, d.batch, d.batch};
   return make_result("matmul", where, std::move(out), should_record(a, b),
-                     [a, b, p, where](const Tensor<T>& g) {
+                     [a, b, p, where, precision = matmul_precision()](const Tensor<T>& g) {
+                       const MatmulPrecisionScope as_forward(precision);
                        accumulate_product_gradients(a, b, p, g, "the backward's workspace for a's gradient",
                                                     "the backward's workspace for b's gradient", where);
                      });
@@ -311,7 +315,8 @@ Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& b
   // As a product: x [rows, in] times weight [out, in] read transposed.
   const MatrixProduct p{{}, false, {}, true, rows, out_features, in, {}, {}, "linear"};
   return make_result("linear", where, std::move(y), should_record(x, weight, bias),
-                     [x, weight, bias = detail::edge(bias), p, where](const Tensor<T>& g) {
+                     [x, weight, bias = detail::edge(bias), p, where, precision = matmul_precision()](const Tensor<T>& g) {
+                       const MatmulPrecisionScope as_forward(precision);
                        accumulate_product_gradients(x, weight, p, g, "the backward's workspace for x's gradient",
                                                     "the backward's workspace for weight's gradient", where);
                        if (bias.requires_grad()) {

@@ -1,0 +1,129 @@
+// bf16 mode (autograd/matmul_precision.h) at the level of ops: the rounding itself, the scope's
+// extent (per thread, nested), that each op's backward runs in the mode of its forward wherever
+// backward is called, and that float64 is never rounded. The products themselves are checked on
+// every layout and backend in test_gemm_backends.cpp.
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "autograd/generator.h"
+#include "autograd/kernels/bf16.h"
+#include "autograd/matmul_precision.h"
+#include "autograd/ops/linalg.h"
+#include "autograd/tape.h"
+
+namespace tapegrad {
+namespace {
+
+using kernels::round_to_bf16;
+
+TEST(Bf16Rounding, ToNearestTiesToEven) {
+  const float one = 1.0f, ulp = std::ldexp(1.0f, -7);  // bf16's spacing above 1
+  EXPECT_EQ(round_to_bf16(one), one);
+  EXPECT_EQ(round_to_bf16(one + ulp / 2), one);                                   // tie, 1 is even
+  EXPECT_EQ(round_to_bf16(one + 3 * ulp / 2), one + 2 * ulp);                     // tie, 1 + ulp is odd
+  EXPECT_EQ(round_to_bf16(one + ulp / 2 + std::ldexp(1.0f, -20)), one + ulp);     // past the tie
+  EXPECT_EQ(round_to_bf16(-(one + ulp / 2 + std::ldexp(1.0f, -20))), -(one + ulp));
+  EXPECT_EQ(round_to_bf16(one + ulp / 2 - std::ldexp(1.0f, -20)), one);          // short of it
+  EXPECT_TRUE(std::signbit(round_to_bf16(-0.0f)));
+  EXPECT_EQ(round_to_bf16(std::numeric_limits<float>::infinity()), std::numeric_limits<float>::infinity());
+  EXPECT_EQ(round_to_bf16(std::numeric_limits<float>::max()), std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(round_to_bf16(std::numeric_limits<float>::quiet_NaN())));
+  // A NaN whose payload sits only in the low 16 bits would become infinity if merely truncated.
+  EXPECT_TRUE(std::isnan(round_to_bf16(std::bit_cast<float>(std::uint32_t{0x7f800001u}))));
+  const float tiny = std::numeric_limits<float>::denorm_min();
+  EXPECT_EQ(round_to_bf16(tiny), 0.0f);
+}
+
+TEST(MatmulPrecision, ScopeIsPerThreadAndNests) {
+  EXPECT_EQ(matmul_precision(), MatmulPrecision::kFloat32);
+  {
+    const MatmulPrecisionScope bf16(MatmulPrecision::kBfloat16);
+    EXPECT_EQ(matmul_precision(), MatmulPrecision::kBfloat16);
+    MatmulPrecision elsewhere = MatmulPrecision::kBfloat16;
+    std::thread([&] { elsewhere = matmul_precision(); }).join();
+    EXPECT_EQ(elsewhere, MatmulPrecision::kFloat32);
+    {
+      const MatmulPrecisionScope fp32(MatmulPrecision::kFloat32);
+      EXPECT_EQ(matmul_precision(), MatmulPrecision::kFloat32);
+    }
+    EXPECT_EQ(matmul_precision(), MatmulPrecision::kBfloat16);
+  }
+  EXPECT_EQ(matmul_precision(), MatmulPrecision::kFloat32);
+}
+
+// An op with a matrix product, from two tensors (a weight-like one and an input-like one).
+struct ProductOp {
+  std::string name;
+  Shape x_shape, w_shape;
+  std::function<Tensor<float>(const Tensor<float>&, const Tensor<float>&)> apply;
+};
+
+const std::vector<ProductOp> kProductOps = {
+    {"linear", {6, 40}, {24, 40}, [](const Tensor<float>& x, const Tensor<float>& w) { return linear(x, w, Tensor<float>()); }},
+    {"matmul", {3, 6, 40}, {40, 24}, [](const Tensor<float>& x, const Tensor<float>& w) { return matmul(x, w); }},
+    {"einsum", {6, 3, 40}, {3, 40, 24}, [](const Tensor<float>& x, const Tensor<float>& w) {
+       return einsum("ibk,bkj->bij", std::vector<Tensor<float>>{x, w});
+     }},
+};
+
+struct Gradients {
+  xt::xarray<float> value, dx, dw;
+};
+
+// The op's value and first-order gradients (of the sum of its squares, so the backward's
+// products read float values that are not bf16 already), with `forward` and `backward` modes.
+Gradients run(const ProductOp& op, MatmulPrecision forward, MatmulPrecision backward) {
+  Generator gen(7);
+  Tensor<float> x = Tensor<float>::uniform(op.x_shape, gen, -1.0f, 1.0f, true);
+  Tensor<float> w = Tensor<float>::uniform(op.w_shape, gen, -1.0f, 1.0f, true);
+  GradientTape tape;
+  Tensor<float> y;
+  {
+    const MatmulPrecisionScope mode(forward);
+    y = op.apply(x, w);
+  }
+  const MatmulPrecisionScope mode(backward);
+  tape.backward(y, xt::xarray<float>(y.value() * 2.0f));
+  return {y.value(), x.grad(), w.grad()};
+}
+
+// PyTorch's autocast pattern: forward in the scope, backward after it. The backward's products
+// run in bf16 all the same: the same bits as a backward inside the scope, and not float32's.
+TEST(MatmulPrecision, BackwardRunsInItsForwardsMode) {
+  constexpr auto bf16 = MatmulPrecision::kBfloat16, fp32 = MatmulPrecision::kFloat32;
+  for (const ProductOp& op : kProductOps) {
+    SCOPED_TRACE(op.name);
+    const Gradients outside = run(op, bf16, fp32), inside = run(op, bf16, bf16), single = run(op, fp32, bf16),
+                    plain = run(op, fp32, fp32);
+    EXPECT_EQ(outside.dx, inside.dx);
+    EXPECT_EQ(outside.dw, inside.dw);
+    EXPECT_NE(outside.value, plain.value);
+    EXPECT_NE(outside.dx, plain.dx);
+    EXPECT_NE(outside.dw, plain.dw);
+    // and a float32 forward's backward stays float32 inside a bf16 scope
+    EXPECT_EQ(single.dx, plain.dx);
+    EXPECT_EQ(single.dw, plain.dw);
+    // bf16 keeps 8 bits: each product within a few 2^-8 of float32's, relative to its scale
+    EXPECT_LT(xt::amax(xt::abs(outside.value - plain.value))(), 0.1);
+  }
+}
+
+TEST(MatmulPrecision, Float64IsNeverRounded) {
+  Generator gen(3);
+  const auto a = Tensor<double>::uniform({5, 33}, gen, -1.0, 1.0);
+  const auto b = Tensor<double>::uniform({33, 7}, gen, -1.0, 1.0);
+  const xt::xarray<double> plain = matmul(a, b).value();
+  const MatmulPrecisionScope bf16(MatmulPrecision::kBfloat16);
+  EXPECT_EQ(matmul(a, b).value(), plain);
+}
+
+}  // namespace
+}  // namespace tapegrad
