@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "autograd/kernels/parallel.h"
+#include "autograd/matmul_precision.h"
 #include "autograd/ops.h"
 #include "bench/bench_util.h"
 #include "nn/labml/multi_head_attention.h"
@@ -75,10 +76,13 @@ void register_adam_step() {
 }
 
 // forward, loss, backward, Adam step, zero_grad and the Noam schedule: Trainer::run_epoch with
-// one batch per epoch, fresh random data each step as in the copy_task program.
-void register_training_step(const std::string& size) {
-  add_workload("train_step/" + size, [size](benchmark::State& state) {
+// one batch per epoch, fresh random data each step as in the copy_task program. In bf16 the
+// products take bf16 inputs (copy_task --bf16), the row named train_step/SIZE_bf16.
+void register_training_step(const std::string& size, MatmulPrecision precision) {
+  const bool bf16 = precision == MatmulPrecision::kBfloat16;
+  add_workload("train_step/" + size + (bf16 ? "_bf16" : ""), [size, precision](benchmark::State& state) {
     copy_task::Config config = copy_task_config(size);
+    config.matmul_precision = precision;
     copy_task::Trainer trainer(config);
     trainer.run_epoch();  // warm-up: the first step also allocates Adam's buffers
     for (auto _ : state) trainer.run_epoch();
@@ -92,8 +96,10 @@ void register_model_benchmarks() {
   register_labml_attention();
   register_labml_attention_core();
   register_adam_step();
-  register_training_step("tiny");
-  register_training_step("paper");
+  for (const MatmulPrecision precision : {MatmulPrecision::kFloat32, MatmulPrecision::kBfloat16}) {
+    register_training_step("tiny", precision);
+    register_training_step("paper", precision);
+  }
 }
 
 int report_training_rss(const std::string& size, std::size_t steps) {

@@ -1,16 +1,19 @@
 #include "autograd/kernels/blas.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <type_traits>
 #include <vector>
 
 #include <cblas.h>
+#include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
 #include "autograd/kernels/bf16.h"
 #include "autograd/kernels/blas_core.h"
 #include "autograd/kernels/gemm_backend.h"
 #include "autograd/kernels/onednn_matmul.h"
+#include "autograd/matmul_precision.h"
 
 namespace tapegrad::kernels {
 
@@ -67,65 +70,150 @@ void gemm_serial(bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k, 
             std::max<std::size_t>(ldc, 1));
 }
 
-// Products [first, last) of p in bf16 through OpenBLAS: each product's A and B rounded to bf16
-// into dense float copies (the same layout), then multiplied in float.
-void run_rounded_products(const detail::StridedProducts& p, std::size_t first, std::size_t last, float alpha,
-                          const float* a, const float* b, float beta, float* c) {
-  // As stored: A is [m, k], or [k, m] when read transposed; B likewise.
-  const std::size_t a_rows = p.trans_a ? p.k : p.m, a_cols = p.trans_a ? p.m : p.k;
-  const std::size_t b_rows = p.trans_b ? p.n : p.k, b_cols = p.trans_b ? p.k : p.n;
-  thread_local std::vector<float> a_rounded, b_rounded;
-  a_rounded.resize(a_rows * a_cols);
-  b_rounded.resize(b_rows * b_cols);
-  for (std::size_t i = first; i < last; ++i) {
-    round_matrix_to_bf16(a + i * p.stride_a, a_rows, a_cols, p.lda, a_rounded.data());
-    round_matrix_to_bf16(b + i * p.stride_b, b_rows, b_cols, p.ldb, b_rounded.data());
-    gemm_serial(p.trans_a, p.trans_b, p.m, p.n, p.k, alpha, a_rounded.data(), a_cols, b_rounded.data(), b_cols, beta,
-                c + i * p.stride_c, p.ldc);
-  }
-}
-
 // Products [first, last) of p on the calling thread: one oneDNN call for all of them when
-// `backend` says so (float only), else one OpenBLAS call each; float products in bf16 when
-// `precision` says so.
+// `backend` says so (float only), else one OpenBLAS call each.
 template <class T>
-void run_products(GemmBackend backend, MatmulPrecision precision, const detail::StridedProducts& p, std::size_t first,
-                  std::size_t last, T alpha, const T* a, const T* b, T beta, T* c) {
-  if constexpr (std::is_same_v<T, float>) {
-    const bool empty = p.m == 0 || p.n == 0 || p.k == 0;
+void run_products(GemmBackend backend, const detail::StridedProducts& p, std::size_t first, std::size_t last, T alpha,
+                  const T* a, const T* b, T beta, T* c) {
 #ifdef TAPEGRAD_ONEDNN
-    if (backend == GemmBackend::kOneDnn && !empty) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (backend == GemmBackend::kOneDnn && p.m > 0 && p.n > 0 && p.k > 0) {
       detail::StridedProducts part = p;
       part.batch = last - first;
-      const auto compute = precision == MatmulPrecision::kBfloat16 ? detail::onednn_bf16_gemm : detail::onednn_sgemm;
-      compute(part, a + first * p.stride_a, b + first * p.stride_b, beta, c + first * p.stride_c);
-      return;
-    }
-#endif
-    if (precision == MatmulPrecision::kBfloat16 && !empty) {
-      run_rounded_products(p, first, last, alpha, a, b, beta, c);
+      detail::onednn_sgemm(part, a + first * p.stride_a, b + first * p.stride_b, beta, c + first * p.stride_c);
       return;
     }
   }
+#endif
   for (std::size_t i = first; i < last; ++i)
     gemm_serial(p.trans_a, p.trans_b, p.m, p.n, p.k, alpha, a + i * p.stride_a, p.lda, b + i * p.stride_b, p.ldb, beta,
                 c + i * p.stride_c, p.ldc);
 }
 
-// The precision of the products the calling thread asks for now: its mode for float, never bf16
-// for double.
-template <class T>
-MatmulPrecision precision_for() {
-  if constexpr (std::is_same_v<T, float>) return matmul_precision();
-  return MatmulPrecision::kFloat32;
-}
-
-// The library that computes these products (blas.h: callers never choose).
+// The library that computes these products in float32 (blas.h: callers never choose).
 template <class T>
 GemmBackend backend_for(std::size_t batch, bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k, T alpha,
-                        T beta, MatmulPrecision precision) {
-  if constexpr (std::is_same_v<T, float>) return gemm_backend_for(batch, ta, tb, m, n, k, alpha, beta, precision);
+                        T beta) {
+  if constexpr (std::is_same_v<T, float>)
+    return gemm_backend_for(batch, ta, tb, m, n, k, alpha, beta, MatmulPrecision::kFloat32);
   return GemmBackend::kOpenBlas;
+}
+
+// One product split into blocks (above): run(rows, cols, a_part, b_part, c_part) for each, in TBB
+// tasks, or once for the whole product when it is small. In is the type A and B are stored in.
+template <class In, class Out, class Run>
+void for_each_block(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, const In* a,
+                    std::size_t lda, const In* b, std::size_t ldb, Out* c, std::size_t ldc, const Run& run) {
+  const bool split_rows = m >= n;
+  const std::size_t extent = split_rows ? m : n;
+  if (extent <= kMinBlock || m * n * k < kSplitThreshold) {
+    run(m, n, a, b, c);
+    return;
+  }
+  const std::size_t block = block_size(extent);
+  tbb::parallel_for(std::size_t{0}, (extent + block - 1) / block, [&](std::size_t blk) {
+    const std::size_t first = blk * block, size = std::min(block, extent - first);
+    if (split_rows) {  // rows of op(A): rows of A, or its columns when transposed
+      run(size, n, trans_a ? a + first : a + first * lda, b, c + first * ldc);
+    } else {  // columns of op(B): columns of B, or its rows when transposed
+      run(m, size, a, trans_b ? b + first * ldb : b + first, c + first);
+    }
+  });
+}
+
+// A batch of products in fixed groups: run(first, last) for each group of products, in TBB tasks,
+// or once on the calling thread when there is one group. Small products are grouped into tasks of
+// at least kSplitThreshold multiply-adds, and a batch smaller than that runs on the calling
+// thread: a task per [10,16]x[16,10] attention product cost more in scheduling than in
+// arithmetic. The groups are fixed (per_task products each, the last one shorter), so a oneDNN
+// call sees the same batches at any thread count.
+template <class Run>
+void for_each_group(std::size_t batch, std::size_t m, std::size_t n, std::size_t k, const Run& run) {
+  const std::size_t work = std::max<std::size_t>(1, m * n * k);
+  const std::size_t per_task = std::max<std::size_t>(1, kSplitThreshold / work);
+  const std::size_t groups = (batch + per_task - 1) / per_task;
+  const auto group = [&](std::size_t g) { run(g * per_task, std::min(batch, (g + 1) * per_task)); };
+  if (groups == 1) {
+    group(0);
+    return;
+  }
+  tbb::parallel_for(std::size_t{0}, groups, group);
+}
+
+// ---- bf16 mode (matmul_precision.h) ----
+
+// A's or B's matrices rounded to bf16 once, before any split, densely in their stored layout
+// (each [rows, cols], [cols, rows] when read transposed; one when shared by the batch): bf16 bits
+// for oneDNN (E = std::uint16_t), or the floats they stand for, for OpenBLAS (E = float).
+template <class E>
+struct RoundedCopy {
+  std::vector<E> values;
+  std::size_t ld, stride;
+};
+
+template <class E>
+RoundedCopy<E> rounded_copy(const float* x, std::size_t batch, std::size_t stride, bool transposed,
+                            std::size_t op_rows, std::size_t op_cols, std::size_t ld) {
+  const std::size_t rows = transposed ? op_cols : op_rows, cols = transposed ? op_rows : op_cols;
+  const std::size_t count = stride == 0 ? 1 : batch;
+  RoundedCopy<E> copy{std::vector<E>(count * rows * cols), cols, stride == 0 ? 0 : rows * cols};
+  constexpr std::size_t kRowsPerTask = 64;
+  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, count * rows, kRowsPerTask),
+                    [&](const tbb::blocked_range<std::size_t>& range) {
+                      for (std::size_t r = range.begin(); r < range.end(); ++r) {
+                        const std::size_t matrix = r / rows, row = r % rows;
+                        copy_rounded_to_bf16(x + matrix * stride + row * ld, 1, cols, ld,
+                                             copy.values.data() + r * cols);
+                      }
+                    });
+  return copy;
+}
+
+// p's products in bf16: A and B rounded once, then computed from the copies by `backend`, in the
+// float32 path's blocks (one product) or groups (a batch). E is the copies' type (above).
+template <class E>
+void products_in_bf16(const detail::StridedProducts& p, float alpha, const float* a, const float* b, float beta,
+                      float* c) {
+  const RoundedCopy<E> ra = rounded_copy<E>(a, p.batch, p.stride_a, p.trans_a, p.m, p.k, p.lda);
+  const RoundedCopy<E> rb = rounded_copy<E>(b, p.batch, p.stride_b, p.trans_b, p.k, p.n, p.ldb);
+  const detail::StridedProducts q{p.batch, p.trans_a, p.trans_b, p.m,  p.n,      p.k,
+                                  ra.stride, ra.ld,   rb.stride, rb.ld, p.stride_c, p.ldc};
+  const auto compute = [&](const detail::StridedProducts& part, const E* a_part, const E* b_part, float* c_part) {
+    if constexpr (std::is_same_v<E, float>) {
+      run_products<float>(GemmBackend::kOpenBlas, part, 0, part.batch, alpha, a_part, b_part, beta, c_part);
+    } else {
+      detail::onednn_bf16_gemm(part, a_part, b_part, beta, c_part);
+    }
+  };
+  if (p.batch == 1) {
+    for_each_block(q.trans_a, q.trans_b, q.m, q.n, q.k, ra.values.data(), q.lda, rb.values.data(), q.ldb, c, q.ldc,
+                   [&](std::size_t rows, std::size_t cols, const E* a_part, const E* b_part, float* c_part) {
+                     compute({1, q.trans_a, q.trans_b, rows, cols, q.k, 0, q.lda, 0, q.ldb, 0, q.ldc}, a_part, b_part,
+                             c_part);
+                   });
+    return;
+  }
+  for_each_group(q.batch, q.m, q.n, q.k, [&](std::size_t first, std::size_t last) {
+    detail::StridedProducts part = q;
+    part.batch = last - first;
+    compute(part, ra.values.data() + first * q.stride_a, rb.values.data() + first * q.stride_b,
+            c + first * q.stride_c);
+  });
+}
+
+// Whether the calling thread asks for these float products in bf16; they are then computed.
+bool computed_in_bf16(const detail::StridedProducts& p, float alpha, const float* a, const float* b, float beta,
+                      float* c) {
+  if (matmul_precision() != MatmulPrecision::kBfloat16 || p.m == 0 || p.n == 0 || p.k == 0) return false;
+#ifdef TAPEGRAD_ONEDNN
+  if (gemm_backend_for(p.batch, p.trans_a, p.trans_b, p.m, p.n, p.k, alpha, beta, MatmulPrecision::kBfloat16) ==
+      GemmBackend::kOneDnn) {
+    products_in_bf16<std::uint16_t>(p, alpha, a, b, beta, c);
+    return true;
+  }
+#endif
+  products_in_bf16<float>(p, alpha, a, b, beta, c);
+  return true;
 }
 
 }  // namespace
@@ -135,27 +223,15 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
           std::size_t lda, const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc) {
   (void)openblas_single_threaded;
   warn_once_if_blas_kernels_lag();
-  const MatmulPrecision precision = precision_for<T>();
-  const GemmBackend backend = backend_for<T>(1, trans_a, trans_b, m, n, k, alpha, beta, precision);
-  const auto one = [&](std::size_t rows, std::size_t cols, const T* a_part, const T* b_part, T* c_part) {
-    run_products<T>(backend, precision, {1, trans_a, trans_b, rows, cols, k, 0, lda, 0, ldb, 0, ldc}, 0, 1, alpha,
-                    a_part, b_part, beta, c_part);
-  };
-  const bool split_rows = m >= n;
-  const std::size_t extent = split_rows ? m : n;
-  if (extent <= kMinBlock || m * n * k < kSplitThreshold) {
-    one(m, n, a, b, c);
-    return;
+  if constexpr (std::is_same_v<T, float>) {
+    if (computed_in_bf16({1, trans_a, trans_b, m, n, k, 0, lda, 0, ldb, 0, ldc}, alpha, a, b, beta, c)) return;
   }
-  const std::size_t block = block_size(extent);
-  tbb::parallel_for(std::size_t{0}, (extent + block - 1) / block, [&](std::size_t blk) {
-    const std::size_t first = blk * block, size = std::min(block, extent - first);
-    if (split_rows) {  // rows of op(A): rows of A, or its columns when transposed
-      one(size, n, trans_a ? a + first : a + first * lda, b, c + first * ldc);
-    } else {  // columns of op(B): columns of B, or its rows when transposed
-      one(m, size, a, trans_b ? b + first * ldb : b + first, c + first);
-    }
-  });
+  const GemmBackend backend = backend_for<T>(1, trans_a, trans_b, m, n, k, alpha, beta);
+  for_each_block(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc,
+                 [&](std::size_t rows, std::size_t cols, const T* a_part, const T* b_part, T* c_part) {
+                   run_products<T>(backend, {1, trans_a, trans_b, rows, cols, k, 0, lda, 0, ldb, 0, ldc}, 0, 1, alpha,
+                                   a_part, b_part, beta, c_part);
+                 });
 }
 
 template <class T>
@@ -168,25 +244,14 @@ void gemm_batched(std::size_t batch, bool trans_a, bool trans_b, std::size_t m, 
     gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
-  // Small products are grouped into tasks of at least kSplitThreshold multiply-adds, and a batch
-  // smaller than that runs on the calling thread: a task per [10,16]x[16,10] attention product
-  // cost more in scheduling than in arithmetic. The groups are fixed (per_task products each, the
-  // last one shorter), so a oneDNN call sees the same batches at any thread count.
-  const std::size_t work = std::max<std::size_t>(1, m * n * k);
-  const std::size_t per_task = std::max<std::size_t>(1, kSplitThreshold / work);
-  const MatmulPrecision precision = precision_for<T>();
-  const GemmBackend backend = backend_for<T>(batch, trans_a, trans_b, m, n, k, alpha, beta, precision);
   const detail::StridedProducts p{batch, trans_a, trans_b, m, n, k, stride_a, lda, stride_b, ldb, stride_c, ldc};
-  const auto run = [&](std::size_t group) {
-    run_products<T>(backend, precision, p, group * per_task, std::min(batch, (group + 1) * per_task), alpha, a, b,
-                    beta, c);
-  };
-  const std::size_t groups = (batch + per_task - 1) / per_task;
-  if (groups == 1) {
-    run(0);
-    return;
+  if constexpr (std::is_same_v<T, float>) {
+    if (computed_in_bf16(p, alpha, a, b, beta, c)) return;
   }
-  tbb::parallel_for(std::size_t{0}, groups, run);
+  const GemmBackend backend = backend_for<T>(batch, trans_a, trans_b, m, n, k, alpha, beta);
+  for_each_group(batch, m, n, k, [&](std::size_t first, std::size_t last) {
+    run_products<T>(backend, p, first, last, alpha, a, b, beta, c);
+  });
 }
 
 template void gemm<float>(bool, bool, std::size_t, std::size_t, std::size_t, float, const float*, std::size_t,

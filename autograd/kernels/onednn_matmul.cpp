@@ -2,9 +2,7 @@
 
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <unordered_map>
-#include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -38,20 +36,13 @@ const dnnl::engine& cpu_engine() {
 
 memory::dim dim(std::size_t v) { return static_cast<memory::dim>(v); }
 
-// [batch, rows, cols] floats with the given row and column strides; a batch stride of 0 (one
-// matrix shared by the batch) becomes a batch of 1, which oneDNN broadcasts.
-memory::desc matrices(std::size_t batch, std::size_t batch_stride, std::size_t rows, std::size_t cols,
-                      std::size_t row_stride, std::size_t col_stride) {
+// [batch, rows, cols] elements of `type` with the given row and column strides; a batch stride of
+// 0 (one matrix shared by the batch) becomes a batch of 1, which oneDNN broadcasts.
+memory::desc matrices(memory::data_type type, std::size_t batch, std::size_t batch_stride, std::size_t rows,
+                      std::size_t cols, std::size_t row_stride, std::size_t col_stride) {
   const std::size_t span = rows * row_stride + cols * col_stride;  // any stride past one matrix
-  return memory::desc({batch_stride == 0 ? 1 : dim(batch), dim(rows), dim(cols)}, memory::data_type::f32,
+  return memory::desc({batch_stride == 0 ? 1 : dim(batch), dim(rows), dim(cols)}, type,
                       {dim(batch_stride == 0 ? span : batch_stride), dim(row_stride), dim(col_stride)});
-}
-
-// The same matrices as bf16, dense, each stored in the order the float ones are (row-major, or
-// column-major when read transposed), so that converting them reads and writes memory in order.
-memory::desc dense_bf16(const memory::desc& floats, bool transposed) {
-  return memory::desc(floats.dims(), memory::data_type::bf16,
-                      transposed ? memory::format_tag::acb : memory::format_tag::abc);
 }
 
 struct Key {
@@ -78,25 +69,11 @@ struct KeyHash {
   }
 };
 
-// An operand converted to bf16 before the product: the float matrices as stored, their bf16
-// copy's layout, and the reorder that rounds one into the other.
-struct Bf16Operand {
-  memory floats, halves;
-  dnnl::reorder convert;
-};
-
-Bf16Operand make_bf16_operand(const memory::desc& floats, bool transposed) {
-  memory f(floats, cpu_engine(), nullptr), h(dense_bf16(floats, transposed), cpu_engine(), nullptr);
-  return {f, h, dnnl::reorder(f, h)};
-}
-
 // A primitive and its memory objects, made once per layout and reused with new data pointers
-// (creating a primitive descriptor costs tens of microseconds, more than a small product). In
-// bf16, src and weights are the bf16 copies of A and B.
+// (creating a primitive descriptor costs tens of microseconds, more than a small product).
 struct Matmul {
   dnnl::matmul primitive;
   memory src, weights, dst;
-  std::optional<Bf16Operand> a16, b16;
 };
 
 dnnl::matmul matmul_primitive(const memory::desc& a, const memory::desc& b, const memory::desc& c, bool accumulate) {
@@ -111,19 +88,15 @@ dnnl::matmul matmul_primitive(const memory::desc& a, const memory::desc& b, cons
 
 Matmul make_matmul(const Key& key) {
   const StridedProducts& p = key.p;
+  const memory::data_type in = key.bf16 ? memory::data_type::bf16 : memory::data_type::f32;
   // op(A) is [m, k]: A as stored is [m, k] (strides lda, 1) or [k, m] read transposed (1, lda).
-  const memory::desc a = p.trans_a ? matrices(p.batch, p.stride_a, p.m, p.k, 1, p.lda)
-                                   : matrices(p.batch, p.stride_a, p.m, p.k, p.lda, 1);
-  const memory::desc b = p.trans_b ? matrices(p.batch, p.stride_b, p.k, p.n, 1, p.ldb)
-                                   : matrices(p.batch, p.stride_b, p.k, p.n, p.ldb, 1);
-  const memory::desc c = matrices(p.batch, p.stride_c, p.m, p.n, p.ldc, 1);
-  memory dst(c, cpu_engine(), nullptr);
-  if (!key.bf16)
-    return {matmul_primitive(a, b, c, key.accumulate), memory(a, cpu_engine(), nullptr),
-            memory(b, cpu_engine(), nullptr), dst, std::nullopt, std::nullopt};
-  Bf16Operand a16 = make_bf16_operand(a, p.trans_a), b16 = make_bf16_operand(b, p.trans_b);
-  return {matmul_primitive(a16.halves.get_desc(), b16.halves.get_desc(), c, key.accumulate), a16.halves, b16.halves,
-          dst, a16, b16};
+  const memory::desc a = p.trans_a ? matrices(in, p.batch, p.stride_a, p.m, p.k, 1, p.lda)
+                                   : matrices(in, p.batch, p.stride_a, p.m, p.k, p.lda, 1);
+  const memory::desc b = p.trans_b ? matrices(in, p.batch, p.stride_b, p.k, p.n, 1, p.ldb)
+                                   : matrices(in, p.batch, p.stride_b, p.k, p.n, p.ldb, 1);
+  const memory::desc c = matrices(memory::data_type::f32, p.batch, p.stride_c, p.m, p.n, p.ldc, 1);
+  return {matmul_primitive(a, b, c, key.accumulate), memory(a, cpu_engine(), nullptr),
+          memory(b, cpu_engine(), nullptr), memory(c, cpu_engine(), nullptr)};
 }
 
 // Each thread keeps its own primitives (and stream), so no lock is taken on the hot path. A
@@ -137,43 +110,26 @@ Matmul& cached_matmul(const Key& key) {
   return cache.emplace(key, make_matmul(key)).first->second;
 }
 
-dnnl::stream& thread_stream() {
-  thread_local dnnl::stream stream(cpu_engine());
-  return stream;
-}
-
-// Rounds the float matrices at `floats` into this thread's `scratch`, which the product then reads.
-void convert_to_bf16(Bf16Operand& operand, const float* floats, std::vector<std::uint16_t>& scratch) {
-  scratch.resize(operand.halves.get_desc().get_size() / sizeof(std::uint16_t));
-  operand.floats.set_data_handle(const_cast<float*>(floats));  // read only: oneDNN takes void*
-  operand.halves.set_data_handle(scratch.data());
-  operand.convert.execute(thread_stream(), operand.floats, operand.halves);
-}
-
-void run(Matmul& mm, float* c) {
+// Runs the cached product for `key` on a, b and c (read-only inputs: oneDNN takes void*).
+void run(const Key& key, const void* a, const void* b, float* c) {
+  pin_openmp_to_one_thread();
+  Matmul& mm = cached_matmul(key);
+  mm.src.set_data_handle(const_cast<void*>(a));
+  mm.weights.set_data_handle(const_cast<void*>(b));
   mm.dst.set_data_handle(c);
-  mm.primitive.execute(thread_stream(),
-                       {{DNNL_ARG_SRC, mm.src}, {DNNL_ARG_WEIGHTS, mm.weights}, {DNNL_ARG_DST, mm.dst}});
-  thread_stream().wait();
+  thread_local dnnl::stream stream(cpu_engine());
+  mm.primitive.execute(stream, {{DNNL_ARG_SRC, mm.src}, {DNNL_ARG_WEIGHTS, mm.weights}, {DNNL_ARG_DST, mm.dst}});
+  stream.wait();
 }
 
 }  // namespace
 
 void onednn_sgemm(const StridedProducts& p, const float* a, const float* b, float beta, float* c) {
-  pin_openmp_to_one_thread();
-  Matmul& mm = cached_matmul({p, beta != 0.0f, false});
-  mm.src.set_data_handle(const_cast<float*>(a));  // read only: oneDNN takes void*
-  mm.weights.set_data_handle(const_cast<float*>(b));
-  run(mm, c);
+  run({p, beta != 0.0f, false}, a, b, c);
 }
 
-void onednn_bf16_gemm(const StridedProducts& p, const float* a, const float* b, float beta, float* c) {
-  pin_openmp_to_one_thread();
-  Matmul& mm = cached_matmul({p, beta != 0.0f, true});
-  thread_local std::vector<std::uint16_t> a_scratch, b_scratch;
-  convert_to_bf16(*mm.a16, a, a_scratch);
-  convert_to_bf16(*mm.b16, b, b_scratch);
-  run(mm, c);
+void onednn_bf16_gemm(const StridedProducts& p, const std::uint16_t* a, const std::uint16_t* b, float beta, float* c) {
+  run({p, beta != 0.0f, true}, a, b, c);
 }
 
 bool onednn_has_bf16_matmul() {

@@ -4,6 +4,7 @@
 // (TAPEGRAD_ONEDNN). Debian's libdnnl runs its parallel loops on OpenMP: every thread that calls
 // in is first pinned to one OpenMP thread, so TBB stays the one runtime that spreads work.
 #include <cstddef>
+#include <cstdint>
 
 namespace tapegrad::kernels::detail {
 
@@ -18,9 +19,9 @@ struct StridedProducts {
 
 void onednn_sgemm(const StridedProducts& p, const float* a, const float* b, float beta, float* c);
 
-// The same products with A and B rounded to bf16 (oneDNN's reorder: to nearest, ties to even) and
-// float32 accumulation into C (matmul_precision.h's bf16 mode). Needs onednn_has_bf16_matmul().
-void onednn_bf16_gemm(const StridedProducts& p, const float* a, const float* b, float beta, float* c);
+// The same products of A and B given as bf16 (kernels/bf16.h's bits), accumulated in float32 into
+// C (matmul_precision.h's bf16 mode). Needs onednn_has_bf16_matmul().
+void onednn_bf16_gemm(const StridedProducts& p, const std::uint16_t* a, const std::uint16_t* b, float beta, float* c);
 
 // Whether oneDNN has a bf16 matmul for this CPU (AVX512_BF16, or its emulation on AVX-512 cores).
 bool onednn_has_bf16_matmul();

@@ -142,8 +142,9 @@ class Transformer(nn.Module):
 class Trainer:
     """One copy-task training step per call, as tapegrad's copy_task::Trainer::run_epoch with one batch."""
 
-    def __init__(self, size, seed=1):
+    def __init__(self, size, seed=1, bf16=False):
         cfg = SIZES[size]
+        self.bf16 = bf16  # CPU autocast: the products in bf16, as tapegrad's train_step/SIZE_bf16
         torch.manual_seed(seed)
         self.batch = cfg["batch"]
         self.model = Transformer(VOCAB, SEQ, cfg["d_model"], 2, cfg["d_ff"], cfg["heads"])
@@ -162,8 +163,9 @@ class Trainer:
         src, tgt_in, tgt_out = data, data[:, :-1], data[:, 1:]
         src_mask = (src != PAD).unsqueeze(-2)                      # [B, 1, S]
         tgt_mask = (tgt_in != PAD).unsqueeze(-2) & self.causal      # [B, S-1, S-1]
-        log_probs = self.model(src, tgt_in, src_mask, tgt_mask)
-        loss = F.cross_entropy(log_probs.reshape(-1, VOCAB), tgt_out.reshape(-1), ignore_index=PAD)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+            log_probs = self.model(src, tgt_in, src_mask, tgt_mask)
+            loss = F.cross_entropy(log_probs.reshape(-1, VOCAB), tgt_out.reshape(-1), ignore_index=PAD)
         loss.item()
         loss.backward()
         self.opt.step()
@@ -318,7 +320,9 @@ def model_workloads():
         "adam_step/paper": (adam, None, paper_params),
     }
     for size in SIZES:
-        out["train_step/" + size] = (lambda size=size: Trainer(size).step, None, SIZES[size]["batch"] * (SEQ - 1))
+        tokens = SIZES[size]["batch"] * (SEQ - 1)
+        out["train_step/" + size] = (lambda size=size: Trainer(size).step, None, tokens)
+        out["train_step/" + size + "_bf16"] = (lambda size=size: Trainer(size, bf16=True).step, None, tokens)
     return out
 
 

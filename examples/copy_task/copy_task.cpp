@@ -153,6 +153,7 @@ void Trainer::set_data_parallel(DataParallel data_parallel) {
 }
 
 EpochStats Trainer::run_epoch(const std::function<void(std::size_t, double)>& on_step) {
+  const MatmulPrecisionScope precision(config_.matmul_precision);
   model_->train();
   const auto start = std::chrono::steady_clock::now();
   const DataParallel& dp = data_parallel_;
@@ -195,6 +196,7 @@ EpochStats Trainer::run_epoch(const std::function<void(std::size_t, double)>& on
 }
 
 double Trainer::exact_match_accuracy(std::size_t n) {
+  const MatmulPrecisionScope precision(config_.matmul_precision);
   model_->eval();
   const IndexArray src = random_sequences(n, config_.seq_len, config_.vocab, data_gen_);
   const IndexArray decoded = greedy_decode(*model_, src, config_.seq_len);

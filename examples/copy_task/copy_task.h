@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "autograd/matmul_precision.h"
 #include "nn/transformer/transformer.h"
 #include "optim/adam.h"
 #include "optim/schedule.h"
@@ -32,6 +33,8 @@ struct Config {
   double lr_factor = 0.5;
   std::size_t warmup = 200;
   std::uint64_t seed = 1;
+  // The products of training and of greedy decoding; bf16 keeps fp32 weights and Adam state.
+  MatmulPrecision matmul_precision = MatmulPrecision::kFloat32;
 };
 
 // batch sequences of length seq_len: the start symbol, then tokens uniform in [2, vocab).

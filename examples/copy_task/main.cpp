@@ -82,6 +82,7 @@ int train(const Config& config, const std::string& checkpoint, double expect_acc
               config.vocab, config.seq_len, config.batch, config.batches_per_epoch, config.layers, config.d_model,
               config.d_ff, config.heads, config.dropout, trainer.model().num_parameters(), tapegrad::num_threads());
   if (distributed) std::printf(" | %zu ranks, data-parallel", ranks);
+  if (config.matmul_precision == tapegrad::MatmulPrecision::kBfloat16) std::printf(" | bf16 products");
   std::printf("\n");
   if (resume) std::printf("Resumed from %s at step %zu\n", checkpoint.c_str(), trainer.steps());
   const bool live = rank == 0 && isatty(STDERR_FILENO);
@@ -119,6 +120,7 @@ int main(int argc, char** argv) {
   double expect_accuracy = -1.0;
   std::string checkpoint;
   bool distributed = false;
+  bool bf16 = false;
   CLI::App app{"Train a Transformer on The Annotated Transformer's copy task"};
   tapegrad::examples::use_short_messages(app, "copy_task");
   tapegrad::copy_task::add_model_flags(app, config, threads);
@@ -140,7 +142,11 @@ int main(int argc, char** argv) {
                  "save the training state here after every epoch; resume from it when it exists");
   app.add_flag("--distributed", distributed,
                "data-parallel training as one rank of mpirun -np N (a build with MPI)");
+  app.add_flag("--bf16", bf16,
+               "mixed precision: matrix products take bf16 inputs and accumulate in fp32; weights, Adam's state "
+               "and everything else stay fp32");
   CLI11_PARSE(app, argc, argv);
+  if (bf16) config.matmul_precision = tapegrad::MatmulPrecision::kBfloat16;
   if (paper) {
     // A preset: the size flags given explicitly win over it.
     if (app.count("--d-model") == 0) config.d_model = 512;
