@@ -78,6 +78,9 @@ GradientAllreducer<T>::GradientAllreducer(const Context& ctx, optim::NamedParame
     bucket.index = b;
   }
   arrivals_.assign(static_cast<std::size_t>(ctx_.size()), 0);
+  // Its own communicator (collective, like the checks above): the start notices of a reducer
+  // destroyed before wait() stay on it instead of being counted by a later reducer as its own.
+  check_mpi(MPI_Comm_dup(ctx_.comm(), &comm_), function + ": MPI_Comm_dup");
   for (std::size_t i = 0; i < n; ++i) {
     hook_ids_.push_back(parameters_[i].second.register_hook([this, i](const xt::xarray<T>& g) {
       receive(i, g);
@@ -96,6 +99,9 @@ GradientAllreducer<T>::~GradientAllreducer() {
     std::fprintf(stderr, "~GradientAllreducer: rank %d: %s\n", ctx_.rank(), e.what());
     ctx_.abort(3);
   }
+  int finalized = 0;  // a reducer outliving its Context: MPI is gone, and its communicators with it
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Comm_free(&comm_);  // unreceived notices go with it
 }
 
 template <class T>
@@ -165,12 +171,12 @@ void GradientAllreducer<T>::start(Bucket& bucket) {
   for (int r = 0; r < ctx_.size(); ++r) {
     if (r == ctx_.rank()) continue;
     MPI_Request request = MPI_REQUEST_NULL;
-    check_mpi(MPI_Isend(&bucket.index, 1, MPI_UINT64_T, r, kArrivalTag, ctx_.comm(), &request),
+    check_mpi(MPI_Isend(&bucket.index, 1, MPI_UINT64_T, r, kArrivalTag, comm_, &request),
               "GradientAllreducer: MPI_Isend");
     check_mpi(MPI_Request_free(&request), "GradientAllreducer: MPI_Request_free");
   }
   check_mpi(MPI_Iallreduce(MPI_IN_PLACE, bucket.buffer.data(), static_cast<int>(bucket.buffer.size()), mpi_type<T>(),
-                           MPI_SUM, ctx_.comm(), &bucket.request),
+                           MPI_SUM, comm_, &bucket.request),
             "GradientAllreducer: MPI_Iallreduce");
 }
 
@@ -197,11 +203,11 @@ void GradientAllreducer<T>::receive_arrivals(bool wait_for_all) {
     while (count < buckets_.size()) {
       if (!wait_for_all) {
         int waiting = 0;
-        check_mpi(MPI_Iprobe(r, kArrivalTag, ctx_.comm(), &waiting, MPI_STATUS_IGNORE), "GradientAllreducer: MPI_Iprobe");
+        check_mpi(MPI_Iprobe(r, kArrivalTag, comm_, &waiting, MPI_STATUS_IGNORE), "GradientAllreducer: MPI_Iprobe");
         if (!waiting) break;
       }
       std::uint64_t bucket = 0;
-      check_mpi(MPI_Recv(&bucket, 1, MPI_UINT64_T, r, kArrivalTag, ctx_.comm(), MPI_STATUS_IGNORE),
+      check_mpi(MPI_Recv(&bucket, 1, MPI_UINT64_T, r, kArrivalTag, comm_, MPI_STATUS_IGNORE),
                 "GradientAllreducer: MPI_Recv");
       ++count;
     }

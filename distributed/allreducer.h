@@ -132,7 +132,8 @@ class GradientAllreducer {
   std::size_t next_start_ = 0;                    // the first bucket not started this step
   std::size_t next_done_ = 0;                     // the first started bucket not known complete
   std::vector<std::size_t> arrivals_;             // rank -> its start notices received this step
-  static constexpr int kArrivalTag = 0x7a9;       // the notices' tag on ctx.comm()
+  MPI_Comm comm_ = MPI_COMM_NULL;                 // this reducer's duplicate of ctx.comm()
+  static constexpr int kArrivalTag = 0x7a9;       // the notices' tag on comm_
 };
 
 extern template class GradientAllreducer<float>;

@@ -223,6 +223,32 @@ TEST(Distributed, BucketsStartDuringTheBackwardWalk) {
   for (std::size_t i = 0; i < parameters.size(); ++i) EXPECT_EQ(max_abs_diff(sums[0][i], sums[1][i]), 0.0) << i;
 }
 
+// A reducer destroyed after a backward without wait() still sent its start notices. They travel on
+// its own communicator, so none is left on the context's where a later reducer (or the user) could
+// take it for its own; the next reducer's sums are right.
+TEST(Distributed, ReducerDroppedBeforeWaitLeavesNoMessageBehind) {
+  Tensor<double> a(xt::xarray<double>{1.0, 2.0}, true);
+  {
+    GradientAllreducer<double> dropped(*ctx, {{"a", a}});
+    GradientTape tape;
+    tape.backward(sum(a));
+  }
+  MPI_Barrier(ctx->comm());  // every notice sent before it has arrived by now
+  int waiting = 0;
+  for (int attempt = 0; attempt < 100 && !waiting; ++attempt)
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, ctx->comm(), &waiting, MPI_STATUS_IGNORE);
+  EXPECT_FALSE(waiting);
+  MPI_Barrier(ctx->comm());
+  a.zero_grad();
+  GradientAllreducer<double> next(*ctx, {{"a", a}});
+  {
+    GradientTape tape;
+    tape.backward(sum(mul(a, a)));
+  }
+  next.wait();
+  EXPECT_EQ(max_abs_diff(a.grad(), xt::xarray<double>{2.0, 4.0} * ctx->size()), 0.0);
+}
+
 TEST(Distributed, SecondBackwardBeforeWaitIsRefused) {
   Tensor<double> a(xt::xarray<double>{1.0, 2.0}, true);
   GradientAllreducer<double> reducer(*ctx, {{"a", a}});

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <type_traits>
-#include <vector>
 
 #include <cblas.h>
 #include <tbb/blocked_range.h>
@@ -147,7 +147,7 @@ void for_each_group(std::size_t batch, std::size_t m, std::size_t n, std::size_t
 // for oneDNN (E = std::uint16_t), or the floats they stand for, for OpenBLAS (E = float).
 template <class E>
 struct RoundedCopy {
-  std::vector<E> values;
+  std::unique_ptr<E[]> values;  // not zeroed first: every element is written
   std::size_t ld, stride;
 };
 
@@ -156,14 +156,14 @@ RoundedCopy<E> rounded_copy(const float* x, std::size_t batch, std::size_t strid
                             std::size_t op_rows, std::size_t op_cols, std::size_t ld) {
   const std::size_t rows = transposed ? op_cols : op_rows, cols = transposed ? op_rows : op_cols;
   const std::size_t count = stride == 0 ? 1 : batch;
-  RoundedCopy<E> copy{std::vector<E>(count * rows * cols), cols, stride == 0 ? 0 : rows * cols};
+  RoundedCopy<E> copy{std::make_unique_for_overwrite<E[]>(count * rows * cols), cols, stride == 0 ? 0 : rows * cols};
   constexpr std::size_t kRowsPerTask = 64;
   tbb::parallel_for(tbb::blocked_range<std::size_t>(0, count * rows, kRowsPerTask),
                     [&](const tbb::blocked_range<std::size_t>& range) {
                       for (std::size_t r = range.begin(); r < range.end(); ++r) {
                         const std::size_t matrix = r / rows, row = r % rows;
                         copy_rounded_to_bf16(x + matrix * stride + row * ld, 1, cols, ld,
-                                             copy.values.data() + r * cols);
+                                             copy.values.get() + r * cols);
                       }
                     });
   return copy;
@@ -186,7 +186,7 @@ void products_in_bf16(const detail::StridedProducts& p, float alpha, const float
     }
   };
   if (p.batch == 1) {
-    for_each_block(q.trans_a, q.trans_b, q.m, q.n, q.k, ra.values.data(), q.lda, rb.values.data(), q.ldb, c, q.ldc,
+    for_each_block(q.trans_a, q.trans_b, q.m, q.n, q.k, ra.values.get(), q.lda, rb.values.get(), q.ldb, c, q.ldc,
                    [&](std::size_t rows, std::size_t cols, const E* a_part, const E* b_part, float* c_part) {
                      compute({1, q.trans_a, q.trans_b, rows, cols, q.k, 0, q.lda, 0, q.ldb, 0, q.ldc}, a_part, b_part,
                              c_part);
@@ -196,7 +196,7 @@ void products_in_bf16(const detail::StridedProducts& p, float alpha, const float
   for_each_group(q.batch, q.m, q.n, q.k, [&](std::size_t first, std::size_t last) {
     detail::StridedProducts part = q;
     part.batch = last - first;
-    compute(part, ra.values.data() + first * q.stride_a, rb.values.data() + first * q.stride_b,
+    compute(part, ra.values.get() + first * q.stride_a, rb.values.get() + first * q.stride_b,
             c + first * q.stride_c);
   });
 }

@@ -48,7 +48,13 @@ void print_decodes(tapegrad::copy_task::Trainer& trainer, const Config& config) 
 // Trains (resuming from checkpoint when that file exists), prints the decodes and the accuracy;
 // returns the exit status. Distributed, every rank resumes from the same file, rank 0's values are
 // broadcast, and only rank 0 prints (the others' standard output is discarded) and saves.
-int train(const Config& config, const std::string& checkpoint, double expect_accuracy, bool distributed) {
+// When to stop and what to demand of the result (negative accuracies: not asked for).
+struct Goal {
+  double expect_accuracy = -1.0;
+  double stop_at_accuracy = -1.0;
+};
+
+int train(const Config& config, const std::string& checkpoint, const Goal& goal, bool distributed) {
   tapegrad::copy_task::Trainer trainer(config);
   std::size_t first_epoch = 1;
   const bool resume = !checkpoint.empty() && std::filesystem::exists(checkpoint);
@@ -86,23 +92,35 @@ int train(const Config& config, const std::string& checkpoint, double expect_acc
   std::printf("\n");
   if (resume) std::printf("Resumed from %s at step %zu\n", checkpoint.c_str(), trainer.steps());
   const bool live = rank == 0 && isatty(STDERR_FILENO);
-  const auto start = std::chrono::steady_clock::now();
+  using Clock = std::chrono::steady_clock;
+  double seconds = 0.0;  // training alone: not the accuracy checks of --stop-at-accuracy
   for (std::size_t epoch = first_epoch; epoch <= config.epochs; ++epoch) {
+    const auto start = Clock::now();
     const auto stats = trainer.run_epoch([&](std::size_t step, double loss) {
       if (live) std::fprintf(stderr, "\r  epoch %zu  step %zu/%zu  loss %.4f ", epoch, step, config.batches_per_epoch, loss);
     });
     if (live) std::fprintf(stderr, "\r%60s\r", "");
-    std::printf("Epoch %3zu | Step %6zu | Loss %7.4f | Tokens / Sec %9.1f | Learning Rate %.1e\n", epoch, stats.steps,
+    std::printf("Epoch %3zu | Step %6zu | Loss %7.4f | Tokens / Sec %9.1f | Learning Rate %.1e", epoch, stats.steps,
                 stats.loss, stats.tokens_per_sec, stats.learning_rate);
-    std::fflush(stdout);
     if (!checkpoint.empty() && rank == 0) trainer.save(checkpoint);
+    seconds += std::chrono::duration<double>(Clock::now() - start).count();
+    if (goal.stop_at_accuracy >= 0.0) {
+      const double accuracy = trainer.exact_match_accuracy(100);
+      std::printf(" | Accuracy %3.0f%%\n", 100.0 * accuracy);
+      if (accuracy >= goal.stop_at_accuracy) {
+        std::printf("Reached %.0f%% after step %zu: %.2f s of training\n", 100.0 * accuracy, stats.steps, seconds);
+        break;
+      }
+    } else {
+      std::printf("\n");
+    }
+    std::fflush(stdout);
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   print_decodes(trainer, config);
   const double accuracy = trainer.exact_match_accuracy(100);
   std::printf("\nTrained in %.1f s. Exact-match accuracy on 100 fresh sequences: %.0f%%\n", seconds, 100.0 * accuracy);
-  if (expect_accuracy >= 0.0 && accuracy < expect_accuracy) {
-    std::fprintf(stderr, "copy_task: accuracy %.2f is below --expect-accuracy %.2f\n", accuracy, expect_accuracy);
+  if (goal.expect_accuracy >= 0.0 && accuracy < goal.expect_accuracy) {
+    std::fprintf(stderr, "copy_task: accuracy %.2f is below --expect-accuracy %.2f\n", accuracy, goal.expect_accuracy);
     return 1;
   }
   return 0;
@@ -117,7 +135,7 @@ int main(int argc, char** argv) {
   Config config;
   std::size_t threads = 0;
   bool paper = false;
-  double expect_accuracy = -1.0;
+  Goal goal;
   std::string checkpoint;
   bool distributed = false;
   bool bf16 = false;
@@ -136,7 +154,11 @@ int main(int argc, char** argv) {
   app.add_flag("--paper", paper,
                "the paper-size model: d_model 512, d_ff 2048, 8 heads; --d-model, --d-ff or --heads given as well "
                "win over it");
-  app.add_option("--expect-accuracy", expect_accuracy, "exit 1 when the final exact-match accuracy is below this")
+  app.add_option("--expect-accuracy", goal.expect_accuracy, "exit 1 when the final exact-match accuracy is below this")
+      ->check(number_in(0.0, 1.0));
+  app.add_option("--stop-at-accuracy", goal.stop_at_accuracy,
+                 "after every epoch, decode 100 fresh sequences and stop once this exact-match accuracy is reached "
+                 "(the time printed is training alone)")
       ->check(number_in(0.0, 1.0));
   app.add_option("--checkpoint", checkpoint,
                  "save the training state here after every epoch; resume from it when it exists");
@@ -157,6 +179,6 @@ int main(int argc, char** argv) {
     tapegrad::copy_task::check_model_flags(config);
     if (!checkpoint.empty()) tapegrad::examples::check_output_file("--checkpoint", checkpoint);
     tapegrad::set_num_threads(threads);
-    return train(config, checkpoint, expect_accuracy, distributed);
+    return train(config, checkpoint, goal, distributed);
   });
 }

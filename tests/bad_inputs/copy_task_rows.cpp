@@ -1,6 +1,9 @@
 // Rows of docs/bad-inputs.md, section "copy_task": bad command-line flags of the example program
 // give a message and a non-zero exit status, never a crash or a run with nonsense settings.
+#include <cstdio>
 #include <string>
+
+#include <gtest/gtest.h>
 
 #include "tests/bad_inputs/program_row.h"
 
@@ -39,6 +42,7 @@ COPY_TASK_ROW(copy_task_lr_factor_infinite, "--lr-factor inf", 105, "--lr-factor
 COPY_TASK_ROW(copy_task_lr_factor_overflows, "--lr-factor 1e400", 105, "--lr-factor", "1e400")
 COPY_TASK_ROW(copy_task_label_smoothing_nan, "--label-smoothing nan", 105, "--label-smoothing", "nan")
 COPY_TASK_ROW(copy_task_expect_accuracy_above_one, "--expect-accuracy 2", 105, "--expect-accuracy", "2")
+COPY_TASK_ROW(copy_task_stop_at_accuracy_nan, "--stop-at-accuracy nan", 105, "--stop-at-accuracy", "nan")
 COPY_TASK_ROW(copy_task_negative_threads, "--threads -1", 105, "--threads", "-1")
 COPY_TASK_ROW(copy_task_too_many_threads, "--threads 5000", 105, "--threads", "5000")
 COPY_TASK_ROW(copy_task_zero_lr_factor, "--lr-factor 0", 105, "--lr-factor", "positive number", "0")
@@ -77,6 +81,34 @@ COPY_TASK_ROW(copy_task_checkpoint_directory_refuses_files, "--checkpoint /proc/
 COPY_TASK_ROW(copy_task_checkpoint_directory_is_a_file,
               "--checkpoint " + (write_scratch("a_file", "x") / "ck.safetensors").string(), 2,
               "/a_file' is not a directory")
+
+// Not a bad input: --stop-at-accuracy's contract, beside its bad value above. Accuracy 0 is reached
+// after the first epoch, which is then the only one trained; without the flag every epoch runs.
+std::string standard_output_of(const std::string& args) {
+  FILE* pipe = ::popen((std::string(COPY_TASK_EXE) + " " + args + " 2>/dev/null").c_str(), "r");
+  std::string output;
+  char buffer[4096];
+  for (std::size_t n; pipe != nullptr && (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) output.append(buffer, n);
+  if (pipe != nullptr) ::pclose(pipe);
+  return output;
+}
+
+std::size_t count(const std::string& text, const std::string& word) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) ++n;
+  return n;
+}
+
+TEST(CopyTaskProgram, StopAtAccuracyEndsTrainingAtTheFirstEpochReachingIt) {
+  const std::string small = "--epochs 3 --batches-per-epoch 2 --d-model 8 --d-ff 8 --heads 2";
+  const std::string stopped = standard_output_of(small + " --stop-at-accuracy 0");
+  EXPECT_EQ(count(stopped, "Epoch "), 1u) << stopped;
+  EXPECT_NE(stopped.find("| Accuracy "), std::string::npos) << stopped;
+  EXPECT_NE(stopped.find("after step 2: "), std::string::npos) << stopped;
+  const std::string full = standard_output_of(small);
+  EXPECT_EQ(count(full, "Epoch "), 3u) << full;
+  EXPECT_EQ(full.find("Reached"), std::string::npos) << full;
+}
 
 }  // namespace
 }  // namespace tapegrad::bad_inputs
