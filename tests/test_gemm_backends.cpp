@@ -18,7 +18,6 @@
 #include "autograd/kernels/bf16.h"
 #include "autograd/kernels/blas.h"
 #include "autograd/kernels/gemm_backend.h"
-#include "autograd/kernels/onednn_matmul.h"
 #include "autograd/kernels/parallel.h"
 #include "autograd/matmul_precision.h"
 
@@ -146,7 +145,7 @@ TEST(GemmBackends, OneDnnMatchesFloat64ReferenceOnEveryLayout) {
 
 #define SKIP_WITHOUT_ONEDNN_BF16()                                                                    \
   SKIP_WITHOUT_ONEDNN();                                                                              \
-  if (!kernels::detail::onednn_has_bf16_matmul()) GTEST_SKIP() << "oneDNN has no bf16 matmul for this CPU"
+  if (!kernels::onednn_bf16_available()) GTEST_SKIP() << "oneDNN has no bf16 matmul for this CPU"
 
 TEST(GemmBackends, OpenBlasInBf16MatchesFloat64ReferenceOnRoundedInputs) {
   expect_matches_reference(GemmBackend::kOpenBlas, MatmulPrecision::kBfloat16);
@@ -179,7 +178,7 @@ TEST(GemmBackends, OneDnnSameBitsAtAnyThreadCount) {
 
 TEST(GemmBackends, Bf16SameBitsAtAnyThreadCount) {
   expect_same_bits_at_any_thread_count(GemmBackend::kOpenBlas, MatmulPrecision::kBfloat16);
-  if (kernels::onednn_available() && kernels::detail::onednn_has_bf16_matmul())
+  if (kernels::onednn_bf16_available())
     expect_same_bits_at_any_thread_count(GemmBackend::kOneDnn, MatmulPrecision::kBfloat16);
 }
 

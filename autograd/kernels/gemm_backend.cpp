@@ -53,9 +53,7 @@ GemmBackend preferred_gemm_backend(std::size_t batch, bool trans_a, bool trans_b
   return m * n * k >= kLargeProduct ? GemmBackend::kOneDnn : GemmBackend::kOpenBlas;
 }
 
-namespace {
-
-bool onednn_has_bf16() {
+bool onednn_bf16_available() {
 #ifdef TAPEGRAD_ONEDNN
   return detail::onednn_has_bf16_matmul();
 #else
@@ -63,12 +61,10 @@ bool onednn_has_bf16() {
 #endif
 }
 
-}  // namespace
-
 GemmBackend gemm_backend_for(std::size_t batch, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
                              std::size_t k, float alpha, float beta, MatmulPrecision precision) {
   if (!onednn_available() || alpha != 1.0f || (beta != 0.0f && beta != 1.0f)) return GemmBackend::kOpenBlas;
-  if (precision == MatmulPrecision::kBfloat16 && !onednn_has_bf16()) return GemmBackend::kOpenBlas;
+  if (precision == MatmulPrecision::kBfloat16 && !onednn_bf16_available()) return GemmBackend::kOpenBlas;
   const int f = forced.load(std::memory_order_relaxed);
   return f == kNotForced ? preferred_gemm_backend(batch, trans_a, trans_b, m, n, k, precision)
                          : static_cast<GemmBackend>(f);

@@ -17,6 +17,9 @@ enum class GemmBackend { kOpenBlas, kOneDnn };
 // Whether this build has the oneDNN backend.
 bool onednn_available();
 
+// Whether it has, and oneDNN has a bf16 matmul for this CPU (AVX512_BF16, or AVX-512 emulating it).
+bool onednn_bf16_available();
+
 // The rule: the library measured faster on `batch` float products of op(A) [m, k] times op(B)
 // [k, n] in `precision`, whether or not this build has oneDNN (gemm_backend_for applies it).
 GemmBackend preferred_gemm_backend(std::size_t batch, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
