@@ -169,8 +169,9 @@ RoundedCopy<E> rounded_copy(const float* x, std::size_t batch, std::size_t strid
   return copy;
 }
 
-// p's products in bf16: A and B rounded once, then computed from the copies by `backend`, in the
-// float32 path's blocks (one product) or groups (a batch). E is the copies' type (above).
+// p's products in bf16: A and B rounded once, then computed from the copies, by oneDNN's bf16
+// matmul (E = std::uint16_t) or OpenBLAS (E = float), in the float32 path's blocks (one product)
+// or groups (a batch).
 template <class E>
 void products_in_bf16(const detail::StridedProducts& p, float alpha, const float* a, const float* b, float beta,
                       float* c) {
