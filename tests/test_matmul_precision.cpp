@@ -67,7 +67,8 @@ struct ProductOp {
 };
 
 const std::vector<ProductOp> kProductOps = {
-    {"linear", {6, 40}, {24, 40}, [](const Tensor<float>& x, const Tensor<float>& w) { return linear(x, w, Tensor<float>()); }},
+    {"linear", {6, 40}, {24, 40},
+     [](const Tensor<float>& x, const Tensor<float>& w) { return linear(x, w, Tensor<float>()); }},
     {"matmul", {3, 6, 40}, {40, 24}, [](const Tensor<float>& x, const Tensor<float>& w) { return matmul(x, w); }},
     {"einsum", {6, 3, 40}, {3, 40, 24}, [](const Tensor<float>& x, const Tensor<float>& w) {
        return einsum("ibk,bkj->bij", std::vector<Tensor<float>>{x, w});
@@ -114,6 +115,32 @@ TEST(MatmulPrecision, BackwardRunsInItsForwardsMode) {
     // bf16 keeps 8 bits: each product within a few 2^-8 of float32's, relative to its scale
     EXPECT_LT(xt::amax(xt::abs(outside.value - plain.value))(), 0.1);
   }
+}
+
+// What float32 products do with NaN, infinities and empty extents, bf16 does too: a NaN or an
+// infinity reaches exactly the outputs that read it (on both libraries, one product small enough
+// for OpenBLAS's rounded path and one large enough for oneDNN's), and empty products are empty or
+// zero, as in float32.
+TEST(MatmulPrecision, NonFiniteAndEmptyProductsAsInFloat32) {
+  const MatmulPrecisionScope bf16(MatmulPrecision::kBfloat16);
+  for (const std::size_t n : {std::size_t{4}, std::size_t{96}}) {  // 4*4*4 and 96^3 multiply-adds
+    SCOPED_TRACE(n);
+    xt::xarray<float> a = xt::ones<float>({n, n}), b = xt::ones<float>({n, n});
+    a(1, 2) = std::numeric_limits<float>::quiet_NaN();
+    a(3, 0) = std::numeric_limits<float>::infinity();
+    b(0, 1) = -1.0f;  // row 3 column 1 meets inf * -1: -inf
+    const xt::xarray<float> c = matmul(Tensor<float>(a), Tensor<float>(b)).value();
+    for (std::size_t j = 0; j < n; ++j) EXPECT_TRUE(std::isnan(c(1, j))) << j;
+    EXPECT_EQ(c(3, 1), -std::numeric_limits<float>::infinity());
+    EXPECT_EQ(c(3, 0), std::numeric_limits<float>::infinity());
+    EXPECT_EQ(c(0, 0), float(n));
+    EXPECT_EQ(c(0, 1), float(n) - 2.0f);
+  }
+  const Tensor<float> no_inner = Tensor<float>::ones({3, 0}), no_inner_b = Tensor<float>::ones({0, 5});
+  EXPECT_EQ(matmul(no_inner, no_inner_b).value(), xt::xarray<float>(xt::zeros<float>({3, 5})));
+  EXPECT_EQ(matmul(Tensor<float>::ones({0, 4}), Tensor<float>::ones({4, 5})).value().size(), 0u);
+  const std::vector<Tensor<float>> empty_pair{Tensor<float>::ones({2, 0}), Tensor<float>::ones({0, 3})};
+  EXPECT_EQ(einsum("ij,jk->ik", empty_pair).value(), xt::xarray<float>(xt::zeros<float>({2, 3})));
 }
 
 TEST(MatmulPrecision, Float64IsNeverRounded) {

@@ -19,18 +19,17 @@ inline std::uint16_t bf16_bits(float x) {
 // x rounded to the nearest bf16 value, as a float (every bf16 value is exactly a float).
 inline float round_to_bf16(float x) { return std::bit_cast<float>(std::uint32_t{bf16_bits(x)} << 16); }
 
-// rows x cols floats read with row stride `ld`, written rounded to bf16 densely to out: as bf16
-// bits (Out = std::uint16_t) or as the floats they stand for (Out = float).
+// n floats rounded to bf16 into out: as bf16 bits (Out = std::uint16_t) or as the floats they
+// stand for (Out = float).
 template <class Out>
-void copy_rounded_to_bf16(const float* in, std::size_t rows, std::size_t cols, std::size_t ld, Out* out) {
-  for (std::size_t r = 0; r < rows; ++r)
-    for (std::size_t c = 0; c < cols; ++c) {
-      if constexpr (std::is_same_v<Out, float>) {
-        out[r * cols + c] = round_to_bf16(in[r * ld + c]);
-      } else {
-        out[r * cols + c] = bf16_bits(in[r * ld + c]);
-      }
+void copy_rounded_to_bf16(const float* in, std::size_t n, Out* out) {
+  for (std::size_t i = 0; i < n; ++i) {
+    if constexpr (std::is_same_v<Out, float>) {
+      out[i] = round_to_bf16(in[i]);
+    } else {
+      out[i] = bf16_bits(in[i]);
     }
+  }
 }
 
 }  // namespace tapegrad::kernels

@@ -162,8 +162,7 @@ RoundedCopy<E> rounded_copy(const float* x, std::size_t batch, std::size_t strid
                     [&](const tbb::blocked_range<std::size_t>& range) {
                       for (std::size_t r = range.begin(); r < range.end(); ++r) {
                         const std::size_t matrix = r / rows, row = r % rows;
-                        copy_rounded_to_bf16(x + matrix * stride + row * ld, 1, cols, ld,
-                                             copy.values.get() + r * cols);
+                        copy_rounded_to_bf16(x + matrix * stride + row * ld, cols, copy.values.get() + r * cols);
                       }
                     });
   return copy;

@@ -315,7 +315,8 @@ Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& b
   // As a product: x [rows, in] times weight [out, in] read transposed.
   const MatrixProduct p{{}, false, {}, true, rows, out_features, in, {}, {}, "linear"};
   return make_result("linear", where, std::move(y), should_record(x, weight, bias),
-                     [x, weight, bias = detail::edge(bias), p, where, precision = matmul_precision()](const Tensor<T>& g) {
+                     [x, weight, bias = detail::edge(bias), p, where,
+                      precision = matmul_precision()](const Tensor<T>& g) {
                        const MatmulPrecisionScope as_forward(precision);
                        accumulate_product_gradients(x, weight, p, g, "the backward's workspace for x's gradient",
                                                     "the backward's workspace for weight's gradient", where);

@@ -1,6 +1,5 @@
 // Rows of docs/bad-inputs.md, section "copy_task": bad command-line flags of the example program
 // give a message and a non-zero exit status, never a crash or a run with nonsense settings.
-#include <cstdio>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -85,12 +84,9 @@ COPY_TASK_ROW(copy_task_checkpoint_directory_is_a_file,
 // Not a bad input: --stop-at-accuracy's contract, beside its bad value above. Accuracy 0 is reached
 // after the first epoch, which is then the only one trained; without the flag every epoch runs.
 std::string standard_output_of(const std::string& args) {
-  FILE* pipe = ::popen((std::string(COPY_TASK_EXE) + " " + args + " 2>/dev/null").c_str(), "r");
-  std::string output;
-  char buffer[4096];
-  for (std::size_t n; pipe != nullptr && (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) output.append(buffer, n);
-  if (pipe != nullptr) ::pclose(pipe);
-  return output;
+  const Outcome outcome = run_program(COPY_TASK_EXE, args, Stream::kStdout);
+  EXPECT_EQ(outcome.kind, "exit 0") << args;
+  return outcome.message;
 }
 
 std::size_t count(const std::string& text, const std::string& word) {

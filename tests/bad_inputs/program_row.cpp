@@ -6,10 +6,11 @@
 
 namespace tapegrad::bad_inputs {
 
-Outcome run_program(const std::string& program, const std::string& args) {
+Outcome run_program(const std::string& program, const std::string& args, Stream stream) {
   // A bad value the program takes for a real one can mean a run of 2^64 epochs: the time limit
   // turns that into a failed row ("exit 124") instead of a hung suite.
-  const std::string command = "timeout 120 " + program + " " + args + " 2>&1 >/dev/null";
+  const std::string command =
+      "timeout 120 " + program + " " + args + (stream == Stream::kStderr ? " 2>&1 >/dev/null" : " 2>/dev/null");
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return {"popen failed", command};
   std::string output;

@@ -9,8 +9,12 @@
 
 namespace tapegrad::bad_inputs {
 
-// Runs `program` with `args` (a shell word list), for at most 120 s.
-Outcome run_program(const std::string& program, const std::string& args);
+// Which of the program's streams an Outcome's message holds.
+enum class Stream { kStderr, kStdout };
+
+// Runs `program` with `args` (a shell word list), for at most 120 s; the message is what it printed
+// on `stream` (its errors by default).
+Outcome run_program(const std::string& program, const std::string& args, Stream stream = Stream::kStderr);
 
 }  // namespace tapegrad::bad_inputs
 
