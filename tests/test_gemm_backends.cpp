@@ -156,6 +156,56 @@ TEST(GemmBackends, OneDnnInBf16MatchesFloat64ReferenceOnRoundedInputs) {
   expect_matches_reference(GemmBackend::kOneDnn, MatmulPrecision::kBfloat16);
 }
 
+// Inside a kernels::ReuseRoundedSource scope, products reading the covered floats reuse the copy
+// the first of them rounded, whether they read it as A or transposed (linear's output gradient is
+// read both ways). Shown by changing the floats between two products, which callers must not do:
+// the second product still computes from the old values. An operand outside the covered range,
+// and any product after the scope, is rounded afresh.
+void expect_covered_source_rounded_once(GemmBackend backend) {
+  const ForceGemmBackend force(backend);
+  const MatmulPrecisionScope bf16(MatmulPrecision::kBfloat16);
+  constexpr std::size_t m = 96, k = 64, n = 80;
+  std::vector<float> g = uniform(m * k, 1), w = uniform(k * n, 2), x = uniform(m * n, 3);
+  const auto times_w = [&](std::vector<float>& out) {  // g [m, k] w [k, n]
+    out.assign(m * n, 0.0f);
+    kernels::gemm(false, false, m, n, k, 1.0f, g.data(), k, w.data(), n, 0.0f, out.data(), n);
+  };
+  const auto transposed_times_x = [&](std::vector<float>& out) {  // g^T [k, m] x [m, n]
+    out.assign(k * n, 0.0f);
+    kernels::gemm(true, false, k, n, m, 1.0f, g.data(), k, x.data(), n, 0.0f, out.data(), n);
+  };
+  std::vector<float> before_w, before_x, reused_w, reused_x, fresh_w, after_w;
+  times_w(before_w);
+  transposed_times_x(before_x);
+  const std::vector<float> original_g = g, original_w = w;
+  {
+    const kernels::ReuseRoundedSource reuse(g.data(), g.size());
+    times_w(reused_w);  // rounds g, kept
+    for (float& v : g) v = v * 0.5f + 0.25f;
+    transposed_times_x(reused_x);  // g read transposed: the same stored matrix, the kept copy
+    EXPECT_EQ(reused_x, before_x);
+    for (float& v : w) v = -v;  // w is not covered: rounded afresh
+    times_w(fresh_w);
+    for (std::size_t i = 0; i < fresh_w.size(); ++i) ASSERT_EQ(fresh_w[i], -reused_w[i]) << i;
+  }
+  EXPECT_EQ(reused_w, before_w);
+  w = original_w;
+  times_w(after_w);  // the scope is gone: g's new values are read
+  EXPECT_NE(after_w, before_w);
+  g = original_g;
+  times_w(after_w);
+  EXPECT_EQ(after_w, before_w);
+}
+
+TEST(GemmBackends, OpenBlasInBf16RoundsACoveredSourceOncePerScope) {
+  expect_covered_source_rounded_once(GemmBackend::kOpenBlas);
+}
+
+TEST(GemmBackends, OneDnnInBf16RoundsACoveredSourceOncePerScope) {
+  SKIP_WITHOUT_ONEDNN_BF16();
+  expect_covered_source_rounded_once(GemmBackend::kOneDnn);
+}
+
 void expect_same_bits_at_any_thread_count(GemmBackend backend, MatmulPrecision precision) {
   const ForceGemmBackend force(backend);
   const MatmulPrecisionScope mode(precision);

@@ -4,6 +4,7 @@
 // every layout and backend in test_gemm_backends.cpp.
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -40,6 +41,40 @@ TEST(Bf16Rounding, ToNearestTiesToEven) {
   EXPECT_TRUE(std::isnan(round_to_bf16(std::bit_cast<float>(std::uint32_t{0x7f800001u}))));
   const float tiny = std::numeric_limits<float>::denorm_min();
   EXPECT_EQ(round_to_bf16(tiny), 0.0f);
+}
+
+// The copies (vectorised with the CPU's bf16 conversion where the build has it, which flushes
+// subnormals by itself) round every float as bf16_bits does: every upper half, each with low
+// halves below, at, just past and far past the tie, at an odd length and offset so the masked
+// tail is read too. NaN bits are compared as bits.
+TEST(Bf16Rounding, CopiesRoundEveryUpperHalfAsTheScalarRounding) {
+  const std::uint32_t low_halves[] = {0x0000, 0x0001, 0x4000, 0x7fff, 0x8000, 0x8001, 0xc000, 0xffff};
+  std::vector<float> in(1);  // in[0] is skipped: the copies start off a 64-byte boundary
+  for (std::uint32_t high = 0; high <= 0xffff; ++high)
+    for (const std::uint32_t low : low_halves) in.push_back(std::bit_cast<float>(high << 16 | low));
+  in.resize(in.size() - 3);  // a length that is not a multiple of 16
+  const std::size_t n = in.size() - 1;
+  std::vector<std::uint16_t> bits(n);
+  std::vector<float> floats(n);
+  kernels::copy_rounded_to_bf16(in.data() + 1, n, bits.data());
+  kernels::copy_rounded_to_bf16(in.data() + 1, n, floats.data());
+  std::size_t wrong = 0, subnormals_kept = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint16_t expected = kernels::bf16_bits(in[i + 1]);
+    if (bits[i] != expected || std::bit_cast<std::uint32_t>(floats[i]) != std::uint32_t{expected} << 16) {
+      if (++wrong <= 5) ADD_FAILURE() << "input bits " << std::hex << std::bit_cast<std::uint32_t>(in[i + 1]);
+    }
+    subnormals_kept += (expected & 0x7f80u) == 0 && (expected & 0x7fu) != 0;
+  }
+  EXPECT_EQ(wrong, 0u);
+  EXPECT_GT(subnormals_kept, 1000u);  // the inputs do exercise subnormal results
+  // Short copies: lengths 0 to 33, nothing written past n.
+  for (std::size_t length = 0; length <= 33; ++length) {
+    std::vector<std::uint16_t> out(length + 1, 0xabcd);
+    kernels::copy_rounded_to_bf16(in.data() + 1 + 1000, length, out.data());
+    for (std::size_t i = 0; i < length; ++i) EXPECT_EQ(out[i], kernels::bf16_bits(in[1 + 1000 + i]));
+    EXPECT_EQ(out[length], 0xabcd) << "length " << length;
+  }
 }
 
 TEST(MatmulPrecision, ScopeIsPerThreadAndNests) {

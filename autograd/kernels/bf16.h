@@ -1,11 +1,11 @@
 #pragma once
 // float32 to bfloat16 (its upper 16 bits), rounded to nearest, ties to even: the rounding of
 // oneDNN's f32-to-bf16 reorder and of PyTorch's conversion. NaN stays NaN (quiet); values past
-// bf16's largest finite one round to infinity, as in IEEE arithmetic.
+// bf16's largest finite one round to infinity, as in IEEE arithmetic; subnormals round like any
+// other value (they are not flushed to zero).
 #include <bit>
 #include <cstddef>
 #include <cstdint>
-#include <type_traits>
 
 namespace tapegrad::kernels {
 
@@ -19,17 +19,10 @@ inline std::uint16_t bf16_bits(float x) {
 // x rounded to the nearest bf16 value, as a float (every bf16 value is exactly a float).
 inline float round_to_bf16(float x) { return std::bit_cast<float>(std::uint32_t{bf16_bits(x)} << 16); }
 
-// n floats rounded to bf16 into out: as bf16 bits (Out = std::uint16_t) or as the floats they
-// stand for (Out = float).
-template <class Out>
-void copy_rounded_to_bf16(const float* in, std::size_t n, Out* out) {
-  for (std::size_t i = 0; i < n; ++i) {
-    if constexpr (std::is_same_v<Out, float>) {
-      out[i] = round_to_bf16(in[i]);
-    } else {
-      out[i] = bf16_bits(in[i]);
-    }
-  }
-}
+// n floats rounded to bf16 into out: as bf16 bits (std::uint16_t) or as the floats they stand for.
+// Every element as bf16_bits rounds it, with the CPU's bf16 conversion instruction where the build
+// targets one (bf16.cpp).
+void copy_rounded_to_bf16(const float* in, std::size_t n, std::uint16_t* out);
+void copy_rounded_to_bf16(const float* in, std::size_t n, float* out);
 
 }  // namespace tapegrad::kernels

@@ -147,25 +147,34 @@ void for_each_group(std::size_t batch, std::size_t m, std::size_t n, std::size_t
 // for oneDNN (E = std::uint16_t), or the floats they stand for, for OpenBLAS (E = float).
 template <class E>
 struct RoundedCopy {
-  std::unique_ptr<E[]> values;  // not zeroed first: every element is written
+  std::shared_ptr<const E[]> values;
   std::size_t ld, stride;
 };
+
+thread_local ReuseRoundedSource* active_reuse = nullptr;
 
 template <class E>
 RoundedCopy<E> rounded_copy(const float* x, std::size_t batch, std::size_t stride, bool transposed,
                             std::size_t op_rows, std::size_t op_cols, std::size_t ld) {
   const std::size_t rows = transposed ? op_cols : op_rows, cols = transposed ? op_rows : op_cols;
   const std::size_t count = stride == 0 ? 1 : batch;
-  RoundedCopy<E> copy{std::make_unique_for_overwrite<E[]>(count * rows * cols), cols, stride == 0 ? 0 : rows * cols};
+  const RoundedCopy<E> layout{nullptr, cols, stride == 0 ? 0 : rows * cols};
+  ReuseRoundedSource* reuse = active_reuse && active_reuse->covers(x) ? active_reuse : nullptr;
+  const ReuseRoundedSource::Key key{x, count, stride, rows, cols, ld, std::is_same_v<E, std::uint16_t>};
+  if (reuse) {
+    if (auto kept = reuse->find(key)) return {std::static_pointer_cast<const E[]>(kept), layout.ld, layout.stride};
+  }
+  auto values = std::make_shared_for_overwrite<E[]>(count * rows * cols);  // every element is written
   constexpr std::size_t kRowsPerTask = 64;
   tbb::parallel_for(tbb::blocked_range<std::size_t>(0, count * rows, kRowsPerTask),
                     [&](const tbb::blocked_range<std::size_t>& range) {
                       for (std::size_t r = range.begin(); r < range.end(); ++r) {
                         const std::size_t matrix = r / rows, row = r % rows;
-                        copy_rounded_to_bf16(x + matrix * stride + row * ld, cols, copy.values.get() + r * cols);
+                        copy_rounded_to_bf16(x + matrix * stride + row * ld, cols, values.get() + r * cols);
                       }
                     });
-  return copy;
+  if (reuse) reuse->keep(key, values);
+  return {std::move(values), layout.ld, layout.stride};
 }
 
 // p's products in bf16: A and B rounded once, then computed from the copies, by oneDNN's bf16
@@ -252,6 +261,23 @@ void gemm_batched(std::size_t batch, bool trans_a, bool trans_b, std::size_t m, 
   for_each_group(batch, m, n, k, [&](std::size_t first, std::size_t last) {
     run_products<T>(backend, p, first, last, alpha, a, b, beta, c);
   });
+}
+
+ReuseRoundedSource::ReuseRoundedSource(const float* source, std::size_t size)
+    : begin_(source), end_(source + size), previous_(active_reuse) {
+  active_reuse = this;
+}
+
+ReuseRoundedSource::~ReuseRoundedSource() { active_reuse = previous_; }
+
+std::shared_ptr<const void> ReuseRoundedSource::find(const Key& key) const {
+  for (const auto& [kept_key, copy] : copies_)
+    if (kept_key == key) return copy;
+  return nullptr;
+}
+
+void ReuseRoundedSource::keep(const Key& key, std::shared_ptr<const void> copy) {
+  copies_.emplace_back(key, std::move(copy));
 }
 
 template void gemm<float>(bool, bool, std::size_t, std::size_t, std::size_t, float, const float*, std::size_t,

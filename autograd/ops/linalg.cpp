@@ -1,6 +1,8 @@
 #include "autograd/ops/linalg.h"
 
 #include <algorithm>
+#include <optional>
+#include <type_traits>
 
 #include "autograd/detail/checks.h"
 #include "autograd/detail/record.h"
@@ -191,6 +193,9 @@ Tensor<T> product_op(const Tensor<T>& x, const Tensor<T>& y, const MatrixProduct
 template <class T>
 void accumulate_product_gradients(const Tensor<T>& x, const Tensor<T>& y, const MatrixProduct& p, const Tensor<T>& g,
                                   const char* x_workspace, const char* y_workspace, CallSite where) {
+  // g is read by both gradient products: in bf16 mode it is rounded once for both.
+  std::optional<kernels::ReuseRoundedSource> round_g_once;
+  if constexpr (std::is_same_v<T, float>) round_g_once.emplace(g.value().data(), g.value().size());
   if (x.requires_grad()) {
     if (!p.x_t) {
       const MatrixProduct dx{p.out_batch, false, p.y_batch, !p.y_t, p.rows, p.inner, p.cols, p.batch, p.x_batch, p.op};
