@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -179,7 +180,7 @@ void expect_covered_source_rounded_once(GemmBackend backend) {
   transposed_times_x(before_x);
   const std::vector<float> original_g = g, original_w = w;
   {
-    const kernels::ReuseRoundedSource reuse(g.data(), g.size());
+    const kernels::ReuseRoundedSource reuse({std::span<const float>(g)});
     times_w(reused_w);  // rounds g, kept
     for (float& v : g) v = v * 0.5f + 0.25f;
     transposed_times_x(reused_x);  // g read transposed: the same stored matrix, the kept copy

@@ -16,6 +16,7 @@
 
 #include "autograd/generator.h"
 #include "autograd/kernels/bf16.h"
+#include "autograd/kernels/blas.h"
 #include "autograd/matmul_precision.h"
 #include "autograd/ops/linalg.h"
 #include "autograd/tape.h"
@@ -150,6 +151,51 @@ TEST(MatmulPrecision, BackwardRunsInItsForwardsMode) {
     // bf16 keeps 8 bits: each product within a few 2^-8 of float32's, relative to its scale
     EXPECT_LT(xt::amax(xt::abs(outside.value - plain.value))(), 0.1);
   }
+}
+
+// Each tensor a product reads is rounded once per forward and backward: the forward's copies of x
+// and w are reused by the backward, and the output gradient g is rounded once for both operand
+// gradients (kernels::ReuseRoundedSource). Without the reuse the backward would round x, w and g
+// twice each. (einsum reads x [i, b, k] in place as [b, i, k] matrices, with strides.)
+TEST(MatmulPrecision, EachOperandRoundedOncePerForwardAndBackward) {
+  for (const ProductOp& op : kProductOps) {
+    SCOPED_TRACE(op.name);
+    Generator gen(3);
+    Tensor<float> x = Tensor<float>::uniform(op.x_shape, gen, -1.0f, 1.0f, true);
+    Tensor<float> w = Tensor<float>::uniform(op.w_shape, gen, -1.0f, 1.0f, true);
+    const std::size_t before = kernels::bf16_rounded_floats();
+    GradientTape tape(/*persistent=*/true);
+    Tensor<float> y;
+    {
+      const MatmulPrecisionScope bf16(MatmulPrecision::kBfloat16);
+      y = op.apply(x, w);
+    }
+    EXPECT_EQ(kernels::bf16_rounded_floats() - before, x.numel() + w.numel());
+    const xt::xarray<float> seed = y.value() * 2.0f;
+    tape.backward(y, seed);
+    EXPECT_EQ(kernels::bf16_rounded_floats() - before, x.numel() + w.numel() + y.numel());
+    // A second backward over the same tape reuses the forward's copies again: same gradients.
+    const xt::xarray<float> dx = x.grad(), dw = w.grad();
+    x.zero_grad();
+    w.zero_grad();
+    tape.backward(y, seed);
+    EXPECT_EQ(x.grad(), dx);
+    EXPECT_EQ(w.grad(), dw);
+  }
+}
+
+// The forward's copies stand for the operands' values when it ran; a backward after the operand
+// was changed in place would compute from stale copies, but it never runs: backward refuses an
+// op whose input was modified since.
+TEST(MatmulPrecision, OperandModifiedAfterTheForwardIsRefused) {
+  Generator gen(4);
+  Tensor<float> x = Tensor<float>::uniform({6, 40}, gen, -1.0f, 1.0f, true);
+  Tensor<float> w = Tensor<float>::uniform({24, 40}, gen, -1.0f, 1.0f, true);
+  GradientTape tape;
+  const MatmulPrecisionScope bf16(MatmulPrecision::kBfloat16);
+  const Tensor<float> y = linear(x, w, Tensor<float>());
+  w.mutable_value() *= 2.0f;
+  EXPECT_THROW(tape.backward(y, xt::xarray<float>(xt::ones<float>(y.shape()))), TapeError);
 }
 
 // What float32 products do with NaN, infinities and empty extents, bf16 does too: a NaN or an

@@ -152,19 +152,18 @@ struct RoundedCopy {
 };
 
 thread_local ReuseRoundedSource* active_reuse = nullptr;
+thread_local std::size_t rounded_floats = 0;
 
 template <class E>
 RoundedCopy<E> rounded_copy(const float* x, std::size_t batch, std::size_t stride, bool transposed,
                             std::size_t op_rows, std::size_t op_cols, std::size_t ld) {
   const std::size_t rows = transposed ? op_cols : op_rows, cols = transposed ? op_rows : op_cols;
   const std::size_t count = stride == 0 ? 1 : batch;
-  const RoundedCopy<E> layout{nullptr, cols, stride == 0 ? 0 : rows * cols};
-  ReuseRoundedSource* reuse = active_reuse && active_reuse->covers(x) ? active_reuse : nullptr;
+  const std::size_t copy_stride = stride == 0 ? 0 : rows * cols;
   const ReuseRoundedSource::Key key{x, count, stride, rows, cols, ld, std::is_same_v<E, std::uint16_t>};
-  if (reuse) {
-    if (auto kept = reuse->find(key)) return {std::static_pointer_cast<const E[]>(kept), layout.ld, layout.stride};
-  }
+  if (auto kept = ReuseRoundedSource::find(key)) return {std::static_pointer_cast<const E[]>(kept), cols, copy_stride};
   auto values = std::make_shared_for_overwrite<E[]>(count * rows * cols);  // every element is written
+  rounded_floats += count * rows * cols;
   constexpr std::size_t kRowsPerTask = 64;
   tbb::parallel_for(tbb::blocked_range<std::size_t>(0, count * rows, kRowsPerTask),
                     [&](const tbb::blocked_range<std::size_t>& range) {
@@ -173,8 +172,8 @@ RoundedCopy<E> rounded_copy(const float* x, std::size_t batch, std::size_t strid
                         copy_rounded_to_bf16(x + matrix * stride + row * ld, cols, values.get() + r * cols);
                       }
                     });
-  if (reuse) reuse->keep(key, values);
-  return {std::move(values), layout.ld, layout.stride};
+  ReuseRoundedSource::keep(key, values);
+  return {std::move(values), cols, copy_stride};
 }
 
 // p's products in bf16: A and B rounded once, then computed from the copies, by oneDNN's bf16
@@ -263,21 +262,33 @@ void gemm_batched(std::size_t batch, bool trans_a, bool trans_b, std::size_t m, 
   });
 }
 
-ReuseRoundedSource::ReuseRoundedSource(const float* source, std::size_t size)
-    : begin_(source), end_(source + size), previous_(active_reuse) {
+ReuseRoundedSource::ReuseRoundedSource(std::vector<std::span<const float>> sources, Copies kept)
+    : sources_(std::move(sources)), copies_(std::move(kept)), outer_(active_reuse) {
   active_reuse = this;
 }
 
-ReuseRoundedSource::~ReuseRoundedSource() { active_reuse = previous_; }
+ReuseRoundedSource::~ReuseRoundedSource() { active_reuse = outer_; }
 
-std::shared_ptr<const void> ReuseRoundedSource::find(const Key& key) const {
-  for (const auto& [kept_key, copy] : copies_)
-    if (kept_key == key) return copy;
+std::size_t bf16_rounded_floats() { return rounded_floats; }
+
+bool ReuseRoundedSource::covers(const float* x) const {
+  return std::any_of(sources_.begin(), sources_.end(), [x](std::span<const float> source) {
+    return x >= source.data() && x < source.data() + source.size();
+  });
+}
+
+std::shared_ptr<const void> ReuseRoundedSource::find(const Key& key) {
+  for (const ReuseRoundedSource* scope = active_reuse; scope; scope = scope->outer_) {
+    if (!scope->covers(key.first)) continue;
+    for (const auto& [kept_key, copy] : scope->copies_)
+      if (kept_key == key) return copy;
+  }
   return nullptr;
 }
 
-void ReuseRoundedSource::keep(const Key& key, std::shared_ptr<const void> copy) {
-  copies_.emplace_back(key, std::move(copy));
+void ReuseRoundedSource::keep(const Key& key, const std::shared_ptr<const void>& copy) {
+  for (ReuseRoundedSource* scope = active_reuse; scope; scope = scope->outer_)
+    if (scope->covers(key.first)) scope->copies_.emplace_back(key, copy);
 }
 
 template void gemm<float>(bool, bool, std::size_t, std::size_t, std::size_t, float, const float*, std::size_t,

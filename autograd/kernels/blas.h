@@ -4,6 +4,8 @@
 // translation unit that includes <cblas.h> is blas.cpp (it clashes with xtensor-blas's enums).
 #include <cstddef>
 #include <memory>
+#include <span>
+#include <utility>
 #include <vector>
 
 namespace tapegrad::kernels {
@@ -22,20 +24,20 @@ void gemm_batched(std::size_t batch, bool trans_a, bool trans_b, std::size_t m, 
                   const T* a, std::size_t stride_a, std::size_t lda, const T* b, std::size_t stride_b, std::size_t ldb,
                   T beta, T* c, std::size_t stride_c, std::size_t ldc);
 
+// How many floats products on this thread have rounded to bf16 so far (matmul_precision.h), each
+// copy counted once however often it is reused: for tests and benchmarks.
+std::size_t bf16_rounded_floats();
+
 // In bf16 mode (matmul_precision.h) each product rounds its operands to bf16 before computing.
 // While one of these is alive on a thread, products on that thread that read matrices stored in
-// [source, source + size) round each of them once and reuse the copy: a product's output gradient
-// is read by both of its operands' gradient products. The caller keeps those floats alive and
-// unchanged while the scope lasts; nothing outside that range is kept (a temporary freed and
-// reallocated at the same address must not find a stale copy). Nests (the innermost scope is the
-// one consulted); costs nothing in float32.
+// one of its `sources` round each of them once and reuse the copy: a product's output gradient is
+// read by both of its operands' gradient products, and a product's operands by its forward and
+// its backward. The caller keeps those floats alive and unchanged while the scope lasts, and
+// while the copies it hands on (copies()) are used; nothing outside the sources is kept (a
+// temporary freed and reallocated at the same address must not find a stale copy). Scopes nest:
+// a copy is kept by every scope covering its operand. Costs nothing in float32.
 class ReuseRoundedSource {
  public:
-  ReuseRoundedSource(const float* source, std::size_t size);
-  ~ReuseRoundedSource();
-  ReuseRoundedSource(const ReuseRoundedSource&) = delete;
-  ReuseRoundedSource& operator=(const ReuseRoundedSource&) = delete;
-
   // Matrices as blas.cpp's rounded copies read them: `count` matrices `stride` apart from `first`,
   // each `rows` rows of `cols` floats `ld` apart, rounded to bf16 bits (oneDNN) or to the floats
   // they stand for (OpenBLAS).
@@ -45,16 +47,28 @@ class ReuseRoundedSource {
     bool bits;
     bool operator==(const Key&) const = default;
   };
-  bool covers(const float* x) const { return x >= begin_ && x < end_; }
-  // The copy kept for `key` in this scope, or null.
-  std::shared_ptr<const void> find(const Key& key) const;
-  void keep(const Key& key, std::shared_ptr<const void> copy);
+  using Copies = std::vector<std::pair<Key, std::shared_ptr<const void>>>;
+
+  // `kept`: copies an earlier scope over the same floats made, still valid (they are unchanged).
+  explicit ReuseRoundedSource(std::vector<std::span<const float>> sources, Copies kept = {});
+  ~ReuseRoundedSource();
+  ReuseRoundedSource(const ReuseRoundedSource&) = delete;
+  ReuseRoundedSource& operator=(const ReuseRoundedSource&) = delete;
+
+  // Every copy this scope holds, the kept ones and those made in it.
+  const Copies& copies() const { return copies_; }
+
+  // For blas.cpp: the copy of `key` held by a scope covering key.first (the innermost first), or
+  // null; and a new copy handed to every scope covering key.first.
+  static std::shared_ptr<const void> find(const Key& key);
+  static void keep(const Key& key, const std::shared_ptr<const void>& copy);
 
  private:
-  const float* begin_;
-  const float* end_;
-  std::vector<std::pair<Key, std::shared_ptr<const void>>> copies_;
-  ReuseRoundedSource* previous_;
+  bool covers(const float* x) const;
+
+  std::vector<std::span<const float>> sources_;
+  Copies copies_;
+  ReuseRoundedSource* outer_;
 };
 
 }  // namespace tapegrad::kernels

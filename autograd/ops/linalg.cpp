@@ -1,8 +1,11 @@
 #include "autograd/ops/linalg.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <optional>
+#include <span>
 #include <type_traits>
+#include <vector>
 
 #include "autograd/detail/checks.h"
 #include "autograd/detail/record.h"
@@ -30,6 +33,34 @@ std::size_t product(const Shape& shape) {
 
 // Columns per task of linear's bias gradient.
 constexpr std::size_t kBiasColumns = 256;
+
+// ---- bf16 copies, made once ----
+
+using RoundedCopies = kernels::ReuseRoundedSource::Copies;
+
+// In bf16 mode (matmul_precision.h) a product rounds its operands to bf16. Its backward reads the
+// same operands again, and its output gradient g twice (once per operand gradient): inside this
+// scope over those tensors' values each is rounded once. A forward hands the copies it made to its
+// backward (`kept`); they are still the operands' own, since backward first checks that no input
+// was modified since. Nothing in float32 or float64.
+template <class T>
+std::optional<kernels::ReuseRoundedSource> round_once(std::initializer_list<const Tensor<T>*> tensors,
+                                                      RoundedCopies kept = {}) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (matmul_precision() == MatmulPrecision::kBfloat16) {
+      std::vector<std::span<const float>> sources;
+      for (const Tensor<T>* t : tensors)
+        if (t->defined()) sources.emplace_back(t->value().data(), t->value().size());
+      return std::optional<kernels::ReuseRoundedSource>(std::in_place, std::move(sources), std::move(kept));
+    }
+  }
+  return std::nullopt;
+}
+
+// The copies a forward made inside `scope`, for its backward.
+RoundedCopies copies_made(const std::optional<kernels::ReuseRoundedSource>& scope) {
+  return scope ? scope->copies() : RoundedCopies{};
+}
 
 // ---- matmul ----
 
@@ -182,6 +213,7 @@ Tensor<T> product_op(const Tensor<T>& x, const Tensor<T>& y, const MatrixProduct
   return make_result("matmul_backward", where, product_value(x.value().data(), y.value().data(), p, shape, workspace),
                      should_record(x, y), [x, y, p, where, precision = matmul_precision()](const Tensor<T>& g) {
                        const MatmulPrecisionScope as_forward(precision);
+                       const auto rounded_once = round_once<T>({&g, &x, &y});
                        accumulate_product_gradients(x, y, p, g, kHigherOrderWorkspace, kHigherOrderWorkspace, where);
                      });
 }
@@ -193,9 +225,6 @@ Tensor<T> product_op(const Tensor<T>& x, const Tensor<T>& y, const MatrixProduct
 template <class T>
 void accumulate_product_gradients(const Tensor<T>& x, const Tensor<T>& y, const MatrixProduct& p, const Tensor<T>& g,
                                   const char* x_workspace, const char* y_workspace, CallSite where) {
-  // g is read by both gradient products: in bf16 mode it is rounded once for both.
-  std::optional<kernels::ReuseRoundedSource> round_g_once;
-  if constexpr (std::is_same_v<T, float>) round_g_once.emplace(g.value().data(), g.value().size());
   if (x.requires_grad()) {
     if (!p.x_t) {
       const MatrixProduct dx{p.out_batch, false, p.y_batch, !p.y_t, p.rows, p.inner, p.cols, p.batch, p.x_batch, p.op};
@@ -253,9 +282,21 @@ Tensor<T> einsum_node(const char* op, const kernels::EinsumEquation& eq, const s
                       const kernels::EinsumSizes& sizes, CallSite where) {
   std::vector<const xt::xarray<T>*> values;
   for (const auto& x : operands) values.push_back(&x.value());
-  return make_result(op, where, kernels::einsum(eq, values, sizes), detail::should_record_any(operands),
-                     [eq, operands, sizes, where, precision = matmul_precision()](const Tensor<T>& g) {
+  const Tensor<T>* second = operands.size() == 2 ? &operands[1] : nullptr;
+  RoundedCopies forward_copies;
+  xt::xarray<T> out;
+  {
+    const auto rounded_once = second ? round_once<T>({&operands[0], second}) : round_once<T>({&operands[0]});
+    out = kernels::einsum(eq, values, sizes);
+    forward_copies = copies_made(rounded_once);
+  }
+  return make_result(op, where, std::move(out), detail::should_record_any(operands),
+                     [eq, operands, sizes, where, precision = matmul_precision(),
+                      forward_copies = std::move(forward_copies)](const Tensor<T>& g) {
                        const MatmulPrecisionScope as_forward(precision);
+                       const Tensor<T>* second = operands.size() == 2 ? &operands[1] : nullptr;
+                       const auto rounded_once = second ? round_once<T>({&g, &operands[0], second}, forward_copies)
+                                                        : round_once<T>({&g, &operands[0]}, forward_copies);
                        for (std::size_t i = 0; i < operands.size(); ++i) {
                          if (!operands[i].requires_grad()) continue;
                          const bool pair = operands.size() == 2;
@@ -276,12 +317,19 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b, CallSite where) {
   require_defined(b, "matmul", "b");
   const MatmulDims d = matmul_dims(a.shape(), b.shape());
   auto out = xt::xarray<T>::from_shape(allocatable(d.out_shape, sizeof(T), "matmul", "the output"));
-  broadcast_gemm(a.value().data(), d.a_batch, false, b.value().data(), d.b_batch, false, d.m, d.n, d.k, d.batch,
-                 out.data());
+  RoundedCopies forward_copies;
+  {
+    const auto rounded_once = round_once<T>({&a, &b});
+    broadcast_gemm(a.value().data(), d.a_batch, false, b.value().data(), d.b_batch, false, d.m, d.n, d.k, d.batch,
+                   out.data());
+    forward_copies = copies_made(rounded_once);
+  }
   const MatrixProduct p{d.a_batch, false, d.b_batch, false, d.m, d.n, d.k, d.batch, d.batch};
   return make_result("matmul", where, std::move(out), should_record(a, b),
-                     [a, b, p, where, precision = matmul_precision()](const Tensor<T>& g) {
+                     [a, b, p, where, precision = matmul_precision(),
+                      forward_copies = std::move(forward_copies)](const Tensor<T>& g) {
                        const MatmulPrecisionScope as_forward(precision);
+                       const auto rounded_once = round_once<T>({&g, &a, &b}, forward_copies);
                        accumulate_product_gradients(a, b, p, g, "the backward's workspace for a's gradient",
                                                     "the backward's workspace for b's gradient", where);
                      });
@@ -315,14 +363,20 @@ Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& b
     });
     beta = T(1);
   }
-  kernels::gemm(false, true, rows, out_features, in, T(1), x.value().data(), in, weight.value().data(), in, beta,
-                y.data(), out_features);
+  RoundedCopies forward_copies;
+  {
+    const auto rounded_once = round_once<T>({&x, &weight});
+    kernels::gemm(false, true, rows, out_features, in, T(1), x.value().data(), in, weight.value().data(), in, beta,
+                  y.data(), out_features);
+    forward_copies = copies_made(rounded_once);
+  }
   // As a product: x [rows, in] times weight [out, in] read transposed.
   const MatrixProduct p{{}, false, {}, true, rows, out_features, in, {}, {}, "linear"};
   return make_result("linear", where, std::move(y), should_record(x, weight, bias),
-                     [x, weight, bias = detail::edge(bias), p, where,
-                      precision = matmul_precision()](const Tensor<T>& g) {
+                     [x, weight, bias = detail::edge(bias), p, where, precision = matmul_precision(),
+                      forward_copies = std::move(forward_copies)](const Tensor<T>& g) {
                        const MatmulPrecisionScope as_forward(precision);
+                       const auto rounded_once = round_once<T>({&g, &x, &weight}, forward_copies);
                        accumulate_product_gradients(x, weight, p, g, "the backward's workspace for x's gradient",
                                                     "the backward's workspace for weight's gradient", where);
                        if (bias.requires_grad()) {
