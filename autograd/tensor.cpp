@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include <tbb/scalable_allocator.h>
 #include <tbb/task_arena.h>
@@ -52,6 +53,12 @@ template <class T>
 bool Node<T>::has_value_shape(const xt::xarray<T>& g) const {
   if (released_shape_) return std::equal(g.shape().begin(), g.shape().end(), released_shape_->begin(), released_shape_->end());
   return std::equal(g.shape().begin(), g.shape().end(), value.shape().begin(), value.shape().end());
+}
+
+template <class T>
+xt::xarray<T> Node<T>::take_value() {
+  released_shape_ = value_shape();
+  return std::exchange(value, xt::xarray<T>::from_shape({0}));
 }
 
 template <class T>

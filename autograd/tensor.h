@@ -52,6 +52,10 @@ class NodeBase : public std::enable_shared_from_this<NodeBase> {
     if (value_holds_.fetch_sub(1, std::memory_order_acq_rel) == 1 && node_outlives && !is_leaf) release_value();
   }
 
+  // Whether exactly one hold remains: a caller owning that hold (an rvalue handle) is then the
+  // only one that could still read the value.
+  bool sole_value_hold() const noexcept { return value_holds_.load(std::memory_order_acquire) == 1; }
+
   bool requires_grad = false;
   bool is_leaf = true;        // made by the user, not by a recorded op
   bool retains_grad = false;  // an intermediate whose gradient survives backward (retain_grad())
@@ -139,6 +143,11 @@ class Node final : public NodeBase {
   // The value's shape, also once the value has been released.
   Shape value_shape() const;
   bool value_released() const { return released_shape_.has_value(); }
+
+  // Moves the value out and leaves the node as a released one (value_shape() still answers), for
+  // a caller holding the value's only hold that will not read it again (ops/shape.cpp's reshape of
+  // a temporary).
+  xt::xarray<T> take_value();
 
   // Empty once released (NodeBase::hold_value).
   xt::xarray<T> value;

@@ -104,6 +104,48 @@ TEST(ShapeOps, OutputsNeverAliasTheirInput) {
   EXPECT_EQ(p.value()(0, 0), 0.0);
 }
 
+// reshape (and view) of a temporary moves its value into the result when nothing else can read
+// it any more, without a tape and under one (where only edges reach the node); a value still held
+// elsewhere (another handle, or a backward formula that reads it) is copied. Values and gradients
+// are those of the copying overload.
+TEST(ShapeOps, ReshapeOfATemporaryMovesItsValueWhenNoOneElseCanReadIt) {
+  {
+    Tensor<double> t = mul(iota({2, 3}), 2.0);
+    const double* storage = t.value().data();
+    const auto r = view(std::move(t), {3, 2});
+    EXPECT_EQ(r.value().data(), storage);
+    EXPECT_EQ(r.value(), (xt::xarray<double>{{0, 2}, {4, 6}, {8, 10}}));
+  }
+  {
+    const auto x = iota({2, 3}, true);
+    GradientTape tape;
+    Tensor<double> t = mul(x, 2.0);  // mul's backward reads x, not t
+    const double* storage = t.value().data();
+    const auto r = reshape(std::move(t), {6});
+    EXPECT_EQ(r.value().data(), storage);
+    tape.backward(sum(mul(r, r)));
+    EXPECT_EQ(x.grad(), xt::xarray<double>(8.0 * x.value()));  // d/dx sum((2x)^2)
+  }
+  {
+    Tensor<double> t = mul(iota({2, 3}), 2.0);
+    const Tensor<double> kept = t;
+    const auto r = reshape(std::move(t), {6});
+    EXPECT_NE(r.value().data(), kept.value().data());
+    EXPECT_EQ(kept.value()(1, 2), 10.0);
+  }
+  {
+    const auto x = iota({2, 3}, true);
+    GradientTape tape;
+    Tensor<double> e = exp(x);  // exp's backward reads its output
+    const double* storage = e.value().data();
+    const auto r = reshape(std::move(e), {6});
+    EXPECT_NE(r.value().data(), storage);
+    tape.backward(sum(r));
+    EXPECT_EQ(x.grad(), xt::xarray<double>(xt::exp(x.value())));
+  }
+  EXPECT_TRUE(passes_gradcheck([](const Inputs& x) { return view(mul(x[0], 3.0), {3, -1}); }, {random_tensor({2, 3}, 37)}));
+}
+
 TEST(ShapeOps, UnsqueezeInsertsAtOutputPosition) {
   const auto a = iota({2, 3});
   const std::vector<std::pair<Index, Shape>> cases = {

@@ -4,7 +4,9 @@
 #include <numeric>
 #include <optional>
 #include <string>
+#include <utility>
 
+#include "autograd/anomaly.h"
 #include "autograd/detail/checks.h"
 #include "autograd/detail/record.h"
 #include "autograd/kernels/broadcast.h"
@@ -46,11 +48,16 @@ xt::xarray<T> with_shape(const xt::xarray<T>& x, const Shape& shape) {
 }
 
 // The ops that only rename the shape (reshape, unsqueeze, squeeze): a copy forward; the gradient
-// is renamed back.
+// is renamed back. `value` is a's value in the new shape.
+template <class T>
+Tensor<T> reshaped(const char* op, std::source_location where, const Tensor<T>& a, xt::xarray<T> value) {
+  return make_result(op, where, std::move(value), should_record(a),
+                     [a = edge(a)](const Tensor<T>& g) { accumulate(a, reshape(g, detail::as_dims(a.shape()))); });
+}
+
 template <class T>
 Tensor<T> reshaped(const char* op, std::source_location where, const Tensor<T>& a, const Shape& shape) {
-  return make_result(op, where, with_shape(a.value(), shape), should_record(a),
-                     [a = edge(a)](const Tensor<T>& g) { accumulate(a, reshape(g, detail::as_dims(a.shape()))); });
+  return reshaped(op, where, a, with_shape(a.value(), shape));
 }
 
 // The ops that reorder axes (permute, transpose): output axis i is input axis perm[i]; the
@@ -159,8 +166,9 @@ std::vector<std::size_t> even_sizes(const char* op, std::size_t n, std::size_t s
 
 }  // namespace
 
+// reshape's new shape for a (with its -1 inferred), or the error.
 template <class T>
-Tensor<T> reshape(const Tensor<T>& a, const std::vector<Index>& shape, CallSite where) {
+Shape reshape_target(const Tensor<T>& a, const std::vector<Index>& shape) {
   require_defined(a, "reshape", "a");
   const Shape in = a.shape();
   const std::size_t numel = a.numel();
@@ -192,6 +200,27 @@ Tensor<T> reshape(const Tensor<T>& a, const std::vector<Index>& shape, CallSite 
   } else if (known != numel) {
     throw ShapeError("reshape: cannot reshape " + source + " into " + format_shape(out) + " (" + std::to_string(known) +
                      " elements)");
+  }
+  return out;
+}
+
+template <class T>
+Tensor<T> reshape(const Tensor<T>& a, const std::vector<Index>& shape, CallSite where) {
+  return reshaped("reshape", where, a, reshape_target(a, shape));
+}
+
+template <class T>
+Tensor<T> reshape(Tensor<T>&& a, const std::vector<Index>& shape, CallSite where) {
+  const Shape out = reshape_target(a, shape);
+  Node<T>& node = *a.node();
+  // Nothing but `a` reaches the node, or nothing but edges (which never read a value) besides `a`'s
+  // hold: no one can read the value after this, so it moves instead of being copied. Not in anomaly
+  // mode, whose checks compare the output with the input's value.
+  const bool only_reader = a.node().use_count() == 1 || (!node.is_leaf && node.sole_value_hold());
+  if (only_reader && !is_anomaly_enabled()) {
+    xt::xarray<T> value = node.take_value();
+    value.reshape(out);
+    return reshaped("reshape", where, a, std::move(value));
   }
   return reshaped("reshape", where, a, out);
 }
@@ -519,6 +548,7 @@ Tensor<T> index_select(const Tensor<T>& a, Index axis, const IndexArray& index, 
 
 #define TAPEGRAD_INSTANTIATE_SHAPE(T)                                                                    \
   template Tensor<T> reshape(const Tensor<T>&, const std::vector<Index>&, CallSite);                               \
+  template Tensor<T> reshape(Tensor<T>&&, const std::vector<Index>&, CallSite);                                    \
   template Tensor<T> permute(const Tensor<T>&, const std::vector<Index>&, CallSite);                               \
   template Tensor<T> transpose(const Tensor<T>&, Index, Index, CallSite);                                          \
   template Tensor<T> unsqueeze(const Tensor<T>&, Index, CallSite);                                                 \

@@ -9,6 +9,7 @@
 // every piece of chunk/split scatter g into zeros of the input's shape; concat hands each input
 // its window of g; index_select adds row k of g into input row index[k] (repeats add up).
 #include <initializer_list>
+#include <utility>
 #include <vector>
 
 #include "autograd/tensor.h"
@@ -20,10 +21,18 @@ namespace tapegrad {
 // element count that does not fit (or a -1 next to a 0): ShapeError naming both shapes.
 template <class T> Tensor<T> reshape(const Tensor<T>& a, const std::vector<Index>& shape,
     CallSite where = std::source_location::current());
+// The same for a temporary (reshape(einsum(...), shape)): when nothing else can read its value any
+// more, the value is moved into the result instead of copied.
+template <class T> Tensor<T> reshape(Tensor<T>&& a, const std::vector<Index>& shape,
+    CallSite where = std::source_location::current());
 // PyTorch's view; the same as reshape here (storage is always contiguous).
 template <class T> Tensor<T> view(const Tensor<T>& a, const std::vector<Index>& shape,
     CallSite where = std::source_location::current()) {
   return reshape(a, shape, where);
+}
+template <class T> Tensor<T> view(Tensor<T>&& a, const std::vector<Index>& shape,
+    CallSite where = std::source_location::current()) {
+  return reshape(std::move(a), shape, where);
 }
 // Output axis i is input axis dims[i]; dims is a permutation of 0..ndim-1 (negative entries
 // allowed): [2,3,4] with {2,0,1} gives [4,2,3]. Wrong length: ShapeError; repeats: ValueError.
