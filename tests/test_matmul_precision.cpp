@@ -184,6 +184,37 @@ TEST(MatmulPrecision, EachOperandRoundedOncePerForwardAndBackward) {
   }
 }
 
+// The scopes that keep rounded copies are per thread: two threads training on one shared weight
+// in bf16 at once (each with its own tape and input) get the gradients a lone thread gets.
+TEST(MatmulPrecision, ThreadsSharingAWeightKeepTheirOwnCopies) {
+  for (const ProductOp& op : kProductOps) {
+    SCOPED_TRACE(op.name);
+    Generator gen(11);
+    const Tensor<float> w = Tensor<float>::uniform(op.w_shape, gen, -1.0f, 1.0f);
+    std::vector<Tensor<float>> inputs;
+    for (int t = 0; t < 2; ++t) inputs.push_back(Tensor<float>::uniform(op.x_shape, gen, -1.0f, 1.0f, true));
+    const auto gradient = [&](Tensor<float> x) {
+      GradientTape tape;
+      const MatmulPrecisionScope bf16(MatmulPrecision::kBfloat16);
+      const Tensor<float> y = op.apply(x, w);
+      x.zero_grad();
+      tape.backward(y, xt::xarray<float>(y.value() * 2.0f));
+      return xt::xarray<float>(x.grad());
+    };
+    std::vector<xt::xarray<float>> alone;
+    for (const auto& x : inputs) alone.push_back(gradient(x));
+    std::vector<int> mismatches(2, 0);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 2; ++t) {
+      threads.emplace_back([&, t] {
+        for (int step = 0; step < 300; ++step) mismatches[t] += gradient(inputs[t]) != alone[t];
+      });
+    }
+    for (auto& thread : threads) thread.join();
+    EXPECT_EQ(mismatches, std::vector<int>(2, 0));
+  }
+}
+
 // The forward's copies stand for the operands' values when it ran; a backward after the operand
 // was changed in place would compute from stale copies, but it never runs: backward refuses an
 // op whose input was modified since.
