@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <numeric>
 #include <utility>
 
 #include <tbb/scalable_allocator.h>
@@ -262,17 +264,38 @@ Tensor<T> Tensor<T>::uniform(const Shape& shape, Generator& gen, T low, T high, 
   return Tensor(std::move(v), requires_grad);
 }
 
+namespace {
+// checked, and the value still in the node: reshape(std::move(t)) may have moved t's value into
+// its result (ops/shape.h), and a handle used after that must not read an empty array silently.
 template <class T>
-Shape Tensor<T>::shape() const {
-  const auto& s = checked(node_.get(), "shape")->value.shape();
-  return Shape(s.begin(), s.end());
+Node<T>* readable(const std::shared_ptr<Node<T>>& node, const char* accessor) {
+  checked(node, accessor);
+  if (node->value_released()) {
+    throw TapeError(std::string("Tensor::") + accessor + ": the value of " + node->describe() +
+                    (node->op ? std::string(" made by ") + node->op : std::string()) +
+                    " was moved into a reshape or view of this handle passed with std::move; read the result "
+                    "instead, or pass the handle without std::move (the value is then copied)");
+  }
+  return node.get();
+}
+}  // namespace
+
+template <class T>
+Shape Tensor<T>::shape() const { return checked(node_.get(), "shape")->value_shape(); }
+
+template <class T>
+std::size_t Tensor<T>::ndim() const {
+  const Node<T>& node = *checked(node_.get(), "ndim");
+  return node.value_released() ? node.value_shape().size() : node.value.dimension();
 }
 
 template <class T>
-std::size_t Tensor<T>::ndim() const { return checked(node_.get(), "ndim")->value.dimension(); }
-
-template <class T>
-std::size_t Tensor<T>::numel() const { return checked(node_.get(), "numel")->value.size(); }
+std::size_t Tensor<T>::numel() const {
+  const Node<T>& node = *checked(node_.get(), "numel");
+  if (!node.value_released()) return node.value.size();
+  const Shape shape = node.value_shape();
+  return std::accumulate(shape.begin(), shape.end(), std::size_t{1}, std::multiplies<>());
+}
 
 template <class T>
 std::size_t Tensor<T>::size(Index axis) const {
@@ -281,15 +304,16 @@ std::size_t Tensor<T>::size(Index axis) const {
   if (a < 0 || a >= n) {
     throw ValueError("Tensor::size: axis " + std::to_string(axis) + " is out of range for " + describe());
   }
-  return node_->value.shape()[static_cast<std::size_t>(a)];
+  const auto index = static_cast<std::size_t>(a);
+  return node_->value_released() ? shape()[index] : node_->value.shape()[index];
 }
 
 template <class T>
-const xt::xarray<T>& Tensor<T>::value() const { return checked(node_.get(), "value")->value; }
+const xt::xarray<T>& Tensor<T>::value() const { return readable(node_.get(), "value")->value; }
 
 template <class T>
 xt::xarray<T>& Tensor<T>::mutable_value() {
-  ++checked(node_.get(), "mutable_value")->version;
+  ++readable(node_.get(), "mutable_value")->version;
   return node_->value;
 }
 
@@ -375,7 +399,7 @@ std::string Tensor<T>::describe() const { return node_ ? node_->describe() : "<u
 
 template <class T>
 T Tensor<T>::item() const {
-  if (checked(node_.get(), "item")->value.size() != 1) {
+  if (readable(node_.get(), "item")->value.size() != 1) {
     throw ValueError("item: tensor " + describe() + " has " + std::to_string(numel()) + " elements, not 1");
   }
   return *node_->value.data();

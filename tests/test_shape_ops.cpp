@@ -115,6 +115,13 @@ TEST(ShapeOps, ReshapeOfATemporaryMovesItsValueWhenNoOneElseCanReadIt) {
     const auto r = view(std::move(t), {3, 2});
     EXPECT_EQ(r.value().data(), storage);
     EXPECT_EQ(r.value(), (xt::xarray<double>{{0, 2}, {4, 6}, {8, 10}}));
+    // The handle passed with std::move still answers its shape, but reading its value throws
+    // instead of returning an empty array.
+    EXPECT_EQ(t.shape(), (Shape{2, 3}));
+    EXPECT_EQ(t.numel(), 6u);
+    EXPECT_EQ(t.size(-1), 3u);
+    EXPECT_TRUE(throws_with<TapeError>([&] { (void)t.value(); }, {"Tensor::value", "std::move"}));
+    EXPECT_TRUE(throws_with<TapeError>([&] { (void)t.mutable_value(); }, {"mutable_value"}));
   }
   {
     const auto x = iota({2, 3}, true);

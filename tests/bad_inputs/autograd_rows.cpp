@@ -43,6 +43,12 @@ BAD_INPUT_ROW(Autograd, tensor_set_requires_grad_on_op_output, TapeError, ([] {
                 (leaf({2}) * 2.0).set_requires_grad(false);
               }()),
               "set_requires_grad", "mul")
+BAD_INPUT_ROW(Autograd, tensor_value_after_moved_into_view, TapeError, ([] {
+                Tensor<double> t = leaf({2, 3}) * 2.0;
+                const Tensor<double> v = view(std::move(t), {6});
+                (void)t.value();  // NOLINT(bugprone-use-after-move): the misuse under test
+              }()),
+              "Tensor::value", "[2,3]", "std::move")
 BAD_INPUT_ROW(Autograd, tensor_undefined_shape, ValueError, (undefined().shape()), "shape", "undefined tensor")
 BAD_INPUT_ROW(Autograd, tensor_undefined_value, ValueError, (undefined().value()), "value", "undefined tensor")
 BAD_INPUT_ROW(Autograd, tensor_undefined_item, ValueError, (undefined().item()), "item", "undefined tensor")
