@@ -3,6 +3,7 @@
 #include <numeric>
 #include <tuple>
 
+#include "autograd/anomaly.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/shape.h"
@@ -122,6 +123,15 @@ TEST(ShapeOps, ReshapeOfATemporaryMovesItsValueWhenNoOneElseCanReadIt) {
     EXPECT_EQ(t.size(-1), 3u);
     EXPECT_TRUE(throws_with<TapeError>([&] { (void)t.value(); }, {"Tensor::value", "std::move"}));
     EXPECT_TRUE(throws_with<TapeError>([&] { (void)t.mutable_value(); }, {"mutable_value"}));
+    EXPECT_TRUE(throws_with<TapeError>([&] { (void)view(std::move(t), {6}); }, {"Tensor::value", "std::move"}));
+  }
+  {
+    const DetectAnomalyGuard anomaly;  // anomaly mode reads the input when recording: copied
+    const auto x = iota({2, 3}, true);
+    GradientTape tape;
+    Tensor<double> t = mul(x, 2.0);
+    const double* storage = t.value().data();
+    EXPECT_NE(reshape(std::move(t), {6}).value().data(), storage);
   }
   {
     const auto x = iota({2, 3}, true);

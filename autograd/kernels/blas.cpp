@@ -271,15 +271,17 @@ ReuseRoundedSource::~ReuseRoundedSource() { active_reuse = outer_; }
 
 std::size_t bf16_rounded_floats() { return rounded_floats; }
 
-bool ReuseRoundedSource::covers(const float* x) const {
-  return std::any_of(sources_.begin(), sources_.end(), [x](std::span<const float> source) {
-    return x >= source.data() && x < source.data() + source.size();
+bool ReuseRoundedSource::covers(const Key& key) const {
+  // Every float the key's matrices read (products with an empty extent never get here).
+  const float* last = key.first + (key.count - 1) * key.stride + (key.rows - 1) * key.ld + key.cols - 1;
+  return std::any_of(sources_.begin(), sources_.end(), [&](std::span<const float> source) {
+    return key.first >= source.data() && last < source.data() + source.size();
   });
 }
 
 std::shared_ptr<const void> ReuseRoundedSource::find(const Key& key) {
   for (const ReuseRoundedSource* scope = active_reuse; scope; scope = scope->outer_) {
-    if (!scope->covers(key.first)) continue;
+    if (!scope->covers(key)) continue;
     for (const auto& [kept_key, copy] : scope->copies_)
       if (kept_key == key) return copy;
   }
@@ -288,7 +290,7 @@ std::shared_ptr<const void> ReuseRoundedSource::find(const Key& key) {
 
 void ReuseRoundedSource::keep(const Key& key, const std::shared_ptr<const void>& copy) {
   for (ReuseRoundedSource* scope = active_reuse; scope; scope = scope->outer_)
-    if (scope->covers(key.first)) scope->copies_.emplace_back(key, copy);
+    if (scope->covers(key)) scope->copies_.emplace_back(key, copy);
 }
 
 template void gemm<float>(bool, bool, std::size_t, std::size_t, std::size_t, float, const float*, std::size_t,

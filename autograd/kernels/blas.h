@@ -58,13 +58,13 @@ class ReuseRoundedSource {
   // Every copy this scope holds, the kept ones and those made in it.
   const Copies& copies() const { return copies_; }
 
-  // For blas.cpp: the copy of `key` held by a scope covering key.first (the innermost first), or
-  // null; and a new copy handed to every scope covering key.first.
+  // For blas.cpp: the copy of `key` held by a scope whose sources hold all of the key's matrices
+  // (the innermost first), or null; and a new copy handed to every such scope.
   static std::shared_ptr<const void> find(const Key& key);
   static void keep(const Key& key, const std::shared_ptr<const void>& copy);
 
  private:
-  bool covers(const float* x) const;
+  bool covers(const Key& key) const;
 
   std::vector<std::span<const float>> sources_;
   Copies copies_;

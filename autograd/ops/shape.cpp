@@ -215,9 +215,10 @@ Tensor<T> reshape(Tensor<T>&& a, const std::vector<Index>& shape, CallSite where
   Node<T>& node = *a.node();
   // Nothing but `a` reaches the node, or nothing but edges (which never read a value) besides `a`'s
   // hold: no one can read the value after this, so it moves instead of being copied. Not in anomaly
-  // mode, whose checks compare the output with the input's value.
+  // mode, which reads the input's value when it records the op; and a value already moved out is
+  // left to a.value() below to report.
   const bool only_reader = a.node().use_count() == 1 || (!node.is_leaf && node.sole_value_hold());
-  if (only_reader && !is_anomaly_enabled()) {
+  if (only_reader && !node.value_released() && !is_anomaly_enabled()) {
     xt::xarray<T> value = node.take_value();
     value.reshape(out);
     return reshaped("reshape", where, a, std::move(value));
