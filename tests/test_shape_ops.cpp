@@ -160,7 +160,8 @@ TEST(ShapeOps, ReshapeOfATemporaryMovesItsValueWhenNoOneElseCanReadIt) {
     tape.backward(sum(r));
     EXPECT_EQ(x.grad(), xt::xarray<double>(xt::exp(x.value())));
   }
-  EXPECT_TRUE(passes_gradcheck([](const Inputs& x) { return view(mul(x[0], 3.0), {3, -1}); }, {random_tensor({2, 3}, 37)}));
+  EXPECT_TRUE(
+      passes_gradcheck([](const Inputs& x) { return view(mul(x[0], 3.0), {3, -1}); }, {random_tensor({2, 3}, 37)}));
 }
 
 TEST(ShapeOps, UnsqueezeInsertsAtOutputPosition) {
