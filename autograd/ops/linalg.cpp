@@ -42,7 +42,7 @@ using RoundedCopies = kernels::ReuseRoundedSource::Copies;
 // same operands again, and its output gradient g twice (once per operand gradient): inside this
 // scope over those tensors' values each is rounded once. A forward hands the copies it made to its
 // backward (`kept`); they are still the operands' own, since backward first checks that no input
-// was modified since. Nothing in float32 or float64.
+// was modified since. Null or undefined tensors are skipped. Nothing in float32 or float64.
 template <class T>
 std::optional<kernels::ReuseRoundedSource> round_once(std::initializer_list<const Tensor<T>*> tensors,
                                                       RoundedCopies kept = {}) {
@@ -50,7 +50,7 @@ std::optional<kernels::ReuseRoundedSource> round_once(std::initializer_list<cons
     if (matmul_precision() == MatmulPrecision::kBfloat16) {
       std::vector<std::span<const float>> sources;
       for (const Tensor<T>* t : tensors)
-        if (t->defined()) sources.emplace_back(t->value().data(), t->value().size());
+        if (t && t->defined()) sources.emplace_back(t->value().data(), t->value().size());
       return std::optional<kernels::ReuseRoundedSource>(std::in_place, std::move(sources), std::move(kept));
     }
   }
@@ -284,19 +284,18 @@ Tensor<T> einsum_node(const char* op, const kernels::EinsumEquation& eq, const s
   for (const auto& x : operands) values.push_back(&x.value());
   const Tensor<T>* second = operands.size() == 2 ? &operands[1] : nullptr;
   RoundedCopies forward_copies;
-  xt::xarray<T> out;
-  {
-    const auto rounded_once = second ? round_once<T>({&operands[0], second}) : round_once<T>({&operands[0]});
-    out = kernels::einsum(eq, values, sizes);
+  xt::xarray<T> out = [&] {
+    const auto rounded_once = round_once<T>({&operands[0], second});
+    xt::xarray<T> value = kernels::einsum(eq, values, sizes);
     forward_copies = copies_made(rounded_once);
-  }
+    return value;
+  }();
   return make_result(op, where, std::move(out), detail::should_record_any(operands),
                      [eq, operands, sizes, where, precision = matmul_precision(),
                       forward_copies = std::move(forward_copies)](const Tensor<T>& g) {
                        const MatmulPrecisionScope as_forward(precision);
                        const Tensor<T>* second = operands.size() == 2 ? &operands[1] : nullptr;
-                       const auto rounded_once = second ? round_once<T>({&g, &operands[0], second}, forward_copies)
-                                                        : round_once<T>({&g, &operands[0]}, forward_copies);
+                       const auto rounded_once = round_once<T>({&g, &operands[0], second}, forward_copies);
                        for (std::size_t i = 0; i < operands.size(); ++i) {
                          if (!operands[i].requires_grad()) continue;
                          const bool pair = operands.size() == 2;
