@@ -1,7 +1,9 @@
 #include <memory>
 #include <thread>
 
+#include "autograd/generator.h"
 #include "autograd/ops/elementwise.h"
+#include "autograd/ops/masking.h"
 #include "autograd/ops/pointwise.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/shape.h"
@@ -365,6 +367,73 @@ TEST(SavedValues, LeavesKeepTheirValueWhenTheirHandlesGo) {
   EXPECT_FALSE(node->value_released());
   tape.backward(loss);
   EXPECT_EQ(max_abs_diff(*node->grad, xt::xarray<double>{1.0, 1.0}), 0.0);
+}
+
+// The gradient flowing into an op is handed to the last input that takes it unchanged, instead
+// of a copy: add's b, a reshape's input, dropout's input when nothing is dropped (their gradient
+// arrays are the hook-observed one). add's a still gets a copy; a retained gradient is never
+// handed on; values are unchanged.
+TEST(GradientStorage, TheLastInputTakingTheIncomingGradientTakesItsArray) {
+  const auto incoming_array = [](Tensor<double>& t, const double** seen) {
+    t.register_hook([seen](const xt::xarray<double>& g) -> std::optional<xt::xarray<double>> {
+      *seen = g.data();
+      return std::nullopt;
+    });
+  };
+  {
+    const auto a = random_tensor({2, 3}, 1), b = random_tensor({2, 3}, 2);
+    GradientTape tape;
+    auto y = a + b;
+    const double* seen = nullptr;
+    incoming_array(y, &seen);
+    tape.backward(sum(mul(y, 3.0)));
+    ASSERT_NE(seen, nullptr);
+    EXPECT_EQ(b.grad().data(), seen);
+    EXPECT_NE(a.grad().data(), seen);
+    EXPECT_EQ(a.grad(), xt::xarray<double>(xt::ones<double>({2, 3}) * 3.0));
+    EXPECT_EQ(b.grad(), a.grad());
+  }
+  {
+    const auto a = random_tensor({2, 3}, 1);
+    GradientTape tape;
+    auto r = reshape(a, {6});
+    const double* seen = nullptr;
+    incoming_array(r, &seen);
+    tape.backward(sum(mul(r, r)));
+    ASSERT_NE(seen, nullptr);
+    EXPECT_EQ(a.grad().data(), seen);
+    EXPECT_EQ(a.grad(), xt::xarray<double>(2.0 * a.value()));
+  }
+  {
+    const auto a = random_tensor({2, 3}, 1);
+    Generator gen(1);
+    GradientTape tape;
+    auto d = dropout(a, 0.0, /*training=*/true, gen);
+    const double* seen = nullptr;
+    incoming_array(d, &seen);
+    tape.backward(sum(mul(d, d)));
+    ASSERT_NE(seen, nullptr);
+    EXPECT_EQ(a.grad().data(), seen);
+    EXPECT_EQ(a.grad(), xt::xarray<double>(2.0 * a.value()));
+  }
+  {
+    const auto a = random_tensor({2, 3}, 1), b = random_tensor({2, 3}, 2);
+    GradientTape tape;
+    auto y = a + b;
+    y.retain_grad();
+    const double* seen = nullptr;
+    incoming_array(y, &seen);
+    tape.backward(sum(mul(y, 3.0)));
+    EXPECT_NE(b.grad().data(), seen);
+    EXPECT_EQ(y.grad(), xt::xarray<double>(xt::ones<double>({2, 3}) * 3.0));
+    EXPECT_EQ(b.grad(), y.grad());
+  }
+  {
+    const auto a = random_tensor({2, 3}, 1);
+    GradientTape tape;
+    tape.backward(sum(mul(a + a, 3.0)));  // both inputs are a: a copy, then the array added in
+    EXPECT_EQ(a.grad(), xt::xarray<double>(xt::ones<double>({2, 3}) * 6.0));
+  }
 }
 
 }  // namespace

@@ -151,9 +151,15 @@ void run_formula(Node<T>& output, const Apply& apply) {
   }
   std::optional<xt::xarray<T>> grad = output.take_grad();
   if (!output.hooks.empty()) output.apply_hooks(*grad);
-  const Tensor<T> g(std::move(*grad));
+  Tensor<T> g(std::move(*grad));
+  if (!output.retains_grad) {
+    // The formula gets the only handle: one taking g by value can pass its storage on (the last
+    // input it reaches takes the array instead of a copy).
+    apply(std::move(g));
+    return;
+  }
   apply(g);
-  if (output.retains_grad) output.accumulate_grad(std::move(g.node()->value));
+  output.accumulate_grad(std::move(g.node()->value));
 }
 
 template <class T, class Backward>
@@ -177,7 +183,7 @@ Tensor<T> make_result(const char* op, std::source_location where, xt::xarray<T> 
   } else if constexpr (BackwardFormula<Backward, T>) {
     // The formula reads the output, so the entry holds its value.
     run = [raw, output = out, fn = std::forward<Backward>(backward)]() {
-      run_formula(*raw, [&](const Tensor<T>& g) { fn(g, output); });
+      run_formula(*raw, [&](Tensor<T> g) { fn(std::move(g), output); });
     };
   } else {
     run = [raw, op, output = out, fn = std::forward<Backward>(backward)]() {

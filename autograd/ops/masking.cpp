@@ -138,7 +138,7 @@ Tensor<T> dropout_part(const Tensor<T>& a, double p, bool training, Generator& g
                        std::size_t begin, CallSite where) {
   if (!training || p == 0.0) {
     return make_result("dropout", where, xt::xarray<T>(a.value()), should_record(a),
-                       [a = detail::edge(a)](const Tensor<T>& g) { accumulate(a, g); });
+                       [a = detail::edge(a)](Tensor<T> g) { accumulate(a, std::move(g)); });
   }
   if (p == 1.0) {  // every element dropped: 1/(1-p) would be infinite, and nothing is random
     return make_result("dropout", where, xt::xarray<T>(xt::zeros<T>(a.shape())), should_record(a),

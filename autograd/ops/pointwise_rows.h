@@ -68,12 +68,18 @@ Tensor<T> unary_op(const char* op, const char* recorded_name, const Tensor<T>& a
   }
 }
 
-// Accumulates a binary row's derivatives, each summed back to its operand's shape.
+// Accumulates a binary row's derivatives, each summed back to its operand's shape. g's handle is
+// dropped before b's gradient is accumulated: where that gradient is g itself (add, sub's a),
+// b then takes g's array instead of a copy.
 template <class T, class A, class B, class DerivativeA, class DerivativeB>
-void accumulate_binary(const Tensor<T>& g, const A& a, const B& b, const Tensor<T>& y, const DerivativeA& derivative_a,
+void accumulate_binary(Tensor<T> g, const A& a, const B& b, const Tensor<T>& y, const DerivativeA& derivative_a,
                        const DerivativeB& derivative_b) {
   if (a.requires_grad()) accumulate(a, unbroadcast(derivative_a(g, operand(a), operand(b), y), a.shape()));
-  if (b.requires_grad()) accumulate(b, unbroadcast(derivative_b(g, operand(a), operand(b), y), b.shape()));
+  if (b.requires_grad()) {
+    Tensor<T> db = derivative_b(g, operand(a), operand(b), y);
+    g = Tensor<T>();
+    accumulate(b, unbroadcast(std::move(db), b.shape()));
+  }
 }
 
 // One binary row: y = forward(a, b) broadcast by the map kernel; backward accumulates each
@@ -88,14 +94,14 @@ Tensor<T> binary_op(const char* op, const Tensor<T>& a, const Tensor<T>& b, Call
   kernels::map(a.value().data(), a.shape(), b.value().data(), b.shape(), y.data(), shape, forward);
   if constexpr (ReadsY) {
     return make_result(op, where, std::move(y), should_record(a, b),
-                       [a = kept<ReadsA>(a), b = kept<ReadsB>(b), derivative_a, derivative_b](const Tensor<T>& g,
+                       [a = kept<ReadsA>(a), b = kept<ReadsB>(b), derivative_a, derivative_b](Tensor<T> g,
                                                                                              const Tensor<T>& out) {
-                         accumulate_binary(g, a, b, out, derivative_a, derivative_b);
+                         accumulate_binary(std::move(g), a, b, out, derivative_a, derivative_b);
                        });
   } else {
     return make_result(op, where, std::move(y), should_record(a, b),
-                       [a = kept<ReadsA>(a), b = kept<ReadsB>(b), derivative_a, derivative_b](const Tensor<T>& g) {
-                         accumulate_binary(g, a, b, Tensor<T>(), derivative_a, derivative_b);
+                       [a = kept<ReadsA>(a), b = kept<ReadsB>(b), derivative_a, derivative_b](Tensor<T> g) {
+                         accumulate_binary(std::move(g), a, b, Tensor<T>(), derivative_a, derivative_b);
                        });
   }
 }

@@ -52,7 +52,7 @@ xt::xarray<T> with_shape(const xt::xarray<T>& x, const Shape& shape) {
 template <class T>
 Tensor<T> reshaped(const char* op, std::source_location where, const Tensor<T>& a, xt::xarray<T> value) {
   return make_result(op, where, std::move(value), should_record(a),
-                     [a = edge(a)](const Tensor<T>& g) { accumulate(a, reshape(g, detail::as_dims(a.shape()))); });
+                     [a = edge(a)](Tensor<T> g) { accumulate(a, reshape(std::move(g), detail::as_dims(a.shape()))); });
 }
 
 template <class T>
