@@ -69,8 +69,8 @@ Tensor<T> unary_op(const char* op, const char* recorded_name, const Tensor<T>& a
 }
 
 // Accumulates a binary row's derivatives, each summed back to its operand's shape. g's handle is
-// dropped before b's gradient is accumulated: where that gradient is g itself (add, sub's a),
-// b then takes g's array instead of a copy.
+// dropped before b's gradient is accumulated: where that gradient is g itself (add's b), b then
+// takes g's array instead of a copy.
 template <class T, class A, class B, class DerivativeA, class DerivativeB>
 void accumulate_binary(Tensor<T> g, const A& a, const B& b, const Tensor<T>& y, const DerivativeA& derivative_a,
                        const DerivativeB& derivative_b) {
