@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "autograd/array_allocator.h"  // before xtensor: it sets xt::xarray's allocator
 #include <xtensor/xarray.hpp>
 
 #include "autograd/call_site.h"

@@ -10,7 +10,13 @@
 # package (tests/downstream_package.sh builds against it without them).
 option(TAPEGRAD_PRECOMPILE_HEADERS "Precompile the heavy third-party headers (xtensor, xsimd, TBB, GoogleTest)" ON)
 
+# autograd/array_allocator.h comes first, before any xtensor header: it defines
+# XTENSOR_DEFAULT_ALLOCATOR (tapegrad's xt::xarray allocator). The exception to "third-party only".
+# Targets with a precompiled header are marked TAPEGRAD_PCH: for them the PCH carries that header,
+# and the forced include autograd/CMakeLists.txt gives every other consumer is left out (gcc ignores
+# a PCH that is not the first include, and CMake puts target compile options before the PCH's -include).
 set(TAPEGRAD_PCH_HEADERS
+    "${PROJECT_SOURCE_DIR}/autograd/array_allocator.h"
     <algorithm> <cmath> <functional> <memory> <optional> <string> <vector>
     <xtensor/xarray.hpp> <xtensor/xview.hpp> <xtensor/xmath.hpp> <xtensor/xbuilder.hpp>
     <xsimd/xsimd.hpp>
@@ -22,6 +28,7 @@ function(tapegrad_share_precompiled_headers target group)
   if(NOT TAPEGRAD_PRECOMPILE_HEADERS)
     return()
   endif()
+  set_target_properties(${target} PROPERTIES TAPEGRAD_PCH ON)
   get_property(owner GLOBAL PROPERTY TAPEGRAD_PCH_OWNER_${group})
   if(owner)
     target_precompile_headers(${target} REUSE_FROM ${owner})

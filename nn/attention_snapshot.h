@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/array_allocator.h"  // before xtensor: it sets xt::xarray's allocator
 #include <xtensor/xarray.hpp>
 
 namespace tapegrad::nn {

@@ -30,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "autograd/array_allocator.h"  // before xtensor: it sets xt::xarray's allocator
 #include <xtensor/xarray.hpp>
 
 #include "autograd/errors.h"

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "autograd/array_allocator.h"  // before xtensor: it sets xt::xarray's allocator
 #include <xtensor/xarray.hpp>
 
 #include "autograd/errors.h"

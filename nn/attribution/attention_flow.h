@@ -22,6 +22,7 @@
 // the layer and the value when an entry is negative or not finite.
 #include <span>
 
+#include "autograd/array_allocator.h"  // before xtensor: it sets xt::xarray's allocator
 #include <xtensor/xarray.hpp>
 
 namespace tapegrad::nn {

@@ -13,6 +13,7 @@
 // same shape (nn/attribution/layer_maps.h).
 #include <span>
 
+#include "autograd/array_allocator.h"  // before xtensor: it sets xt::xarray's allocator
 #include <xtensor/xarray.hpp>
 
 namespace tapegrad::nn {

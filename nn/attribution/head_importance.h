@@ -25,6 +25,7 @@
 // differs from its map's.
 #include <span>
 
+#include "autograd/array_allocator.h"  // before xtensor: it sets xt::xarray's allocator
 #include <xtensor/xarray.hpp>
 
 namespace tapegrad::nn {

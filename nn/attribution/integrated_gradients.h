@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <functional>
 
+#include "autograd/array_allocator.h"  // before xtensor: it sets xt::xarray's allocator
 #include <xtensor/xarray.hpp>
 
 namespace tapegrad::nn {

@@ -13,6 +13,7 @@
 #include <span>
 #include <string_view>
 
+#include "autograd/array_allocator.h"  // before xtensor: it sets xt::xarray's allocator
 #include <xtensor/xarray.hpp>
 #include <xtensor/xtensor.hpp>
 

@@ -11,6 +11,7 @@
 // reverse such a list before calling.
 #include <span>
 
+#include "autograd/array_allocator.h"  // before xtensor: it sets xt::xarray's allocator
 #include <xtensor/xarray.hpp>
 
 namespace tapegrad::nn {

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "autograd/array_allocator.h"  // before xtensor: it sets xt::xarray's allocator
 #include <xtensor/xarray.hpp>
 
 #include "autograd/tensor.h"

@@ -1,0 +1,281 @@
+#include "autograd/detail/step_arena.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <new>
+
+#include "autograd/array_allocator.h"
+#include "autograd/malloc_policy.h"
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+namespace tapegrad::detail {
+namespace {
+
+void* heap_allocate(std::size_t bytes) { return ::operator new(bytes, std::align_val_t{64}); }
+void heap_deallocate(void* p, std::size_t bytes) noexcept { ::operator delete(p, bytes, std::align_val_t{64}); }
+
+// The address range every arena is mapped in: reserved (PROT_NONE, no memory committed) on the
+// first arena, never released. 64 GiB of address space, far beyond any step this machine can hold.
+constexpr std::size_t kArenaSpaceBytes = std::size_t{64} << 30;
+constexpr std::size_t kArenaGranule = std::size_t{2} << 20;  // arenas start and end on 2 MiB
+std::atomic<std::uintptr_t> arena_space_begin{0};
+std::atomic<std::size_t> arena_space_bytes{0};
+
+bool in_arena_space(const void* p) {
+  return reinterpret_cast<std::uintptr_t>(p) - arena_space_begin.load(std::memory_order_relaxed) <
+         arena_space_bytes.load(std::memory_order_relaxed);
+}
+
+// First fit over the free parts of the reserved range (offset -> length); arenas come and go
+// once per recording, so a mutex and a map are plenty.
+class ArenaSpace {
+ public:
+  std::byte* map(std::size_t bytes) {
+    std::lock_guard lock(mutex_);
+    if (!reserve()) return nullptr;
+    for (auto it = free_.begin(); it != free_.end(); ++it) {
+      if (it->second < bytes) continue;
+      const auto [offset, length] = *it;
+      free_.erase(it);
+      if (length > bytes) free_.emplace(offset + bytes, length - bytes);
+      std::byte* at = begin() + offset;
+      if (::mmap(at, bytes, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED) {
+        give_back(offset, bytes);
+        return nullptr;
+      }
+      return at;
+    }
+    return nullptr;
+  }
+  // Drops the pages (back to PROT_NONE, nothing committed) and frees the range.
+  void unmap(std::byte* at, std::size_t bytes) {
+    std::lock_guard lock(mutex_);
+    ::mmap(at, bytes, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    give_back(static_cast<std::size_t>(at - begin()), bytes);
+  }
+
+ private:
+  std::byte* begin() const { return reinterpret_cast<std::byte*>(arena_space_begin.load(std::memory_order_relaxed)); }
+  bool reserve() {
+    if (arena_space_bytes.load(std::memory_order_relaxed) != 0) return true;
+    void* at = ::mmap(nullptr, kArenaSpaceBytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (at == MAP_FAILED) return false;
+    arena_space_begin.store(reinterpret_cast<std::uintptr_t>(at), std::memory_order_relaxed);
+    arena_space_bytes.store(kArenaSpaceBytes, std::memory_order_relaxed);
+    free_.emplace(0, kArenaSpaceBytes);
+    return true;
+  }
+  void give_back(std::size_t offset, std::size_t bytes) {
+    auto it = free_.emplace(offset, bytes).first;
+    if (auto next = std::next(it); next != free_.end() && offset + bytes == next->first) {
+      it->second += next->second;
+      free_.erase(next);
+    }
+    if (it != free_.begin()) {
+      if (auto prev = std::prev(it); prev->first + prev->second == it->first) {
+        prev->second += it->second;
+        free_.erase(it);
+      }
+    }
+  }
+
+  std::mutex mutex_;
+  std::map<std::size_t, std::size_t> free_;
+};
+
+ArenaSpace& arena_space() {
+  static ArenaSpace space;
+  return space;
+}
+
+// The recordings in progress on any thread: a heap block freed anywhere may be one of theirs.
+std::mutex recordings_mutex;
+std::vector<StepRecording*> recordings;
+std::atomic<std::size_t> recordings_in_progress{0};
+
+thread_local StepRecording* this_thread_recording = nullptr;
+thread_local StepReplay* this_thread_replay = nullptr;
+
+}  // namespace
+
+// Shared by the replay that owns it and every block it handed out that is still alive.
+struct ArenaStorage {
+  std::byte* base = nullptr;
+  std::size_t mapped = 0;
+  std::atomic<std::size_t> refs{1};
+  std::unique_ptr<std::atomic<bool>[]> alive;  // per recorded block: handed out and not yet freed
+
+  void release() noexcept {
+    if (refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    if (mapped != 0) arena_space().unmap(base, mapped);
+    delete this;
+  }
+};
+
+namespace {
+
+struct BlockHeader {
+  ArenaStorage* storage;
+  std::size_t index;
+};
+static_assert(sizeof(BlockHeader) <= kArenaBlockHeader);
+
+void free_arena_block(void* p) noexcept {
+  auto* header = reinterpret_cast<BlockHeader*>(static_cast<std::byte*>(p) - kArenaBlockHeader);
+  ArenaStorage* storage = header->storage;
+  storage->alive[header->index].store(false, std::memory_order_release);
+  storage->release();
+}
+
+}  // namespace
+
+StepRecording::StepRecording() {
+  std::lock_guard lock(recordings_mutex);
+  recordings.push_back(this);
+  recordings_in_progress.fetch_add(1, std::memory_order_release);
+}
+
+StepRecording::~StepRecording() {
+  std::lock_guard lock(recordings_mutex);
+  recordings.erase(std::find(recordings.begin(), recordings.end(), this));
+  recordings_in_progress.fetch_sub(1, std::memory_order_release);
+}
+
+void* StepRecording::allocate(std::size_t bytes) {
+  void* p = heap_allocate(bytes);
+  try {
+    std::lock_guard lock(mutex_);
+    alive_[p] = blocks_.size();
+    blocks_.push_back({bytes, kOutlivedStep});
+  } catch (...) {
+    heap_deallocate(p, bytes);
+    throw;
+  }
+  return p;
+}
+
+void StepRecording::note_free(void* p) {
+  std::lock_guard lock(mutex_);
+  auto it = alive_.find(p);
+  if (it == alive_.end()) return;
+  blocks_[it->second].freed_before = blocks_.size();
+  alive_.erase(it);
+}
+
+std::vector<RecordedBlock> StepRecording::finish() {
+  std::lock_guard lock(mutex_);
+  alive_.clear();
+  return std::move(blocks_);
+}
+
+StepReplay::StepReplay(std::vector<RecordedBlock> blocks, const ArenaPlan& plan)
+    : blocks_(std::move(blocks)), offsets_(plan.offsets), storage_(new ArenaStorage) {
+  storage_->alive = std::make_unique<std::atomic<bool>[]>(blocks_.size());
+  if (plan.arena_bytes != 0) {
+    const std::size_t mapped = (plan.arena_bytes + kArenaGranule - 1) / kArenaGranule * kArenaGranule;
+    storage_->base = arena_space().map(mapped);
+    if (storage_->base == nullptr) {
+      delete storage_;
+      throw std::bad_alloc();
+    }
+    storage_->mapped = mapped;
+  }
+  for (std::size_t i = 0; i < blocks_.size(); ++i) {
+    if (offsets_[i] != kOnHeap) by_expected_free_.push_back(i);
+  }
+  std::stable_sort(by_expected_free_.begin(), by_expected_free_.end(),
+                   [&](std::size_t a, std::size_t b) { return blocks_[a].freed_before < blocks_[b].freed_before; });
+}
+
+StepReplay::~StepReplay() { storage_->release(); }
+
+std::size_t StepReplay::arena_bytes() const { return storage_->mapped; }
+
+void StepReplay::begin_step() {
+  next_ = 0;
+  free_cursor_ = 0;
+  diverged_ = false;
+  counts_ = {};
+  late_.clear();
+  for (std::size_t i : by_expected_free_) {
+    if (storage_->alive[i].load(std::memory_order_acquire)) late_.push_back(i);
+  }
+}
+
+bool StepReplay::followed_plan() const { return !diverged_ && next_ == blocks_.size(); }
+
+bool StepReplay::range_in_use(std::size_t block) {
+  const std::size_t begin = offsets_[block];
+  const std::size_t end = begin + arena_footprint(blocks_[block]);
+  for (std::size_t i = 0; i < late_.size();) {
+    const std::size_t j = late_[i];
+    if (!storage_->alive[j].load(std::memory_order_acquire)) {
+      late_[i] = late_.back();
+      late_.pop_back();
+      continue;
+    }
+    if (offsets_[j] < end && begin < offsets_[j] + arena_footprint(blocks_[j])) return true;
+    ++i;
+  }
+  return false;
+}
+
+void* StepReplay::allocate(std::size_t bytes) {
+  const std::size_t k = next_++;
+  if (!diverged_ && (k >= blocks_.size() || blocks_[k].bytes != bytes)) diverged_ = true;
+  if (diverged_ || offsets_[k] == kOnHeap) {
+    ++counts_.heap;
+    return heap_allocate(bytes);
+  }
+  // The blocks the recording had freed by now: any still alive is late and may hold k's range.
+  while (free_cursor_ < by_expected_free_.size() && blocks_[by_expected_free_[free_cursor_]].freed_before <= k) {
+    const std::size_t j = by_expected_free_[free_cursor_++];
+    if (storage_->alive[j].load(std::memory_order_acquire)) late_.push_back(j);
+  }
+  if (range_in_use(k)) {
+    ++counts_.heap;
+    return heap_allocate(bytes);
+  }
+  std::byte* header = storage_->base + offsets_[k];
+  ::new (header) BlockHeader{storage_, k};
+  storage_->alive[k].store(true, std::memory_order_relaxed);
+  storage_->refs.fetch_add(1, std::memory_order_relaxed);
+  ++counts_.arena;
+  return header + kArenaBlockHeader;
+}
+
+void set_step_memory(StepRecording* recording, StepReplay* replay) {
+  this_thread_recording = recording;
+  this_thread_replay = replay;
+}
+
+bool step_memory_in_use() { return this_thread_recording != nullptr || this_thread_replay != nullptr; }
+
+void return_free_heap_to_system() {
+#if defined(__GLIBC__)
+  if constexpr (kMallocPolicySupported) malloc_trim(0);
+#endif
+}
+
+void* allocate_array_bytes(std::size_t bytes) {
+  if (this_thread_replay != nullptr) [[unlikely]] return this_thread_replay->allocate(bytes);
+  if (this_thread_recording != nullptr) [[unlikely]] return this_thread_recording->allocate(bytes);
+  return heap_allocate(bytes);
+}
+
+void deallocate_array_bytes(void* p, std::size_t bytes) noexcept {
+  if (in_arena_space(p)) [[unlikely]] return free_arena_block(p);
+  if (recordings_in_progress.load(std::memory_order_acquire) != 0) [[unlikely]] {
+    std::lock_guard lock(recordings_mutex);
+    for (StepRecording* recording : recordings) recording->note_free(p);
+  }
+  heap_deallocate(p, bytes);
+}
+
+}  // namespace tapegrad::detail

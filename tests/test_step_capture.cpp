@@ -1,0 +1,197 @@
+// StepCapture (autograd/step_capture.h): replayed steps give the eager step's results bit for
+// bit, whatever the caller keeps, wherever it frees it, and whatever shape comes next.
+#include <stdexcept>
+#include <thread>
+
+#include "autograd/ops/activation.h"
+#include "autograd/ops/elementwise.h"
+#include "autograd/ops/linalg.h"
+#include "autograd/ops/reduce.h"
+#include "autograd/step_capture.h"
+#include "autograd/tape.h"
+#include "examples/copy_task/copy_task.h"
+#include "tests/support/reference.h"
+
+namespace tapegrad {
+namespace {
+
+copy_task::Config small_transformer() {
+  copy_task::Config config;
+  config.seq_len = 7;
+  config.d_model = 16;
+  config.d_ff = 32;
+  config.heads = 2;
+  config.layers = 1;
+  config.dropout = 0.1;  // masks drawn every step: the replay must draw the same
+  return config;
+}
+
+// A copy-task model trained step by step, eagerly or through a capture.
+struct Training {
+  explicit Training(const copy_task::Config& config) : gen(3), model(copy_task::make_model<float>(config, gen)),
+      optimizer(model->named_parameters(), {.lr = 1e-2, .betas = {0.9, 0.98}, .eps = 1e-9}) {}
+
+  // Forward, backward, Adam; returns the loss.
+  float step(const copy_task::Batch& batch) {
+    Tensor<float> loss;
+    {
+      GradientTape tape;
+      loss = copy_task::batch_loss(*model, batch);
+      tape.backward(loss);
+    }
+    optimizer.step();
+    optimizer.zero_grad();
+    return loss.item();
+  }
+
+  Generator gen;
+  std::unique_ptr<nn::transformer::Transformer<float>> model;
+  optim::Adam<float> optimizer;
+};
+
+void expect_same_parameters(Training& eager, Training& captured) {
+  const auto a = eager.model->named_parameters(), b = captured.model->named_parameters();
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i].second.value() == b[i].second.value()) << a[i].first;
+}
+
+TEST(StepCapture, ReplayedTransformerStepsEqualEagerStepsBitForBit) {
+  const auto config = small_transformer();
+  Training eager(config), captured(config);
+  StepCapture capture;
+  Generator data(11);
+  for (int step = 0; step < 8; ++step) {
+    const auto batch = copy_task::make_batch(copy_task::random_sequences(6, config.seq_len, config.vocab, data));
+    const float eager_loss = eager.step(batch);
+    const float captured_loss = capture.run([&] { return captured.step(batch); });
+    EXPECT_EQ(eager_loss, captured_loss) << "step " << step;
+  }
+  expect_same_parameters(eager, captured);
+  const StepCaptureStats stats = capture.stats();
+  // Adam's first step creates its moments, so the second step differs from the first: it
+  // diverges, the third records again and the rest replay.
+  EXPECT_EQ(stats.recorded_steps, 2u);
+  EXPECT_EQ(stats.diverged_steps, 1u);
+  EXPECT_EQ(stats.replayed_steps, 5u);
+  EXPECT_GT(stats.planned_blocks, 100u);
+  EXPECT_GT(stats.arena_bytes, 0u);
+  EXPECT_GE(stats.arena_allocations, 5 * stats.planned_blocks);
+  EXPECT_FALSE(stats.gave_up);
+}
+
+TEST(StepCapture, AnotherBatchSizeRunsOnTheHeapThenIsRecordedAgain) {
+  const auto config = small_transformer();
+  Training eager(config), captured(config);
+  StepCapture capture;
+  Generator data(12);
+  for (std::size_t batch_size : {6, 6, 6, 6, 4, 4, 4, 6, 6}) {
+    const auto batch = copy_task::make_batch(copy_task::random_sequences(batch_size, config.seq_len, config.vocab, data));
+    EXPECT_EQ(eager.step(batch), capture.run([&] { return captured.step(batch); })) << batch_size;
+  }
+  expect_same_parameters(eager, captured);
+  const StepCaptureStats stats = capture.stats();
+  EXPECT_EQ(stats.diverged_steps, 3u);  // Adam's first step, then each change of size
+  EXPECT_EQ(stats.recorded_steps, 4u);
+  EXPECT_EQ(stats.replayed_steps, 2u);
+}
+
+// A small step on doubles: y = sum(tanh(x w) * x w), its gradient into w; `keep` sees each
+// intermediate array the step makes.
+struct SmallStep {
+  Tensor<double> x = Tensor<double>(xt::xarray<double>{{0.5, -1.0, 2.0}, {1.5, 0.25, -0.75}});
+  Tensor<double> w = Tensor<double>(xt::xarray<double>{{0.1, 0.2}, {-0.3, 0.4}, {0.5, -0.6}}, true);
+
+  Tensor<double> run(const std::function<void(const Tensor<double>&)>& keep = {}) {
+    GradientTape tape;
+    const auto xw = matmul(x, w);
+    const auto t = tanh(xw);
+    if (keep) keep(t);
+    const auto y = sum(t * xw);
+    tape.backward(y);
+    w.zero_grad();
+    return y;
+  }
+};
+
+TEST(StepCapture, AnArrayKeptFromAReplayKeepsItsBytes) {
+  SmallStep step;
+  StepCapture capture;
+  const xt::xarray<double> expected = step.run().value();
+  for (int i = 0; i < 3; ++i) capture.run([&] { step.run(); });
+  ASSERT_EQ(capture.stats().replayed_steps, 2u);
+  Tensor<double> kept;
+  capture.run([&] { step.run([&](const Tensor<double>& t) { kept = t; }); });  // outlives its step
+  const xt::xarray<double> kept_value = kept.value();
+  for (int i = 0; i < 4; ++i) {
+    const Tensor<double> y = capture.run([&] { return step.run(); });
+    EXPECT_TRUE(y.value() == expected) << i;
+    EXPECT_TRUE(kept.value() == kept_value) << "a later replay overwrote the array kept from an earlier one, step " << i;
+  }
+  const StepCaptureStats stats = capture.stats();
+  EXPECT_EQ(stats.diverged_steps, 0u);
+  EXPECT_GT(stats.heap_allocations, 0u);  // the kept array's planned block went to the heap
+}
+
+TEST(StepCapture, AnArrayOutlivesItsCaptureAndIsFreedOnAnotherThread) {
+  SmallStep step;
+  Tensor<double> kept;
+  xt::xarray<double> kept_value;
+  {
+    StepCapture capture;
+    for (int i = 0; i < 3; ++i) capture.run([&] { step.run(); });
+    capture.run([&] { step.run([&](const Tensor<double>& t) { kept = t; }); });
+    kept_value = kept.value();
+    EXPECT_GT(capture.stats().arena_allocations, 0u);
+  }
+  EXPECT_TRUE(kept.value() == kept_value);
+  std::thread([moved = std::move(kept)]() mutable { moved = Tensor<double>(); }).join();
+  // The arena is unmapped now; new arrays still work, captured or not.
+  StepCapture again;
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(again.run([&] { return step.run(); }).value() == step.run().value());
+}
+
+TEST(StepCapture, RunInsideRunThrowsAndTheOuterStepStillCompletes) {
+  SmallStep step;
+  StepCapture outer, inner;
+  const Tensor<double> y = outer.run([&] {
+    EXPECT_TRUE(throws_with<std::logic_error>([&] { inner.run([&] { step.run(); }); }, {"StepCapture::run", "already running"}));
+    return step.run();
+  });
+  EXPECT_TRUE(y.value() == step.run().value());
+}
+
+TEST(StepCapture, AStepThatThrowsIsRethrownAndTheNextIsRecordedAgain) {
+  SmallStep step;
+  StepCapture capture;
+  capture.run([&] { step.run(); });
+  EXPECT_THROW(capture.run([&] {
+    step.run();
+    throw std::runtime_error("user error");
+  }), std::runtime_error);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(capture.run([&] { return step.run(); }).value() == step.run().value());
+  const StepCaptureStats stats = capture.stats();
+  EXPECT_EQ(stats.diverged_steps, 1u);
+  EXPECT_EQ(stats.recorded_steps, 2u);
+  EXPECT_EQ(stats.replayed_steps, 2u);
+}
+
+TEST(StepCapture, StepsThatNeverRepeatMakeItGiveUp) {
+  StepCapture capture;
+  for (std::size_t n = 1; n < 10; ++n) {
+    const auto x = Tensor<double>(xt::ones<double>({n}), true);
+    const Tensor<double> y = capture.run([&] {
+      GradientTape tape;
+      auto s = sum(x * x);
+      tape.backward(s);
+      return s;
+    });
+    EXPECT_EQ(y.item(), static_cast<double>(n));
+    EXPECT_TRUE(x.grad() == 2.0 * xt::ones<double>({n}));
+  }
+  const StepCaptureStats stats = capture.stats();
+  EXPECT_TRUE(stats.gave_up);
+  EXPECT_EQ(stats.diverged_steps, StepCapture::kMaxConsecutiveRerecords + 1);
+}
+
+}  // namespace
+}  // namespace tapegrad
