@@ -61,13 +61,13 @@ inline void report_flops(benchmark::State& state, double flops) {
   state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-
 void register_op_benchmarks();
 void register_model_benchmarks();
 
-// --rss=SIZE mode: builds the copy-task trainer of that size, runs `steps` training steps and
-// prints one JSON line with the process's peak resident set size at start, after building the
-// trainer, and at the end (KiB).
-int report_training_rss(const std::string& size, std::size_t steps);
+// --rss=SIZE mode: builds the copy-task trainer of that size, runs `steps` training steps (each
+// through a StepCapture with `capture`) and prints one JSON line with the process's peak resident
+// set size at start, after building the trainer, at the end, and over the steps after the first
+// three (steady_peak_rss_kib; 0 for 3 steps or fewer), in KiB.
+int report_training_rss(const std::string& size, std::size_t steps, bool capture);
 
 }  // namespace tapegrad::bench

@@ -1,7 +1,7 @@
 // tapegrad_bench: every workload of bench/, as Google Benchmark runs them, plus a peak-RSS mode.
 //
 //   tapegrad_bench [--threads=N] [--openblas-only] [Google Benchmark flags]   e.g. --benchmark_filter=softmax
-//   tapegrad_bench [--threads=N] --rss=tiny|paper [--rss-steps=S]
+//   tapegrad_bench [--threads=N] --rss=tiny|paper [--rss-steps=S] [--rss-capture]
 //
 // Threads: --threads=N, else the TAPEGRAD_BENCH_THREADS environment variable, else all cores
 // (0). The count goes to tapegrad::set_num_threads and into the JSON context as "tapegrad_threads".
@@ -24,6 +24,7 @@ struct Options {
   std::size_t threads = 0;
   std::optional<std::string> rss_size;
   std::size_t rss_steps = 5;
+  bool rss_capture = false;  // each step through a StepCapture
   bool openblas_only = false;
 };
 
@@ -39,6 +40,8 @@ Options take_own_flags(int& argc, char** argv) {
       options.threads = std::stoul(value("--threads="));
     } else if (arg.starts_with("--rss=")) {
       options.rss_size = value("--rss=");
+    } else if (arg == "--rss-capture") {
+      options.rss_capture = true;
     } else if (arg.starts_with("--rss-steps=")) {
       options.rss_steps = std::stoul(value("--rss-steps="));
     } else if (arg == "--openblas-only") {
@@ -66,7 +69,7 @@ int main(int argc, char** argv) {
   if (options.openblas_only) openblas_only.emplace(tapegrad::kernels::GemmBackend::kOpenBlas);
   if (options.rss_size) {
     try {
-      return tapegrad::bench::report_training_rss(*options.rss_size, options.rss_steps);
+      return tapegrad::bench::report_training_rss(*options.rss_size, options.rss_steps, options.rss_capture);
     } catch (const std::exception& e) {
       std::cerr << e.what() << "\n";
       return 2;

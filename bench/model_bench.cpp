@@ -1,8 +1,10 @@
 // Model-level workloads: labml attention forward+backward, an Adam step over the paper-size
 // Transformer, and whole copy-task training steps; plus the peak-RSS mode.
-#include <sys/resource.h>
-
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <stdexcept>
+#include <string>
 #include <limits>
 
 #include "autograd/kernels/parallel.h"
@@ -15,10 +17,21 @@ namespace tapegrad::bench {
 
 namespace {
 
+// The process's peak resident set since it started or since reset_peak_rss(): VmHWM, which
+// (unlike getrusage's ru_maxrss) the kernel lets a process reset.
 long peak_rss_kib() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_maxrss;  // KiB on Linux
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.starts_with("VmHWM:")) return std::stol(line.substr(6));  // "VmHWM:   123456 kB"
+  }
+  throw std::runtime_error("tapegrad_bench: no VmHWM in /proc/self/status");
+}
+
+void reset_peak_rss() {
+  std::ofstream clear_refs("/proc/self/clear_refs");
+  clear_refs << "5";  // resets VmHWM to the current RSS (proc(5))
+  if (!clear_refs.flush()) throw std::runtime_error("tapegrad_bench: cannot reset the peak RSS (/proc/self/clear_refs)");
 }
 
 // labml MultiHeadAttention(8 heads, d_model 512, no dropout) on x [10, 80, 512] with a causal
@@ -78,13 +91,18 @@ void register_adam_step() {
 // forward, loss, backward, Adam step, zero_grad and the Noam schedule: Trainer::run_epoch with
 // one batch per epoch, fresh random data each step as in the copy_task program. In bf16 the
 // products take bf16 inputs (copy_task --bf16), the row named train_step/SIZE_bf16.
-void register_training_step(const std::string& size, MatmulPrecision precision) {
+// With capture, each step runs through a StepCapture (copy_task --capture), the row named
+// train_step/SIZE_captured: the warm-up step records, the timed ones replay.
+void register_training_step(const std::string& size, MatmulPrecision precision, bool capture = false) {
   const bool bf16 = precision == MatmulPrecision::kBfloat16;
-  add_workload("train_step/" + size + (bf16 ? "_bf16" : ""), [size, precision](benchmark::State& state) {
+  const std::string name = "train_step/" + size + (bf16 ? "_bf16" : "") + (capture ? "_captured" : "");
+  add_workload(name, [size, precision, capture](benchmark::State& state) {
     copy_task::Config config = copy_task_config(size);
     config.matmul_precision = precision;
+    config.capture_steps = capture;
     copy_task::Trainer trainer(config);
     trainer.run_epoch();  // warm-up: the first step also allocates Adam's buffers
+    if (capture) trainer.run_epoch();  // the first replay meets Adam's buffers made: it records again
     for (auto _ : state) trainer.run_epoch();
     state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * config.batch * (config.seq_len - 1)));
   });
@@ -100,16 +118,38 @@ void register_model_benchmarks() {
     register_training_step("tiny", precision);
     register_training_step("paper", precision);
   }
+  register_training_step("tiny", MatmulPrecision::kFloat32, /*capture=*/true);
+  register_training_step("paper", MatmulPrecision::kFloat32, /*capture=*/true);
 }
 
-int report_training_rss(const std::string& size, std::size_t steps) {
+int report_training_rss(const std::string& size, std::size_t steps, bool capture) {
   const long baseline = peak_rss_kib();
-  copy_task::Trainer trainer(copy_task_config(size));
+  copy_task::Config config = copy_task_config(size);
+  config.capture_steps = capture;
+  copy_task::Trainer trainer(config);
   const long after_init = peak_rss_kib();
-  for (std::size_t i = 0; i < steps; ++i) trainer.run_epoch();
-  std::printf("{\"workload\": \"train_step/%s\", \"threads\": %zu, \"steps\": %zu, \"baseline_rss_kib\": %ld, "
-              "\"after_init_rss_kib\": %ld, \"peak_rss_kib\": %ld}\n",
-              size.c_str(), num_threads(), steps, baseline, after_init, peak_rss_kib());
+  // The steady state: the peak over the steps after the first three. A captured run records the
+  // first step, meets Adam's buffers made in the second (which diverges), records the third.
+  constexpr std::size_t kWarmUpSteps = 3;
+  long warm_up_peak = 0, steady_peak = 0;
+  for (std::size_t i = 0; i < steps; ++i) {
+    if (i == kWarmUpSteps) {
+      warm_up_peak = peak_rss_kib();
+      reset_peak_rss();
+    }
+    trainer.run_epoch();
+  }
+  if (steps > kWarmUpSteps) steady_peak = peak_rss_kib();
+  std::printf("{\"workload\": \"train_step/%s%s\", \"threads\": %zu, \"steps\": %zu, \"baseline_rss_kib\": %ld, "
+              "\"after_init_rss_kib\": %ld, \"peak_rss_kib\": %ld, \"steady_peak_rss_kib\": %ld}\n",
+              size.c_str(), capture ? "_captured" : "", num_threads(), steps, baseline, after_init,
+              std::max(warm_up_peak, peak_rss_kib()), steady_peak);
+  if (const auto stats = trainer.capture_stats()) {
+    std::fprintf(stderr, "capture: arena %zu KiB, %zu arrays a step planned in it; %zu steps recorded, %zu replayed, %zu diverged; "
+                 "replays served %zu arrays from the arena, %zu from the heap\n", stats->arena_bytes / 1024,
+                 stats->planned_blocks, stats->recorded_steps, stats->replayed_steps, stats->diverged_steps,
+                 stats->arena_allocations, stats->heap_allocations);
+  }
   return 0;
 }
 

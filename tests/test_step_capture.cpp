@@ -95,6 +95,21 @@ TEST(StepCapture, AnotherBatchSizeRunsOnTheHeapThenIsRecordedAgain) {
   EXPECT_EQ(stats.replayed_steps, 2u);
 }
 
+TEST(StepCapture, CopyTaskTrainerWithCapturedStepsTrainsTheSameBits) {
+  copy_task::Config config = small_transformer();
+  config.batch = 8;
+  config.batches_per_epoch = 4;
+  copy_task::Trainer eager(config);
+  config.capture_steps = true;
+  copy_task::Trainer captured(config);
+  EXPECT_FALSE(eager.capture_stats().has_value());
+  for (int epoch = 0; epoch < 2; ++epoch) EXPECT_EQ(eager.run_epoch().loss, captured.run_epoch().loss) << epoch;
+  const auto a = eager.model().named_parameters(), b = captured.model().named_parameters();
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i].second.value() == b[i].second.value()) << a[i].first;
+  ASSERT_TRUE(captured.capture_stats().has_value());
+  EXPECT_EQ(captured.capture_stats()->replayed_steps, 5u);  // 8 steps: recorded, diverged (Adam), recorded, 5 replays
+}
+
 // A small step on doubles: y = sum(tanh(x w) * x w), its gradient into w; `keep` sees each
 // intermediate array the step makes.
 struct SmallStep {

@@ -24,7 +24,6 @@ import argparse
 import json
 import math
 import re
-import resource
 import statistics
 import sys
 import time
@@ -347,7 +346,21 @@ def measure(step, warmup, min_time, repetitions):
 
 
 def peak_rss_kib():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    """The peak resident set since start or since reset_peak_rss(): VmHWM, in KiB."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    raise RuntimeError("no VmHWM in /proc/self/status")
+
+
+def reset_peak_rss():
+    with open("/proc/self/clear_refs", "w") as clear_refs:
+        clear_refs.write("5")  # resets VmHWM to the current RSS (proc(5))
+
+
+# As tapegrad_bench --rss: the steady peak is over the steps after the first three.
+RSS_WARM_UP_STEPS = 3
 
 
 def main():
@@ -367,11 +380,17 @@ def main():
         baseline = peak_rss_kib()
         trainer = Trainer(args.rss)
         after_init = peak_rss_kib()
-        for _ in range(args.rss_steps):
+        warm_up_peak, steady_peak = 0, 0
+        for i in range(args.rss_steps):
+            if i == RSS_WARM_UP_STEPS:
+                warm_up_peak = peak_rss_kib()
+                reset_peak_rss()
             trainer.step()
+        if args.rss_steps > RSS_WARM_UP_STEPS:
+            steady_peak = peak_rss_kib()
         print(json.dumps({"workload": "train_step/" + args.rss, "threads": args.threads, "steps": args.rss_steps,
                           "baseline_rss_kib": baseline, "after_init_rss_kib": after_init,
-                          "peak_rss_kib": peak_rss_kib()}))
+                          "peak_rss_kib": max(warm_up_peak, peak_rss_kib()), "steady_peak_rss_kib": steady_peak}))
         return
 
     workloads = {**product_workloads(), **row_workloads(), **model_workloads()}

@@ -108,6 +108,7 @@ Trainer::Trainer(const Config& config)
   optimizer_ = std::make_unique<optim::Adam<float>>(
       model_->named_parameters(), optim::AdamOptions{.lr = kBaseLr, .betas = {0.9, 0.98}, .eps = 1e-9});
   reset_schedule(0);
+  if (config.capture_steps) capture_ = std::make_unique<StepCapture>();
 }
 
 void Trainer::reset_schedule(std::size_t step) {
@@ -156,43 +157,53 @@ EpochStats Trainer::run_epoch(const std::function<void(std::size_t, double)>& on
   const MatmulPrecisionScope precision(config_.matmul_precision);
   model_->train();
   const auto start = std::chrono::steady_clock::now();
-  const DataParallel& dp = data_parallel_;
   double loss_sum = 0.0, tokens = 0.0;
   for (std::size_t i = 0; i < config_.batches_per_epoch; ++i) {
-    IndexArray sequences = random_sequences(config_.batch, config_.seq_len, config_.vocab, data_gen_);
-    // This rank's rows; dropout draws the whole batch's masks and takes these rows' part.
-    std::optional<nn::BatchRowsScope> rows;
-    if (dp.ranks > 1) {
-      const std::size_t first = dp.rank * config_.batch / dp.ranks, last = (dp.rank + 1) * config_.batch / dp.ranks;
-      sequences = xt::view(sequences, xt::range(first, last), xt::all());
-      rows.emplace(BatchRows{first, config_.batch});
-    }
-    const Batch batch = make_batch(sequences);
-    const double batch_tokens =
-        dp.ranks > 1 ? dp.sum_over_ranks(static_cast<double>(batch.ntokens)) : static_cast<double>(batch.ntokens);
-    double loss_value;
-    {
-      GradientTape tape;
-      Tensor<float> loss = batch_loss(*model_, batch, config_.label_smoothing);
-      // This rank's share of the whole batch's mean: summed over the ranks, loss and gradients
-      // are the whole batch's.
-      if (dp.ranks > 1) loss = mul(loss, static_cast<float>(static_cast<double>(batch.ntokens) / batch_tokens));
-      loss_value = dp.ranks > 1 ? dp.sum_over_ranks(loss.item()) : loss.item();
-      if (!std::isfinite(loss_value)) throw_diverged(loss_value, i);  // the same value, so every rank stops
-      tape.backward(loss);
-    }
-    // Also on one rank: the reducer's hooks ran in backward, and wait() ends their step.
-    if (dp.reduce_gradients) dp.reduce_gradients();
-    optimizer_->step();
-    optimizer_->zero_grad();
-    scheduler_->step();
-    ++steps_;
+    const auto [loss_value, batch_tokens] = capture_ ? capture_->run([&] { return train_step(i); }) : train_step(i);
     loss_sum += loss_value * batch_tokens;
     tokens += batch_tokens;
     if (on_step) on_step(i + 1, loss_value);
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return {loss_sum / tokens, steps_, tokens / seconds, scheduler_->last_lr()};
+}
+
+std::optional<StepCaptureStats> Trainer::capture_stats() const {
+  if (capture_ == nullptr) return std::nullopt;
+  return capture_->stats();
+}
+
+std::pair<double, double> Trainer::train_step(std::size_t batch_in_epoch) {
+  const DataParallel& dp = data_parallel_;
+  IndexArray sequences = random_sequences(config_.batch, config_.seq_len, config_.vocab, data_gen_);
+  // This rank's rows; dropout draws the whole batch's masks and takes these rows' part.
+  std::optional<nn::BatchRowsScope> rows;
+  if (dp.ranks > 1) {
+    const std::size_t first = dp.rank * config_.batch / dp.ranks, last = (dp.rank + 1) * config_.batch / dp.ranks;
+    sequences = xt::view(sequences, xt::range(first, last), xt::all());
+    rows.emplace(BatchRows{first, config_.batch});
+  }
+  const Batch batch = make_batch(sequences);
+  const double batch_tokens =
+      dp.ranks > 1 ? dp.sum_over_ranks(static_cast<double>(batch.ntokens)) : static_cast<double>(batch.ntokens);
+  double loss_value;
+  {
+    GradientTape tape;
+    Tensor<float> loss = batch_loss(*model_, batch, config_.label_smoothing);
+    // This rank's share of the whole batch's mean: summed over the ranks, loss and gradients
+    // are the whole batch's.
+    if (dp.ranks > 1) loss = mul(loss, static_cast<float>(static_cast<double>(batch.ntokens) / batch_tokens));
+    loss_value = dp.ranks > 1 ? dp.sum_over_ranks(loss.item()) : loss.item();
+    if (!std::isfinite(loss_value)) throw_diverged(loss_value, batch_in_epoch);  // the same value, so every rank stops
+    tape.backward(loss);
+  }
+  // Also on one rank: the reducer's hooks ran in backward, and wait() ends their step.
+  if (dp.reduce_gradients) dp.reduce_gradients();
+  optimizer_->step();
+  optimizer_->zero_grad();
+  scheduler_->step();
+  ++steps_;
+  return {loss_value, batch_tokens};
 }
 
 double Trainer::exact_match_accuracy(std::size_t n) {

@@ -6,9 +6,12 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "autograd/matmul_precision.h"
+#include "autograd/step_capture.h"
 #include "nn/transformer/transformer.h"
 #include "optim/adam.h"
 #include "optim/schedule.h"
@@ -35,6 +38,9 @@ struct Config {
   std::uint64_t seed = 1;
   // The products of training and of greedy decoding; bf16 keeps fp32 weights and Adam state.
   MatmulPrecision matmul_precision = MatmulPrecision::kFloat32;
+  // Each training step through a StepCapture (autograd/step_capture.h): the same results bit for
+  // bit, its arrays served from one planned arena.
+  bool capture_steps = false;
 };
 
 // batch sequences of length seq_len: the start symbol, then tokens uniform in [2, vocab).
@@ -107,8 +113,13 @@ class Trainer {
 
   nn::transformer::Transformer<float>& model() { return *model_; }
   std::size_t steps() const { return steps_; }
+  // What the step capture did so far (config.capture_steps), else nothing.
+  std::optional<StepCaptureStats> capture_stats() const;
 
  private:
+  // One batch: forward, backward, optimiser and schedule steps; returns the loss and the batch's
+  // target tokens (over all ranks).
+  std::pair<double, double> train_step(std::size_t batch_in_epoch);
   [[noreturn]] void throw_diverged(double loss, std::size_t batch_in_epoch) const;
   // A fresh Noam scheduler advanced to `step`.
   void reset_schedule(std::size_t step);
@@ -120,6 +131,7 @@ class Trainer {
   std::unique_ptr<optim::LRScheduler<float>> scheduler_;
   std::size_t steps_ = 0;
   DataParallel data_parallel_;
+  std::unique_ptr<StepCapture> capture_;  // when config.capture_steps
 };
 
 }  // namespace tapegrad::copy_task

@@ -89,6 +89,7 @@ int train(const Config& config, const std::string& checkpoint, const Goal& goal,
               config.d_ff, config.heads, config.dropout, trainer.model().num_parameters(), tapegrad::num_threads());
   if (distributed) std::printf(" | %zu ranks, data-parallel", ranks);
   if (config.matmul_precision == tapegrad::MatmulPrecision::kBfloat16) std::printf(" | bf16 products");
+  if (config.capture_steps) std::printf(" | captured steps");
   std::printf("\n");
   if (resume) std::printf("Resumed from %s at step %zu\n", checkpoint.c_str(), trainer.steps());
   const bool live = rank == 0 && isatty(STDERR_FILENO);
@@ -119,6 +120,12 @@ int train(const Config& config, const std::string& checkpoint, const Goal& goal,
   print_decodes(trainer, config);
   const double accuracy = trainer.exact_match_accuracy(100);
   std::printf("\nTrained in %.1f s. Exact-match accuracy on 100 fresh sequences: %.0f%%\n", seconds, 100.0 * accuracy);
+  if (const auto capture = trainer.capture_stats()) {
+    std::printf("Step capture: %zu steps replayed from a %.1f MiB arena (%zu arrays a step), %zu recorded, %zu ran "
+                "differently from their recording%s\n", capture->replayed_steps,
+                static_cast<double>(capture->arena_bytes) / (1 << 20), capture->planned_blocks, capture->recorded_steps,
+                capture->diverged_steps, capture->gave_up ? "; gave up planning" : "");
+  }
   if (goal.expect_accuracy >= 0.0 && accuracy < goal.expect_accuracy) {
     std::fprintf(stderr, "copy_task: accuracy %.2f is below --expect-accuracy %.2f\n", accuracy, goal.expect_accuracy);
     return 1;
@@ -167,6 +174,9 @@ int main(int argc, char** argv) {
   app.add_flag("--bf16", bf16,
                "mixed precision: matrix products take bf16 inputs and accumulate in fp32; weights, Adam's state "
                "and everything else stay fp32");
+  app.add_flag("--capture", config.capture_steps,
+               "record the first training step's arrays and replay later steps from one planned arena: the same "
+               "results bit for bit, less memory and no heap allocation per op");
   CLI11_PARSE(app, argc, argv);
   if (bf16) config.matmul_precision = tapegrad::MatmulPrecision::kBfloat16;
   if (paper) {
