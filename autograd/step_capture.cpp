@@ -15,11 +15,16 @@ StepCapture::Running::Running(StepCapture& capture) : capture_(capture) {
     throw std::logic_error("StepCapture::run: a captured step is already running on this thread; "
                            "run one step at a time (a step may not run another captured step)");
   }
+  if (capture_.running_.exchange(true)) {
+    throw std::logic_error("StepCapture::run: this capture is running a step on another thread; "
+                           "give each thread its own StepCapture");
+  }
   capture_.begin_step();
 }
 
 StepCapture::Running::~Running() {
   if (!finished_) capture_.end_step(false);
+  capture_.running_.store(false);
 }
 
 void StepCapture::begin_step() {

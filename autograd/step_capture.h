@@ -26,7 +26,9 @@
 // eagerly (stats().gave_up). A step that throws is rethrown; the next call records again.
 //
 // Only the calling thread's arrays are planned (TBB workers allocate from the heap). One run at a
-// time per thread: run() inside a run() throws std::logic_error.
+// time per thread and per capture: run() inside a run(), or on a capture already running a step
+// on another thread, throws std::logic_error. A capture may move between threads between steps.
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <type_traits>
@@ -99,6 +101,7 @@ class StepCapture {
 
   std::unique_ptr<detail::StepRecording> recording_;
   std::unique_ptr<detail::StepReplay> replay_;
+  std::atomic<bool> running_{false};
   std::size_t consecutive_rerecords_ = 0;
   StepCaptureStats stats_;
 };

@@ -1,5 +1,6 @@
 // StepCapture (autograd/step_capture.h): replayed steps give the eager step's results bit for
 // bit, whatever the caller keeps, wherever it frees it, and whatever shape comes next.
+#include <atomic>
 #include <stdexcept>
 #include <thread>
 
@@ -173,6 +174,23 @@ TEST(StepCapture, RunInsideRunThrowsAndTheOuterStepStillCompletes) {
     return step.run();
   });
   EXPECT_TRUE(y.value() == step.run().value());
+}
+
+TEST(StepCapture, ACaptureRunningOnAnotherThreadThrows) {
+  StepCapture capture;
+  std::atomic<bool> inside{false}, tried{false};
+  std::thread other([&] {
+    capture.run([&] {
+      inside = true;
+      while (!tried) std::this_thread::yield();
+    });
+  });
+  while (!inside) std::this_thread::yield();
+  EXPECT_TRUE(throws_with<std::logic_error>([&] { capture.run([] {}); }, {"StepCapture::run", "another thread"}));
+  tried = true;
+  other.join();
+  SmallStep step;
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(capture.run([&] { return step.run(); }).value() == step.run().value());
 }
 
 TEST(StepCapture, AStepThatThrowsIsRethrownAndTheNextIsRecordedAgain) {
