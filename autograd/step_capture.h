@@ -21,9 +21,10 @@
 // may be freed on any thread.
 //
 // When a step allocates differently from the recording (another shape, another branch), the rest
-// of that step runs on the heap and the next call records again. After kMaxConsecutiveRerecords
-// steps in a row that did not follow their plan, the capture stops planning and runs every step
-// eagerly (stats().gave_up). A step that throws is rethrown; the next call records again.
+// of that step runs on the heap and the next call records again. Once more than
+// kMaxConsecutiveRerecords replays in a row did not follow their plan, the capture stops planning
+// and runs every step eagerly (stats().gave_up). A step that throws is rethrown; the next call
+// records again.
 //
 // Only the calling thread's arrays are planned (TBB workers allocate from the heap). One run at a
 // time per thread and per capture: run() inside a run(), or on a capture already running a step
