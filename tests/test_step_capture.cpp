@@ -16,16 +16,9 @@
 namespace tapegrad {
 namespace {
 
-copy_task::Config small_transformer() {
-  copy_task::Config config;
-  config.seq_len = 7;
-  config.d_model = 16;
-  config.d_ff = 32;
-  config.heads = 2;
-  config.layers = 1;
-  config.dropout = 0.1;  // masks drawn every step: the replay must draw the same
-  return config;
-}
+// Dropout on: its masks are drawn every step, and a replay must draw the same.
+const copy_task::Config kSmallTransformer{
+    .seq_len = 7, .batch = 8, .batches_per_epoch = 4, .d_model = 16, .d_ff = 32, .heads = 2, .layers = 1, .dropout = 0.1};
 
 // A copy-task model trained step by step, eagerly or through a capture.
 struct Training {
@@ -57,7 +50,7 @@ void expect_same_parameters(Training& eager, Training& captured) {
 }
 
 TEST(StepCapture, ReplayedTransformerStepsEqualEagerStepsBitForBit) {
-  const auto config = small_transformer();
+  const auto& config = kSmallTransformer;
   Training eager(config), captured(config);
   StepCapture capture;
   Generator data(11);
@@ -81,7 +74,7 @@ TEST(StepCapture, ReplayedTransformerStepsEqualEagerStepsBitForBit) {
 }
 
 TEST(StepCapture, AnotherBatchSizeRunsOnTheHeapThenIsRecordedAgain) {
-  const auto config = small_transformer();
+  const auto& config = kSmallTransformer;
   Training eager(config), captured(config);
   StepCapture capture;
   Generator data(12);
@@ -97,9 +90,7 @@ TEST(StepCapture, AnotherBatchSizeRunsOnTheHeapThenIsRecordedAgain) {
 }
 
 TEST(StepCapture, CopyTaskTrainerWithCapturedStepsTrainsTheSameBits) {
-  copy_task::Config config = small_transformer();
-  config.batch = 8;
-  config.batches_per_epoch = 4;
+  copy_task::Config config = kSmallTransformer;
   copy_task::Trainer eager(config);
   config.capture_steps = true;
   copy_task::Trainer captured(config);
