@@ -124,6 +124,7 @@ template <class T>
 void Node<T>::set_grad(xt::xarray<T>&& g) {
   const std::lock_guard lock(grad_mutex_);
   grad = std::move(g);
+  lent_grad_ = nullptr;
 }
 
 template <class T>
