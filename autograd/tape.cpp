@@ -279,7 +279,8 @@ void GradientTape::seed_and_walk(const Tensor<T>& output, Seed&& seed, detail::W
   if (is_anomaly_enabled()) [[unlikely]] detail::check_gradient(*output.node(), seed, "the seed passed to backward");
   try {
     if (scope.creates_graph()) {
-      detail::put_walk_gradient(*output.node(), detail::HeldGradient(Tensor<T>(xt::xarray<T>(std::forward<Seed>(seed))).node()));
+      const Tensor<T> g(xt::xarray<T>(std::forward<Seed>(seed)));
+      detail::put_walk_gradient(*output.node(), detail::HeldGradient(g.node()));
     } else {
       seed_gradient(*output.node(), std::forward<Seed>(seed));
     }
