@@ -212,7 +212,7 @@ void GradientTape::backward(const Tensor<T>& loss) {
   }
   xt::xarray<T> seed = xt::xarray<T>::from_shape(loss.value().shape());
   seed.fill(T(1));
-  backward(loss, seed);
+  backward(loss, std::move(seed));
 }
 
 template <class T>
@@ -238,26 +238,56 @@ void GradientTape::check_can_walk(const Tensor<T>& output) const {
 
 template <class T>
 void GradientTape::backward(const Tensor<T>& output, const xt::xarray<T>& seed) {
+  backward_from(output, seed);
+}
+
+template <class T>
+void GradientTape::backward(const Tensor<T>& output, xt::xarray<T>&& seed) {
+  backward_from(output, std::move(seed));
+}
+
+template <class T, class Seed>
+void GradientTape::backward_from(const Tensor<T>& output, Seed&& seed) {
   require_defined(output, "backward", "output");
   check_can_walk(output);
   if (!std::equal(seed.shape().begin(), seed.shape().end(), output.value().shape().begin(), output.value().shape().end())) {
     throw ShapeError("backward: seed of shape " + format_shape(seed.shape()) + " does not match output " + output.describe());
   }
   detail::WalkScope scope(nullptr, /*create_graph=*/false);
-  seed_and_walk(output, seed, scope);
+  seed_and_walk(output, std::forward<Seed>(seed), scope);
 }
 
+namespace {
+// A first-order walk's seed: moved in when owned; when lent, lent on to a non-leaf, whose op reads
+// it in place (Node::lend_grad), and copied into a leaf, which keeps it as its gradient.
 template <class T>
-void GradientTape::seed_and_walk(const Tensor<T>& output, const xt::xarray<T>& seed, detail::WalkScope& scope) {
+void seed_gradient(Node<T>& output, xt::xarray<T>&& seed) {
+  output.accumulate_grad(std::move(seed));
+}
+template <class T>
+void seed_gradient(Node<T>& output, const xt::xarray<T>& seed) {
+  if (output.is_leaf) output.accumulate_grad(xt::xarray<T>(seed));
+  else output.lend_grad(seed);
+}
+}  // namespace
+
+template <class T, class Seed>
+void GradientTape::seed_and_walk(const Tensor<T>& output, Seed&& seed, detail::WalkScope& scope) {
   // Intermediates start every walk clean: a gradient retained from an earlier walk must not
   // flow back a second time.
   for (const auto& e : recorder_->entries) e->output->clear_grad();
   if (is_anomaly_enabled()) [[unlikely]] detail::check_gradient(*output.node(), seed, "the seed passed to backward");
   try {
-    if (scope.creates_graph()) detail::put_walk_gradient(*output.node(), detail::HeldGradient(Tensor<T>(xt::xarray<T>(seed)).node()));
-    else output.node()->accumulate_grad(xt::xarray<T>(seed));
+    if (scope.creates_graph()) {
+      const Tensor<T> g(xt::xarray<T>(std::forward<Seed>(seed)));
+      detail::put_walk_gradient(*output.node(), detail::HeldGradient(g.node()));
+    } else {
+      seed_gradient(*output.node(), std::forward<Seed>(seed));
+    }
     walk(scope);
   } catch (...) {
+    // A seed still lent (the walk threw before the output's op read it) must not outlive the call.
+    output.node()->own_grad();
     // The walk stopped half-way: some entries are released, some gradients are in flight. Nothing
     // can resume it, so a later backward says why instead of reading released entries.
     recorder_->entries.clear();
@@ -420,6 +450,8 @@ template void GradientTape::backward<float>(const Tensor<float>&);
 template void GradientTape::backward<double>(const Tensor<double>&);
 template void GradientTape::backward<float>(const Tensor<float>&, const xt::xarray<float>&);
 template void GradientTape::backward<double>(const Tensor<double>&, const xt::xarray<double>&);
+template void GradientTape::backward<float>(const Tensor<float>&, xt::xarray<float>&&);
+template void GradientTape::backward<double>(const Tensor<double>&, xt::xarray<double>&&);
 template std::vector<Tensor<float>> GradientTape::gradient<float>(const Tensor<float>&, const std::vector<Tensor<float>>&,
                                                                   const GradientOptions&);
 template std::vector<Tensor<double>> GradientTape::gradient<double>(const Tensor<double>&,

@@ -5,7 +5,11 @@
 // alive, nothing is recorded and nothing is saved, so inference and optimiser steps cost nothing.
 //
 // Rules (each tested in tests/test_tape.cpp or tests/test_trust.cpp):
-// - backward(loss) seeds 1 for a single-element loss; backward(output, seed) any shape.
+// - backward(loss) seeds 1 for a single-element loss; backward(output, seed) any shape. A seed
+//   passed by const reference is lent, not copied: the output's op reads it in place, and an
+//   input that would take the gradient unchanged (add's b, reshape's input) gets a copy instead.
+//   The caller must keep it unchanged until backward returns (it is read during the call only);
+//   a retained output gradient (retain_grad) and a leaf output's gradient are copies of it.
 // - The walk is iterative, newest entry to oldest; there is no recursion to overflow.
 // - Leaf gradients accumulate across backward calls until zero_grad(). An intermediate's gradient
 //   is dropped as soon as the walk has used it, except on tensors marked retain_grad(), which
@@ -70,8 +74,11 @@ class GradientTape {
 
   // Backward from a single-element loss (d loss = 1).
   template <class T> void backward(const Tensor<T>& loss);
-  // Backward from any output with the given seed (d output = seed, same shape as output).
+  // Backward from any output with the given seed (d output = seed, same shape as output). The
+  // seed is lent for the call, not copied (see the rules above); one passed as an rvalue is moved
+  // in, and an input may then take its array.
   template <class T> void backward(const Tensor<T>& output, const xt::xarray<T>& seed);
+  template <class T> void backward(const Tensor<T>& output, xt::xarray<T>&& seed);
 
   // d target / d source for each source (leaves, or intermediates this tape recorded), returned
   // instead of accumulated: no tensor's grad() changes (TensorFlow's tape.gradient, PyTorch's
@@ -115,9 +122,10 @@ class GradientTape {
 
  private:
   template <class T> void check_can_walk(const Tensor<T>& output) const;
+  // backward(output, seed), the seed lent (const xt::xarray<T>&) or moved in (xt::xarray<T>&&).
+  template <class T, class Seed> void backward_from(const Tensor<T>& output, Seed&& seed);
   // Seeds output and walks; the scope says which leaves receive gradients and how they are carried.
-  template <class T>
-  void seed_and_walk(const Tensor<T>& output, const xt::xarray<T>& seed, detail::WalkScope& scope);
+  template <class T, class Seed> void seed_and_walk(const Tensor<T>& output, Seed&& seed, detail::WalkScope& scope);
   void walk(detail::WalkScope& scope);
 
   std::shared_ptr<Recorder> recorder_;

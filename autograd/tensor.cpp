@@ -36,25 +36,65 @@ void add_into(xt::xarray<T>& acc, const xt::xarray<T>& add) {
 template <class T>
 bool Node<T>::has_grad() const {
   const std::lock_guard lock(grad_mutex_);
-  return grad.has_value();
+  return grad.has_value() || lent_grad_ != nullptr;
 }
 
 template <class T>
 void Node<T>::clear_grad() {
   const std::lock_guard lock(grad_mutex_);
   grad.reset();
+  lent_grad_ = nullptr;
+}
+
+template <class T>
+void Node<T>::lend_grad(const xt::xarray<T>& g) {
+  require_gradient_shape(g);
+  const std::lock_guard lock(grad_mutex_);
+  grad.reset();
+  lent_grad_ = &g;
+}
+
+template <class T>
+const xt::xarray<T>* Node<T>::take_lent_grad() {
+  const std::lock_guard lock(grad_mutex_);
+  return std::exchange(lent_grad_, nullptr);
+}
+
+template <class T>
+void Node<T>::own_grad() {
+  const std::lock_guard lock(grad_mutex_);
+  own_grad_locked();
+}
+
+template <class T>
+void Node<T>::own_grad_locked() {
+  if (lent_grad_) grad = *std::exchange(lent_grad_, nullptr);
 }
 
 template <class T>
 Shape Node<T>::value_shape() const {
   if (released_shape_) return *released_shape_;
-  return Shape(value.shape().begin(), value.shape().end());
+  const xt::xarray<T>& v = stored_value();
+  return Shape(v.shape().begin(), v.shape().end());
 }
 
 template <class T>
 bool Node<T>::has_value_shape(const xt::xarray<T>& g) const {
   if (released_shape_) return std::equal(g.shape().begin(), g.shape().end(), released_shape_->begin(), released_shape_->end());
-  return std::equal(g.shape().begin(), g.shape().end(), value.shape().begin(), value.shape().end());
+  const xt::xarray<T>& v = stored_value();
+  return std::equal(g.shape().begin(), g.shape().end(), v.shape().begin(), v.shape().end());
+}
+
+template <class T>
+std::shared_ptr<Node<T>> Node<T>::lending(const xt::xarray<T>& array) {
+  auto node = std::make_shared<Node>(xt::xarray<T>::from_shape({0}));
+  node->lent_value_ = &array;
+  return node;
+}
+
+template <class T>
+void Node<T>::own_value() {
+  if (lent_value_) value = *std::exchange(lent_value_, nullptr);
 }
 
 template <class T>
@@ -84,11 +124,13 @@ template <class T>
 void Node<T>::set_grad(xt::xarray<T>&& g) {
   const std::lock_guard lock(grad_mutex_);
   grad = std::move(g);
+  lent_grad_ = nullptr;
 }
 
 template <class T>
 std::optional<xt::xarray<T>> Node<T>::take_grad() {
   const std::lock_guard lock(grad_mutex_);
+  own_grad_locked();
   std::optional<xt::xarray<T>> out = std::move(grad);
   grad.reset();
   return out;
@@ -130,25 +172,32 @@ void Node<T>::accumulate_grad(xt::xarray<T>&& g) {
     }
   }
   const std::lock_guard lock(grad_mutex_);
+  own_grad_locked();
   if (grad) add_into(*grad, g);
   else grad = std::move(g);
 }
 
 template <class T>
 bool Node<T>::apply_hooks(xt::xarray<T>& g) const {
-  bool any_replaced = false;
+  std::optional<xt::xarray<T>> replaced = hooks_replacement(g);
+  if (replaced) g = std::move(*replaced);
+  return replaced.has_value();
+}
+
+template <class T>
+std::optional<xt::xarray<T>> Node<T>::hooks_replacement(const xt::xarray<T>& g) const {
+  std::optional<xt::xarray<T>> last;
   for (std::size_t i = 0; i < hooks.size(); ++i) {
-    std::optional<xt::xarray<T>> replaced = hooks[i].second(g);
+    std::optional<xt::xarray<T>> replaced = hooks[i].second(last ? *last : g);
     if (!replaced) continue;
-    any_replaced = true;
     if (!has_value_shape(*replaced)) {
       throw TapeError("gradient hook " + std::to_string(i + 1) + " of tensor " + describe() +
                       " returned a gradient of shape " + format_shape(replaced->shape()) +
                       "; a replacement must have the tensor's shape");
     }
-    g = std::move(*replaced);
+    last = std::move(replaced);
   }
-  return any_replaced;
+  return last;
 }
 
 template <class T>
@@ -286,13 +335,13 @@ Shape Tensor<T>::shape() const { return checked(node_.get(), "shape")->value_sha
 template <class T>
 std::size_t Tensor<T>::ndim() const {
   const Node<T>& node = *checked(node_.get(), "ndim");
-  return node.value_released() ? node.value_shape().size() : node.value.dimension();
+  return node.value_released() ? node.value_shape().size() : node.stored_value().dimension();
 }
 
 template <class T>
 std::size_t Tensor<T>::numel() const {
   const Node<T>& node = *checked(node_.get(), "numel");
-  if (!node.value_released()) return node.value.size();
+  if (!node.value_released()) return node.stored_value().size();
   const Shape shape = node.value_shape();
   return std::accumulate(shape.begin(), shape.end(), std::size_t{1}, std::multiplies<>());
 }
@@ -305,15 +354,16 @@ std::size_t Tensor<T>::size(Index axis) const {
     throw ValueError("Tensor::size: axis " + std::to_string(axis) + " is out of range for " + describe());
   }
   const auto index = static_cast<std::size_t>(a);
-  return node_->value_released() ? shape()[index] : node_->value.shape()[index];
+  return node_->value_released() ? shape()[index] : node_->stored_value().shape()[index];
 }
 
 template <class T>
-const xt::xarray<T>& Tensor<T>::value() const { return readable(node_.get(), "value")->value; }
+const xt::xarray<T>& Tensor<T>::value() const { return readable(node_.get(), "value")->stored_value(); }
 
 template <class T>
 xt::xarray<T>& Tensor<T>::mutable_value() {
   ++readable(node_.get(), "mutable_value")->version;
+  node_->own_value();  // never a write into a lender's array
   return node_->value;
 }
 
@@ -339,7 +389,8 @@ void Tensor<T>::zero_grad() { checked(node_.get(), "zero_grad")->clear_grad(); }
 template <class T>
 Tensor<T>& Tensor<T>::set_grad(xt::xarray<T> grad) {
   const Node<T>& node = *checked(node_.get(), "set_grad");
-  if (!std::equal(grad.shape().begin(), grad.shape().end(), node.value.shape().begin(), node.value.shape().end())) {
+  const auto& value = node.stored_value();
+  if (!std::equal(grad.shape().begin(), grad.shape().end(), value.shape().begin(), value.shape().end())) {
     throw ValueError("set_grad: gradient of shape " + format_shape(grad.shape()) + " for tensor " + describe() +
                      ": it must have the tensor's shape");
   }
@@ -399,15 +450,15 @@ std::string Tensor<T>::describe() const { return node_ ? node_->describe() : "<u
 
 template <class T>
 T Tensor<T>::item() const {
-  if (readable(node_.get(), "item")->value.size() != 1) {
+  if (readable(node_.get(), "item")->stored_value().size() != 1) {
     throw ValueError("item: tensor " + describe() + " has " + std::to_string(numel()) + " elements, not 1");
   }
-  return *node_->value.data();
+  return *node_->stored_value().data();
 }
 
 template <class T>
 Tensor<T> Tensor<T>::detach() const {
-  Tensor out(checked(node_.get(), "detach")->value);
+  Tensor out(checked(node_.get(), "detach")->stored_value());
   out.node_->name = node_->name;
   return out;
 }

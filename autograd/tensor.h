@@ -135,22 +135,41 @@ class Node final : public NodeBase {
   void require_gradient_shape(const xt::xarray<T>& g) const;
   // Replaces the gradient (shape already checked), under the node's lock.
   void set_grad(xt::xarray<T>&& g);
-  // Moves the gradient out (the node is left without one), under the node's lock.
+  // Moves the gradient out (the node is left without one; a lent one is copied), under the node's lock.
   std::optional<xt::xarray<T>> take_grad();
+  // Makes g the gradient without copying it (backward's seed, GradientTape::backward): the node
+  // only points to it, so the caller keeps it alive and unchanged until the loan ends. The loan
+  // ends with take_lent_grad or clear_grad; take_grad, accumulate_grad and own_grad copy g.
+  void lend_grad(const xt::xarray<T>& g);
+  // The lent gradient, which the node no longer points to; null when the gradient is not lent.
+  const xt::xarray<T>* take_lent_grad();
+  // Copies a lent gradient into the node, which then owns it (a walk that threw before reading it).
+  void own_grad();
   // Runs the hooks in registration order on g, each seeing the previous one's result; true when
   // one replaced it.
   bool apply_hooks(xt::xarray<T>& g) const;
+  // The same on a g that must not change (a lent one): the last replacement, nullopt when none.
+  std::optional<xt::xarray<T>> hooks_replacement(const xt::xarray<T>& g) const;
   void finish_walk(bool apply) override;
   // The value's shape, also once the value has been released.
   Shape value_shape() const;
   bool value_released() const { return released_shape_.has_value(); }
+
+  // A leaf whose value is `array`, lent and read in place rather than copied: the caller keeps
+  // the array alive and unchanged while the node lends it, and calls own_value() before the node
+  // can outlive the loan. The `value` member stays empty while lent: read stored_value().
+  // (run_formula hands backward's lent seed to a formula this way.)
+  static std::shared_ptr<Node> lending(const xt::xarray<T>& array);
+  const xt::xarray<T>& stored_value() const { return lent_value_ ? *lent_value_ : value; }
+  // Ends a loan: copies the lent array into `value`.
+  void own_value();
 
   // Moves the value out and leaves the node as a released one (value_shape() still answers), for
   // a caller holding the value's only hold that will not read it again (ops/shape.cpp's reshape of
   // a temporary).
   xt::xarray<T> take_value();
 
-  // Empty once released (NodeBase::hold_value).
+  // Empty once released (NodeBase::hold_value), and while lent (lending).
   xt::xarray<T> value;
   std::optional<xt::xarray<T>> grad;
   std::vector<std::pair<std::uint64_t, GradHook<T>>> hooks;  // by id, in registration order
@@ -159,8 +178,11 @@ class Node final : public NodeBase {
   void release_value() noexcept override;
   // Whether g has the value's shape (kept in released_shape_ once the value is released).
   bool has_value_shape(const xt::xarray<T>& g) const;
+  void own_grad_locked();  // own_grad, the lock held
 
   std::optional<xt::xarray<T>> walk_contribution_;  // a hooked leaf's gradient in the current walk
+  const xt::xarray<T>* lent_grad_ = nullptr;         // the gradient when lent (lend_grad), else `grad`
+  const xt::xarray<T>* lent_value_ = nullptr;        // the value when lent (lending), else `value`
   std::optional<Shape> released_shape_;
 };
 

@@ -1,6 +1,7 @@
 #include <memory>
 #include <thread>
 
+#include "autograd/custom_op.h"
 #include "autograd/generator.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/masking.h"
@@ -428,6 +429,118 @@ TEST(GradientStorage, TheLastInputTakingTheIncomingGradientTakesItsArray) {
     tape.backward(sum(mul(a + a, 3.0)));  // both inputs are a: a copy, then the array added in
     EXPECT_EQ(a.grad(), xt::xarray<double>(xt::ones<double>({2, 3}) * 6.0));
   }
+}
+
+// backward(output, seed) lends the seed: the output's op reads the caller's array in place (no
+// copy of it), a hook on the output sees that array, and a handle to it kept past backward owns
+// a copy.
+TEST(SeedLending, TheOutputsOpReadsTheCallersSeedInPlace) {
+  const auto x = random_tensor({2, 3}, 1);
+  xt::xarray<double> seed = random_tensor({2, 3}, 2, false).value();
+  GradientTape tape;
+  const double* read = nullptr;
+  Tensor<double> kept;
+  auto y = custom_op("twice", xt::xarray<double>(2.0 * x.value()), [&, x](const Tensor<double>& g) {
+    read = g.value().data();
+    kept = g;
+    add_gradient(x, mul(g, 2.0));
+  }, x);
+  const double* hooked = nullptr;
+  y.register_hook([&](const xt::xarray<double>& g) -> std::optional<xt::xarray<double>> {
+    hooked = g.data();
+    return std::nullopt;
+  });
+  tape.backward(y, seed);
+  EXPECT_EQ(read, seed.data());
+  EXPECT_EQ(hooked, seed.data());
+  EXPECT_EQ(x.grad(), xt::xarray<double>(2.0 * seed));
+  const xt::xarray<double> seed_before = seed;
+  seed.fill(7.0);
+  EXPECT_EQ(kept.value(), seed_before);
+}
+
+// An op handing its incoming gradient on unchanged (add's b, reshape, dropout dropping nothing)
+// gives a leaf a copy of a lent seed, never the caller's array: the seed stays as it was, also
+// when a persistent tape runs backward twice with it and the leaf's gradient accumulates.
+TEST(SeedLending, AnInputTakingTheSeedUnchangedGetsACopy) {
+  const auto expect_seed_untouched = [](const auto& op, int inputs) {
+    const auto a = random_tensor({2, 3}, 1);
+    const xt::xarray<double> seed = random_tensor({2, 3}, 3, false).value();
+    const xt::xarray<double> seed_before = seed;
+    GradientTape tape(/*persistent=*/true);
+    const Tensor<double> y = op(a);
+    tape.backward(y, seed);
+    tape.backward(y, seed);
+    EXPECT_EQ(seed, seed_before);
+    EXPECT_NE(a.grad().data(), seed.data());
+    EXPECT_EQ(a.grad(), xt::xarray<double>(2.0 * inputs * seed_before));
+  };
+  expect_seed_untouched([](const Tensor<double>& a) { return add(mul(a, 1.0), a); }, 2);
+  expect_seed_untouched([](const Tensor<double>& a) { return reshape(a, {2, 3}); }, 1);
+  expect_seed_untouched([](const Tensor<double>& a) {
+    Generator gen(1);
+    return dropout(a, 0.0, /*training=*/true, gen);
+  }, 1);
+}
+
+// A hook's replacement of a lent seed flows on; the seed is left as it was.
+TEST(SeedLending, AHookReplacingTheSeedLeavesItUnchanged) {
+  const auto a = random_tensor({2, 3}, 1);
+  const xt::xarray<double> seed = random_tensor({2, 3}, 4, false).value();
+  const xt::xarray<double> seed_before = seed;
+  GradientTape tape;
+  auto y = reshape(a, {2, 3});
+  y.register_hook([](const xt::xarray<double>& g) -> std::optional<xt::xarray<double>> { return 3.0 * g; });
+  tape.backward(y, seed);
+  EXPECT_EQ(seed, seed_before);
+  EXPECT_EQ(a.grad(), xt::xarray<double>(3.0 * seed));
+}
+
+// What grad() shows of a seed is the tensor's own copy: a retained output's, a leaf output's, and
+// an output's whose backward threw before its op read the seed.
+TEST(SeedLending, GradientsShowingTheSeedAreCopies) {
+  const auto x = random_tensor({2, 3}, 1);
+  xt::xarray<double> seed = random_tensor({2, 3}, 5, false).value();
+  const xt::xarray<double> seed_before = seed;
+  const auto expect_copy_of_seed = [&](const Tensor<double>& t) {
+    ASSERT_TRUE(t.has_grad());
+    EXPECT_NE(t.grad().data(), seed.data());
+    EXPECT_EQ(t.grad(), seed_before);
+  };
+  {
+    GradientTape tape;
+    auto y = mul(x, 2.0);
+    y.retain_grad();
+    tape.backward(y, seed);
+    expect_copy_of_seed(y);
+    EXPECT_EQ(x.grad(), xt::xarray<double>(2.0 * seed_before));
+  }
+  {
+    const auto leaf = random_tensor({2, 3}, 6);
+    GradientTape tape;
+    tape.backward(leaf, seed);
+    expect_copy_of_seed(leaf);
+  }
+  {
+    GradientTape tape;
+    auto y = mul(x, 2.0);
+    y.mutable_value();  // an in-place write: the walk throws at y's op, before it reads the seed
+    EXPECT_TRUE(throws_with<TapeError>([&] { tape.backward(y, seed); }, {"modified in place"}));
+    expect_copy_of_seed(y);
+  }
+}
+
+// A seed passed as an rvalue is moved in: the input an op hands it on to takes its array.
+TEST(SeedLending, AMovedSeedIsTakenWithoutACopy) {
+  const auto a = random_tensor({2, 3}, 1);
+  xt::xarray<double> seed = random_tensor({6}, 7, false).value();
+  xt::xarray<double> expected = seed;
+  expected.reshape({2, 3});
+  const double* storage = seed.data();
+  GradientTape tape;
+  tape.backward(reshape(a, {6}), std::move(seed));
+  EXPECT_EQ(a.grad().data(), storage);
+  EXPECT_EQ(a.grad(), expected);
 }
 
 }  // namespace

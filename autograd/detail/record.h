@@ -137,10 +137,22 @@ concept BackwardFormula = std::invocable<F&, const Tensor<T>&, const Tensor<T>&>
 template <class F, class T>
 concept GradientOnlyFormula = std::invocable<F&, const Tensor<T>&>;
 
+// run_formula's formula on a gradient lent to `output`, read in place.
+template <class T, class Apply>
+void run_formula_on_lent(Node<T>& output, const xt::xarray<T>& lent, const Apply& apply) {
+  const Tensor<T> g(Node<T>::lending(lent));
+  apply(g);
+  if (g.node().use_count() > 1) g.node()->own_value();  // a handle kept past the loan reads its own copy
+  if (output.retains_grad) output.accumulate_grad(xt::xarray<T>(lent));  // grad() must not alias the caller's array
+}
+
 // Runs a formula, given as apply(g), on the gradient of `output`. In a first-order walk the
 // formula gets the gradient moved out of the node, so it stays valid for the whole call even if
 // the formula clears the output's gradient; a retained gradient is put back after. Gradient hooks
 // (Tensor::register_hook) see it first, and may replace it.
+// A gradient lent to the output (backward's seed, Node::lend_grad) is read in place and passed
+// like a retained one, as a handle the formula does not own: an input taking it unchanged gets a
+// copy, so the caller's array is never moved or written. A hook's replacement is owned.
 template <class T, class Apply>
 void run_formula(Node<T>& output, const Apply& apply) {
   if (walk_creates_graph()) {
@@ -149,8 +161,14 @@ void run_formula(Node<T>& output, const Apply& apply) {
     if (output.retains_grad) retain_graph_gradient(output, g);
     return;
   }
-  std::optional<xt::xarray<T>> grad = output.take_grad();
-  if (!output.hooks.empty()) output.apply_hooks(*grad);
+  std::optional<xt::xarray<T>> grad;
+  if (const xt::xarray<T>* lent = output.take_lent_grad()) {
+    if (!output.hooks.empty()) grad = output.hooks_replacement(*lent);
+    if (!grad) return run_formula_on_lent(output, *lent, apply);
+  } else {
+    grad = output.take_grad();
+    if (!output.hooks.empty()) output.apply_hooks(*grad);
+  }
   Tensor<T> g(std::move(*grad));
   if (!output.retains_grad) {
     // The formula gets the only handle: one taking g by value can pass its storage on (the last
