@@ -99,6 +99,7 @@ void Node<T>::own_value() {
 
 template <class T>
 xt::xarray<T> Node<T>::take_value() {
+  own_value();  // a lent array is the lender's: what is taken is a copy
   released_shape_ = value_shape();
   return std::exchange(value, xt::xarray<T>::from_shape({0}));
 }
