@@ -30,7 +30,7 @@ namespace detail {
 // Every array's bytes come from here: from the heap, or from the arena of a step being replayed
 // on this thread (autograd/detail/step_arena.h). 64-byte aligned either way.
 void* allocate_array_bytes(std::size_t bytes);
-void deallocate_array_bytes(void* p, std::size_t bytes) noexcept;
+void deallocate_array_bytes(void* p) noexcept;
 }  // namespace detail
 
 template <class T>
@@ -57,7 +57,7 @@ struct ArrayAllocator {
     if (n > static_cast<std::size_t>(-1) / sizeof(T)) throw std::bad_array_new_length();
     return static_cast<T*>(detail::allocate_array_bytes(n * sizeof(T)));
   }
-  void deallocate(T* p, std::size_t n) noexcept { detail::deallocate_array_bytes(p, n * sizeof(T)); }
+  void deallocate(T* p, std::size_t) noexcept { detail::deallocate_array_bytes(p); }
 };
 
 template <class T, class U>

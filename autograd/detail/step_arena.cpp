@@ -18,7 +18,8 @@ namespace tapegrad::detail {
 namespace {
 
 void* heap_allocate(std::size_t bytes) { return ::operator new(bytes, std::align_val_t{64}); }
-void heap_deallocate(void* p, std::size_t bytes) noexcept { ::operator delete(p, bytes, std::align_val_t{64}); }
+// Unsized: clang before 19 does not declare sized deallocation functions by default.
+void heap_deallocate(void* p) noexcept { ::operator delete(p, std::align_val_t{64}); }
 
 // The address range every arena is mapped in: reserved (PROT_NONE, no memory committed) on the
 // first arena, never released. 64 GiB of address space, far beyond any step this machine can hold.
@@ -159,7 +160,7 @@ void* StepRecording::allocate(std::size_t bytes) {
     alive_[p] = blocks_.size();
     blocks_.push_back({bytes, kOutlivedStep});
   } catch (...) {
-    heap_deallocate(p, bytes);
+    heap_deallocate(p);
     throw;
   }
   return p;
@@ -274,13 +275,13 @@ void* allocate_array_bytes(std::size_t bytes) {
   return heap_allocate(bytes);
 }
 
-void deallocate_array_bytes(void* p, std::size_t bytes) noexcept {
+void deallocate_array_bytes(void* p) noexcept {
   if (in_arena_space(p)) [[unlikely]] return free_arena_block(p);
   if (recordings_in_progress.load(std::memory_order_acquire) != 0) [[unlikely]] {
     std::lock_guard lock(recordings_mutex);
     for (StepRecording* recording : recordings) recording->note_free(p);
   }
-  heap_deallocate(p, bytes);
+  heap_deallocate(p);
 }
 
 }  // namespace tapegrad::detail
