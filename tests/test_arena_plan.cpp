@@ -67,6 +67,25 @@ TEST(ArenaPlan, BlocksThatNeverMeetShareOneRange) {
   for (std::size_t offset : plan.offsets) EXPECT_EQ(offset, 0u);
 }
 
+// Found by a search over small recordings: placed largest first, the 192-byte block lands at 0
+// (it meets only block 0), and block 1 then fits nowhere below the 256-byte one; placing the
+// blocks of the busiest time first (by breadth) packs them into the live peak exactly.
+TEST(ArenaPlan, ReachesTheLivePeakWhereLargestFirstDoesNot) {
+  const std::size_t header = kArenaBlockHeader;
+  // Footprints 192, 128, 192, 256; alive [0, 4), [1, 3), [2, 3), [3, 4): 512 bytes alive at time 2.
+  const std::vector<RecordedBlock> blocks{{192 - header, 4}, {128 - header, 3}, {192 - header, 3}, {256 - header, 4}};
+  ASSERT_EQ(live_peak(blocks), 512u);
+  EXPECT_EQ(plan_arena(blocks).arena_bytes, 512u);
+}
+
+// The other way round (found by the same search): by breadth ends at 512 bytes, largest first at
+// the live peak, and the plan keeps the smaller.
+TEST(ArenaPlan, ReachesTheLivePeakWhereBreadthFirstDoesNot) {
+  const std::vector<RecordedBlock> blocks{{64, 3}, {64, 6}, {64, 3}, {192, 4}, {64, 5}, {192, 6}};
+  ASSERT_EQ(live_peak(blocks), 384u);
+  EXPECT_EQ(plan_arena(blocks).arena_bytes, 384u);
+}
+
 TEST(ArenaPlan, OutlivedAndEmptyBlocksStayOnTheHeap) {
   const std::vector<RecordedBlock> blocks{{256, kOutlivedStep}, {0, 2}, {128, 3}};
   const ArenaPlan plan = plan_arena(blocks);

@@ -1,8 +1,9 @@
 #pragma once
 // Where each array of a recorded training step goes in one arena: the offsets of blocks whose
 // lifetimes overlap never overlap, so a replay of the same step needs no heap at all. The plan is
-// greedy (largest block first, lowest offset that fits), as ggml's graph allocator and TFLite's
-// arena planner do; it is computed once per recording.
+// greedy, computed once per recording: blocks are placed one by one at the lowest offset that
+// fits, in two orders (largest first, as ggml's graph allocator does; by breadth, as TFLite's
+// arena planner does), and the smaller plan wins.
 #include <cstddef>
 #include <limits>
 #include <vector>
