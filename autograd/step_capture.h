@@ -10,15 +10,18 @@
 // kernels, the same results bit for bit. Only where arrays live changes:
 // - the first call records the size and lifetime of every array the step allocates on this
 //   thread, and plans one arena in which arrays alive at the same time never share bytes
-//   (detail::plan_arena); freed heap memory is then returned to the system;
+//   (detail::plan_arena). Its arrays are served as outliving ones are (below), and freed heap
+//   memory is then returned to the system;
 // - later calls serve the step's i-th array from the arena's block i: no heap allocation per op,
 //   and the step's memory is the plan's peak instead of the heap's high-water mark plus its holes.
 //
 // Arrays that outlive the step (parameters' gradients, optimiser state, what step returns) stay
-// on the heap. Whatever the caller does, a replay never hands out memory still in use: an array
-// kept from an earlier step, or kept past its recorded lifetime, keeps its bytes, and the array
-// that would have shared them comes from the heap instead. An array may outlive the capture, and
-// may be freed on any thread.
+// off the arena: small ones on the heap, large ones (from 128 KiB) each in a mapping of its own,
+// so that they leave no holes in the heap and their pages go back to the system when freed.
+// Whatever the caller does, a replay never hands out memory still in use: an array kept from an
+// earlier step, or kept past its recorded lifetime, keeps its bytes, and the array that would
+// have shared them is served off the arena instead. An array may outlive the capture, and may be
+// freed on any thread.
 //
 // When a step allocates differently from the recording (another shape, another branch), the rest
 // of that step runs on the heap and the next call records again. Once more than
@@ -49,7 +52,7 @@ struct StepCaptureStats {
   std::size_t arena_bytes = 0;         // the current arena (0 before the first plan)
   std::size_t planned_blocks = 0;      // arrays per step the current plan puts in the arena
   std::size_t arena_allocations = 0;   // over all replays: arrays served from an arena
-  std::size_t heap_allocations = 0;    // over all replays: the others
+  std::size_t heap_allocations = 0;    // over all replays: the others (heap, or their own mapping)
   bool gave_up = false;                // runs every step eagerly from now on
 };
 

@@ -1,6 +1,9 @@
 // StepCapture (autograd/step_capture.h): replayed steps give the eager step's results bit for
 // bit, whatever the caller keeps, wherever it frees it, and whatever shape comes next.
+#include <unistd.h>
+
 #include <atomic>
+#include <fstream>
 #include <stdexcept>
 #include <thread>
 
@@ -155,6 +158,40 @@ TEST(StepCapture, AnArrayOutlivesItsCaptureAndIsFreedOnAnotherThread) {
   // The arena is unmapped now; new arrays still work, captured or not.
   StepCapture again;
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(again.run([&] { return step.run(); }).value() == step.run().value());
+}
+
+// The process's resident set, from /proc/self/statm (pages).
+long resident_kib() {
+  std::ifstream statm("/proc/self/statm");
+  long size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+// A large array a step keeps (Adam's moments made in the first step, the attention map a module
+// keeps until the next step) is mapped on its own, recorded or replayed: freeing it gives its
+// pages back at once. On the heap, with tapegrad's malloc policy (no mmap, trim threshold
+// 1 GiB), they would stay resident, and the holes it left among the step's freed temporaries
+// would be touched again by later small allocations.
+TEST(StepCapture, ALargeArrayKeptFromAStepGoesBackToTheSystemWhenFreed) {
+  constexpr std::size_t kFloats = std::size_t{16} << 20;  // 64 MiB
+  StepCapture capture;
+  for (int i = 0; i < 3; ++i) {
+    xt::xarray<float> kept;
+    capture.run([&] {
+      const xt::xarray<float> temporary = xt::ones<float>({std::size_t{1} << 16});
+      kept = xt::xarray<float>::from_shape({kFloats});
+      kept.fill(temporary(i));
+    });
+    EXPECT_EQ(kept(kFloats - 1), 1.0f);
+    const long with = resident_kib();
+    { const xt::xarray<float> freed = std::move(kept); }
+    const long without = resident_kib();
+    EXPECT_GT(with - without, 56 << 10) << "step " << i << ": " << with << " KiB resident with the array, " << without
+                                        << " KiB after freeing it";
+  }
+  EXPECT_EQ(capture.stats().recorded_steps, 1u);
+  EXPECT_EQ(capture.stats().replayed_steps, 2u);
 }
 
 TEST(StepCapture, RunInsideRunThrowsAndTheOuterStepStillCompletes) {

@@ -24,7 +24,8 @@ void heap_deallocate(void* p) noexcept { ::operator delete(p, std::align_val_t{6
 // The address range every arena is mapped in: reserved (PROT_NONE, no memory committed) on the
 // first arena, never released. 64 GiB of address space, far beyond any step this machine can hold.
 constexpr std::size_t kArenaSpaceBytes = std::size_t{64} << 30;
-constexpr std::size_t kArenaGranule = std::size_t{2} << 20;  // arenas start and end on 2 MiB
+constexpr std::size_t kArenaGranule = std::size_t{2} << 20;  // mappings start and end on 2 MiB
+constexpr std::size_t kPage = 4096;
 std::atomic<std::uintptr_t> arena_space_begin{0};
 std::atomic<std::size_t> arena_space_bytes{0};
 
@@ -33,35 +34,43 @@ bool in_arena_space(const void* p) {
          arena_space_bytes.load(std::memory_order_relaxed);
 }
 
-// First fit over the free parts of the reserved range (offset -> length); arenas come and go
-// once per recording, so a mutex and a map are plenty.
+std::size_t round_up(std::size_t bytes, std::size_t to) { return (bytes + to - 1) / to * to; }
+
+// First fit over the free parts of the reserved range (offset -> length), in whole granules so
+// that every mapping starts on a 2 MiB boundary; only the pages asked for are mapped. Arenas come
+// and go once per recording, large arrays off the plan a few times a step: a mutex and a map are
+// plenty.
 class ArenaSpace {
  public:
-  std::byte* map(std::size_t bytes) {
+  // Maps `bytes` rounded up to pages; with huge_pages, asks for 2 MiB pages (an arena: every byte
+  // is touched every step, and they save TLB misses; the kernel's transparent huge pages are
+  // often "madvise" only). A hint: failure is fine.
+  std::byte* map(std::size_t bytes, bool huge_pages) {
+    const std::size_t granules = round_up(bytes, kArenaGranule);
     std::lock_guard lock(mutex_);
     if (!reserve()) return nullptr;
     for (auto it = free_.begin(); it != free_.end(); ++it) {
-      if (it->second < bytes) continue;
+      if (it->second < granules) continue;
       const auto [offset, length] = *it;
       free_.erase(it);
-      if (length > bytes) free_.emplace(offset + bytes, length - bytes);
+      if (length > granules) free_.emplace(offset + granules, length - granules);
       std::byte* at = begin() + offset;
-      if (::mmap(at, bytes, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED) {
-        give_back(offset, bytes);
+      const std::size_t mapped = round_up(bytes, kPage);
+      if (::mmap(at, mapped, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED) {
+        give_back(offset, granules);
         return nullptr;
       }
-      // Every byte of an arena is touched every step: 2 MiB pages where the kernel has them (its
-      // transparent huge pages are often "madvise" only) save TLB misses. A hint: failure is fine.
-      ::madvise(at, bytes, MADV_HUGEPAGE);
+      if (huge_pages) ::madvise(at, mapped, MADV_HUGEPAGE);
       return at;
     }
     return nullptr;
   }
-  // Drops the pages (back to PROT_NONE, nothing committed) and frees the range.
+  // Drops the pages of what map(bytes) mapped at `at` (back to PROT_NONE, nothing committed) and
+  // frees the range.
   void unmap(std::byte* at, std::size_t bytes) {
     std::lock_guard lock(mutex_);
-    ::mmap(at, bytes, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    give_back(static_cast<std::size_t>(at - begin()), bytes);
+    ::mmap(at, round_up(bytes, kPage), PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    give_back(static_cast<std::size_t>(at - begin()), round_up(bytes, kArenaGranule));
   }
 
  private:
@@ -110,7 +119,8 @@ thread_local StepReplay* this_thread_replay = nullptr;
 
 }  // namespace
 
-// Shared by the replay that owns it and every block it handed out that is still alive.
+// Shared by the replay that owns it and every block it handed out that is still alive; or the
+// mapping of one large array off the plan (map_own_block), owned by that array alone.
 struct ArenaStorage {
   std::byte* base = nullptr;
   std::size_t mapped = 0;
@@ -139,6 +149,32 @@ void free_arena_block(void* p) noexcept {
   storage->release();
 }
 
+// What a capture serves outside its arena (every array while recording; in a replay, arrays that
+// outlive the step, the rest of a diverged step, blocks whose range is still in use): from the
+// heap when small, in a mapping of their own from glibc's default mmap threshold up. On the heap,
+// a large array that outlives the step (Adam's moments made in the first step, an attention map
+// a module keeps) would sit among the step's freed temporaries, and the holes it keeps open get
+// touched again by later small allocations: 8.6 MiB of the paper step's steady peak RSS. The
+// mapping goes back to the system when the array is freed, and the heap never grows with the
+// recording's arrays. (tapegrad's malloc policy turns glibc's own mmap of large blocks off, for
+// the eager step's sake: page faults on every large temporary.)
+constexpr std::size_t kOwnMappingBytes = std::size_t{128} << 10;
+
+void* allocate_off_plan(std::size_t bytes) {
+  if (bytes < kOwnMappingBytes) return heap_allocate(bytes);
+  auto* storage = new ArenaStorage;
+  storage->alive = std::make_unique<std::atomic<bool>[]>(1);
+  storage->mapped = kArenaBlockHeader + bytes;
+  storage->base = arena_space().map(storage->mapped, /*huge_pages=*/false);
+  if (storage->base == nullptr) {
+    delete storage;
+    return heap_allocate(bytes);  // no address space left: the heap can still serve it
+  }
+  ::new (storage->base) BlockHeader{storage, 0};
+  storage->alive[0].store(true, std::memory_order_relaxed);
+  return storage->base + kArenaBlockHeader;
+}
+
 }  // namespace
 
 StepRecording::StepRecording() {
@@ -154,13 +190,13 @@ StepRecording::~StepRecording() {
 }
 
 void* StepRecording::allocate(std::size_t bytes) {
-  void* p = heap_allocate(bytes);
+  void* p = allocate_off_plan(bytes);
   try {
     std::lock_guard lock(mutex_);
     alive_[p] = blocks_.size();
     blocks_.push_back({bytes, kOutlivedStep});
   } catch (...) {
-    heap_deallocate(p);
+    deallocate_array_bytes(p);
     throw;
   }
   return p;
@@ -184,8 +220,8 @@ StepReplay::StepReplay(std::vector<RecordedBlock> blocks, const ArenaPlan& plan)
     : blocks_(std::move(blocks)), offsets_(plan.offsets), storage_(new ArenaStorage) {
   storage_->alive = std::make_unique<std::atomic<bool>[]>(blocks_.size());
   if (plan.arena_bytes != 0) {
-    const std::size_t mapped = (plan.arena_bytes + kArenaGranule - 1) / kArenaGranule * kArenaGranule;
-    storage_->base = arena_space().map(mapped);
+    const std::size_t mapped = round_up(plan.arena_bytes, kArenaGranule);
+    storage_->base = arena_space().map(mapped, /*huge_pages=*/true);
     if (storage_->base == nullptr) {
       delete storage_;
       throw std::bad_alloc();
@@ -237,7 +273,7 @@ void* StepReplay::allocate(std::size_t bytes) {
   if (!diverged_ && (k >= blocks_.size() || blocks_[k].bytes != bytes)) diverged_ = true;
   if (diverged_ || offsets_[k] == kOnHeap) {
     ++counts_.heap;
-    return heap_allocate(bytes);
+    return allocate_off_plan(bytes);
   }
   // The blocks the recording had freed by now: any still alive is late and may hold k's range.
   while (free_cursor_ < by_expected_free_.size() && blocks_[by_expected_free_[free_cursor_]].freed_before <= k) {
@@ -246,7 +282,7 @@ void* StepReplay::allocate(std::size_t bytes) {
   }
   if (range_in_use(k)) {
     ++counts_.heap;
-    return heap_allocate(bytes);
+    return allocate_off_plan(bytes);
   }
   std::byte* header = storage_->base + offsets_[k];
   ::new (header) BlockHeader{storage_, k};
@@ -276,11 +312,11 @@ void* allocate_array_bytes(std::size_t bytes) {
 }
 
 void deallocate_array_bytes(void* p) noexcept {
-  if (in_arena_space(p)) [[unlikely]] return free_arena_block(p);
   if (recordings_in_progress.load(std::memory_order_acquire) != 0) [[unlikely]] {
     std::lock_guard lock(recordings_mutex);
     for (StepRecording* recording : recordings) recording->note_free(p);
   }
+  if (in_arena_space(p)) [[unlikely]] return free_arena_block(p);
   heap_deallocate(p);
 }
 

@@ -2,20 +2,20 @@
 // The memory side of StepCapture (autograd/step_capture.h): what serves every array's bytes
 // (detail::allocate_array_bytes, autograd/array_allocator.h) while a step runs on this thread.
 //
-// - StepRecording: arrays come from the heap, and each one's size and lifetime (in allocations)
-//   is written down.
+// - StepRecording: arrays are served off the plan (the heap when small, a mapping of their own
+//   when large), and each one's size and lifetime (in allocations) is written down.
 // - StepReplay: the i-th allocation of the step gets block i of an arena planned from a
 //   recording (detail::plan_arena), if it asks for the recorded size and the block's range is
-//   free; otherwise the heap. A different size means the step is not the recorded one: the rest
-//   of it runs on the heap, and the replay says so (followed_plan()).
+//   free; otherwise off the plan. A different size means the step is not the recorded one: the
+//   rest of it runs off the plan, and the replay says so (followed_plan()).
 //
 // A range is free unless a block the plan expected dead by now is still alive: an array the
 // caller kept from an earlier step, or past the recorded lifetime. Those are checked, so a replay
 // never hands out memory in use, whatever the caller does.
 //
-// Arenas are mapped inside one address range reserved for them at first use, so freeing any
-// array (on any thread) tells an arena block from a heap block with one comparison. An arena
-// lives until its capture is gone and its last block is freed.
+// Arenas, and large arrays off the plan, are mapped inside one address range reserved for them
+// at first use, so freeing any array (on any thread) tells them from a heap block with one
+// comparison. An arena lives until its capture is gone and its last block is freed.
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -36,7 +36,7 @@ class StepRecording {
   StepRecording& operator=(const StepRecording&) = delete;
 
   void* allocate(std::size_t bytes);
-  // A heap block was freed (on any thread): if recorded here, its lifetime ends now.
+  // An array was freed (on any thread): if recorded here, its lifetime ends now.
   void note_free(void* p);
   // The blocks, in allocation order; those not freed yet outlived the step.
   std::vector<RecordedBlock> finish();
@@ -49,7 +49,7 @@ class StepRecording {
 
 struct ReplayCounts {
   std::size_t arena = 0;  // allocations served from the arena
-  std::size_t heap = 0;   // planned for the arena but served from the heap (range in use, or diverged)
+  std::size_t heap = 0;   // the others: outlived the recording, range in use, or diverged
 };
 
 class StepReplay {
