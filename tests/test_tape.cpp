@@ -1,8 +1,10 @@
+#include <functional>
 #include <memory>
 #include <thread>
 
 #include "autograd/custom_op.h"
 #include "autograd/generator.h"
+#include "autograd/ops/activation.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/masking.h"
 #include "autograd/ops/pointwise.h"
@@ -429,6 +431,59 @@ TEST(GradientStorage, TheLastInputTakingTheIncomingGradientTakesItsArray) {
     tape.backward(sum(mul(a + a, 3.0)));  // both inputs are a: a copy, then the array added in
     EXPECT_EQ(a.grad(), xt::xarray<double>(xt::ones<double>({2, 3}) * 6.0));
   }
+}
+
+// An activation's backward multiplies the gradient reaching it by its local derivative, written
+// over that gradient's array when the formula holds its only handle: the input's gradient is the
+// array that reached the activation. A retained (or lent) gradient keeps its values.
+TEST(GradientStorage, AnActivationsBackwardWritesOverTheIncomingGradient) {
+  const auto incoming_array = [](Tensor<double>& t, const double** seen) {
+    t.register_hook([seen](const xt::xarray<double>& g) -> std::optional<xt::xarray<double>> {
+      *seen = g.data();
+      return std::nullopt;
+    });
+  };
+  auto a = random_tensor({3, 4}, 1);
+  const auto w = random_tensor({3, 4}, 2, false);
+  const xt::xarray<double> x = a.value();
+  const std::vector<std::pair<const char*, std::function<Tensor<double>(const Tensor<double>&)>>> ops{
+      {"relu", [](const Tensor<double>& t) { return relu(t); }},
+      {"sigmoid", [](const Tensor<double>& t) { return sigmoid(t); }},
+      {"tanh", [](const Tensor<double>& t) { return tanh(t); }},
+      {"gelu", [](const Tensor<double>& t) { return gelu(t); }}};
+  for (const auto& [name, op] : ops) {
+    // The expected gradient, from the same op's backward on a retained output: w * f'(x).
+    xt::xarray<double> expected;
+    {
+      a.zero_grad();
+      GradientTape tape;
+      auto out = op(a);
+      out.retain_grad();
+      const double* seen = nullptr;
+      incoming_array(out, &seen);
+      tape.backward(sum(mul(out, w)));
+      EXPECT_NE(a.grad().data(), seen) << name;
+      EXPECT_EQ(out.grad(), w.value()) << name << ": the retained gradient was written over";
+      expected = a.grad();
+    }
+    a.zero_grad();
+    GradientTape tape;
+    auto out = op(a);
+    const double* seen = nullptr;
+    incoming_array(out, &seen);
+    tape.backward(sum(mul(out, w)));
+    ASSERT_NE(seen, nullptr);
+    EXPECT_EQ(a.grad().data(), seen) << name;
+    EXPECT_EQ(a.grad(), expected) << name;
+    EXPECT_EQ(a.value(), x) << name;
+  }
+  a.zero_grad();
+  // Through a lent seed: the caller's array is read, never written.
+  const xt::xarray<double> seed = w.value();
+  GradientTape tape;
+  tape.backward(relu(a), seed);
+  EXPECT_EQ(seed, w.value());
+  EXPECT_EQ(a.grad(), xt::xarray<double>(w.value() * xt::cast<double>(x > 0.0)));
 }
 
 // backward(output, seed) lends the seed: the output's op reads the caller's array in place (no

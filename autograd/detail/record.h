@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cmath>
 #include <concepts>
+#include <optional>
 #include "autograd/source_location.h"
 #include <utility>
 #include <vector>
@@ -35,6 +36,19 @@
 #include "autograd/tensor.h"
 
 namespace tapegrad::detail {
+
+// The value of `a`, moved out (the node is left released, value_shape() still answers), when no
+// one can read it after the caller: nothing but `a` reaches the node, or nothing but edges (which
+// never read a value) besides a's hold. Otherwise, in anomaly mode (which reads the inputs'
+// values when it records an op), or for a value already released: nothing. A lent value is
+// copied (Node::take_value).
+template <class T>
+std::optional<xt::xarray<T>> take_value_if_sole_reader(Tensor<T>& a) {
+  Node<T>& node = *a.node();
+  const bool sole_reader = a.node().use_count() == 1 || (!node.is_leaf && node.sole_value_hold());
+  if (!sole_reader || node.value_released() || is_anomaly_enabled()) return std::nullopt;
+  return node.take_value();
+}
 
 // What make_result needs to know about an op's inputs.
 struct Recording {

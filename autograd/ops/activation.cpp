@@ -3,6 +3,7 @@
 #include <cmath>
 #include <memory>
 #include <numbers>
+#include <optional>
 
 #include <xtensor/xoperation.hpp>
 
@@ -29,11 +30,17 @@ xt::xarray<T> map_elements(const xt::xarray<T>& x, F f) {
 }
 
 // out[i] = g[i] * f(v[i]): every backward here is the incoming gradient times a local derivative
-// that depends on one saved value per element (the input or the output).
+// that depends on one saved value per element (the input or the output). In a first-order walk
+// the formula calling this passed on the only handle of the gradient, and nothing reads it
+// afterwards: the result is written over g's array (the same arithmetic, one gradient-sized
+// array less alive: a [tokens, d_ff] one at the start of a Transformer's backward, its memory
+// peak). A recorded backward (create_graph) keeps g for its own formula.
 template <class T, class F>
-xt::xarray<T> scale_by(const xt::xarray<T>& g, const xt::xarray<T>& v, F f) {
-  xt::xarray<T> out = xt::xarray<T>::from_shape(g.shape());
-  kernels::map(g.size(), g.data(), v.data(), out.data(), [f](T gi, T vi) { return gi * f(vi); });
+xt::xarray<T> scale_by(Tensor<T>& g, const xt::xarray<T>& v, const detail::Recording& recording, F f) {
+  std::optional<xt::xarray<T>> own = recording.record ? std::nullopt : detail::take_value_if_sole_reader(g);
+  xt::xarray<T> out = own ? std::move(*own) : xt::xarray<T>::from_shape(g.shape());
+  const T* gi = own ? out.data() : g.value().data();
+  kernels::map(out.size(), gi, v.data(), out.data(), [f](T gi, T vi) { return gi * f(vi); });
   return out;
 }
 
@@ -68,9 +75,11 @@ template <class T> T gelu_tanh_grad(T x) {
 // relu' is a step: the gradient passes where y > 0 or y is NaN (PyTorch 1.13's threshold_backward
 // keeps it where !(x <= 0)), and is 0 at x == 0. Its derivative in y is 0, so y gets none.
 template <class T>
-Tensor<T> relu_backward(const Tensor<T>& g, const Tensor<T>& y, CallSite where = std::source_location::current()) {
+Tensor<T> relu_backward(Tensor<T> g, const Tensor<T>& y, CallSite where = std::source_location::current()) {
   const auto step = [](T v) { return v <= T(0) ? T(0) : T(1); };
-  return make_result("relu_backward", where, scale_by(g.value(), y.value(), step), should_record(g, y),
+  detail::Recording recording = should_record(g, y);
+  xt::xarray<T> dx = scale_by(g, y.value(), recording, step);
+  return make_result("relu_backward", where, std::move(dx), std::move(recording),
                      [g, y](const Tensor<T>& gg) {
                        if (g.requires_grad()) accumulate(g, relu_backward(gg, y));
                      });
@@ -78,9 +87,10 @@ Tensor<T> relu_backward(const Tensor<T>& g, const Tensor<T>& y, CallSite where =
 
 // g y (1 - y); d/dy = g (1 - 2y).
 template <class T>
-Tensor<T> sigmoid_backward(const Tensor<T>& g, const Tensor<T>& y, CallSite where = std::source_location::current()) {
-  return make_result("sigmoid_backward", where, scale_by(g.value(), y.value(), [](T v) { return v * (T(1) - v); }),
-                     should_record(g, y), [g, y](const Tensor<T>& gg) {
+Tensor<T> sigmoid_backward(Tensor<T> g, const Tensor<T>& y, CallSite where = std::source_location::current()) {
+  detail::Recording recording = should_record(g, y);
+  xt::xarray<T> dx = scale_by(g, y.value(), recording, [](T v) { return v * (T(1) - v); });
+  return make_result("sigmoid_backward", where, std::move(dx), std::move(recording), [g, y](const Tensor<T>& gg) {
                        if (g.requires_grad()) accumulate(g, sigmoid_backward(gg, y));
                        if (y.requires_grad()) accumulate(y, mul(mul(gg, g), rsub(mul(y, T(2)), T(1))));
                      });
@@ -88,9 +98,10 @@ Tensor<T> sigmoid_backward(const Tensor<T>& g, const Tensor<T>& y, CallSite wher
 
 // g (1 - y^2); d/dy = -2 g y.
 template <class T>
-Tensor<T> tanh_backward(const Tensor<T>& g, const Tensor<T>& y, CallSite where = std::source_location::current()) {
-  return make_result("tanh_backward", where, scale_by(g.value(), y.value(), [](T v) { return T(1) - v * v; }),
-                     should_record(g, y), [g, y](const Tensor<T>& gg) {
+Tensor<T> tanh_backward(Tensor<T> g, const Tensor<T>& y, CallSite where = std::source_location::current()) {
+  detail::Recording recording = should_record(g, y);
+  xt::xarray<T> dx = scale_by(g, y.value(), recording, [](T v) { return T(1) - v * v; });
+  return make_result("tanh_backward", where, std::move(dx), std::move(recording), [g, y](const Tensor<T>& gg) {
                        if (g.requires_grad()) accumulate(g, tanh_backward(gg, y));
                        if (y.requires_grad()) accumulate(y, mul(mul(gg, g), mul(y, T(-2))));
                      });
@@ -112,11 +123,12 @@ Tensor<T> gelu_second_derivative(const Tensor<T>& x, bool use_tanh) {
 
 // g gelu'(x); d/dx = g gelu''(x).
 template <class T>
-Tensor<T> gelu_backward(const Tensor<T>& g, const Tensor<T>& x, bool use_tanh,
+Tensor<T> gelu_backward(Tensor<T> g, const Tensor<T>& x, bool use_tanh,
                         CallSite where = std::source_location::current()) {
-  xt::xarray<T> dx = use_tanh ? scale_by(g.value(), x.value(), gelu_tanh_grad<T>)
-                              : scale_by(g.value(), x.value(), gelu_erf_grad<T>);
-  return make_result("gelu_backward", where, std::move(dx), should_record(g, x),
+  detail::Recording recording = should_record(g, x);
+  xt::xarray<T> dx = use_tanh ? scale_by(g, x.value(), recording, gelu_tanh_grad<T>)
+                              : scale_by(g, x.value(), recording, gelu_erf_grad<T>);
+  return make_result("gelu_backward", where, std::move(dx), std::move(recording),
                      [g, x, use_tanh](const Tensor<T>& gg) {
                        if (g.requires_grad()) accumulate(g, gelu_backward(gg, x, use_tanh));
                        if (x.requires_grad()) accumulate(x, mul(mul(gg, g), gelu_second_derivative(x, use_tanh)));
@@ -132,7 +144,7 @@ Tensor<T> relu(const Tensor<T>& a, CallSite where) {
   // y is NaN exactly where x is, so the output is all the backward needs.
   const auto forward = [](T x) { return x > T(0) || std::isnan(x) ? x : T(0); };
   return make_result("relu", where, map_elements(a.value(), forward), should_record(a),
-                     [a = detail::edge(a)](const Tensor<T>& g, const Tensor<T>& y) { accumulate(a, relu_backward(g, y)); });
+                     [a = detail::edge(a)](Tensor<T> g, const Tensor<T>& y) { accumulate(a, relu_backward(std::move(g), y)); });
 }
 
 template <class T>
@@ -145,14 +157,14 @@ Tensor<T> sigmoid(const Tensor<T>& a, CallSite where) {
     return e / (T(1) + e);
   };
   return make_result("sigmoid", where, map_elements(a.value(), forward), should_record(a),
-                     [a = detail::edge(a)](const Tensor<T>& g, const Tensor<T>& y) { accumulate(a, sigmoid_backward(g, y)); });
+                     [a = detail::edge(a)](Tensor<T> g, const Tensor<T>& y) { accumulate(a, sigmoid_backward(std::move(g), y)); });
 }
 
 template <class T>
 Tensor<T> tanh(const Tensor<T>& a, CallSite where) {
   require_defined(a, "tanh", "a");
   return make_result("tanh", where, map_elements(a.value(), [](T x) { return std::tanh(x); }), should_record(a),
-                     [a = detail::edge(a)](const Tensor<T>& g, const Tensor<T>& y) { accumulate(a, tanh_backward(g, y)); });
+                     [a = detail::edge(a)](Tensor<T> g, const Tensor<T>& y) { accumulate(a, tanh_backward(std::move(g), y)); });
 }
 
 template <class T>
@@ -162,8 +174,8 @@ Tensor<T> gelu(const Tensor<T>& a, GeluApproximation approximate, CallSite where
   xt::xarray<T> y = use_tanh ? map_elements(a.value(), gelu_tanh<T>) : map_elements(a.value(), gelu_erf<T>);
   // The derivative needs x, which the handle `a` already holds.
   return make_result("gelu", where, std::move(y), should_record(a),
-                     [a, use_tanh](const Tensor<T>& g) {
-                       accumulate(a, gelu_backward(g, a, use_tanh));
+                     [a, use_tanh](Tensor<T> g) {
+                       accumulate(a, gelu_backward(std::move(g), a, use_tanh));
                      });
 }
 

@@ -6,7 +6,6 @@
 #include <string>
 #include <utility>
 
-#include "autograd/anomaly.h"
 #include "autograd/detail/checks.h"
 #include "autograd/detail/record.h"
 #include "autograd/kernels/broadcast.h"
@@ -212,16 +211,11 @@ Tensor<T> reshape(const Tensor<T>& a, const std::vector<Index>& shape, CallSite 
 template <class T>
 Tensor<T> reshape(Tensor<T>&& a, const std::vector<Index>& shape, CallSite where) {
   const Shape out = reshape_target(a, shape);
-  Node<T>& node = *a.node();
-  // Nothing but `a` reaches the node, or nothing but edges (which never read a value) besides `a`'s
-  // hold: no one can read the value after this, so it moves instead of being copied. Not in anomaly
-  // mode, which reads the input's value when it records the op; and a value already moved out is
-  // left to a.value() below to report.
-  const bool only_reader = a.node().use_count() == 1 || (!node.is_leaf && node.sole_value_hold());
-  if (only_reader && !node.value_released() && !is_anomaly_enabled()) {
-    xt::xarray<T> value = node.take_value();
-    value.reshape(out);
-    return reshaped("reshape", where, a, std::move(value));
+  // No one can read the value after this: it moves instead of being copied. (A value already
+  // moved out is left to a.value() below to report.)
+  if (std::optional<xt::xarray<T>> value = detail::take_value_if_sole_reader(a)) {
+    value->reshape(out);
+    return reshaped("reshape", where, a, std::move(*value));
   }
   return reshaped("reshape", where, a, out);
 }

@@ -1,8 +1,9 @@
-// rss_long_run: trains the copy task (default configuration, or --paper) for --steps optimiser
-// steps, samples the resident set size (VmRSS) every --sample-every steps, prints the table, and
-// fails when memory grows after warm-up: the largest sample after --warmup-steps may exceed the
-// largest sample up to it by at most --tolerance-mib (the warm-up's peak, not one sample, is the
-// baseline: the allocator moves RSS up and down by about a MiB). bench/LONG_RUN.md has the numbers.
+// rss_long_run: trains the copy task (default configuration, or --paper; eagerly, or through a
+// StepCapture with --capture) for --steps optimiser steps, samples the resident set size (VmRSS)
+// every --sample-every steps, prints the table, and fails when memory grows after warm-up: the
+// largest sample after --warmup-steps may exceed the largest sample up to it by at most
+// --tolerance-mib (the warm-up's peak, not one sample, is the baseline: the allocator moves RSS up
+// and down by about a MiB). bench/LONG_RUN.md has the numbers.
 //
 // Exit status: 0 flat, 3 grew (the output then says "RSS grew"), 1 on an error.
 // --retain-per-step BYTES keeps that many more bytes alive after every step (touched, so they are
@@ -39,7 +40,7 @@ int main(int argc, char** argv) {
   tapegrad::copy_task::Config config;
   std::size_t steps = 5000, sample_every = 100, warmup_steps = 500, retain_per_step = 0;
   double tolerance_mib = 3.0;
-  bool paper = false;
+  bool paper = false, capture = false;
   CLI::App app{"Train the copy task for many steps and check that the resident set stays flat"};
   app.add_option("--steps", steps, "optimiser steps")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--sample-every", sample_every, "steps between RSS samples")->capture_default_str()->check(CLI::PositiveNumber);
@@ -47,6 +48,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--tolerance-mib", tolerance_mib, "allowed growth over the baseline")->capture_default_str();
   app.add_flag("--paper", paper, "the paper-size model: d_model 512, d_ff 2048, 8 heads");
+  app.add_flag("--capture", capture, "every step through a StepCapture (copy_task --capture)");
   app.add_option("--retain-per-step", retain_per_step, "bytes kept alive after every step (tests the check)");
   CLI11_PARSE(app, argc, argv);
   if (steps % sample_every != 0 || warmup_steps % sample_every != 0 || warmup_steps >= steps) {
@@ -62,6 +64,7 @@ int main(int argc, char** argv) {
   // One "epoch" per sample: the data stream and the schedule depend on the step count only.
   config.batches_per_epoch = sample_every;
   config.epochs = steps / sample_every;
+  config.capture_steps = capture;
 
   try {
     tapegrad::copy_task::Trainer trainer(config);
@@ -83,6 +86,11 @@ int main(int argc, char** argv) {
         peak_after = rss;
         peak_step = stats.steps;
       }
+    }
+    if (const auto captured = trainer.capture_stats()) {
+      std::printf("Step capture: %zu steps recorded, %zu replayed, %zu diverged, arena %.1f MiB\n",
+                  captured->recorded_steps, captured->replayed_steps, captured->diverged_steps,
+                  static_cast<double>(captured->arena_bytes) / (1 << 20));
     }
     const double growth = mib(peak_after - baseline);
     if (growth > tolerance_mib) {
