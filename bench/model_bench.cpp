@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 #include <limits>
+#include <optional>
 
 #include "autograd/kernels/parallel.h"
 #include "autograd/matmul_precision.h"
@@ -92,7 +93,7 @@ void register_adam_step() {
 // one batch per epoch, fresh random data each step as in the copy_task program. In bf16 the
 // products take bf16 inputs (copy_task --bf16), the row named train_step/SIZE_bf16.
 // With capture, each step runs through a StepCapture (copy_task --capture), the row named
-// train_step/SIZE_captured: the warm-up step records, the timed ones replay.
+// train_step/SIZE_captured: the warm-up steps record, the timed ones replay.
 void register_training_step(const std::string& size, MatmulPrecision precision, bool capture = false) {
   const bool bf16 = precision == MatmulPrecision::kBfloat16;
   const std::string name = "train_step/" + size + (bf16 ? "_bf16" : "") + (capture ? "_captured" : "");
@@ -102,7 +103,13 @@ void register_training_step(const std::string& size, MatmulPrecision precision, 
     config.capture_steps = capture;
     copy_task::Trainer trainer(config);
     trainer.run_epoch();  // warm-up: the first step also allocates Adam's buffers
-    if (capture) trainer.run_epoch();  // the first replay meets Adam's buffers made: it records again
+    // Captured, step 1 records, step 2 (the first replay) meets Adam's buffers made and diverges,
+    // step 3 records again: warm up until a step has replayed, so that every timed step replays.
+    const auto replayed = [&] {
+      const std::optional<StepCaptureStats> stats = trainer.capture_stats();
+      return !stats || stats->replayed_steps > 0 || stats->gave_up;
+    };
+    while (!replayed()) trainer.run_epoch();
     for (auto _ : state) trainer.run_epoch();
     state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * config.batch * (config.seq_len - 1)));
   });
