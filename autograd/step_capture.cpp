@@ -1,9 +1,9 @@
 #include "autograd/step_capture.h"
 
 #include <new>
-#include <stdexcept>
 
 #include "autograd/detail/step_arena.h"
+#include "autograd/errors.h"
 
 namespace tapegrad {
 
@@ -12,11 +12,11 @@ StepCapture::~StepCapture() = default;
 
 StepCapture::Running::Running(StepCapture& capture) : capture_(capture) {
   if (detail::step_memory_in_use()) {
-    throw std::logic_error("StepCapture::run: a captured step is already running on this thread; "
+    throw TapeError("StepCapture::run: a captured step is already running on this thread; "
                            "run one step at a time (a step may not run another captured step)");
   }
   if (capture_.running_.exchange(true)) {
-    throw std::logic_error("StepCapture::run: this capture is running a step on another thread; "
+    throw TapeError("StepCapture::run: this capture is running a step on another thread; "
                            "give each thread its own StepCapture");
   }
   capture_.begin_step();

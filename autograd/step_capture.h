@@ -31,7 +31,7 @@
 //
 // Only the calling thread's arrays are planned (TBB workers allocate from the heap). One run at a
 // time per thread and per capture: run() inside a run(), or on a capture already running a step
-// on another thread, throws std::logic_error. A capture may move between threads between steps.
+// on another thread, throws TapeError. A capture may move between threads between steps.
 #include <atomic>
 #include <cstddef>
 #include <memory>

@@ -4,9 +4,12 @@
 
 #include <atomic>
 #include <fstream>
+#include <new>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
+#include "autograd/detail/step_arena.h"
 #include "autograd/ops/activation.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/linalg.h"
@@ -194,11 +197,42 @@ TEST(StepCapture, ALargeArrayKeptFromAStepGoesBackToTheSystemWhenFreed) {
   EXPECT_EQ(capture.stats().replayed_steps, 2u);
 }
 
+// A hostile step keeping more large arrays than the mappings allowed: the rest come from the heap,
+// and the process keeps kernel mappings for everyone else (each own mapping costs two).
+TEST(StepCapture, ArraysBeyondTheMappingLimitComeFromTheHeap) {
+  const std::size_t floats = (std::size_t{128} << 10) / sizeof(float);  // 128 KiB: mapped on its own
+  const std::size_t count = detail::kMaxArenaMappings + 3000;
+  std::vector<xt::xarray<float>> kept;
+  kept.reserve(count);
+  StepCapture capture;
+  capture.run([&] {
+    for (std::size_t i = 0; i < count; ++i) kept.push_back(xt::xarray<float>::from_shape({floats}));
+  });
+  EXPECT_LE(detail::arena_mappings(), detail::kMaxArenaMappings);
+  for (std::size_t i = 0; i < count; ++i) {
+    kept[i](0) = static_cast<float>(i);
+    kept[i](floats - 1) = static_cast<float>(i);
+  }
+  for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(kept[i](0) + kept[i](floats - 1), 2.0f * static_cast<float>(i)) << i;
+  kept.clear();
+  EXPECT_EQ(detail::arena_mappings(), 0u);
+}
+
+// A size within 64 bytes of 2^64, eagerly and inside a captured step: bad_alloc, not a block of a
+// few bytes handed out for it (libstdc++'s aligned operator new rounded it up to 0 and returned
+// one; a mapping's header would wrap it the same way).
+TEST(StepCapture, AnArrayTooLargeForMemoryThrowsBadAlloc) {
+  const std::size_t floats = static_cast<std::size_t>(-1) / sizeof(float);
+  EXPECT_THROW(xt::xarray<float>::from_shape({floats}), std::bad_alloc);
+  StepCapture capture;
+  EXPECT_THROW(capture.run([&] { return xt::xarray<float>::from_shape({floats}); }), std::bad_alloc);
+}
+
 TEST(StepCapture, RunInsideRunThrowsAndTheOuterStepStillCompletes) {
   SmallStep step;
   StepCapture outer, inner;
   const Tensor<double> y = outer.run([&] {
-    EXPECT_TRUE(throws_with<std::logic_error>([&] { inner.run([&] { step.run(); }); }, {"StepCapture::run", "already running"}));
+    EXPECT_TRUE(throws_with<TapeError>([&] { inner.run([&] { step.run(); }); }, {"StepCapture::run", "already running"}));
     return step.run();
   });
   EXPECT_TRUE(y.value() == step.run().value());
@@ -214,7 +248,7 @@ TEST(StepCapture, ACaptureRunningOnAnotherThreadThrows) {
     });
   });
   while (!inside) std::this_thread::yield();
-  EXPECT_TRUE(throws_with<std::logic_error>([&] { capture.run([] {}); }, {"StepCapture::run", "another thread"}));
+  EXPECT_TRUE(throws_with<TapeError>([&] { capture.run([] {}); }, {"StepCapture::run", "another thread"}));
   tried = true;
   other.join();
   SmallStep step;

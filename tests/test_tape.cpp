@@ -1,5 +1,6 @@
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <thread>
 
 #include "autograd/custom_op.h"
@@ -583,6 +584,28 @@ TEST(SeedLending, GradientsShowingTheSeedAreCopies) {
     EXPECT_TRUE(throws_with<TapeError>([&] { tape.backward(y, seed); }, {"modified in place"}));
     expect_copy_of_seed(y);
   }
+}
+
+// A custom op's formula that keeps its gradient and then throws: the kept handle owns a copy of
+// the seed, so it stays valid (and unchanged) when the caller's array changes or goes.
+TEST(SeedLending, AGradientKeptByAFormulaThatThrowsIsACopy) {
+  const auto x = random_tensor({2, 3}, 1);
+  auto seed = std::make_unique<xt::xarray<double>>(random_tensor({2, 3}, 8, false).value());
+  const xt::xarray<double> seed_before = *seed;
+  Tensor<double> kept;
+  GradientTape tape;
+  const auto y = custom_op("keeps_its_gradient", xt::xarray<double>(x.value()),
+                           [&kept](const Tensor<double>& g) {
+                             kept = g;
+                             throw std::runtime_error("keeps_its_gradient: fails after keeping it");
+                           },
+                           x);
+  EXPECT_THROW(tape.backward(y, *seed), std::runtime_error);
+  ASSERT_TRUE(kept.defined());
+  EXPECT_NE(kept.value().data(), seed->data());
+  seed->fill(99.0);
+  seed.reset();
+  EXPECT_EQ(kept.value(), seed_before);
 }
 
 // A seed passed as an rvalue is moved in: the input an op hands it on to takes its array.

@@ -151,12 +151,21 @@ concept BackwardFormula = std::invocable<F&, const Tensor<T>&, const Tensor<T>&>
 template <class F, class T>
 concept GradientOnlyFormula = std::invocable<F&, const Tensor<T>&>;
 
-// run_formula's formula on a gradient lent to `output`, read in place.
+// run_formula's formula on a gradient lent to `output`, read in place. A handle the formula kept
+// past the loan (a custom op storing its gradient) reads its own copy, also when the formula threw.
 template <class T, class Apply>
 void run_formula_on_lent(Node<T>& output, const xt::xarray<T>& lent, const Apply& apply) {
   const Tensor<T> g(Node<T>::lending(lent));
-  apply(g);
-  if (g.node().use_count() > 1) g.node()->own_value();  // a handle kept past the loan reads its own copy
+  const auto end_loan = [&] {
+    if (g.node().use_count() > 1) g.node()->own_value();
+  };
+  try {
+    apply(g);
+  } catch (...) {
+    end_loan();
+    throw;
+  }
+  end_loan();
   if (output.retains_grad) output.accumulate_grad(xt::xarray<T>(lent));  // grad() must not alias the caller's array
 }
 

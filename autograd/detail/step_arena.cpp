@@ -17,7 +17,13 @@
 namespace tapegrad::detail {
 namespace {
 
-void* heap_allocate(std::size_t bytes) { return ::operator new(bytes, std::align_val_t{64}); }
+void* heap_allocate(std::size_t bytes) {
+  // libstdc++'s aligned operator new rounds the size up to the alignment without a check: a request
+  // within 63 bytes of 2^64 wraps to 0 and gets a block of no bytes. No object is larger than
+  // PTRDIFF_MAX bytes anyway.
+  if (bytes > static_cast<std::size_t>(PTRDIFF_MAX)) throw std::bad_alloc();
+  return ::operator new(bytes, std::align_val_t{64});
+}
 // Unsized: clang before 19 does not declare sized deallocation functions by default.
 void heap_deallocate(void* p) noexcept { ::operator delete(p, std::align_val_t{64}); }
 
@@ -46,9 +52,10 @@ class ArenaSpace {
   // is touched every step, and they save TLB misses; the kernel's transparent huge pages are
   // often "madvise" only). A hint: failure is fine.
   std::byte* map(std::size_t bytes, bool huge_pages) {
+    if (bytes > kArenaSpaceBytes) return nullptr;  // (also keeps the rounding below from wrapping)
     const std::size_t granules = round_up(bytes, kArenaGranule);
     std::lock_guard lock(mutex_);
-    if (!reserve()) return nullptr;
+    if (mappings_ == kMaxArenaMappings || !reserve()) return nullptr;
     for (auto it = free_.begin(); it != free_.end(); ++it) {
       if (it->second < granules) continue;
       const auto [offset, length] = *it;
@@ -61,9 +68,14 @@ class ArenaSpace {
         return nullptr;
       }
       if (huge_pages) ::madvise(at, mapped, MADV_HUGEPAGE);
+      ++mappings_;
       return at;
     }
     return nullptr;
+  }
+  std::size_t mappings() {
+    std::lock_guard lock(mutex_);
+    return mappings_;
   }
   // Drops the pages of what map(bytes) mapped at `at` (back to PROT_NONE, nothing committed) and
   // frees the range.
@@ -71,6 +83,7 @@ class ArenaSpace {
     std::lock_guard lock(mutex_);
     ::mmap(at, round_up(bytes, kPage), PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     give_back(static_cast<std::size_t>(at - begin()), round_up(bytes, kArenaGranule));
+    --mappings_;
   }
 
  private:
@@ -102,6 +115,7 @@ class ArenaSpace {
 
   std::mutex mutex_;
   std::map<std::size_t, std::size_t> free_;
+  std::size_t mappings_ = 0;
 };
 
 ArenaSpace& arena_space() {
@@ -161,14 +175,15 @@ void free_arena_block(void* p) noexcept {
 constexpr std::size_t kOwnMappingBytes = std::size_t{128} << 10;
 
 void* allocate_off_plan(std::size_t bytes) {
-  if (bytes < kOwnMappingBytes) return heap_allocate(bytes);
+  // Past the reserved range's size, the heap says bad_alloc (and the header cannot wrap the size).
+  if (bytes < kOwnMappingBytes || bytes > kArenaSpaceBytes) return heap_allocate(bytes);
   auto* storage = new ArenaStorage;
   storage->alive = std::make_unique<std::atomic<bool>[]>(1);
   storage->mapped = kArenaBlockHeader + bytes;
   storage->base = arena_space().map(storage->mapped, /*huge_pages=*/false);
   if (storage->base == nullptr) {
     delete storage;
-    return heap_allocate(bytes);  // no address space left: the heap can still serve it
+    return heap_allocate(bytes);  // no address space or mapping left: the heap can still serve it
   }
   ::new (storage->base) BlockHeader{storage, 0};
   storage->alive[0].store(true, std::memory_order_relaxed);
@@ -291,6 +306,8 @@ void* StepReplay::allocate(std::size_t bytes) {
   ++counts_.arena;
   return header + kArenaBlockHeader;
 }
+
+std::size_t arena_mappings() { return arena_space().mappings(); }
 
 void set_step_memory(StepRecording* recording, StepReplay* replay) {
   this_thread_recording = recording;

@@ -87,6 +87,14 @@ class StepReplay {
 void set_step_memory(StepRecording* recording, StepReplay* replay);
 bool step_memory_in_use();
 
+// Mappings in the reserved range alive at once (arenas, and large arrays off the plan), at most.
+// Each splits the range into two more kernel mappings (VMAs), of which a process may have 65530 by
+// default (vm.max_map_count): past that, every mmap in the process fails, thread stacks and other
+// libraries' included. A quarter of them is the limit; beyond it, arrays come from the heap.
+inline constexpr std::size_t kMaxArenaMappings = 8192;
+// How many there are now.
+std::size_t arena_mappings();
+
 // Hands freed heap memory back to the system (glibc's malloc_trim), after a recording step.
 void return_free_heap_to_system();
 

@@ -1,11 +1,14 @@
 // Rows of docs/bad-inputs.md, section "trust: the tape": in-place edits after the forward, tensors
-// outliving their tape, a tape after a backward that threw, a tape used from another thread.
+// outliving their tape, a tape after a backward that threw, a tape used from another thread, a
+// StepCapture run inside a run or on two threads.
+#include <atomic>
 #include <thread>
 
 #include "autograd/custom_op.h"
 #include "autograd/functional.h"
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
+#include "autograd/step_capture.h"
 #include "autograd/tape.h"
 #include "nn/linear.h"
 #include "nn/transformer/multi_head_attention.h"
@@ -68,6 +71,35 @@ void backward_on_another_thread() {
   if (error) std::rethrow_exception(error);
 }
 
+// A captured step that runs another captured step.
+void captured_step_inside_captured_step() {
+  StepCapture outer, inner;
+  outer.run([&] { inner.run([] {}); });
+}
+
+// A capture asked to run a step while it runs one on another thread.
+void capture_running_on_another_thread() {
+  StepCapture capture;
+  std::atomic<bool> inside{false}, tried{false};
+  std::thread other([&] {
+    capture.run([&] {
+      inside = true;
+      while (!tried) std::this_thread::yield();
+    });
+  });
+  // Lets the other thread's step end however this thread leaves (the row throws).
+  struct Finish {
+    std::atomic<bool>& tried;
+    std::thread& other;
+    ~Finish() {
+      tried = true;
+      other.join();
+    }
+  } finish{tried, other};
+  while (!inside) std::this_thread::yield();
+  capture.run([] {});
+}
+
 // A hook that hands back a gradient of the wrong shape.
 void backward_through_misshaped_hook() {
   const auto x = leaf({2, 3});
@@ -96,6 +128,11 @@ BAD_INPUT_ROW(Tape, tape_backward_through_ended_tape_intermediate, TapeError, (b
 BAD_INPUT_CRASH_ROW(Tape, tape_backward_after_throwing_backward, TapeError, (backward_after_throwing_backward()),
                     "earlier backward on this tape threw")
 BAD_INPUT_ROW(Tape, tape_backward_on_another_thread, TapeError, (backward_on_another_thread()), "thread that created it")
+
+BAD_INPUT_ROW(Tape, step_capture_run_inside_run, TapeError, (captured_step_inside_captured_step()), "StepCapture::run",
+              "already running on this thread")
+BAD_INPUT_ROW(Tape, step_capture_run_on_another_thread, TapeError, (capture_running_on_another_thread()),
+              "StepCapture::run", "running a step on another thread")
 
 BAD_INPUT_ROW(Tape, tensor_register_hook_on_constant, TapeError, (zeros({2}).register_hook(keep)), "register_hook",
               "[2]", "does not require a gradient")
