@@ -2,7 +2,6 @@
 // bit, whatever the caller keeps, wherever it frees it, and whatever shape comes next.
 #include <unistd.h>
 
-#include <atomic>
 #include <fstream>
 #include <new>
 #include <stdexcept>
@@ -17,6 +16,7 @@
 #include "autograd/step_capture.h"
 #include "autograd/tape.h"
 #include "examples/copy_task/copy_task.h"
+#include "tests/support/busy_capture.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {
@@ -240,17 +240,9 @@ TEST(StepCapture, RunInsideRunThrowsAndTheOuterStepStillCompletes) {
 
 TEST(StepCapture, ACaptureRunningOnAnotherThreadThrows) {
   StepCapture capture;
-  std::atomic<bool> inside{false}, tried{false};
-  std::thread other([&] {
-    capture.run([&] {
-      inside = true;
-      while (!tried) std::this_thread::yield();
-    });
+  testing::while_capture_runs_on_another_thread(capture, [&] {
+    EXPECT_TRUE(throws_with<TapeError>([&] { capture.run([] {}); }, {"StepCapture::run", "another thread"}));
   });
-  while (!inside) std::this_thread::yield();
-  EXPECT_TRUE(throws_with<TapeError>([&] { capture.run([] {}); }, {"StepCapture::run", "another thread"}));
-  tried = true;
-  other.join();
   SmallStep step;
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(capture.run([&] { return step.run(); }).value() == step.run().value());
 }

@@ -373,23 +373,25 @@ TEST(SavedValues, LeavesKeepTheirValueWhenTheirHandlesGo) {
   EXPECT_EQ(max_abs_diff(*node->grad, xt::xarray<double>{1.0, 1.0}), 0.0);
 }
 
+// Has a hook note where the gradient reaching `t` is stored, in *seen.
+void watch_incoming_array(Tensor<double>& t, const double** seen) {
+  t.register_hook([seen](const xt::xarray<double>& g) -> std::optional<xt::xarray<double>> {
+    *seen = g.data();
+    return std::nullopt;
+  });
+}
+
 // The gradient flowing into an op is handed to the last input that takes it unchanged, instead
 // of a copy: add's b, a reshape's input, dropout's input when nothing is dropped (their gradient
 // arrays are the hook-observed one). add's a still gets a copy; a retained gradient is never
 // handed on; values are unchanged.
 TEST(GradientStorage, TheLastInputTakingTheIncomingGradientTakesItsArray) {
-  const auto incoming_array = [](Tensor<double>& t, const double** seen) {
-    t.register_hook([seen](const xt::xarray<double>& g) -> std::optional<xt::xarray<double>> {
-      *seen = g.data();
-      return std::nullopt;
-    });
-  };
   {
     const auto a = random_tensor({2, 3}, 1), b = random_tensor({2, 3}, 2);
     GradientTape tape;
     auto y = a + b;
     const double* seen = nullptr;
-    incoming_array(y, &seen);
+    watch_incoming_array(y, &seen);
     tape.backward(sum(mul(y, 3.0)));
     ASSERT_NE(seen, nullptr);
     EXPECT_EQ(b.grad().data(), seen);
@@ -403,7 +405,7 @@ TEST(GradientStorage, TheLastInputTakingTheIncomingGradientTakesItsArray) {
     GradientTape tape;
     auto out = op(a);
     const double* seen = nullptr;
-    incoming_array(out, &seen);
+    watch_incoming_array(out, &seen);
     tape.backward(sum(mul(out, out)));
     ASSERT_NE(seen, nullptr);
     EXPECT_EQ(a.grad().data(), seen);
@@ -420,7 +422,7 @@ TEST(GradientStorage, TheLastInputTakingTheIncomingGradientTakesItsArray) {
     auto y = a + b;
     y.retain_grad();
     const double* seen = nullptr;
-    incoming_array(y, &seen);
+    watch_incoming_array(y, &seen);
     tape.backward(sum(mul(y, 3.0)));
     EXPECT_NE(b.grad().data(), seen);
     EXPECT_EQ(y.grad(), xt::xarray<double>(xt::ones<double>({2, 3}) * 3.0));
@@ -438,12 +440,6 @@ TEST(GradientStorage, TheLastInputTakingTheIncomingGradientTakesItsArray) {
 // over that gradient's array when the formula holds its only handle: the input's gradient is the
 // array that reached the activation. A retained (or lent) gradient keeps its values.
 TEST(GradientStorage, AnActivationsBackwardWritesOverTheIncomingGradient) {
-  const auto incoming_array = [](Tensor<double>& t, const double** seen) {
-    t.register_hook([seen](const xt::xarray<double>& g) -> std::optional<xt::xarray<double>> {
-      *seen = g.data();
-      return std::nullopt;
-    });
-  };
   auto a = random_tensor({3, 4}, 1);
   const auto w = random_tensor({3, 4}, 2, false);
   const xt::xarray<double> x = a.value();
@@ -461,7 +457,7 @@ TEST(GradientStorage, AnActivationsBackwardWritesOverTheIncomingGradient) {
       auto out = op(a);
       out.retain_grad();
       const double* seen = nullptr;
-      incoming_array(out, &seen);
+      watch_incoming_array(out, &seen);
       tape.backward(sum(mul(out, w)));
       EXPECT_NE(a.grad().data(), seen) << name;
       EXPECT_EQ(out.grad(), w.value()) << name << ": the retained gradient was written over";
@@ -471,7 +467,7 @@ TEST(GradientStorage, AnActivationsBackwardWritesOverTheIncomingGradient) {
     GradientTape tape;
     auto out = op(a);
     const double* seen = nullptr;
-    incoming_array(out, &seen);
+    watch_incoming_array(out, &seen);
     tape.backward(sum(mul(out, w)));
     ASSERT_NE(seen, nullptr);
     EXPECT_EQ(a.grad().data(), seen) << name;

@@ -1,7 +1,6 @@
 // Rows of docs/bad-inputs.md, section "trust: the tape": in-place edits after the forward, tensors
 // outliving their tape, a tape after a backward that threw, a tape used from another thread, a
 // StepCapture run inside a run or on two threads.
-#include <atomic>
 #include <thread>
 
 #include "autograd/custom_op.h"
@@ -13,6 +12,7 @@
 #include "nn/linear.h"
 #include "nn/transformer/multi_head_attention.h"
 #include "tests/bad_inputs/inputs.h"
+#include "tests/support/busy_capture.h"
 #include "tests/bad_inputs/row.h"
 
 namespace tapegrad::bad_inputs {
@@ -80,24 +80,7 @@ void captured_step_inside_captured_step() {
 // A capture asked to run a step while it runs one on another thread.
 void capture_running_on_another_thread() {
   StepCapture capture;
-  std::atomic<bool> inside{false}, tried{false};
-  std::thread other([&] {
-    capture.run([&] {
-      inside = true;
-      while (!tried) std::this_thread::yield();
-    });
-  });
-  // Lets the other thread's step end however this thread leaves (the row throws).
-  struct Finish {
-    std::atomic<bool>& tried;
-    std::thread& other;
-    ~Finish() {
-      tried = true;
-      other.join();
-    }
-  } finish{tried, other};
-  while (!inside) std::this_thread::yield();
-  capture.run([] {});
+  testing::while_capture_runs_on_another_thread(capture, [&] { capture.run([] {}); });
 }
 
 // A hook that hands back a gradient of the wrong shape.
