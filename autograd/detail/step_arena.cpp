@@ -50,7 +50,7 @@ class ArenaSpace {
  public:
   // Maps `bytes` rounded up to pages; with huge_pages, asks for 2 MiB pages (an arena: every byte
   // is touched every step, and they save TLB misses; the kernel's transparent huge pages are
-  // often "madvise" only). A hint: failure is fine.
+  // often "madvise" only). That request is a hint: its failure is ignored.
   std::byte* map(std::size_t bytes, bool huge_pages) {
     if (bytes > kArenaSpaceBytes) return nullptr;  // (also keeps the rounding below from wrapping)
     const std::size_t granules = round_up(bytes, kArenaGranule);
@@ -134,7 +134,7 @@ thread_local StepReplay* this_thread_replay = nullptr;
 }  // namespace
 
 // Shared by the replay that owns it and every block it handed out that is still alive; or the
-// mapping of one large array off the plan (map_own_block), owned by that array alone.
+// mapping of one large array off the plan (allocate_off_plan), owned by that array alone.
 struct ArenaStorage {
   std::byte* base = nullptr;
   std::size_t mapped = 0;
@@ -168,7 +168,7 @@ void free_arena_block(void* p) noexcept {
 // heap when small, in a mapping of their own from glibc's default mmap threshold up. On the heap,
 // a large array that outlives the step (Adam's moments made in the first step, an attention map
 // a module keeps) would sit among the step's freed temporaries, and the holes it keeps open get
-// touched again by later small allocations: 8.6 MiB of the paper step's steady peak RSS. The
+// touched again by later small allocations: 16 MiB of the paper step's steady peak RSS. The
 // mapping goes back to the system when the array is freed, and the heap never grows with the
 // recording's arrays. (tapegrad's malloc policy turns glibc's own mmap of large blocks off, for
 // the eager step's sake: page faults on every large temporary.)

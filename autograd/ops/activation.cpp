@@ -39,8 +39,8 @@ template <class T, class F>
 xt::xarray<T> scale_by(Tensor<T>& g, const xt::xarray<T>& v, const detail::Recording& recording, F f) {
   std::optional<xt::xarray<T>> own = recording.record ? std::nullopt : detail::take_value_if_sole_reader(g);
   xt::xarray<T> out = own ? std::move(*own) : xt::xarray<T>::from_shape(g.shape());
-  const T* gi = own ? out.data() : g.value().data();
-  kernels::map(out.size(), gi, v.data(), out.data(), [f](T gi, T vi) { return gi * f(vi); });
+  const T* g_data = own ? out.data() : g.value().data();
+  kernels::map(out.size(), g_data, v.data(), out.data(), [f](T gi, T vi) { return gi * f(vi); });
   return out;
 }
 
