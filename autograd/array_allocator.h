@@ -27,8 +27,9 @@
 namespace tapegrad {
 
 namespace detail {
-// Every array's bytes come from here: from the heap, or from the arena of a step being replayed
-// on this thread (autograd/detail/step_arena.h). 64-byte aligned either way.
+// Every array's bytes come from here: from the heap, or, while a captured step runs on this
+// thread, from its arena or a mapping of their own (autograd/detail/step_arena.h). 64-byte
+// aligned either way.
 void* allocate_array_bytes(std::size_t bytes);
 void deallocate_array_bytes(void* p) noexcept;
 }  // namespace detail

@@ -24,7 +24,7 @@
 // freed on any thread.
 //
 // When a step allocates differently from the recording (another shape, another branch), the rest
-// of that step runs on the heap and the next call records again. Once more than
+// of that step runs off the arena and the next call records again. Once more than
 // kMaxConsecutiveRerecords replays in a row did not follow their plan, the capture stops planning
 // and runs every step eagerly (stats().gave_up). A step that throws is rethrown; the next call
 // records again.

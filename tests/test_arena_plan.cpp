@@ -67,9 +67,10 @@ TEST(ArenaPlan, BlocksThatNeverMeetShareOneRange) {
   for (std::size_t offset : plan.offsets) EXPECT_EQ(offset, 0u);
 }
 
-// Found by a search over small recordings: placed largest first, the 192-byte block lands at 0
-// (it meets only block 0), and block 1 then fits nowhere below the 256-byte one; placing the
-// blocks of the busiest time first (by breadth) packs them into the live peak exactly.
+// Found by a search over small recordings: placed largest first, block 3 takes [0, 256), block 0
+// [256, 448), block 2 (which meets only block 0 among those) [0, 192), and block 1, meeting blocks
+// 0 and 2, fits only above block 0: 576 bytes. Placing the blocks of the busiest time first (by
+// breadth) packs them into the live peak exactly.
 TEST(ArenaPlan, ReachesTheLivePeakWhereLargestFirstDoesNot) {
   const std::size_t header = kArenaBlockHeader;
   // Footprints 192, 128, 192, 256; alive [0, 4), [1, 3), [2, 3), [3, 4): 512 bytes alive at time 2.
