@@ -57,6 +57,10 @@ namespace detail {
 // The four 32-bit words of Philox4x32-10 at block `counter` under `key`.
 struct PhiloxBlock { std::uint32_t word[4]; };
 PhiloxBlock philox(std::uint64_t key, std::uint64_t counter);
+// philox(key, counter + b)'s words into words[4b, 4b + 4) for b in [0, count): the same words,
+// computed kPhiloxLanes blocks at a time so that the rounds vectorise across blocks.
+inline constexpr std::size_t kPhiloxLanes = 16;
+void philox_blocks(std::uint64_t key, std::uint64_t counter, std::size_t count, std::uint32_t* words);
 }  // namespace detail
 
 }  // namespace tapegrad

@@ -19,6 +19,25 @@ TEST(Generator, PhiloxMatchesThePublishedKnownAnswer) {
   EXPECT_EQ(block.word[3], 0x9b00dbd8u);
 }
 
+TEST(Generator, PhiloxBlocksAreTheBlocksOneAtATime) {
+  // Counts below, at and above a batch of lanes, a counter whose low word wraps inside the batch,
+  // and keys with both halves set.
+  for (const std::uint64_t key : {std::uint64_t{0}, std::uint64_t{0x0123456789ABCDEFu}}) {
+    for (const std::uint64_t counter : {std::uint64_t{0}, std::uint64_t{0xFFFFFFF8u}, ~std::uint64_t{0} - 40}) {
+      for (const std::size_t count : {std::size_t{1}, detail::kPhiloxLanes, 2 * detail::kPhiloxLanes + 3}) {
+        std::vector<std::uint32_t> words(4 * count);
+        detail::philox_blocks(key, counter, count, words.data());
+        for (std::size_t b = 0; b < count; ++b) {
+          const auto one = detail::philox(key, counter + b);
+          for (std::size_t w = 0; w < 4; ++w) {
+            ASSERT_EQ(words[4 * b + w], one.word[w]) << "key " << key << " counter " << counter + b << " word " << w;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(Generator, SameSeedSameNumbersDifferentSeedDifferentNumbers) {
   std::vector<float> a(1000), b(1000), c(1000);
   Generator(7).fill_uniform(a.data(), a.size());

@@ -200,14 +200,43 @@ TEST(Dropout, ZeroesAboutPAndScalesTheRest) {
 }
 
 TEST(Dropout, GradientIsTheKeepMaskTimesScale) {
-  Generator gen(401);
-  const auto x = random_tensor({30, 40}, 402, true, 0.5, 1.5);
-  GradientTape tape;
-  const auto y = dropout(x, 0.5, true, gen);
-  tape.backward(y, xt::xarray<double>(xt::ones<double>(x.shape())));
-  for (std::size_t i = 0; i < x.numel(); ++i) {
-    EXPECT_EQ(x.grad().data()[i], y.value().data()[i] == 0.0 ? 0.0 : 2.0);
+  // The mask is kept 8 elements a byte, 64 a task chunk: sizes with a partial chunk, a partial
+  // byte, and a single element.
+  for (const Shape& shape : {Shape{30, 40}, Shape{7, 13}, Shape{1}}) {
+    SCOPED_TRACE(format_shape(shape));
+    Generator gen(401);
+    const auto x = random_tensor(shape, 402, true, 0.5, 1.5);
+    GradientTape tape;
+    const auto y = dropout(x, 0.5, true, gen);
+    tape.backward(y, xt::xarray<double>(xt::ones<double>(x.shape())));
+    for (std::size_t i = 0; i < x.numel(); ++i) {
+      EXPECT_EQ(x.grad().data()[i], y.value().data()[i] == 0.0 ? 0.0 : 2.0) << i;
+    }
   }
+}
+
+// An element is kept when its uniform draw u (a float) is at least p (a double), compared
+// exactly: with p just above a draw, that draw is dropped even though p rounds down to it as a
+// float.
+template <class T>
+void check_keeps_exactly_the_draws_at_least_p() {
+  const std::size_t n = 999;
+  std::vector<float> u(n);
+  Generator(411).fill_uniform(u.data(), n);
+  const std::size_t k = 500;
+  ASSERT_GT(u[k], 0.0f);
+  for (const double p : {static_cast<double>(u[k]) + 1e-12, static_cast<double>(u[k]) - 1e-12}) {
+    SCOPED_TRACE(p);
+    ASSERT_EQ(static_cast<float>(p), u[k]);  // the two cases differ only below float precision
+    Generator gen(411);
+    const auto y = dropout(Tensor<T>(xt::xarray<T>(xt::ones<T>({n}))), p, true, gen);
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(y.value()(i) != T(0), static_cast<double>(u[i]) >= p) << i;
+  }
+}
+
+TEST(Dropout, KeepsExactlyTheDrawsAtLeastP) {
+  check_keeps_exactly_the_draws_at_least_p<float>();
+  check_keeps_exactly_the_draws_at_least_p<double>();
 }
 
 TEST(Dropout, IdentityInEvalAndAtPZeroWithoutDrawing) {
