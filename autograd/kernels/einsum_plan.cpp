@@ -190,28 +190,13 @@ MatrixLayout packed(const std::string& rows, const std::string& cols, const Eins
   return {false, rows_size * cols_size, cols_size};
 }
 
-// Axes a pass still walks once those it steps over contiguously on both sides are merged.
-std::size_t walked_axes(const StridedPass& pass) {
-  return merged_axes<std::size_t>(pass.outer, pass.outer_src, pass.outer_dst).size();
-}
-
 // One GEMM operand with letters `own` (batch, rows and cols are drawn from them): read in place
 // when it has no repeated letter, no letter to sum away, and its strides already describe
-// [batch, rows, cols] matrices; otherwise gathered into [batch, rows, cols], or into
-// [batch, cols, rows] read transposed when that keeps more of the source's order. ijbh as
-// [bh][j, i], say: gathered as [bh, i, j], the pass moves 100-float blocks [i, j] whole and runs
-// as a tiled transpose of two axes; as [bh, j, i] it walks three axes, 10 floats at a time.
+// [batch, rows, cols] matrices; otherwise gathered into that layout.
 GemmOperand gemm_operand(const std::string& own, const Shape& shape, const std::string& batch, const std::string& rows,
                          const std::string& cols, const EinsumSizes& sizes) {
   if (auto layout = as_matrices(own, shape, batch, rows, cols, sizes)) return {std::nullopt, *layout};
-  StridedPass gather = strided_pass(own, shape, batch + rows + cols, sizes);
-  StridedPass gather_transposed = strided_pass(own, shape, batch + cols + rows, sizes);
-  if (walked_axes(gather_transposed) < walked_axes(gather)) {
-    MatrixLayout layout = packed(cols, rows, sizes);
-    layout.trans = true;
-    return {std::move(gather_transposed), layout};
-  }
-  return {std::move(gather), packed(rows, cols, sizes)};
+  return {strided_pass(own, shape, batch + rows + cols, sizes), packed(rows, cols, sizes)};
 }
 
 // The output's leading letters that can join the batch although only one operand has them: a
