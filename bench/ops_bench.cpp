@@ -2,6 +2,7 @@
 // the row kernels (softmax, log_softmax, layer_norm, masked_fill) and cross_entropy.
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -165,6 +166,12 @@ void register_row_ops() {
   register_row_op("masked_fill", kAttention, [attention_mask, minus_inf](const Tensor<float>& x) {
     return masked_fill(x, attention_mask, minus_inf);
   });
+  // Training-mode dropout at the copy task's p, a new mask each iteration, as in training.
+  for (const Shape& shape : {kRows, kAttention}) {
+    register_row_op("dropout", shape, [gen = std::make_shared<Generator>(8)](const Tensor<float>& x) {
+      return dropout(x, 0.1, true, *gen);
+    });
+  }
 }
 
 void register_cross_entropy(std::size_t rows, std::size_t classes) {

@@ -252,6 +252,8 @@ def row_workloads():
     rows_mask, attention_mask = random_mask(*rows), random_mask(10, 10, 80, 1)
     ops["masked_fill/4096x512"] = (rows, lambda x: x.masked_fill(rows_mask, -math.inf))
     ops["masked_fill/10x10x80x8"] = (attention, lambda x: x.masked_fill(attention_mask, -math.inf))
+    ops["dropout/4096x512"] = (rows, lambda x: F.dropout(x, 0.1, True))
+    ops["dropout/10x10x80x8"] = (attention, lambda x: F.dropout(x, 0.1, True))
 
     out = {}
     for name, (shape, op) in ops.items():
