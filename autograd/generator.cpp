@@ -34,7 +34,7 @@ PhiloxBlock philox(std::uint64_t key, std::uint64_t counter) {
 
 // philox's rounds on kPhiloxLanes counters at once, each word a vector of 64-bit lanes holding a
 // 32-bit value, so that every statement is one vector operation (the 32 x 32 -> 64-bit products
-// included); one block at a time is a chain of dependent scalar multiplies, 5 ns a float drawn.
+// included); one block at a time is a chain of dependent scalar multiplies.
 void philox_blocks(std::uint64_t key, std::uint64_t counter, std::size_t count, std::uint32_t* words) {
   constexpr std::size_t W = kPhiloxLanes;
   using Lanes = std::uint64_t __attribute__((vector_size(W * sizeof(std::uint64_t))));

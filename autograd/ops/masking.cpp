@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <string>
@@ -71,10 +71,10 @@ Tensor<T> fill_where(const Tensor<T>& a, std::shared_ptr<const Mask> mask, T val
                      });
 }
 
-// Dropout's keep mask, 8 elements a byte: bit j of byte b is element 8b + j. A bool a byte would
-// be 8 times larger, and every dropout's mask lives from its forward until its backward: in the
-// paper-size copy-task step (the FFN's [800, 2048] dropouts among them) that was 33 MB of the
-// backward's memory peak, against 4 MB packed.
+// Dropout's keep mask, 8 elements a byte: bit j of byte b is element 8b + j. Every dropout's mask
+// lives from its forward until its backward: the masks of a paper-size copy-task step (N=2,
+// dropout 0.1, a dropout per sublayer) cover 3.9 M elements, 3.9 MB as one bool each against
+// 0.5 MB packed.
 using KeepBits = xt::xarray<std::uint8_t>;
 
 inline std::size_t keep_bytes(std::size_t n) { return n / 8 + (n % 8 != 0); }
