@@ -172,6 +172,11 @@ void register_row_ops() {
       return dropout(x, 0.1, true, *gen);
     });
   }
+  // The feed-forward layers' activation, on the rows and on the paper model's hidden layer
+  // (800 tokens by d_ff 2048); half the inputs are negative.
+  for (const Shape& shape : {kRows, Shape{800, 2048}}) {
+    register_row_op("relu", shape, [](const Tensor<float>& x) { return relu(x); });
+  }
 }
 
 void register_cross_entropy(std::size_t rows, std::size_t classes) {

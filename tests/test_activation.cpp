@@ -2,6 +2,7 @@
 #include <functional>
 #include <limits>
 #include <numbers>
+#include <vector>
 
 #include <xtensor/xmath.hpp>
 
@@ -81,20 +82,36 @@ TEST(Activation, ReluGradientIsZeroAtZero) {
   EXPECT_EQ(a.grad(), (xt::xarray<double>{0.0, 0.0, 5.0}));
 }
 
-TEST(Activation, ReluPropagatesNaN) {
-  EXPECT_TRUE(std::isnan(relu(Tensor<double>(xt::xarray<double>{std::nan("")})).item()));
+// Relu's inputs repeated over 67 elements: whole batches at every SIMD width, then a tail.
+template <class T>
+xt::xarray<T> tiled(const std::vector<T>& pattern) {
+  xt::xarray<T> out = xt::xarray<T>::from_shape({67});
+  for (std::size_t i = 0; i < out.size(); ++i) out(i) = pattern[i % pattern.size()];
+  return out;
+}
+
+TEST(Activation, ReluPropagatesNaNAndGivesPlusZeroAtMinusZero) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const xt::xarray<double> y = relu(Tensor<double>(tiled<double>({nan, -0.0, -1.0, 2.0}))).value();
+  for (std::size_t i = 0; i < y.size(); i += 4) {
+    EXPECT_TRUE(std::isnan(y(i))) << i;
+    EXPECT_EQ(y(i + 1), 0.0) << i;
+    EXPECT_FALSE(std::signbit(y(i + 1))) << i;  // PyTorch's relu(-0.) is 0.
+    if (i + 2 < y.size()) EXPECT_EQ(y(i + 2), 0.0) << i;
+    if (i + 3 < y.size()) EXPECT_EQ(y(i + 3), 2.0) << i;
+  }
 }
 
 // The gradient of relu at a NaN input, in T: PyTorch 1.13 passes it through (its
 // threshold_backward keeps the gradient where !(x <= 0)).
 template <class T>
 void expect_relu_gradient_at_nan() {
-  const Tensor<T> a(xt::xarray<T>{std::numeric_limits<T>::quiet_NaN(), T(-1), T(0), T(2)}, true);
+  const Tensor<T> a(tiled<T>({std::numeric_limits<T>::quiet_NaN(), T(-1), T(0), T(2)}), true);
   GradientTape tape;
-  tape.backward(relu(a), xt::xarray<T>{T(3), T(3), T(3), T(3)});
-  // torch.relu(x).backward(torch.full((4,), 3.)) for x = [nan, -1, 0, 2], float32 and float64:
-  // x.grad = [3, 0, 0, 3].
-  EXPECT_EQ(a.grad(), (xt::xarray<T>{T(3), T(0), T(0), T(3)}));
+  tape.backward(relu(a), tiled<T>({T(3)}));
+  // torch.relu(x).backward(torch.full((4,), 3.)) for x = [nan, -1, 0, 2], float32 and float64,
+  // gives x.grad = [3, 0, 0, 3]; here that pattern over batches and a tail.
+  EXPECT_EQ(a.grad(), tiled<T>({T(3), T(0), T(0), T(3)}));
 }
 
 TEST(Activation, ReluPassesTheGradientAtNaNAsPyTorch) {

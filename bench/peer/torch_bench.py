@@ -254,6 +254,8 @@ def row_workloads():
     ops["masked_fill/10x10x80x8"] = (attention, lambda x: x.masked_fill(attention_mask, -math.inf))
     ops["dropout/4096x512"] = (rows, lambda x: F.dropout(x, 0.1, True))
     ops["dropout/10x10x80x8"] = (attention, lambda x: F.dropout(x, 0.1, True))
+    ops["relu/4096x512"] = (rows, torch.relu)
+    ops["relu/800x2048"] = ((800, 2048), torch.relu)
 
     out = {}
     for name, (shape, op) in ops.items():
