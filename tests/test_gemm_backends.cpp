@@ -27,6 +27,7 @@ namespace {
 
 using kernels::ForceGemmBackend;
 using kernels::GemmBackend;
+using kernels::SimdLevel;
 
 // batch products C_i = alpha op(A_i) op(B_i) + beta C_i on row-major operands; a stride of 0
 // shares one matrix across the batch; ld_pad widens every leading dimension past its rows.
@@ -271,7 +272,7 @@ TEST(GemmBackends, OneDnnStartsNoThreadsOfItsOwn) {
 
 TEST(GemmBackends, RuleFollowsTheMeasuredShapeClasses) {
   const auto rule = [](std::size_t batch, bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k) {
-    return kernels::preferred_gemm_backend(batch, ta, tb, m, n, k, MatmulPrecision::kFloat32);
+    return kernels::preferred_gemm_backend(batch, ta, tb, m, n, k, MatmulPrecision::kFloat32, SimdLevel::kAvx512);
   };
   constexpr GemmBackend openblas = GemmBackend::kOpenBlas, onednn = GemmBackend::kOneDnn;
   EXPECT_EQ(rule(1, false, false, 800, 512, 2048), onednn);   // paper dX = G W
@@ -285,9 +286,23 @@ TEST(GemmBackends, RuleFollowsTheMeasuredShapeClasses) {
   EXPECT_EQ(rule(640, false, false, 10, 64, 10), openblas);   // attention times values
 }
 
+// Without AVX-512, oneDNN's f32 matmul was slower than OpenBLAS on the step's large products, which
+// the AVX-512 rule gives it; the narrow scores stay (the copy task's bits).
+TEST(GemmBackends, RuleKeepsLargeProductsOnOpenBlasWithoutAvx512) {
+  for (const SimdLevel cpu : {SimdLevel::kAvx2, SimdLevel::kAvx, SimdLevel::kSse, SimdLevel::kUnknown}) {
+    const auto rule = [cpu](std::size_t batch, bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k) {
+      return kernels::preferred_gemm_backend(batch, ta, tb, m, n, k, MatmulPrecision::kFloat32, cpu);
+    };
+    EXPECT_EQ(rule(1, false, false, 800, 512, 2048), GemmBackend::kOpenBlas);  // paper dX = G W
+    EXPECT_EQ(rule(1, true, false, 512, 512, 800), GemmBackend::kOpenBlas);    // paper dW = G^T X
+    EXPECT_EQ(rule(8, false, false, 800, 64, 512), GemmBackend::kOpenBlas);    // paper per-head projections
+    EXPECT_EQ(rule(128, false, true, 10, 10, 16), GemmBackend::kOneDnn);       // scores at d_k 16
+  }
+}
+
 TEST(GemmBackends, Bf16RuleFollowsTheMeasuredShapeClasses) {
   const auto rule = [](std::size_t batch, bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k) {
-    return kernels::preferred_gemm_backend(batch, ta, tb, m, n, k, MatmulPrecision::kBfloat16);
+    return kernels::preferred_gemm_backend(batch, ta, tb, m, n, k, MatmulPrecision::kBfloat16, SimdLevel::kAvx512);
   };
   constexpr GemmBackend openblas = GemmBackend::kOpenBlas, onednn = GemmBackend::kOneDnn;
   EXPECT_EQ(rule(1, false, true, 800, 2048, 512), onednn);   // linear's forward
@@ -302,13 +317,18 @@ TEST(GemmBackends, OnlyScalarsOneDnnTakesReachIt) {
   const auto chosen = [](float alpha, float beta) {
     return kernels::gemm_backend_for(1, false, false, 800, 512, 2048, alpha, beta, MatmulPrecision::kFloat32);
   };
-  const GemmBackend large = kernels::onednn_available() ? GemmBackend::kOneDnn : GemmBackend::kOpenBlas;
-  EXPECT_EQ(chosen(1, 0), large);
-  EXPECT_EQ(chosen(1, 1), large);
+  // Unforced, the rule for this CPU's level.
+  const GemmBackend ruled = kernels::preferred_gemm_backend(1, false, false, 800, 512, 2048, MatmulPrecision::kFloat32,
+                                                            kernels::cpu_simd_level());
+  EXPECT_EQ(chosen(1, 0), kernels::onednn_available() ? ruled : GemmBackend::kOpenBlas);
+  EXPECT_EQ(chosen(2, 0), GemmBackend::kOpenBlas);
+  if (!kernels::onednn_available()) return;
+  // Forced onto oneDNN, the scalars it takes still reach it and the others still do not.
+  const ForceGemmBackend force(GemmBackend::kOneDnn);
+  EXPECT_EQ(chosen(1, 0), GemmBackend::kOneDnn);
+  EXPECT_EQ(chosen(1, 1), GemmBackend::kOneDnn);
   EXPECT_EQ(chosen(2, 0), GemmBackend::kOpenBlas);
   EXPECT_EQ(chosen(1, 0.5f), GemmBackend::kOpenBlas);
-  const ForceGemmBackend force(GemmBackend::kOpenBlas);
-  EXPECT_EQ(chosen(1, 0), GemmBackend::kOpenBlas);
 }
 
 TEST(GemmBackends, ForcingOneDnnNeedsABuildWithIt) {

@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "autograd/errors.h"
+#include "autograd/kernels/blas_core.h"
 #ifdef TAPEGRAD_ONEDNN
 #include "autograd/kernels/onednn_matmul.h"
 #endif
@@ -39,18 +40,25 @@ bool onednn_available() {
 // on every product of the step from 327k multiply-adds up, whatever the layout, and OpenBLAS's
 // rounded path costs a float product and more; below, the batches of attention products, its
 // calls were 0.44-0.74x OpenBLAS's but for the narrow scores (1.87x).
+// On a CPU without AVX-512 (AMD Zen 3, AVX2: oneDNN's AVX2 kernels against OpenBLAS's Haswell ones)
+// oneDNN's f32 matmul lost on the large products: 0.45x OpenBLAS's rate on the paper model's weight
+// gradients, 0.68x on a paper dX, at most 1.35x on one tiny dW; the paper step took 1.4x its
+// OpenBLAS-only time (bench/RESULTS.md, "Issue 15 on an AVX2 machine"). There the large NN and TN
+// products go to OpenBLAS. The narrow scores stay on oneDNN although it ran them at 0.5x: they are
+// the copy task's only oneDNN products, and moving them changed its bits on that machine (then 6 of
+// seeds 1-12 reached 100% against 11, the default seed 1 at 93%).
 constexpr std::size_t kLargeProduct = std::size_t{1} << 22;
 constexpr std::size_t kLargeBf16Product = std::size_t{1} << 18;
 constexpr std::size_t kNarrowScores = 16;
 
 GemmBackend preferred_gemm_backend(std::size_t batch, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
-                                   std::size_t k, MatmulPrecision precision) {
+                                   std::size_t k, MatmulPrecision precision, SimdLevel cpu) {
   const bool nt = !trans_a && trans_b;
   const bool narrow_scores = nt && batch > 1 && k <= kNarrowScores;
   if (precision == MatmulPrecision::kBfloat16)
     return narrow_scores || m * n * k >= kLargeBf16Product ? GemmBackend::kOneDnn : GemmBackend::kOpenBlas;
   if (nt) return narrow_scores ? GemmBackend::kOneDnn : GemmBackend::kOpenBlas;
-  return m * n * k >= kLargeProduct ? GemmBackend::kOneDnn : GemmBackend::kOpenBlas;
+  return m * n * k >= kLargeProduct && cpu >= SimdLevel::kAvx512 ? GemmBackend::kOneDnn : GemmBackend::kOpenBlas;
 }
 
 bool onednn_bf16_available() {
@@ -66,8 +74,9 @@ GemmBackend gemm_backend_for(std::size_t batch, bool trans_a, bool trans_b, std:
   if (!onednn_available() || alpha != 1.0f || (beta != 0.0f && beta != 1.0f)) return GemmBackend::kOpenBlas;
   if (precision == MatmulPrecision::kBfloat16 && !onednn_bf16_available()) return GemmBackend::kOpenBlas;
   const int f = forced.load(std::memory_order_relaxed);
-  return f == kNotForced ? preferred_gemm_backend(batch, trans_a, trans_b, m, n, k, precision)
-                         : static_cast<GemmBackend>(f);
+  if (f != kNotForced) return static_cast<GemmBackend>(f);
+  static const SimdLevel cpu = cpu_simd_level();
+  return preferred_gemm_backend(batch, trans_a, trans_b, m, n, k, precision, cpu);
 }
 
 ForceGemmBackend::ForceGemmBackend(GemmBackend backend) {

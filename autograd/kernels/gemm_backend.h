@@ -8,6 +8,7 @@
 // matmul.
 #include <cstddef>
 
+#include "autograd/kernels/blas_core.h"
 #include "autograd/matmul_precision.h"
 
 namespace tapegrad::kernels {
@@ -21,9 +22,10 @@ bool onednn_available();
 bool onednn_bf16_available();
 
 // The rule: the library measured faster on `batch` float products of op(A) [m, k] times op(B)
-// [k, n] in `precision`, whether or not this build has oneDNN (gemm_backend_for applies it).
+// [k, n] in `precision` on a CPU of level `cpu`, whether or not this build has oneDNN
+// (gemm_backend_for applies it with this CPU's level).
 GemmBackend preferred_gemm_backend(std::size_t batch, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
-                                   std::size_t k, MatmulPrecision precision);
+                                   std::size_t k, MatmulPrecision precision, SimdLevel cpu);
 
 // While alive, every float product on every thread goes to `backend` instead of the rule's choice,
 // so benchmarks and tests can hold the two libraries against each other on the same products.
