@@ -1,7 +1,8 @@
 // oneDNN's bare bf16 matmul primitive on the training step's GEMMs, for issue 15 item 5 (mixed
 // precision); tapegrad's own bf16 mode goes through kernels::gemm. A and B are reordered from f32
 // to bf16 (dense, the same logical layout, transposes kept), C stays f32 and oneDNN accumulates in
-// f32; the primitives are made once per row. Built into gemm_backends_bench when tapegrad has oneDNN.
+// f32; the primitives are made once per row. Built into gemm_backends_bench when tapegrad has
+// oneDNN.
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "bench/gemm_products.h"
