@@ -329,6 +329,8 @@ TEST(GemmBackends, OnlyScalarsOneDnnTakesReachIt) {
   EXPECT_EQ(chosen(1, 1), GemmBackend::kOneDnn);
   EXPECT_EQ(chosen(2, 0), GemmBackend::kOpenBlas);
   EXPECT_EQ(chosen(1, 0.5f), GemmBackend::kOpenBlas);
+  const ForceGemmBackend force_openblas(GemmBackend::kOpenBlas);  // the innermost force wins
+  EXPECT_EQ(chosen(1, 0), GemmBackend::kOpenBlas);
 }
 
 TEST(GemmBackends, ForcingOneDnnNeedsABuildWithIt) {

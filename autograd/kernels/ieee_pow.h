@@ -8,7 +8,7 @@
 #include <cmath>
 #include <type_traits>
 
-#include <xsimd/xsimd.hpp>
+#include "autograd/kernels/map.h"
 
 namespace tapegrad::kernels {
 
@@ -18,11 +18,7 @@ V ieee_pow(V a, V b) {
     return std::pow(a, b);
   } else {
     using T = typename V::value_type;
-    alignas(V::arch_type::alignment()) T x[V::size], y[V::size];
-    a.store_aligned(x);
-    b.store_aligned(y);
-    for (std::size_t i = 0; i < V::size; ++i) x[i] = std::pow(x[i], y[i]);
-    return V::load_aligned(x);
+    return simd::lane_by_lane(a, b, [](T x, T y) { return std::pow(x, y); });
   }
 }
 

@@ -28,6 +28,17 @@ template <class T>
 T select(bool condition, T if_true, T if_false) {
   return condition ? if_true : if_false;
 }
+
+// f(a[i], b[i]) on each lane of two batches, for a scalar function no xsimd one matches to the bit.
+template <class T, class A, class F>
+xsimd::batch<T, A> lane_by_lane(const xsimd::batch<T, A>& a, const xsimd::batch<T, A>& b, F f) {
+  constexpr std::size_t n = xsimd::batch<T, A>::size;
+  alignas(A::alignment()) T x[n], y[n];
+  a.store_aligned(x);
+  b.store_aligned(y);
+  for (std::size_t i = 0; i < n; ++i) x[i] = f(x[i], y[i]);
+  return xsimd::batch<T, A>::load_aligned(x);
+}
 }  // namespace simd
 
 namespace detail {

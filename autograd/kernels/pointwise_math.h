@@ -34,12 +34,7 @@ template <std::floating_point T> T floor_divide(T a, T b) {
 // On a batch, element by element: xsimd's fmod is a - trunc(a / b) * b, whose rounding can move
 // the quotient by one (it gives 10 for 1.0 // 0.1).
 template <class T, class A> xsimd::batch<T, A> floor_divide(const xsimd::batch<T, A>& a, const xsimd::batch<T, A>& b) {
-  constexpr std::size_t n = xsimd::batch<T, A>::size;
-  T x[n], y[n];
-  a.store_unaligned(x);
-  b.store_unaligned(y);
-  for (std::size_t i = 0; i < n; ++i) x[i] = floor_divide(x[i], y[i]);
-  return xsimd::batch<T, A>::load_unaligned(x);
+  return simd::lane_by_lane(a, b, [](T x, T y) { return floor_divide(x, y); });
 }
 
 }  // namespace tapegrad::kernels
