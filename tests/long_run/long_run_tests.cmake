@@ -2,6 +2,7 @@
 find_package(CLI11 REQUIRED)
 add_executable(rss_long_run ${CMAKE_CURRENT_LIST_DIR}/rss_long_run.cpp)
 target_link_libraries(rss_long_run PRIVATE copy_task_lib CLI11::CLI11)
+tapegrad_compile_as_test_code(rss_long_run)
 
 if("address" IN_LIST TAPEGRAD_SANITIZE)
   # LeakSanitizer over a 200-step training loop (10 epochs of 20 batches): any leak it finds when
