@@ -9,10 +9,12 @@
 
 namespace tapegrad::detail {
 
+#if defined(__GLIBC__) && !defined(TAPEGRAD_UNDER_ASAN)
 namespace {
 constexpr int kMmapThreshold = 32 << 20;  // glibc's largest allowed value on 64-bit
 constexpr int kTrimThreshold = 1 << 30;
 }  // namespace
+#endif
 
 bool apply_malloc_policy() {
   static const bool applied = [] {

@@ -10,5 +10,6 @@ if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
                       "this is ${CMAKE_CXX_COMPILER_ID}")
 endif()
 # UBSan findings abort like ASan's instead of printing and going on, so libFuzzer records them.
-add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g)
+add_compile_options(-fsanitize=fuzzer-no-link,address,undefined ${TAPEGRAD_UBSAN_EXCLUSIONS} -fno-sanitize-recover=all
+                    -fno-omit-frame-pointer -g1)
 add_link_options(-fsanitize=address,undefined)

@@ -15,16 +15,24 @@ namespace tapegrad::optim {
 // Adam's and AdamW's options: the same fields, and PyTorch's defaults, but for weight_decay's
 // (0 for Adam's L2 term, 1e-2 for AdamW's decoupled decay). Aggregates, so designated
 // initialisers work: Adam<float>(params, {.lr = 1e-4, .betas = {0.9, 0.98}, .eps = 1e-9}).
-template <double DefaultWeightDecay>
+// The default weight decay comes in a type, not as a `double` template argument: clang 14 (the
+// sanitizer and fuzzer builds' compiler) does not take floating-point template arguments.
+template <class Defaults>
 struct AdamFamilyOptions {
   double lr = 1e-3;
   std::pair<double, double> betas = {0.9, 0.999};
   double eps = 1e-8;
-  double weight_decay = DefaultWeightDecay;
+  double weight_decay = Defaults::weight_decay;
   bool amsgrad = false;
 };
-using AdamOptions = AdamFamilyOptions<0.0>;
-using AdamWOptions = AdamFamilyOptions<1e-2>;
+struct AdamDefaults {
+  static constexpr double weight_decay = 0.0;
+};
+struct AdamWDefaults {
+  static constexpr double weight_decay = 1e-2;
+};
+using AdamOptions = AdamFamilyOptions<AdamDefaults>;
+using AdamWOptions = AdamFamilyOptions<AdamWDefaults>;
 
 template <class T>
 class Adam : public Optimizer<T> {

@@ -97,8 +97,12 @@ TEST(Activation, ReluPropagatesNaNAndGivesPlusZeroAtMinusZero) {
     EXPECT_TRUE(std::isnan(y(i))) << i;
     EXPECT_EQ(y(i + 1), 0.0) << i;
     EXPECT_FALSE(std::signbit(y(i + 1))) << i;  // PyTorch's relu(-0.) is 0.
-    if (i + 2 < y.size()) EXPECT_EQ(y(i + 2), 0.0) << i;
-    if (i + 3 < y.size()) EXPECT_EQ(y(i + 3), 2.0) << i;
+    if (i + 2 < y.size()) {
+      EXPECT_EQ(y(i + 2), 0.0) << i;
+    }
+    if (i + 3 < y.size()) {
+      EXPECT_EQ(y(i + 3), 2.0) << i;
+    }
   }
 }
 
@@ -123,7 +127,7 @@ TEST(Activation, GradcheckOverShapes) {
   for (const auto& [name, op] : kActivations) {
     for (const Shape& shape : kShapes) {
       SCOPED_TRACE(std::string(name) + " " + format_shape(shape));
-      EXPECT_TRUE(passes_gradcheck([op](const Inputs& x) { return op(x[0]); }, {away_from_zero(shape, 22)}));
+      EXPECT_TRUE(passes_gradcheck([op = op](const Inputs& x) { return op(x[0]); }, {away_from_zero(shape, 22)}));
     }
   }
 }

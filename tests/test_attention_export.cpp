@@ -117,7 +117,9 @@ TEST(AttentionSnapshots, TakeSnapshotUsesEvalModeAndRestoresModeAndGradients) {
   EXPECT_TRUE(t.model.is_training());
   for (std::size_t i = 0; i < params.size(); ++i) {
     ASSERT_EQ(params[i].has_grad(), i % 2 == 0) << i;
-    if (i % 2 == 0) EXPECT_TRUE(bit_equal(params[i].grad(), xt::xarray<double>(xt::ones<double>(params[i].shape()) * double(i))));
+    if (i % 2 == 0) {
+      EXPECT_TRUE(bit_equal(params[i].grad(), xt::xarray<double>(xt::ones<double>(params[i].shape()) * double(i))));
+    }
   }
   const nn::AttentionSnapshot second = nn::take_snapshot(t.model, t.probe, 3);
   t.model.eval();

@@ -62,11 +62,11 @@ TEST(DocsBadInputs, EveryRegisteredRowIsATest) {
 // The check itself can fail: a table with a missing test, an unknown test, a wrong exception and
 // a wrong excerpt reports each of them.
 TEST(DocsBadInputs, CheckReportsEveryKindOfDisagreement) {
-  const std::vector<TableRow> table = {{1, "a", "ValueError", "bad \u2026 axis"},
-                                       {2, "b", "ShapeError", "shape"},
-                                       {3, "c", "ValueError", "axis \u2026 bad"},
-                                       {4, "a", "ValueError", "bad"},
-                                       {5, "", "", "| `x` | y |"}};
+  const std::vector<TableRow> table = {{1, "a", "ValueError", "bad \u2026 axis", {}},
+                                       {2, "b", "ShapeError", "shape", {}},
+                                       {3, "c", "ValueError", "axis \u2026 bad", {}},
+                                       {4, "a", "ValueError", "bad", {}},
+                                       {5, "", "", "| `x` | y |", {}}};
   const std::set<std::string> tests = {"a", "b", "c", "d"};
   const std::map<std::string, Outcome> outcomes = {
       {"a", {"ValueError", "a bad axis"}}, {"b", {"ValueError", "wrong shape"}}, {"c", {"ValueError", "a bad axis"}}};
@@ -78,7 +78,7 @@ TEST(DocsBadInputs, CheckReportsEveryKindOfDisagreement) {
   EXPECT_NE(problems.find("line 4: row id 'a' appears twice"), std::string::npos) << problems;
   EXPECT_NE(problems.find("line 5: not a 5-cell row"), std::string::npos) << problems;
   EXPECT_NE(problems.find("test 'd' has no row"), std::string::npos) << problems;
-  const auto missing = joined(table_problems({{7, "e", "ValueError", "x"}}, tests, outcomes));
+  const auto missing = joined(table_problems({{7, "e", "ValueError", "x", {}}}, tests, outcomes));
   EXPECT_NE(missing.find("row 'e' has no registered test"), std::string::npos) << missing;
 }
 

@@ -67,7 +67,7 @@ TEST(Elementwise, GradcheckBinaryOpsOverBroadcastShapes) {
     for (const auto& [sa, sb] : kBinaryShapes) {
       SCOPED_TRACE(std::string(name) + " " + format_shape(sa) + " " + format_shape(sb));
       // Divisors kept away from 0 so the finite differences are well conditioned.
-      EXPECT_TRUE(passes_gradcheck([op](const Inputs& x) { return op(x[0], x[1]); },
+      EXPECT_TRUE(passes_gradcheck([op = op](const Inputs& x) { return op(x[0], x[1]); },
                                    {random_tensor(sa, 1), random_tensor(sb, 2, true, 0.5, 2.0)}));
     }
   }
@@ -94,7 +94,7 @@ TEST(Elementwise, GradcheckScalarAndUnaryOps) {
     for (const Shape& shape : std::vector<Shape>{{}, {5}, {2, 3}, {2, 1, 3}}) {
       SCOPED_TRACE(std::string(name) + " " + format_shape(shape));
       // Positive inputs: log, sqrt, pow and rdiv are defined there.
-      EXPECT_TRUE(passes_gradcheck([op](const Inputs& x) { return op(x[0]); }, {random_tensor(shape, 5, true, 0.5, 2.0)}));
+      EXPECT_TRUE(passes_gradcheck([op = op](const Inputs& x) { return op(x[0]); }, {random_tensor(shape, 5, true, 0.5, 2.0)}));
     }
   }
 }

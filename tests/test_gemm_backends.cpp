@@ -131,7 +131,9 @@ void expect_matches_reference(GemmBackend backend, MatmulPrecision precision = M
         // float rounding of k products of numbers below 1, summed in any order
         EXPECT_LT(largest_difference(got, reference(l, ta, tb, o, bf16)), 1e-6 * double(l.k) + 1e-6);
         // bf16 keeps 8 bits of each input: its products stray from float's by far more than that
-        if (bf16) EXPECT_GT(largest_difference(got, reference(l, ta, tb, o)), 1e-4);
+        if (bf16) {
+          EXPECT_GT(largest_difference(got, reference(l, ta, tb, o)), 1e-4);
+        }
       }
 }
 
@@ -335,9 +337,9 @@ TEST(GemmBackends, OnlyScalarsOneDnnTakesReachIt) {
 
 TEST(GemmBackends, ForcingOneDnnNeedsABuildWithIt) {
   if (kernels::onednn_available()) {
-    EXPECT_NO_THROW(ForceGemmBackend(GemmBackend::kOneDnn));
+    EXPECT_NO_THROW(ForceGemmBackend{GemmBackend::kOneDnn});
   } else {
-    EXPECT_THROW(ForceGemmBackend(GemmBackend::kOneDnn), ValueError);
+    EXPECT_THROW(ForceGemmBackend{GemmBackend::kOneDnn}, ValueError);
   }
 }
 

@@ -743,7 +743,7 @@ TEST(Transformer, OptionsDefaultToPyTorchsTransformer) {
   EXPECT_EQ(options.layer.layer_norm_eps, 1e-5);
   EXPECT_FALSE(options.layer.norm_first);
   Generator gen(37);  // a vocabulary size left out is refused, not a model with no tokens
-  EXPECT_TRUE(throws_with<ValueError>([&] { tf::Transformer<float>({.tgt_vocab_size = 4}, gen); }, {"0"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { tf::Transformer<float>({.tgt_vocab_size = 4, .layer = {}}, gen); }, {"0"}));
 }
 
 }  // namespace

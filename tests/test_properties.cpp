@@ -505,7 +505,7 @@ TEST(FusedEqualsComposed, LayerNormWithGainAndBias) {
     SCOPED_TRACE("shape " + format_shape(shape) + " normalized " + format_shape(normalized));
     Axes axes;
     for (std::size_t k = 0; k < normalized.size(); ++k) axes.push_back(-1 - Index(k));
-    expect_same([normalized](const Inputs& x) { return layer_norm(x[0], normalized, x[1], x[2], kLayerNormEps); },
+    expect_same([normalized = normalized](const Inputs& x) { return layer_norm(x[0], normalized, x[1], x[2], kLayerNormEps); },
                 [axes](const Inputs& x) {
                   const Tensor<double> centred = x[0] - mean(x[0], axes, true);
                   const Tensor<double> var = mean(centred * centred, axes, true);

@@ -121,7 +121,7 @@ TEST(Reduce, GradcheckOverAxesAndKeepdims) {
         SCOPED_TRACE(std::string(name) + " " + format_shape(shape) + " axes " +
                      format_shape(Shape(axes.begin(), axes.end())) + (keepdims ? " keepdims" : ""));
         // Random values have no ties, so max is differentiable at them.
-        EXPECT_TRUE(passes_gradcheck([op, axes, keepdims](const Inputs& x) { return op(x[0], axes, keepdims); },
+        EXPECT_TRUE(passes_gradcheck([op = op, axes = axes, keepdims](const Inputs& x) { return op(x[0], axes, keepdims); },
                                      {random_tensor(shape, 13)}));
       }
     }

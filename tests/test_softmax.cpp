@@ -185,7 +185,7 @@ TEST(Softmax, FusedMatchesComposedFromPrimitives) {
             tape.backward(y, xt::xarray<double>(xt::where(mask, 0.0, g)));
             return std::pair{y.value(), x.grad()};
           };
-          const auto [fused, fused_grad] = run([&](const Tensor<double>& in) { return op(in, Index(axis)); });
+          const auto [fused, fused_grad] = run([&, op = op](const Tensor<double>& in) { return op(in, Index(axis)); });
           const auto [oracle, oracle_grad] =
               run([&](const Tensor<double>& in) { return composed_softmax(in, Index(axis), log); });
           EXPECT_TRUE(xt::all(xt::equal(xt::isinf(fused), xt::isinf(oracle))));
@@ -204,7 +204,7 @@ TEST(Softmax, GradcheckEveryAxis) {
     for (const Shape& shape : kGradcheckShapes) {
       for (Index axis = -Index(shape.size()); axis < Index(shape.size()); ++axis) {
         SCOPED_TRACE(std::string(name) + " " + format_shape(shape) + " axis " + std::to_string(axis));
-        EXPECT_TRUE(passes_gradcheck([op, axis](const Inputs& x) { return op(x[0], axis); },
+        EXPECT_TRUE(passes_gradcheck([op = op, axis](const Inputs& x) { return op(x[0], axis); },
                                      {random_tensor(shape, 15, true, -2.0, 2.0)}));
       }
     }
@@ -374,11 +374,11 @@ TEST(Softmax, BadAxisThrowsNamingOpAxisAndShape) {
   const auto x = random_tensor({2, 3}, 36);
   for (const auto& [name, op] : kOps) {
     SCOPED_TRACE(name);
-    EXPECT_TRUE(throws_with<ValueError>([&] { op(x, 2); }, {name, "axis 2", "[2,3]"}));
-    EXPECT_TRUE(throws_with<ValueError>([&] { op(x, -3); }, {name, "axis -3", "[2,3]"}));
-    EXPECT_TRUE(throws_with<ValueError>([&] { op(Tensor<double>(xt::xarray<double>(1.0)), 1); },
+    EXPECT_TRUE(throws_with<ValueError>([&, op = op] { op(x, 2); }, {name, "axis 2", "[2,3]"}));
+    EXPECT_TRUE(throws_with<ValueError>([&, op = op] { op(x, -3); }, {name, "axis -3", "[2,3]"}));
+    EXPECT_TRUE(throws_with<ValueError>([&, op = op] { op(Tensor<double>(xt::xarray<double>(1.0)), 1); },
                                         {name, "axis 1", "[-1, 0]", "[]"}));
-    EXPECT_TRUE(throws_with<ValueError>([&] { op(Tensor<double>(), 0); }, {name, "undefined"}));
+    EXPECT_TRUE(throws_with<ValueError>([&, op = op] { op(Tensor<double>(), 0); }, {name, "undefined"}));
   }
 }
 
