@@ -9,7 +9,14 @@ if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
   message(FATAL_ERROR "TAPEGRAD_BUILD_FUZZERS needs clang (libFuzzer), e.g. -DCMAKE_CXX_COMPILER=clang++; "
                       "this is ${CMAKE_CXX_COMPILER_ID}")
 endif()
-# UBSan findings abort like ASan's instead of printing and going on, so libFuzzer records them.
-add_compile_options(-fsanitize=fuzzer-no-link,address,undefined ${TAPEGRAD_UBSAN_EXCLUSIONS} -fno-sanitize-recover=all
-                    -fno-omit-frame-pointer -g1)
-add_link_options(-fsanitize=address,undefined)
+add_compile_options(-fsanitize=fuzzer-no-link -g1)
+# The sanitizers: TAPEGRAD_SANITIZE's when the build names them (tests/configure-sanitized names
+# address and undefined); else ASan and UBSan with cmake/sanitizers.cmake's flags, set here. Not
+# both: CMake drops a repeated option, so a second -fno-sanitize=... would vanish while a second
+# -fsanitize=undefined turned its check back on. UBSan findings abort like ASan's instead of
+# printing and going on, so libFuzzer records them.
+if(NOT TAPEGRAD_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined ${TAPEGRAD_UBSAN_EXCLUSIONS} -fno-sanitize-recover=all
+                      -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+endif()
