@@ -68,8 +68,8 @@ TEST(AttentionHook, ForwardHookSeesQueryKeyValueAndOutputAndItsReplacementIsWhat
   Generator gen(1);
   for (const auto& c : attention_cases(gen)) {
     SCOPED_TRACE(c.family);
-    const Qkv inputs = qkv(c, gen);
-    const Tensor<double> &q = inputs.q, &k = inputs.k, &v = inputs.v;
+    const Qkv leaves = qkv(c, gen);
+    const Tensor<double> &q = leaves.q, &k = leaves.k, &v = leaves.v;
     std::vector<Shape> seen;
     std::vector<bool> same_tensors;
     const auto id = c.module->register_forward_hook([&](std::span<const Tensor<double>> inputs, const Tensor<double>& out) {
@@ -114,8 +114,8 @@ TEST(AttentionHook, OutputGradHookSeesTheGradientOfTheLossWithRespectToTheOutput
   Generator gen(3);
   for (const auto& c : attention_cases(gen)) {
     SCOPED_TRACE(c.family);
-    const Qkv inputs = qkv(c, gen);
-    const Tensor<double> &q = inputs.q, &k = inputs.k, &v = inputs.v;
+    const Qkv leaves = qkv(c, gen);
+    const Tensor<double> &q = leaves.q, &k = leaves.k, &v = leaves.v;
     const auto loss_of = [](const Tensor<double>& out) { return sum(out * out * out); };  // dL/dout = 3 out^2
     xt::xarray<double> expected;
     {
@@ -145,8 +145,8 @@ TEST(AttentionHook, AReplacedOutputGradientScalesTheParameterAndInputGradients) 
   Generator gen(4);
   for (const auto& c : attention_cases(gen)) {
     SCOPED_TRACE(c.family);
-    const Qkv inputs = qkv(c, gen);
-    const Tensor<double> &q = inputs.q, &k = inputs.k, &v = inputs.v;
+    const Qkv leaves = qkv(c, gen);
+    const Tensor<double> &q = leaves.q, &k = leaves.k, &v = leaves.v;
     const auto gradients = [&](std::optional<double> scale) {
       c.module->zero_grad();
       for (auto t : {q, k, v}) t.zero_grad();
@@ -343,8 +343,8 @@ TEST(ModuleHook, EmptyHooksUnknownIdsAndMisshapedReplacementsAreErrorsNamingTheM
 
   for (const auto& c : attention_cases(gen)) {
     SCOPED_TRACE(c.family);
-    const Qkv inputs = qkv(c, gen);
-    const Tensor<double> &q = inputs.q, &k = inputs.k, &v = inputs.v;
+    const Qkv leaves = qkv(c, gen);
+    const Tensor<double> &q = leaves.q, &k = leaves.k, &v = leaves.v;
     const auto id = c.module->register_forward_hook([](std::span<const Tensor<double>>, const Tensor<double>&) {
       return std::optional<Tensor<double>>(Tensor<double>::ones({1}));
     });
