@@ -1,4 +1,5 @@
-// gemm_backends_bench: OpenBLAS against oneDNN's f32 matmul on the GEMMs of the copy-task training
+// gemm_backends_bench: OpenBLAS against oneDNN's f32 matmul (and, on products small enough for it,
+// tapegrad's own small-product kernel) on the GEMMs of the copy-task training
 // step (train_step/tiny and train_step/paper), each product through tapegrad's own entry
 // (kernels::gemm or gemm_batched, as the ops call them) with the backend forced, side by side in
 // one run, at 1 thread. The rule in autograd/kernels/gemm_backend.cpp follows from its numbers.
@@ -17,6 +18,7 @@
 #include "autograd/kernels/blas.h"
 #include "autograd/kernels/gemm_backend.h"
 #include "autograd/kernels/parallel.h"
+#include "autograd/kernels/small_gemm.h"
 #include "autograd/tensor.h"
 #include "bench/gemm_products.h"
 
@@ -40,6 +42,13 @@ const std::vector<Product>& gemm_products() {
       {"tiny/attn_v", 128, false, false, 10, 16, 10, false, 0},
       {"tiny/attn_bwd_tn", 128, true, false, 10, 16, 10, false, 0},
       {"tiny/generator_fwd", 1, false, true, 288, 11, 64, false, 1},
+      // The copy task's own model (d_model 32, 4 heads: d_k 8, batch 80), and two products at the
+      // edge of what the small-product kernel takes (small_gemm.h).
+      {"copy/scores_qkT", 320, false, true, 10, 10, 8, false, 0},
+      {"copy/attn_v", 320, false, false, 10, 8, 10, false, 0},
+      {"copy/attn_bwd_tn", 320, true, false, 10, 8, 10, false, 0},
+      {"edge/16x64x16", 64, false, false, 16, 64, 16, false, 0},
+      {"edge/64x64x4_nt", 16, false, true, 64, 64, 4, false, 0},
       {"paper/ffn1_fwd", 1, false, true, 800, 2048, 512, false, 1},
       {"paper/ffn2_fwd", 1, false, true, 800, 512, 2048, false, 1},
       {"paper/linear_512x512_fwd", 1, false, true, 800, 512, 512, false, 1},
@@ -89,6 +98,7 @@ void register_products() {
   for (const Product& p : gemm_products()) {
     std::vector<std::pair<std::string, kernels::GemmBackend>> backends = {{"openblas", kernels::GemmBackend::kOpenBlas}};
     if (kernels::onednn_available()) backends.emplace_back("onednn", kernels::GemmBackend::kOneDnn);
+    if (kernels::is_small_product(p.m, p.n, p.k)) backends.emplace_back("small", kernels::GemmBackend::kSmallProducts);
     for (const auto& [name, backend] : backends) {
       benchmark::RegisterBenchmark((p.label + "/" + name).c_str(),
                                    [p, backend = backend](benchmark::State& state) { time_product(state, p, backend); })

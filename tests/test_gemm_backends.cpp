@@ -1,6 +1,7 @@
-// The two libraries behind kernels::gemm and gemm_batched (autograd/kernels/gemm_backend.h): each
+// The backends behind kernels::gemm and gemm_batched (autograd/kernels/gemm_backend.h): each
 // forced in turn onto every layout the ops use, against a float64 loop on the stored operands, in
-// float32 and in bf16 (autograd/matmul_precision.h), where the loop reads the operands rounded.
+// float32 and in bf16 (autograd/matmul_precision.h), where the loop reads the operands rounded;
+// tapegrad's own small-product kernel (small_gemm.h) also called directly on every tail it has.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -20,6 +21,7 @@
 #include "autograd/kernels/blas.h"
 #include "autograd/kernels/gemm_backend.h"
 #include "autograd/kernels/parallel.h"
+#include "autograd/kernels/small_gemm.h"
 #include "autograd/matmul_precision.h"
 
 namespace tapegrad {
@@ -65,7 +67,7 @@ Operands operands(const Layout& l, bool ta, bool tb) {
 }
 
 // The product in float64 with plain loops, read through the same strides; with each operand
-// rounded to bf16 first when `rounded`.
+// rounded to bf16 first when `rounded`. C is not read when beta is 0 (BLAS's rule).
 std::vector<double> reference(const Layout& l, bool ta, bool tb, const Operands& o, bool rounded = false) {
   const auto read = [rounded](float v) { return double(rounded ? kernels::round_to_bf16(v) : v); };
   std::vector<double> c(o.c.begin(), o.c.end());
@@ -79,7 +81,7 @@ std::vector<double> reference(const Layout& l, bool ta, bool tb, const Operands&
           sum += read(x) * read(y);
         }
         double& out = c[i * o.stride_c + r * o.ldc + col];
-        out = l.alpha * sum + l.beta * out;
+        out = l.alpha * sum + (l.beta == 0 ? 0.0 : l.beta * out);
       }
   return c;
 }
@@ -112,9 +114,10 @@ const std::vector<Layout> kLayouts = {
     {"alpha", 2, 8, 9, 10, false, false, 0, 2, 0.5f},
 };
 
-double largest_difference(const std::vector<float>& got, const std::vector<double>& want) {
+template <class T>
+double largest_difference(const std::vector<T>& got, const std::vector<double>& want) {
   double worst = 0;
-  for (std::size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]));
+  for (std::size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(double(got[i]) - want[i]));
   return worst;
 }
 
@@ -141,6 +144,50 @@ void expect_matches_reference(GemmBackend backend, MatmulPrecision precision = M
   if (!kernels::onednn_available()) GTEST_SKIP() << "built without oneDNN (TAPEGRAD_ONEDNN off)"
 
 TEST(GemmBackends, OpenBlasMatchesFloat64ReferenceOnEveryLayout) { expect_matches_reference(GemmBackend::kOpenBlas); }
+
+// Forced, the small-product kernel takes the layouts small enough for it (the attention batch, the
+// padded and accumulated batches); the others follow the rule.
+TEST(GemmBackends, SmallProductsMatchFloat64ReferenceOnEveryLayout) {
+  expect_matches_reference(GemmBackend::kSmallProducts);
+}
+
+// small_gemm_batched called directly, in float and double, on every tail of its blocks: rows not a
+// multiple of its 4-row blocks, columns not a multiple of a vector or of two, k of 0 and 1, an
+// extent of 0, the largest extent it takes, every transpose, beta 0 over C full of NaN (not read)
+// and beta 1, leading dimensions padded by 3 whose padding must stay as it was.
+TEST(GemmBackends, SmallKernelMatchesFloat64ReferenceOnEveryTail) {
+  struct Shape {
+    std::size_t m, n, k;
+  };
+  const std::vector<Shape> shapes = {{1, 1, 1},  {5, 9, 3},    {4, 16, 8}, {7, 17, 13}, {10, 10, 8}, {3, 33, 0},
+                                     {0, 5, 5},  {6, 0, 2},    {2, 24, 1}, {64, 64, 4}, {9, 64, 28}, {64, 3, 64}};
+  for (const Shape& shape : shapes)
+    for (const float beta : {0.0f, 1.0f})
+      for (const bool ta : {false, true})
+        for (const bool tb : {false, true}) {
+          const Layout l{"direct", 3, shape.m, shape.n, shape.k, false, false, 3, 1, beta};
+          SCOPED_TRACE(std::to_string(l.m) + "x" + std::to_string(l.n) + "x" + std::to_string(l.k) + " beta " +
+                       std::to_string(beta) + (ta ? " A^T" : " A") + (tb ? " B^T" : " B"));
+          ASSERT_TRUE(kernels::is_small_product(l.m, l.n, l.k));
+          Operands o = operands(l, ta, tb);
+          if (beta == 0) {  // NaN in C's elements (not its padding): a kernel that reads them shows it
+            for (std::size_t i = 0; i < l.batch; ++i)
+              for (std::size_t r = 0; r < l.m; ++r)
+                std::fill_n(o.c.begin() + i * o.stride_c + r * o.ldc, l.n, std::nanf(""));
+          }
+          const std::vector<double> want = reference(l, ta, tb, o);
+          const kernels::detail::StridedProducts p{l.batch,    ta,    tb,         l.m,   l.n,        l.k,
+                                                   o.stride_a, o.lda, o.stride_b, o.ldb, o.stride_c, o.ldc};
+          std::vector<float> got = o.c;
+          kernels::small_gemm_batched<float>(p, 0, l.batch, o.a.data(), o.b.data(), beta, got.data());
+          EXPECT_LT(largest_difference(got, want), 1e-6 * double(l.k) + 1e-6);
+          // float products are exact in double: only the sums' rounding is left
+          const std::vector<double> a(o.a.begin(), o.a.end()), b(o.b.begin(), o.b.end());
+          std::vector<double> got_double(o.c.begin(), o.c.end());
+          kernels::small_gemm_batched<double>(p, 0, l.batch, a.data(), b.data(), beta, got_double.data());
+          EXPECT_LT(largest_difference(got_double, want), 1e-14 * double(l.k + 1));
+        }
+}
 
 TEST(GemmBackends, OneDnnMatchesFloat64ReferenceOnEveryLayout) {
   SKIP_WITHOUT_ONEDNN();
@@ -283,13 +330,35 @@ TEST(GemmBackends, RuleFollowsTheMeasuredShapeClasses) {
   EXPECT_EQ(rule(1, false, true, 800, 2048, 512), openblas);  // linear's forward
   EXPECT_EQ(rule(1, false, false, 320, 64, 64), openblas);    // tiny layers
   EXPECT_EQ(rule(4, false, false, 320, 16, 64), openblas);    // tiny per-head projections
-  EXPECT_EQ(rule(128, false, true, 10, 10, 16), onednn);      // scores at d_k 16
-  EXPECT_EQ(rule(640, false, true, 10, 10, 64), openblas);    // scores at d_k 64
-  EXPECT_EQ(rule(640, false, false, 10, 64, 10), openblas);   // attention times values
+  EXPECT_EQ(rule(80, false, true, 128, 128, 16), onednn);     // scores at d_k 16, 128 tokens
+  EXPECT_EQ(rule(80, false, true, 128, 128, 64), openblas);   // scores at d_k 64, 128 tokens
+}
+
+// Attention's per-(batch, head) products at the copy task's sizes go to tapegrad's own kernel, in
+// every layout, on every CPU; in bf16 they keep the bf16 rule.
+TEST(GemmBackends, RuleGivesTinyProductsToTheSmallKernel) {
+  constexpr GemmBackend small = GemmBackend::kSmallProducts;
+  for (const SimdLevel cpu : {SimdLevel::kAvx512, SimdLevel::kAvx2, SimdLevel::kUnknown}) {
+    const auto rule = [cpu](std::size_t batch, bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k) {
+      return kernels::preferred_gemm_backend(batch, ta, tb, m, n, k, MatmulPrecision::kFloat32, cpu);
+    };
+    EXPECT_EQ(rule(128, false, true, 10, 10, 16), small);   // scores at d_k 16
+    EXPECT_EQ(rule(640, false, true, 10, 10, 64), small);   // scores at d_k 64
+    EXPECT_EQ(rule(640, false, false, 10, 64, 10), small);  // attention times values
+    EXPECT_EQ(rule(640, true, false, 10, 64, 10), small);   // the values' gradient
+    EXPECT_EQ(rule(1, false, false, 4, 3, 5), small);       // one tiny product
+    EXPECT_NE(rule(8, false, false, 65, 2, 2), small);       // an extent above 64
+  }
+  EXPECT_EQ(kernels::preferred_gemm_backend(128, false, true, 10, 10, 16, MatmulPrecision::kBfloat16,
+                                            SimdLevel::kAvx512),
+            GemmBackend::kOneDnn);
+  EXPECT_TRUE(kernels::is_small_product(64, 16, 16));
+  EXPECT_FALSE(kernels::is_small_product(64, 16, 17));  // 17408 multiply-adds
+  EXPECT_FALSE(kernels::is_small_product(1, 1, 65));
 }
 
 // Without AVX-512, oneDNN's f32 matmul was slower than OpenBLAS on the step's large products, which
-// the AVX-512 rule gives it; the narrow scores stay (the copy task's bits).
+// the AVX-512 rule gives it; the narrow scores stay.
 TEST(GemmBackends, RuleKeepsLargeProductsOnOpenBlasWithoutAvx512) {
   for (const SimdLevel cpu : {SimdLevel::kAvx2, SimdLevel::kAvx, SimdLevel::kSse, SimdLevel::kUnknown}) {
     const auto rule = [cpu](std::size_t batch, bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k) {
@@ -298,7 +367,7 @@ TEST(GemmBackends, RuleKeepsLargeProductsOnOpenBlasWithoutAvx512) {
     EXPECT_EQ(rule(1, false, false, 800, 512, 2048), GemmBackend::kOpenBlas);  // paper dX = G W
     EXPECT_EQ(rule(1, true, false, 512, 512, 800), GemmBackend::kOpenBlas);    // paper dW = G^T X
     EXPECT_EQ(rule(8, false, false, 800, 64, 512), GemmBackend::kOpenBlas);    // paper per-head projections
-    EXPECT_EQ(rule(128, false, true, 10, 10, 16), GemmBackend::kOneDnn);       // scores at d_k 16
+    EXPECT_EQ(rule(80, false, true, 128, 128, 16), GemmBackend::kOneDnn);      // scores at d_k 16, 128 tokens
   }
 }
 

@@ -13,6 +13,7 @@
 #include "autograd/kernels/blas_core.h"
 #include "autograd/kernels/gemm_backend.h"
 #include "autograd/kernels/onednn_matmul.h"
+#include "autograd/kernels/small_gemm.h"
 #include "autograd/matmul_precision.h"
 
 namespace tapegrad::kernels {
@@ -71,10 +72,14 @@ void gemm_serial(bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k, 
 }
 
 // Products [first, last) of p on the calling thread: one oneDNN call for all of them when
-// `backend` says so (float only), else one OpenBLAS call each.
+// `backend` says so (float only), tapegrad's small-product kernel, or one OpenBLAS call each.
 template <class T>
 void run_products(GemmBackend backend, const detail::StridedProducts& p, std::size_t first, std::size_t last, T alpha,
                   const T* a, const T* b, T beta, T* c) {
+  if (backend == GemmBackend::kSmallProducts) {
+    small_gemm_batched<T>(p, first, last, a, b, beta, c);
+    return;
+  }
 #ifdef TAPEGRAD_ONEDNN
   if constexpr (std::is_same_v<T, float>) {
     if (backend == GemmBackend::kOneDnn && p.m > 0 && p.n > 0 && p.k > 0) {
@@ -90,13 +95,14 @@ void run_products(GemmBackend backend, const detail::StridedProducts& p, std::si
                 c + i * p.stride_c, p.ldc);
 }
 
-// The library that computes these products in float32 (blas.h: callers never choose).
+// The backend that computes these products in float32 or float64 (blas.h: callers never choose).
 template <class T>
 GemmBackend backend_for(std::size_t batch, bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k, T alpha,
                         T beta) {
   if constexpr (std::is_same_v<T, float>)
     return gemm_backend_for(batch, ta, tb, m, n, k, alpha, beta, MatmulPrecision::kFloat32);
-  return GemmBackend::kOpenBlas;
+  const bool small = alpha == T(1) && (beta == T(0) || beta == T(1)) && is_small_product(m, n, k);
+  return small ? GemmBackend::kSmallProducts : GemmBackend::kOpenBlas;
 }
 
 // One product split into blocks (above): run(rows, cols, a_part, b_part, c_part) for each, in TBB

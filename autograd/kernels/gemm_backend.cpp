@@ -4,6 +4,7 @@
 
 #include "autograd/errors.h"
 #include "autograd/kernels/blas_core.h"
+#include "autograd/kernels/small_gemm.h"
 #ifdef TAPEGRAD_ONEDNN
 #include "autograd/kernels/onednn_matmul.h"
 #endif
@@ -44,15 +45,20 @@ bool onednn_available() {
 // oneDNN's f32 matmul lost on the large products: 0.45x OpenBLAS's rate on the paper model's weight
 // gradients, 0.68x on a paper dX, at most 1.35x on one tiny dW; the paper step took 1.4x its
 // OpenBLAS-only time (bench/RESULTS.md, "Issue 15 on an AVX2 machine"). There the large NN and TN
-// products go to OpenBLAS. The narrow scores stay on oneDNN although it ran them at 0.5x: they are
-// the copy task's only oneDNN products, and moving them changed its bits on that machine (then 6 of
-// seeds 1-12 reached 100% against 11, the default seed 1 at 93%).
+// products go to OpenBLAS.
+// Products of at most 64 rows, columns and inner extent and 2^14 multiply-adds (attention's
+// per-(batch, head) products at seq 10, in every layout) go to tapegrad's own kernel
+// (small_gemm.h), on every CPU: a library call costs more than such a product. On the step's
+// attention products it ran at 0.8-3x OpenBLAS's rate and 2-4x oneDNN's on AVX2 (bench/RESULTS.md, "Issue 15: tiny attention products in
+// tapegrad's own kernel").
+// Longer narrow scores (seq 128 at d_k 16) keep the rule above.
 constexpr std::size_t kLargeProduct = std::size_t{1} << 22;
 constexpr std::size_t kLargeBf16Product = std::size_t{1} << 18;
 constexpr std::size_t kNarrowScores = 16;
 
 GemmBackend preferred_gemm_backend(std::size_t batch, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
                                    std::size_t k, MatmulPrecision precision, SimdLevel cpu) {
+  if (precision == MatmulPrecision::kFloat32 && is_small_product(m, n, k)) return GemmBackend::kSmallProducts;
   const bool nt = !trans_a && trans_b;
   const bool narrow_scores = nt && batch > 1 && k <= kNarrowScores;
   if (precision == MatmulPrecision::kBfloat16)
@@ -71,12 +77,15 @@ bool onednn_bf16_available() {
 
 GemmBackend gemm_backend_for(std::size_t batch, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
                              std::size_t k, float alpha, float beta, MatmulPrecision precision) {
-  if (!onednn_available() || alpha != 1.0f || (beta != 0.0f && beta != 1.0f)) return GemmBackend::kOpenBlas;
+  if (alpha != 1.0f || (beta != 0.0f && beta != 1.0f)) return GemmBackend::kOpenBlas;
   if (precision == MatmulPrecision::kBfloat16 && !onednn_bf16_available()) return GemmBackend::kOpenBlas;
   const int f = forced.load(std::memory_order_relaxed);
-  if (f != kNotForced) return static_cast<GemmBackend>(f);
+  const auto forced_backend = static_cast<GemmBackend>(f);
+  if (f != kNotForced && (forced_backend != GemmBackend::kSmallProducts || is_small_product(m, n, k)))
+    return forced_backend;
   static const SimdLevel cpu = cpu_simd_level();
-  return preferred_gemm_backend(batch, trans_a, trans_b, m, n, k, precision, cpu);
+  const GemmBackend rule = preferred_gemm_backend(batch, trans_a, trans_b, m, n, k, precision, cpu);
+  return rule == GemmBackend::kOneDnn && !onednn_available() ? GemmBackend::kOpenBlas : rule;
 }
 
 ForceGemmBackend::ForceGemmBackend(GemmBackend backend) {

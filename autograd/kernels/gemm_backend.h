@@ -1,9 +1,11 @@
 #pragma once
-// Which library computes a float matrix product: OpenBLAS, or oneDNN's matmul when tapegrad was
-// built with it (TAPEGRAD_ONEDNN). kernels::gemm and gemm_batched (blas.h) choose per product by
+// Which library computes a float matrix product: OpenBLAS, oneDNN's matmul when tapegrad was
+// built with it (TAPEGRAD_ONEDNN), or tapegrad's own kernel for tiny products (small_gemm.h).
+// kernels::gemm and gemm_batched (blas.h) choose per product by
 // the rule below, measured on the copy-task training step's shapes (bench/gemm_backends_bench.cpp,
 // bench/RESULTS.md "Issue 15: oneDNN against OpenBLAS"); callers never choose. double products
-// always go to OpenBLAS (oneDNN has no f64 matmul on CPUs). In bf16 mode (matmul_precision.h)
+// go to OpenBLAS (oneDNN has no f64 matmul on CPUs) but for tiny ones, which take the same rule's
+// own kernel. In bf16 mode (matmul_precision.h)
 // OpenBLAS computes a product from copies of its inputs rounded to bf16, oneDNN with its bf16
 // matmul.
 #include <cstddef>
@@ -13,7 +15,7 @@
 
 namespace tapegrad::kernels {
 
-enum class GemmBackend { kOpenBlas, kOneDnn };
+enum class GemmBackend { kOpenBlas, kOneDnn, kSmallProducts };
 
 // Whether this build has the oneDNN backend.
 bool onednn_available();
@@ -23,13 +25,15 @@ bool onednn_bf16_available();
 
 // The rule: the library measured faster on `batch` float products of op(A) [m, k] times op(B)
 // [k, n] in `precision` on a CPU of level `cpu`, whether or not this build has oneDNN
-// (gemm_backend_for applies it with this CPU's level).
+// (gemm_backend_for applies it with this CPU's level). In float32, products that
+// is_small_product (small_gemm.h) takes go to kSmallProducts, on every CPU.
 GemmBackend preferred_gemm_backend(std::size_t batch, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
                                    std::size_t k, MatmulPrecision precision, SimdLevel cpu);
 
 // While alive, every float product on every thread goes to `backend` instead of the rule's choice,
-// so benchmarks and tests can hold the two libraries against each other on the same products.
-// kOneDnn in a build without oneDNN is a ValueError. Not for use while other threads compute.
+// so benchmarks and tests can hold the backends against each other on the same products
+// (kSmallProducts: those it takes; larger ones follow the rule). kOneDnn in a build without oneDNN
+// is a ValueError. Not for use while other threads compute.
 class ForceGemmBackend {
  public:
   explicit ForceGemmBackend(GemmBackend backend);
@@ -41,9 +45,9 @@ class ForceGemmBackend {
   int previous_;
 };
 
-// The backend that computes such a product in this process: the forced one if any, else the rule;
-// OpenBLAS without oneDNN, for alpha other than 1 or beta other than 0 and 1, and in bf16 when
-// oneDNN has no bf16 matmul for this CPU.
+// The backend that computes such a product in this process: the forced one if any, else the rule
+// (OpenBLAS in place of oneDNN in a build without it); OpenBLAS for alpha other than 1 or beta
+// other than 0 and 1, and in bf16 when oneDNN has no bf16 matmul for this CPU.
 GemmBackend gemm_backend_for(std::size_t batch, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
                              std::size_t k, float alpha, float beta, MatmulPrecision precision);
 
