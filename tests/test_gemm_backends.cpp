@@ -160,7 +160,7 @@ TEST(GemmBackends, SmallKernelMatchesFloat64ReferenceOnEveryTail) {
     std::size_t m, n, k;
   };
   const std::vector<Shape> shapes = {{1, 1, 1},  {5, 9, 3},    {4, 16, 8}, {7, 17, 13}, {10, 10, 8}, {3, 33, 0},
-                                     {0, 5, 5},  {6, 0, 2},    {2, 24, 1}, {64, 64, 4}, {9, 64, 28}, {64, 3, 64}};
+                                     {0, 5, 5},  {6, 0, 2},    {2, 24, 1}, {64, 16, 4}, {9, 64, 7}, {64, 1, 64}};
   for (const Shape& shape : shapes)
     for (const float beta : {0.0f, 1.0f})
       for (const bool ta : {false, true})
@@ -277,6 +277,10 @@ TEST(GemmBackends, OneDnnSameBitsAtAnyThreadCount) {
   expect_same_bits_at_any_thread_count(GemmBackend::kOneDnn, MatmulPrecision::kFloat32);
 }
 
+TEST(GemmBackends, SmallProductsSameBitsAtAnyThreadCount) {
+  expect_same_bits_at_any_thread_count(GemmBackend::kSmallProducts, MatmulPrecision::kFloat32);
+}
+
 TEST(GemmBackends, Bf16SameBitsAtAnyThreadCount) {
   expect_same_bits_at_any_thread_count(GemmBackend::kOpenBlas, MatmulPrecision::kBfloat16);
   if (kernels::onednn_bf16_available())
@@ -332,6 +336,8 @@ TEST(GemmBackends, RuleFollowsTheMeasuredShapeClasses) {
   EXPECT_EQ(rule(4, false, false, 320, 16, 64), openblas);    // tiny per-head projections
   EXPECT_EQ(rule(80, false, true, 128, 128, 16), onednn);     // scores at d_k 16, 128 tokens
   EXPECT_EQ(rule(80, false, true, 128, 128, 64), openblas);   // scores at d_k 64, 128 tokens
+  EXPECT_EQ(rule(640, false, true, 10, 10, 64), openblas);    // scores at d_k 64
+  EXPECT_EQ(rule(640, false, false, 10, 64, 10), openblas);   // attention times values at d_k 64
 }
 
 // Attention's per-(batch, head) products at the copy task's sizes go to tapegrad's own kernel, in
@@ -343,17 +349,18 @@ TEST(GemmBackends, RuleGivesTinyProductsToTheSmallKernel) {
       return kernels::preferred_gemm_backend(batch, ta, tb, m, n, k, MatmulPrecision::kFloat32, cpu);
     };
     EXPECT_EQ(rule(128, false, true, 10, 10, 16), small);   // scores at d_k 16
-    EXPECT_EQ(rule(640, false, true, 10, 10, 64), small);   // scores at d_k 64
-    EXPECT_EQ(rule(640, false, false, 10, 64, 10), small);  // attention times values
-    EXPECT_EQ(rule(640, true, false, 10, 64, 10), small);   // the values' gradient
+    EXPECT_EQ(rule(128, false, false, 10, 16, 10), small);  // attention times values
+    EXPECT_EQ(rule(128, true, false, 10, 16, 10), small);   // the values' gradient
+    EXPECT_EQ(rule(320, false, true, 10, 10, 8), small);    // the copy task's scores (d_k 8)
+    EXPECT_NE(rule(640, false, true, 10, 10, 64), small);   // scores at d_k 64: 6400 multiply-adds
     EXPECT_EQ(rule(1, false, false, 4, 3, 5), small);       // one tiny product
     EXPECT_NE(rule(8, false, false, 65, 2, 2), small);       // an extent above 64
   }
   EXPECT_EQ(kernels::preferred_gemm_backend(128, false, true, 10, 10, 16, MatmulPrecision::kBfloat16,
                                             SimdLevel::kAvx512),
             GemmBackend::kOneDnn);
-  EXPECT_TRUE(kernels::is_small_product(64, 16, 16));
-  EXPECT_FALSE(kernels::is_small_product(64, 16, 17));  // 17408 multiply-adds
+  EXPECT_TRUE(kernels::is_small_product(64, 8, 8));
+  EXPECT_FALSE(kernels::is_small_product(64, 8, 9));  // 4608 multiply-adds
   EXPECT_FALSE(kernels::is_small_product(1, 1, 65));
 }
 

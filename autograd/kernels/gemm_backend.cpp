@@ -46,11 +46,13 @@ bool onednn_available() {
 // gradients, 0.68x on a paper dX, at most 1.35x on one tiny dW; the paper step took 1.4x its
 // OpenBLAS-only time (bench/RESULTS.md, "Issue 15 on an AVX2 machine"). There the large NN and TN
 // products go to OpenBLAS.
-// Products of at most 64 rows, columns and inner extent and 2^14 multiply-adds (attention's
-// per-(batch, head) products at seq 10, in every layout) go to tapegrad's own kernel
-// (small_gemm.h), on every CPU: a library call costs more than such a product. On the step's
-// attention products it ran at 0.8-3x OpenBLAS's rate and 2-4x oneDNN's on AVX2 (bench/RESULTS.md, "Issue 15: tiny attention products in
-// tapegrad's own kernel").
+// Products of at most 64 rows, columns and inner extent and 2^12 multiply-adds (attention's
+// per-(batch, head) products at seq 10 up to d_k 16, in every layout) go to tapegrad's own kernel
+// (small_gemm.h), on every CPU: a library call costs more than such a product. On AVX2 (Zen 3) it
+// ran the copy task's and the tiny step's attention products at 1.0-2.1x OpenBLAS's rate and
+// 2.6-5x oneDNN's; on larger ones (8192 multiply-adds, or the paper's 10x64x10) at 0.7-1.07x
+// (bench/RESULTS.md, "Issue 15: tiny attention products in tapegrad's own kernel"). Not measured
+// on AVX-512.
 // Longer narrow scores (seq 128 at d_k 16) keep the rule above.
 constexpr std::size_t kLargeProduct = std::size_t{1} << 22;
 constexpr std::size_t kLargeBf16Product = std::size_t{1} << 18;

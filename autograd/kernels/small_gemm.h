@@ -14,7 +14,7 @@ namespace tapegrad::kernels {
 // The largest extents and multiply-adds per product small_gemm_batched takes. Above these the
 // BLAS libraries' blocking and packing pay off (measured in bench/RESULTS.md, same section).
 inline constexpr std::size_t kSmallGemmMaxExtent = 64;
-inline constexpr std::size_t kSmallGemmMaxWork = std::size_t{1} << 14;
+inline constexpr std::size_t kSmallGemmMaxWork = std::size_t{1} << 12;
 
 // Whether one product of op(A) [m, k] times op(B) [k, n] is small enough for small_gemm_batched.
 bool is_small_product(std::size_t m, std::size_t n, std::size_t k);
