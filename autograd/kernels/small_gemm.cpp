@@ -60,7 +60,8 @@ void block(const detail::StridedProducts& p, const T* a, const T* packed_b, std:
       } else {
         alignas(64) T lanes[width];
         acc[r][v].store_aligned(lanes);
-        for (std::size_t l = 0; col + l < p.n; ++l) c_row[col + l] = beta != T(0) ? c_row[col + l] + lanes[l] : lanes[l];
+        for (std::size_t l = 0; col + l < p.n; ++l)
+          c_row[col + l] = beta != T(0) ? c_row[col + l] + lanes[l] : lanes[l];
       }
     }
   }
