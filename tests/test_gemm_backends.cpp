@@ -154,39 +154,45 @@ TEST(GemmBackends, SmallProductsMatchFloat64ReferenceOnEveryLayout) {
 // small_gemm_batched called directly, in float and double, on every tail of its blocks: rows not a
 // multiple of its 4-row blocks, columns not a multiple of a vector or of two, k of 0 and 1, an
 // extent of 0, the largest extent it takes, every transpose, beta 0 over C full of NaN (not read)
-// and beta 1, leading dimensions padded by 3 whose padding must stay as it was.
+// and beta 1, leading dimensions padded by 3 whose padding must stay as it was, and A or B shared
+// by the batch (a shared B is packed once).
 TEST(GemmBackends, SmallKernelMatchesFloat64ReferenceOnEveryTail) {
   struct Shape {
     std::size_t m, n, k;
   };
   const std::vector<Shape> shapes = {{1, 1, 1},  {5, 9, 3},    {4, 16, 8}, {7, 17, 13}, {10, 10, 8}, {3, 33, 0},
                                      {0, 5, 5},  {6, 0, 2},    {2, 24, 1}, {64, 16, 4}, {9, 64, 7}, {64, 1, 64}};
+  struct Sharing {
+    bool a, b;
+  };
   for (const Shape& shape : shapes)
-    for (const float beta : {0.0f, 1.0f})
-      for (const bool ta : {false, true})
-        for (const bool tb : {false, true}) {
-          const Layout l{"direct", 3, shape.m, shape.n, shape.k, false, false, 3, 1, beta};
-          SCOPED_TRACE(std::to_string(l.m) + "x" + std::to_string(l.n) + "x" + std::to_string(l.k) + " beta " +
-                       std::to_string(beta) + (ta ? " A^T" : " A") + (tb ? " B^T" : " B"));
-          ASSERT_TRUE(kernels::is_small_product(l.m, l.n, l.k));
-          Operands o = operands(l, ta, tb);
-          if (beta == 0) {  // NaN in C's elements (not its padding): a kernel that reads them shows it
-            for (std::size_t i = 0; i < l.batch; ++i)
-              for (std::size_t r = 0; r < l.m; ++r)
-                std::fill_n(o.c.begin() + i * o.stride_c + r * o.ldc, l.n, std::nanf(""));
+    for (const Sharing shared : {Sharing{false, false}, Sharing{true, false}, Sharing{false, true}})
+      for (const float beta : {0.0f, 1.0f})
+        for (const bool ta : {false, true})
+          for (const bool tb : {false, true}) {
+            const Layout l{"direct", 3, shape.m, shape.n, shape.k, shared.a, shared.b, 3, 1, beta};
+            SCOPED_TRACE(std::to_string(l.m) + "x" + std::to_string(l.n) + "x" + std::to_string(l.k) + " beta " +
+                         std::to_string(beta) + (ta ? " A^T" : " A") + (tb ? " B^T" : " B") +
+                         (shared.a ? " shared A" : "") + (shared.b ? " shared B" : ""));
+            ASSERT_TRUE(kernels::is_small_product(l.m, l.n, l.k));
+            Operands o = operands(l, ta, tb);
+            if (beta == 0) {  // NaN in C's elements (not its padding): a kernel that reads them shows it
+              for (std::size_t i = 0; i < l.batch; ++i)
+                for (std::size_t r = 0; r < l.m; ++r)
+                  std::fill_n(o.c.begin() + i * o.stride_c + r * o.ldc, l.n, std::nanf(""));
+            }
+            const std::vector<double> want = reference(l, ta, tb, o);
+            const kernels::detail::StridedProducts p{l.batch,    ta,    tb,         l.m,   l.n,        l.k,
+                                                     o.stride_a, o.lda, o.stride_b, o.ldb, o.stride_c, o.ldc};
+            std::vector<float> got = o.c;
+            kernels::small_gemm_batched<float>(p, 0, l.batch, o.a.data(), o.b.data(), beta, got.data());
+            EXPECT_LT(largest_difference(got, want), 1e-6 * double(l.k) + 1e-6);
+            // float products are exact in double: only the sums' rounding is left
+            const std::vector<double> a(o.a.begin(), o.a.end()), b(o.b.begin(), o.b.end());
+            std::vector<double> got_double(o.c.begin(), o.c.end());
+            kernels::small_gemm_batched<double>(p, 0, l.batch, a.data(), b.data(), beta, got_double.data());
+            EXPECT_LT(largest_difference(got_double, want), 1e-14 * double(l.k + 1));
           }
-          const std::vector<double> want = reference(l, ta, tb, o);
-          const kernels::detail::StridedProducts p{l.batch,    ta,    tb,         l.m,   l.n,        l.k,
-                                                   o.stride_a, o.lda, o.stride_b, o.ldb, o.stride_c, o.ldc};
-          std::vector<float> got = o.c;
-          kernels::small_gemm_batched<float>(p, 0, l.batch, o.a.data(), o.b.data(), beta, got.data());
-          EXPECT_LT(largest_difference(got, want), 1e-6 * double(l.k) + 1e-6);
-          // float products are exact in double: only the sums' rounding is left
-          const std::vector<double> a(o.a.begin(), o.a.end()), b(o.b.begin(), o.b.end());
-          std::vector<double> got_double(o.c.begin(), o.c.end());
-          kernels::small_gemm_batched<double>(p, 0, l.batch, a.data(), b.data(), beta, got_double.data());
-          EXPECT_LT(largest_difference(got_double, want), 1e-14 * double(l.k + 1));
-        }
 }
 
 TEST(GemmBackends, OneDnnMatchesFloat64ReferenceOnEveryLayout) {
