@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "autograd/ops/masking.h"
 #include "autograd/tensor.h"
 
 namespace tapegrad::bad_inputs {
@@ -18,6 +19,8 @@ inline Generator& gen() {
   thread_local Generator g(0);
   return g;
 }
+// A mask of a shape, all true.
+inline Mask mask_of(const Shape& shape) { return Mask(xt::ones<bool>(shape)); }
 // Integer indices of a shape, all equal to value.
 inline IndexArray indices(const Shape& shape, Index value) {
   IndexArray a = IndexArray::from_shape(shape);

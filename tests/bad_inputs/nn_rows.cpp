@@ -23,7 +23,7 @@ namespace {
 using namespace tapegrad::nn;
 namespace tf = tapegrad::nn::transformer;
 
-AttendMask mask_of(const Shape& shape) { return AttendMask(Mask(xt::ones<bool>(shape))); }
+AttendMask attend_mask(const Shape& shape) { return AttendMask(mask_of(shape)); }
 
 // A user-defined module that registers what it is given.
 struct Custom : Module<double> {
@@ -162,11 +162,11 @@ BAD_INPUT_ROW(Nn, labml_mha_value_wrong_width, ShapeError,
               (labml_mha()(zeros({3, 1, 4}), zeros({3, 1, 4}), zeros({3, 1, 5}))),
               "MultiHeadAttention(heads=2, d_model=4)", "value [3,1,5]", "[seq_len, batch_size, 4]")
 BAD_INPUT_ROW(Nn, labml_mha_mask_rank, ShapeError,
-              (labml_mha()(zeros({3, 1, 4}), zeros({3, 1, 4}), zeros({3, 1, 4}), mask_of({3, 3}))), "prepare_mask",
+              (labml_mha()(zeros({3, 1, 4}), zeros({3, 1, 4}), zeros({3, 1, 4}), attend_mask({3, 3}))), "prepare_mask",
               "mask [3,3]", "3 axes")
 BAD_INPUT_ROW(Nn, labml_mha_mask_seq_k, ShapeError,
-              (labml_mha()(zeros({3, 1, 4}), zeros({3, 1, 4}), zeros({3, 1, 4}), mask_of({3, 2, 1}))), "prepare_mask",
-              "mask [3,2,1]", "key [3,1,4]")
+              (labml_mha()(zeros({3, 1, 4}), zeros({3, 1, 4}), zeros({3, 1, 4}), attend_mask({3, 2, 1}))),
+              "prepare_mask", "mask [3,2,1]", "key [3,1,4]")
 
 // ---- mha (batch-first, seeds 002/003) -------------------------------------------------------
 mha::MultiHeadAttention<double> batch_first_mha() { return {4, 2, gen(), 0.0}; }
@@ -181,7 +181,7 @@ BAD_INPUT_ROW(Nn, mha_sdpa_seq_k_mismatch, ShapeError,
               (batch_first_sdpa()(zeros({2, 4}), zeros({3, 4}), zeros({2, 4}))), "ScaledDotProductAttention", "seq_k",
               "[3,4]", "[2,4]")
 BAD_INPUT_ROW(Nn, mha_sdpa_mask_does_not_broadcast, ShapeError,
-              (batch_first_sdpa()(zeros({2, 4}), zeros({3, 4}), zeros({3, 4}), mask_of({2, 2}))),
+              (batch_first_sdpa()(zeros({2, 4}), zeros({3, 4}), zeros({3, 4}), attend_mask({2, 2}))),
               "ScaledDotProductAttention", "mask [2,2]", "[2,3]")
 BAD_INPUT_ROW(Nn, mha_d_model_not_multiple_of_heads, ValueError, (mha::MultiHeadAttention<double>(5, 2, gen())),
               "MultiHeadAttention", "d_model (5)", "2")
@@ -195,7 +195,7 @@ BAD_INPUT_ROW(Nn, mha_batch_sizes, ShapeError,
               (batch_first_mha()(zeros({1, 3, 4}), zeros({2, 3, 4}), zeros({2, 3, 4}))),
               "MultiHeadAttention(d_model=4, n_heads=2)", "key [2,3,4]", "batch size of query [1,3,4]")
 BAD_INPUT_ROW(Nn, mha_mask_does_not_broadcast, ShapeError,
-              (batch_first_mha()(zeros({1, 3, 4}), zeros({1, 3, 4}), zeros({1, 3, 4}), mask_of({2, 2}))),
+              (batch_first_mha()(zeros({1, 3, 4}), zeros({1, 3, 4}), zeros({1, 3, 4}), attend_mask({2, 2}))),
               "MultiHeadAttention(d_model=4, n_heads=2)", "mask [2,2]", "[1,2,3,3]")
 
 // ---- transformer (seed 004) ----------------------------------------------------------------
@@ -209,7 +209,7 @@ BAD_INPUT_ROW(Nn, transformer_sdpa_wrong_d_k, ShapeError,
               "ScaledDotProductAttention", "d_k = 4", "[1,2,3]")
 BAD_INPUT_ROW(Nn, transformer_sdpa_mask_rank, ShapeError,
               (tf::ScaledDotProductAttention<double>(4)(zeros({1, 2, 4}), zeros({1, 2, 4}), zeros({1, 2, 4}),
-                                                        mask_of({2, 2}))),
+                                                        attend_mask({2, 2}))),
               "ScaledDotProductAttention", "2 dims [2,2]", "3")
 BAD_INPUT_ROW(Nn, transformer_mha_zero_heads, ValueError, (tf::MultiHeadAttention<double>(4, 0, gen())),
               "MultiHeadAttention", "d_model (4)", "h (0)")
@@ -223,7 +223,7 @@ BAD_INPUT_ROW(Nn, transformer_mha_batch_mismatch, ShapeError,
               "MultiHeadAttention", "batch size", "[1,2,4]", "[2,2,4]")
 BAD_INPUT_ROW(Nn, transformer_mha_mask_3d_wrong, ShapeError,
               (tf::MultiHeadAttention<double>(4, 2, gen())(zeros({1, 2, 4}), zeros({1, 2, 4}), zeros({1, 2, 4}),
-                                                           mask_of({1, 3, 2}))),
+                                                           attend_mask({1, 3, 2}))),
               "MultiHeadAttention", "mask_3d [1,3,2]")
 BAD_INPUT_ROW(Nn, transformer_mha_weights_before_forward, ValueError,
               (tf::MultiHeadAttention<double>(4, 2, gen()).attention_weights()), "MultiHeadAttention",
@@ -253,8 +253,8 @@ BAD_INPUT_ROW(Nn, transformer_src_tgt_batch_mismatch, ShapeError,
               (small_transformer()(indices({2, 3}, 1), indices({1, 3}, 1))), "MultiHeadAttention", "batch size",
               "[1,3,4]", "[2,3,4]")
 BAD_INPUT_ROW(Nn, transformer_src_mask_wrong_shape, ShapeError,
-              (small_transformer()(indices({1, 3}, 1), indices({1, 3}, 1), mask_of({1, 1, 4}))), "MultiHeadAttention",
-              "mask_3d [1,1,4]")
+              (small_transformer()(indices({1, 3}, 1), indices({1, 3}, 1), attend_mask({1, 1, 4}))),
+              "MultiHeadAttention", "mask_3d [1,1,4]")
 BAD_INPUT_ROW(Nn, transformer_generator_wrong_width, ShapeError, (small_transformer().generator(zeros({1, 3, 5}))),
               "Linear(4, 5)", "[1,3,5]")
 

@@ -10,8 +10,6 @@
 namespace tapegrad::bad_inputs {
 namespace {
 
-Mask mask_of(const Shape& shape) { return Mask(xt::ones<bool>(shape)); }
-
 // ---- clamp / where ------------------------------------------------------------------------
 BAD_INPUT_ROW(Ops, clamp_no_bound, ValueError, (clamp(zeros({2, 3}), std::nullopt, std::nullopt)), "clamp", "'min'",
               "'max'", "[2,3]")

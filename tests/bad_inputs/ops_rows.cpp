@@ -13,7 +13,6 @@ IndexArray one_d(std::initializer_list<Index> values) {
   std::copy(values.begin(), values.end(), a.begin());
   return a;
 }
-Mask mask_of(const Shape& shape) { return Mask(xt::ones<bool>(shape)); }
 
 // ---- elementwise ----------------------------------------------------------------------------
 BAD_INPUT_ROW(Ops, add_shapes_do_not_broadcast, ShapeError, (zeros({2, 3}) + zeros({4})), "add", "[2,3]", "[4]")
