@@ -4,6 +4,7 @@
 #include <string>
 
 #include <xtensor/xbroadcast.hpp>
+#include <xtensor/xview.hpp>
 
 #include "autograd/kernels/einsum_plan.h"
 #include "autograd/kernels/parallel.h"
@@ -232,6 +233,25 @@ TEST(Einsum, TiledPermutationsMatchNaiveReference) {
 
 TEST(Einsum, RandomStringsMatchNaiveReference) { expect_matches_naive(random_cases()); }
 
+// Products whose gathers and final pass copy more than a core's cache holds run in chunks of the
+// batch's first letter: an uneven split (13 indices into 2 chunks), a gathered left operand, one
+// product per index (chunks of at least two products, so 3 indices stay whole), and a pass whose
+// chunks must keep 16-element rows (4 chunks of 8 indices would write rows of 8, so 2 chunks of 4).
+TEST(Einsum, ChunkedProductsMatchNaiveReference) {
+  const std::vector<std::pair<Case, std::size_t>> cases = {
+      {{"ibhd,jbhd->ijbh", {{40, 13, 16, 2}, {40, 13, 16, 2}}}, 2},
+      {{"ijbh,jbhd->ibhd", {{40, 40, 13, 16}, {40, 13, 16, 2}}}, 2},
+      {{"bij,bjk->ikb", {{9, 180, 2}, {9, 2, 180}}}, 2},
+      {{"bij,bjk->ikb", {{3, 360, 1}, {3, 1, 360}}}, 1},
+      {{"ibhd,jbhd->ijbh", {{128, 8, 4, 1}, {128, 8, 4, 1}}}, 2}};
+  for (const auto& [c, chunks] : cases) {
+    SCOPED_TRACE(describe(c));
+    const Subscripts sub = split_subscripts(c.subscripts);
+    EXPECT_EQ(kernels::einsum_chunks({sub.operands, sub.output}, c.shapes, sizeof(double)), chunks);
+    expect_matches_naive({c});
+  }
+}
+
 TEST(Einsum, GradcheckSeedStrings) { expect_gradcheck(kSeedCases); }
 TEST(Einsum, GradcheckMoreStrings) { expect_gradcheck(kMoreCases); }
 TEST(Einsum, GradcheckRandomStrings) { expect_gradcheck(random_cases()); }
@@ -412,6 +432,26 @@ TEST(EinsumKernel, SameBitsAtAnyThreadCount) {
   for (std::size_t i = 0; i < 2; ++i) {
     ASSERT_EQ(results[i].shape(), results[i + 2].shape());
     EXPECT_EQ(std::memcmp(results[i].data(), results[i + 2].data(), results[i].size() * sizeof(float)), 0);
+  }
+}
+
+// A chunked product has the bits of the same products made one batch index at a time (each small
+// enough to run whole): chunks change where the products go, not how they are computed.
+TEST(EinsumKernel, ChunkedProductHasTheBitsOfItsSlices) {
+  Generator gen(12);
+  const xt::xarray<float> q = Tensor<float>::uniform({64, 13, 16, 8}, gen, -1.0f, 1.0f).value();
+  const xt::xarray<float> k = Tensor<float>::uniform({64, 13, 16, 8}, gen, -1.0f, 1.0f).value();
+  const kernels::EinsumEquation scores{{"ibhd", "jbhd"}, "ijbh"};
+  ASSERT_GT(kernels::einsum_chunks(scores, {{64, 13, 16, 8}, {64, 13, 16, 8}}, sizeof(float)), 1u);
+  const xt::xarray<float> whole = kernels::einsum<float>(scores, {&q, &k});
+  for (std::size_t b = 0; b < 13; ++b) {
+    const xt::xarray<float> q_b = xt::view(q, xt::all(), xt::range(b, b + 1));
+    const xt::xarray<float> k_b = xt::view(k, xt::all(), xt::range(b, b + 1));
+    ASSERT_EQ(kernels::einsum_chunks(scores, {{64, 1, 16, 8}, {64, 1, 16, 8}}, sizeof(float)), 1u);
+    const xt::xarray<float> slice = kernels::einsum<float>(scores, {&q_b, &k_b});
+    const xt::xarray<float> part = xt::view(whole, xt::all(), xt::all(), xt::range(b, b + 1));
+    ASSERT_EQ(part.shape(), slice.shape());
+    EXPECT_EQ(std::memcmp(part.data(), slice.data(), part.size() * sizeof(float)), 0) << "batch index " << b;
   }
 }
 

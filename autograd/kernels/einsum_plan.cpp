@@ -9,20 +9,13 @@
 #include <tbb/parallel_for.h>
 
 #include "autograd/kernels/blas.h"
-#include "autograd/kernels/merged_axes.h"
+#include "autograd/kernels/strided_pass.h"
 #include "autograd/validation.h"
 
 namespace tapegrad::kernels {
 
 namespace {
 
-// 26 + 26 letters: no operand or output has more distinct axes than that.
-constexpr std::size_t kMaxLetters = 52;
-// A strided pass with fewer multiply-adds than this runs on the calling thread.
-constexpr std::size_t kParallelWork = 1u << 15;
-// Work per task of a parallel pass; fixed, though results would not depend on it anyway (each
-// output element is summed by one thread in one order).
-constexpr std::size_t kChunkWork = 1u << 13;
 // A training loop sees a handful of (equation, shapes) pairs; a program that sees thousands
 // (varying sequence lengths) starts over rather than growing without bound.
 constexpr std::size_t kMaxCachedPlans = 1024;
@@ -72,19 +65,6 @@ std::map<char, std::size_t> letter_strides(const std::string& letters, const Sha
   return strides;
 }
 
-// dst[o . outer_dst] = sum over i of src[o . outer_src + i . inner_src], for every index o of
-// `outer` and i of `inner`. Distinct outer indices reach distinct dst elements; when some dst
-// elements are reached by none (off a diagonal), zero_fill clears dst first. This one loop nest
-// is a permute, a diagonal, a sum over axes, a broadcast, or several of them at once.
-struct StridedPass {
-  Shape outer;
-  std::vector<std::size_t> outer_src, outer_dst;
-  Shape inner;
-  std::vector<std::size_t> inner_src;
-  bool zero_fill = false;
-  std::size_t dst_size = 0;
-};
-
 // How a GEMM operand is read: matrix i of the batch starts at i * batch_stride; element (r, c)
 // of op(X) is at r * ld + c, or at c * ld + r when trans.
 struct MatrixLayout {
@@ -109,6 +89,11 @@ struct EinsumPlan {
   MatrixLayout result;       // where the GEMM writes [batch, M, N]: into the output, or for `finish`
   std::optional<StridedPass> finish;  // GEMM result -> output; absent: the GEMM writes the output
   std::size_t copied = 0;    // elements written by prep and finish passes, to pick the cheapest plan
+  // The batch's first letter: the GEMM's batch index is (its index) x (the other batch letters),
+  // and prep passes have it as their outer axis 0, so a range of it is a range of products
+  // (run_plan splits large products along it). Size 1: no batch letter.
+  std::size_t first_batch_size = 1;
+  std::size_t finish_axis = 0;  // that letter's axis in finish->outer
 };
 
 // A group of letters read as one axis: its total size and the stride of its innermost letter.
@@ -256,6 +241,10 @@ EinsumPlan plan_pair(const EinsumEquation& eq, const std::vector<Shape>& shapes,
     plan.result = packed(m, n, sizes);
     plan.finish = strided_pass(gemm_letters, sizes_of(gemm_letters, sizes), out, sizes);
   }
+  if (!batch.empty()) {
+    plan.first_batch_size = sizes.at(batch[0]);
+    plan.finish_axis = unique_letters(out).find(batch[0]);
+  }
   for (const auto* pass : {plan.left.prep ? &*plan.left.prep : nullptr, plan.right.prep ? &*plan.right.prep : nullptr,
                            plan.finish ? &*plan.finish : nullptr})
     if (pass) plan.copied += pass->dst_size;
@@ -290,147 +279,6 @@ EinsumPlan make_plan(const EinsumEquation& eq, const std::vector<Shape>& shapes,
   return *best;
 }
 
-// sum over the inner index of base[i . inner_src], in row-major order of the inner index.
-template <class T>
-T sum_inner(const StridedPass& p, const T* base) {
-  const std::size_t nd = p.inner.size();
-  if (nd == 0) return *base;
-  const std::size_t last_size = p.inner[nd - 1], last_stride = p.inner_src[nd - 1];
-  std::array<std::size_t, kMaxLetters> index{};
-  std::size_t offset = 0;
-  T acc = T(0);
-  for (;;) {
-    for (std::size_t i = 0; i < last_size; ++i) acc += base[offset + i * last_stride];
-    std::size_t d = nd - 1;
-    for (;;) {
-      if (d == 0) return acc;
-      --d;
-      offset += p.inner_src[d];
-      if (++index[d] < p.inner[d]) break;
-      offset -= p.inner_src[d] * index[d];
-      index[d] = 0;
-    }
-  }
-}
-
-// Outer elements [begin, end) of the pass (row-major order of the outer index).
-template <class T>
-void run_pass_range(const StridedPass& p, const T* src, T* dst, std::size_t begin, std::size_t end) {
-  const std::size_t nd = p.outer.size();
-  if (nd == 0) {
-    if (begin < end) dst[0] = sum_inner(p, src);
-    return;
-  }
-  std::array<std::size_t, kMaxLetters> index{};
-  std::size_t s = 0, d = 0;
-  for (std::size_t ax = nd, rest = begin; ax-- > 0;) {
-    index[ax] = rest % p.outer[ax];
-    rest /= p.outer[ax];
-    s += index[ax] * p.outer_src[ax];
-    d += index[ax] * p.outer_dst[ax];
-  }
-  const std::size_t last = nd - 1, last_src = p.outer_src[last], last_dst = p.outer_dst[last];
-  for (std::size_t e = begin; e < end;) {
-    // A run along the last outer axis, then a carry into the axes before it.
-    const std::size_t run = std::min(p.outer[last] - index[last], end - e);
-    if (!p.inner.empty()) {
-      for (std::size_t i = 0; i < run; ++i) dst[d + i * last_dst] = sum_inner(p, src + s + i * last_src);
-    } else if (last_src == 1 && last_dst == 1) {
-      std::copy_n(src + s, run, dst + d);
-    } else {  // a permutation or broadcast: nothing to sum
-      for (std::size_t i = 0; i < run; ++i) dst[d + i * last_dst] = src[s + i * last_src];
-    }
-    e += run;
-    index[last] += run;
-    s += run * last_src;
-    d += run * last_dst;
-    for (std::size_t ax = last; ax > 0 && index[ax] == p.outer[ax]; --ax) {
-      s += p.outer_src[ax - 1] - index[ax] * p.outer_src[ax];
-      d += p.outer_dst[ax - 1] - index[ax] * p.outer_dst[ax];
-      index[ax] = 0;
-      ++index[ax - 1];
-    }
-  }
-}
-
-// Side of the square tiles of a tiled permutation: 16 floats fill one cache line.
-constexpr std::size_t kTile = 16;
-
-using PermutedAxis = WalkAxis<std::size_t>;
-
-// A pass that only moves elements (no sum, no diagonal), its axes merged (kernels/merged_axes.h).
-std::vector<PermutedAxis> merged_permutation(const StridedPass& p) {
-  return merged_axes<std::size_t>(p.outer, p.outer_src, p.outer_dst);
-}
-
-// A permutation whose destination is contiguous along one axis and whose source is contiguous
-// along another (the GEMM result [bh, i, j] written as [i, j, bh], say): walking it in
-// destination order reads the source with a large stride, one cache line per element. Copied
-// instead in kTile x kTile tiles of those two axes, every line read or written is used whole.
-// Returns false (and does nothing) for any other pass.
-template <class T>
-bool run_tiled_permutation(const StridedPass& p, const T* src, T* dst) {
-  if (!p.inner.empty() || p.zero_fill) return false;
-  const std::vector<PermutedAxis> axes = merged_permutation(p);
-  if (axes.size() < 2 || axes.back().dst != 1 || axes.back().src == 1) return false;
-  const auto by_src = std::find_if(axes.begin(), axes.end(), [](const PermutedAxis& a) { return a.src == 1; });
-  if (by_src == axes.end() || by_src->size < kTile || axes.back().size < kTile) return false;
-  const PermutedAxis rows = *by_src, cols = axes.back();  // rows: source-contiguous; cols: destination
-  std::vector<PermutedAxis> rest(axes.begin(), axes.end() - 1);
-  rest.erase(rest.begin() + (by_src - axes.begin()));
-  std::size_t rest_count = 1;
-  for (const auto& a : rest) rest_count *= a.size;
-  const std::size_t row_blocks = (rows.size + kTile - 1) / kTile;
-  // A task per strip of kTile rows; below kParallelWork elements in all, one thread does them.
-  const auto strip = [&](std::size_t task) {
-    std::size_t s = 0, d = 0;
-    for (std::size_t ax = rest.size(), r = task / row_blocks; ax-- > 0;) {
-      const std::size_t i = r % rest[ax].size;
-      r /= rest[ax].size;
-      s += i * rest[ax].src;
-      d += i * rest[ax].dst;
-    }
-    const std::size_t row_begin = task % row_blocks * kTile, row_count = std::min(kTile, rows.size - row_begin);
-    // Through a local tile, so that both the reads and the writes run along cache lines: reading
-    // column by column straight into the destination would touch kTile source lines a power-of-two
-    // stride apart, which share one L1 set and evict each other.
-    T tile[kTile][kTile];
-    for (std::size_t col_begin = 0; col_begin < cols.size; col_begin += kTile) {
-      const std::size_t col_count = std::min(kTile, cols.size - col_begin);
-      for (std::size_t c = 0; c < col_count; ++c) {
-        const T* line = src + s + row_begin + (col_begin + c) * cols.src;
-        for (std::size_t r = 0; r < row_count; ++r) tile[r][c] = line[r];
-      }
-      for (std::size_t r = 0; r < row_count; ++r) {
-        T* line = dst + d + (row_begin + r) * rows.dst + col_begin;
-        for (std::size_t c = 0; c < col_count; ++c) line[c] = tile[r][c];
-      }
-    }
-  };
-  const std::size_t strips = rest_count * row_blocks;
-  if (rest_count * rows.size * cols.size < kParallelWork) {
-    for (std::size_t task = 0; task < strips; ++task) strip(task);
-  } else {
-    tbb::parallel_for(std::size_t{0}, strips, strip);
-  }
-  return true;
-}
-
-template <class T>
-void run_pass(const StridedPass& p, const T* src, T* dst) {
-  if (run_tiled_permutation(p, src, dst)) return;
-  if (p.zero_fill) std::fill_n(dst, p.dst_size, T(0));
-  const std::size_t count = product(p.outer), per_element = std::max<std::size_t>(product(p.inner), 1);
-  if (count * per_element < kParallelWork) {
-    run_pass_range(p, src, dst, 0, count);
-    return;
-  }
-  const std::size_t chunk = std::max<std::size_t>(kChunkWork / per_element, 1);
-  tbb::parallel_for(std::size_t{0}, (count + chunk - 1) / chunk, [&](std::size_t c) {
-    run_pass_range(p, src, dst, c * chunk, std::min(count, (c + 1) * chunk));
-  });
-}
-
 template <class T>
 using Buffer = std::unique_ptr<T[]>;
 
@@ -442,13 +290,75 @@ Buffer<T> workspace(const EinsumPlan& plan, std::size_t size) {
   return std::make_unique_for_overwrite<T[]>(size);
 }
 
-// The operand's data as the GEMM reads it: in place, or gathered into `buffer`.
+// The GEMM's operands, products and final pass for indices [first, first + count) of the batch's
+// first letter (all of them, or a chunk: run_plan), the passes in TBB tasks only when `parallel`.
 template <class T>
-const T* gemm_input(const EinsumPlan& plan, const GemmOperand& op, const xt::xarray<T>& x, Buffer<T>& buffer) {
-  if (!op.prep) return x.data();
-  buffer = workspace<T>(plan, op.prep->dst_size);
-  run_pass(*op.prep, x.data(), buffer.get());
-  return buffer.get();
+void run_product_range(const EinsumPlan& plan, const T* x_left, const T* x_right, T* out, std::size_t first,
+                       std::size_t count, bool parallel) {
+  const bool whole = count == plan.first_batch_size;
+  const std::size_t products_per_index = plan.batch / plan.first_batch_size;
+  // An operand in place, or gathered (its prep pass has the batch's first letter as axis 0).
+  const auto input = [&](const GemmOperand& op, const T* x, Buffer<T>& buffer) -> const T* {
+    if (!op.prep) return x + first * products_per_index * op.layout.batch_stride;
+    buffer = workspace<T>(plan, whole ? op.prep->dst_size : op.prep->dst_size / plan.first_batch_size * count);
+    if (whole) {
+      run_pass(*op.prep, x, buffer.get(), parallel);
+    } else {
+      run_pass(restricted(*op.prep, 0, count), x + first * op.prep->outer_src[0], buffer.get(), parallel);
+    }
+    return buffer.get();
+  };
+  Buffer<T> left_buffer, right_buffer, product_buffer;
+  const T* a = input(plan.left, x_left, left_buffer);
+  const T* b = input(plan.right, x_right, right_buffer);
+  const std::size_t products = count * products_per_index;
+  T* c = out + first * products_per_index * plan.result.batch_stride;
+  if (plan.finish) {
+    product_buffer = workspace<T>(plan, products * plan.m * plan.n);
+    c = product_buffer.get();
+  }
+  const MatrixLayout& la = plan.left.layout;
+  const MatrixLayout& lb = plan.right.layout;
+  gemm_batched(products, la.trans, lb.trans, plan.m, plan.n, plan.k, T(1), a, la.batch_stride, la.ld, b,
+               lb.batch_stride, lb.ld, T(0), c, plan.result.batch_stride, plan.result.ld);
+  if (!plan.finish) return;
+  if (whole) {
+    run_pass(*plan.finish, c, out, parallel);
+  } else {
+    const std::size_t axis = plan.finish_axis;
+    run_pass(restricted(*plan.finish, axis, count), c, out + first * plan.finish->outer_dst[axis], parallel);
+  }
+}
+
+// Bytes of gathered operands and GEMM result a chunk of run_plan holds: within a core's L2 (1 MiB
+// on Zen 3 to 5, 2 MiB on recent Xeons), so that each pass reads what the step before it wrote
+// from cache rather than memory.
+constexpr std::size_t kChunkBytes = std::size_t{1} << 20;
+
+// Whether pass p restricted to `count` indices of outer axis `axis` still runs tiled, if the
+// whole pass does: a chunk whose destination runs are shorter than a tile is copied element by
+// element, slower than the whole pass from memory.
+bool keeps_tiles_of(const std::optional<StridedPass>& p, std::size_t axis, std::size_t count) {
+  return !p || !runs_tiled(*p) || runs_tiled(restricted(*p, axis, count));
+}
+
+// How many chunks of the batch's first letter run_plan splits a product of `element_size`-byte
+// elements into: 1 when it copies little, has no batch letter to split along, or writes a
+// diagonal (its zero fill spans the whole output).
+std::size_t chunk_count(const EinsumPlan& plan, std::size_t element_size) {
+  const std::size_t indices = plan.first_batch_size, copied_bytes = plan.copied * element_size;
+  if (indices < 2 || copied_bytes < 2 * kChunkBytes || (plan.finish && plan.finish->zero_fill)) return 1;
+  // A chunk of a single product would take gemm_batched's one-product path, which may pick another
+  // backend than the batched call: chunks keep at least two products, so results do not change.
+  const std::size_t min_indices = plan.batch / indices >= 2 ? 1 : 2;
+  std::size_t chunks = std::clamp<std::size_t>(copied_bytes / kChunkBytes, 1, indices / min_indices);
+  const auto keeps_all_tiles = [&](std::size_t count) {
+    return keeps_tiles_of(plan.left.prep, 0, count) && keeps_tiles_of(plan.right.prep, 0, count) &&
+           keeps_tiles_of(plan.finish, plan.finish_axis, count);
+  };
+  // Even splits: the smallest chunk has indices / chunks indices.
+  while (chunks > 1 && !keeps_all_tiles(indices / chunks)) --chunks;
+  return chunks;
 }
 
 template <class T>
@@ -462,19 +372,20 @@ xt::xarray<T> run_plan(const EinsumPlan& plan, const std::vector<const xt::xarra
     run_pass(plan.single, operands[0]->data(), out.data());
     return out;
   }
-  Buffer<T> left_buffer, right_buffer, product_buffer;
-  const T* a = gemm_input(plan, plan.left, *operands[plan.swap ? 1 : 0], left_buffer);
-  const T* b = gemm_input(plan, plan.right, *operands[plan.swap ? 0 : 1], right_buffer);
-  T* c = out.data();
-  if (plan.finish) {
-    product_buffer = workspace<T>(plan, plan.batch * plan.m * plan.n);
-    c = product_buffer.get();
+  const T* x_left = operands[plan.swap ? 1 : 0]->data();
+  const T* x_right = operands[plan.swap ? 0 : 1]->data();
+  const std::size_t chunks = chunk_count(plan, sizeof(T)), indices = plan.first_batch_size;
+  if (chunks == 1) {
+    run_product_range(plan, x_left, x_right, out.data(), 0, indices, true);
+    return out;
   }
-  const MatrixLayout& la = plan.left.layout;
-  const MatrixLayout& lb = plan.right.layout;
-  gemm_batched(plan.batch, la.trans, lb.trans, plan.m, plan.n, plan.k, T(1), a, la.batch_stride, la.ld, b,
-               lb.batch_stride, lb.ld, T(0), c, plan.result.batch_stride, plan.result.ld);
-  if (plan.finish) run_pass(*plan.finish, c, out.data());
+  // Chunks in TBB tasks, each on one thread from its gathers to its final pass: what a chunk's
+  // pass writes, the next step reads from that core's cache. Even splits: every chunk holds at
+  // least chunk_count's minimum.
+  tbb::parallel_for(std::size_t{0}, chunks, [&](std::size_t chunk) {
+    const std::size_t first = chunk * indices / chunks, last = (chunk + 1) * indices / chunks;
+    run_product_range(plan, x_left, x_right, out.data(), first, last - first, false);
+  });
   return out;
 }
 
@@ -568,6 +479,10 @@ xt::xarray<T> einsum(const EinsumEquation& eq, const std::vector<const xt::xarra
 }
 
 std::size_t einsum_cached_plans() { return plan_cache().size(); }
+
+std::size_t einsum_chunks(const EinsumEquation& eq, const std::vector<Shape>& shapes, std::size_t element_size) {
+  return chunk_count(*find_plan(eq, shapes, {}), element_size);
+}
 
 template xt::xarray<float> einsum<float>(const EinsumEquation&, const std::vector<const xt::xarray<float>*>&,
                                          const EinsumSizes&);

@@ -21,7 +21,10 @@
 //      describe [batch, M, N] matrices;
 //   4. otherwise one strided pass from the GEMM result to the output (a permutation, a broadcast
 //      along an output-only letter, a diagonal).
-// Steps 1 and 2 for one operand are a single strided pass; a one-operand einsum is one pass.
+// Steps 1 and 2 for one operand are a single strided pass (kernels/strided_pass.h); a one-operand
+// einsum is one pass. When those passes copy more than a core's cache holds, steps 2 to 4 run in
+// chunks of the batch, each from its gathers to its final pass on one thread, so that every pass
+// reads what the step before wrote from cache.
 // Every output element is produced by one thread in a fixed order: results do not depend on the
 // number of threads.
 #include <cstddef>
@@ -66,5 +69,9 @@ xt::xarray<T> einsum(const EinsumEquation& eq, const std::vector<const xt::xarra
 
 // Number of plans cached on the calling thread (for tests and diagnostics).
 std::size_t einsum_cached_plans();
+
+// Into how many chunks of the batch einsum<T> splits these operands' product (1: none), with
+// sizeof(T) == element_size (for tests and diagnostics). Validates as einsum_sizes does.
+std::size_t einsum_chunks(const EinsumEquation& eq, const std::vector<Shape>& shapes, std::size_t element_size);
 
 }  // namespace tapegrad::kernels
