@@ -330,9 +330,11 @@ void run_product_range(const EinsumPlan& plan, const T* x_left, const T* x_right
   }
 }
 
-// Bytes of gathered operands and GEMM result a chunk of run_plan holds: within a core's L2 (1 MiB
-// on Zen 3 to 5, 2 MiB on recent Xeons), so that each pass reads what the step before it wrote
-// from cache rather than memory.
+// Bytes of gathered operands and GEMM result a chunk of run_plan holds: about a core's L2 (512 KiB
+// on Zen 3, 1-2 MiB on later cores), so that each pass reads what the step before it wrote from
+// cache rather than memory. Measured on the labml seq-128 einsums on Zen 3 (bench/RESULTS.md):
+// 1 MiB was fastest or tied on every row, 2 and 4 MiB slower; smaller targets ran the same chunks,
+// since keeps_tiles_of holds those einsums to two batch indices a chunk.
 constexpr std::size_t kChunkBytes = std::size_t{1} << 20;
 
 // Whether pass p restricted to `count` indices of outer axis `axis` still runs tiled, if the
