@@ -8,6 +8,7 @@
 
 #include "autograd/kernels/einsum_plan.h"
 #include "autograd/kernels/parallel.h"
+#include "autograd/matmul_precision.h"
 #include "autograd/ops/linalg.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/tape.h"
@@ -436,23 +437,30 @@ TEST(EinsumKernel, SameBitsAtAnyThreadCount) {
 }
 
 // A chunked product has the bits of the same products made one batch index at a time (each small
-// enough to run whole): chunks change where the products go, not how they are computed.
+// enough to run whole): chunks change where the products go, not how they are computed. In bf16
+// mode too, at 2 threads: chunks that run on a TBB worker keep the calling thread's mode.
 TEST(EinsumKernel, ChunkedProductHasTheBitsOfItsSlices) {
   Generator gen(12);
   const xt::xarray<float> q = Tensor<float>::uniform({64, 13, 16, 8}, gen, -1.0f, 1.0f).value();
   const xt::xarray<float> k = Tensor<float>::uniform({64, 13, 16, 8}, gen, -1.0f, 1.0f).value();
   const kernels::EinsumEquation scores{{"ibhd", "jbhd"}, "ijbh"};
   ASSERT_GT(kernels::einsum_chunks(scores, {{64, 13, 16, 8}, {64, 13, 16, 8}}, sizeof(float)), 1u);
-  const xt::xarray<float> whole = kernels::einsum<float>(scores, {&q, &k});
-  for (std::size_t b = 0; b < 13; ++b) {
-    const xt::xarray<float> q_b = xt::view(q, xt::all(), xt::range(b, b + 1));
-    const xt::xarray<float> k_b = xt::view(k, xt::all(), xt::range(b, b + 1));
-    ASSERT_EQ(kernels::einsum_chunks(scores, {{64, 1, 16, 8}, {64, 1, 16, 8}}, sizeof(float)), 1u);
-    const xt::xarray<float> slice = kernels::einsum<float>(scores, {&q_b, &k_b});
-    const xt::xarray<float> part = xt::view(whole, xt::all(), xt::all(), xt::range(b, b + 1));
-    ASSERT_EQ(part.shape(), slice.shape());
-    EXPECT_EQ(std::memcmp(part.data(), slice.data(), part.size() * sizeof(float)), 0) << "batch index " << b;
+  ASSERT_EQ(kernels::einsum_chunks(scores, {{64, 1, 16, 8}, {64, 1, 16, 8}}, sizeof(float)), 1u);
+  set_num_threads(2);
+  for (const MatmulPrecision precision : {MatmulPrecision::kFloat32, MatmulPrecision::kBfloat16}) {
+    SCOPED_TRACE(precision == MatmulPrecision::kFloat32 ? "float32" : "bf16");
+    const MatmulPrecisionScope mode(precision);
+    const xt::xarray<float> whole = kernels::einsum<float>(scores, {&q, &k});
+    for (std::size_t b = 0; b < 13; ++b) {
+      const xt::xarray<float> q_b = xt::view(q, xt::all(), xt::range(b, b + 1));
+      const xt::xarray<float> k_b = xt::view(k, xt::all(), xt::range(b, b + 1));
+      const xt::xarray<float> slice = kernels::einsum<float>(scores, {&q_b, &k_b});
+      const xt::xarray<float> part = xt::view(whole, xt::all(), xt::all(), xt::range(b, b + 1));
+      ASSERT_EQ(part.shape(), slice.shape());
+      EXPECT_EQ(std::memcmp(part.data(), slice.data(), part.size() * sizeof(float)), 0) << "batch index " << b;
+    }
   }
+  set_num_threads(0);
 }
 
 // ---- bad input ----

@@ -10,6 +10,7 @@
 
 #include "autograd/kernels/blas.h"
 #include "autograd/kernels/strided_pass.h"
+#include "autograd/matmul_precision.h"
 #include "autograd/validation.h"
 
 namespace tapegrad::kernels {
@@ -381,10 +382,13 @@ xt::xarray<T> run_plan(const EinsumPlan& plan, const std::vector<const xt::xarra
     run_product_range(plan, x_left, x_right, out.data(), 0, indices, true);
     return out;
   }
-  // Chunks in TBB tasks, each on one thread from its gathers to its final pass: what a chunk's
-  // pass writes, the next step reads from that core's cache. Even splits: every chunk holds at
-  // least chunk_count's minimum.
+  // Chunks in TBB tasks, each on one thread from its gathers to its final pass: what one step of a
+  // chunk writes, the next reads from that core's cache. Even splits: every chunk holds at least
+  // chunk_count's minimum. The matmul mode is per thread (matmul_precision.h): a chunk run by a
+  // TBB worker takes the calling thread's.
+  const MatmulPrecision precision = matmul_precision();
   tbb::parallel_for(std::size_t{0}, chunks, [&](std::size_t chunk) {
+    const MatmulPrecisionScope mode(precision);
     const std::size_t first = chunk * indices / chunks, last = (chunk + 1) * indices / chunks;
     run_product_range(plan, x_left, x_right, out.data(), first, last - first, false);
   });
