@@ -103,8 +103,9 @@ std::vector<PermutedAxis> merged_permutation(const StridedPass& p) {
 // along another (the GEMM result [bh, i, j] written as [i, j, bh], say): walking it in
 // destination order reads the source with a large stride, one cache line per element. Copied
 // instead in kTile x kTile tiles of those two axes, every line read or written is used whole.
-// The axes a tiled permutation walks: rows (contiguous in the source), cols (contiguous in the
-// destination, the innermost destination axis) and the rest, each at least kTile long.
+//
+// Those two axes, rows (contiguous in the source) and cols (contiguous in the destination, its
+// innermost axis), each at least kTile long; and the rest, walked one strip of rows at a time.
 struct TiledAxes {
   PermutedAxis rows, cols;
   std::vector<PermutedAxis> rest;
