@@ -11,6 +11,13 @@ namespace tapegrad {
 
 using Shape = std::vector<std::size_t>;
 
+// Elements of an array of this shape, unchecked (validation.h's checked_numel throws on overflow).
+inline std::size_t shape_product(const Shape& shape) {
+  std::size_t n = 1;
+  for (std::size_t s : shape) n *= s;
+  return n;
+}
+
 // Base of every tapegrad error, so `catch (const tapegrad::Error&)` catches them all.
 class Error : public std::invalid_argument {
  public:

@@ -25,12 +25,6 @@ bool contains(const std::string& s, char c) { return s.find(c) != std::string::n
 
 std::string quoted(std::string_view subscripts) { return "einsum(\"" + std::string(subscripts) + "\")"; }
 
-std::size_t product(const Shape& shape) {
-  std::size_t n = 1;
-  for (std::size_t s : shape) n *= s;
-  return n;
-}
-
 // The letters of s, each once, in order of first appearance.
 std::string unique_letters(const std::string& s) {
   std::string out;
@@ -150,7 +144,7 @@ StridedPass strided_pass(const std::string& src_letters, const Shape& src_shape,
     pass.inner_src.push_back(src.at(c));
   }
   pass.zero_fill = unique_letters(out_letters).size() != out_letters.size();
-  pass.dst_size = product(out_shape);
+  pass.dst_size = shape_product(out_shape);
   return pass;
 }
 
@@ -172,7 +166,7 @@ std::optional<MatrixLayout> as_matrices(const std::string& own, const Shape& sha
 
 // Contiguous [batch, rows, cols] matrices.
 MatrixLayout packed(const std::string& rows, const std::string& cols, const EinsumSizes& sizes) {
-  const std::size_t rows_size = product(sizes_of(rows, sizes)), cols_size = product(sizes_of(cols, sizes));
+  const std::size_t rows_size = shape_product(sizes_of(rows, sizes)), cols_size = shape_product(sizes_of(cols, sizes));
   return {false, rows_size * cols_size, cols_size};
 }
 
@@ -227,10 +221,10 @@ EinsumPlan plan_pair(const EinsumEquation& eq, const std::vector<Shape>& shapes,
   plan.swap = swap;
   plan.left = gemm_operand(l, l_shape, batch, m, k, sizes);
   plan.right = gemm_operand(r, r_shape, batch, k, n, sizes);
-  plan.batch = product(sizes_of(batch, sizes));
-  plan.m = product(sizes_of(m, sizes));
-  plan.n = product(sizes_of(n, sizes));
-  plan.k = product(sizes_of(k, sizes));
+  plan.batch = shape_product(sizes_of(batch, sizes));
+  plan.m = shape_product(sizes_of(m, sizes));
+  plan.n = shape_product(sizes_of(n, sizes));
+  plan.k = shape_product(sizes_of(k, sizes));
   // The GEMM writes the output directly when the output's strides describe [batch, M, N]
   // matrices (BLAS writes C untransposed); otherwise a final pass permutes, broadcasts or
   // writes a diagonal.

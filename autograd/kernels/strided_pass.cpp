@@ -20,12 +20,6 @@ constexpr std::size_t kParallelWork = 1u << 15;
 // output element is summed by one thread in one order).
 constexpr std::size_t kChunkWork = 1u << 13;
 
-std::size_t product(const Shape& shape) {
-  std::size_t n = 1;
-  for (std::size_t s : shape) n *= s;
-  return n;
-}
-
 // sum over the inner index of base[i . inner_src], in row-major order of the inner index.
 template <class T>
 T sum_inner(const StridedPass& p, const T* base) {
@@ -192,7 +186,7 @@ template <class T>
 void run_pass(const StridedPass& p, const T* src, T* dst, bool parallel) {
   if (run_tiled_permutation(p, src, dst, parallel)) return;
   if (p.zero_fill) std::fill_n(dst, p.dst_size, T(0));
-  const std::size_t count = product(p.outer), per_element = std::max<std::size_t>(product(p.inner), 1);
+  const std::size_t count = shape_product(p.outer), per_element = std::max<std::size_t>(shape_product(p.inner), 1);
   if (!parallel || count * per_element < kParallelWork) {
     run_pass_range(p, src, dst, 0, count);
     return;

@@ -25,12 +25,6 @@ using detail::accumulate;
 using detail::make_result;
 using detail::should_record;
 
-std::size_t product(const Shape& shape) {
-  std::size_t n = 1;
-  for (std::size_t s : shape) n *= s;
-  return n;
-}
-
 // Columns per task of linear's bias gradient.
 constexpr std::size_t kBiasColumns = 256;
 
@@ -113,13 +107,13 @@ std::vector<std::size_t> batch_strides(const Shape& own, const Shape& batch, std
 template <class T>
 void broadcast_gemm(const T* a, const Shape& a_batch, bool ta, const T* b, const Shape& b_batch, bool tb,
                     std::size_t m, std::size_t n, std::size_t k, const Shape& batch, T* c) {
-  const std::size_t lda = ta ? m : k, ldb = tb ? k : n, count = product(batch);
+  const std::size_t lda = ta ? m : k, ldb = tb ? k : n, count = shape_product(batch);
   // No element to write: return before looping over a batch that may be huge (an empty b of
   // [2^30, k, 0] made 2^30 empty products, seconds of nothing).
   if (count == 0 || m == 0 || n == 0) return;
   // B shared by the whole batch and A an unbroadcast stack of untransposed matrices: one product
   // with count * m rows (split into row blocks by kernels::gemm) instead of count small ones.
-  if (product(b_batch) == 1 && product(a_batch) == count && !ta) {
+  if (shape_product(b_batch) == 1 && shape_product(a_batch) == count && !ta) {
     kernels::gemm(false, tb, count * m, n, k, T(1), a, lda, b, ldb, T(0), c, n);
     return;
   }
@@ -182,10 +176,10 @@ struct MatrixProduct {
 // before the sum over the batch (it can dwarf every input) when it is refused.
 template <class T>
 xt::xarray<T> product_value(const T* x, const T* y, const MatrixProduct& p, const Shape& shape, const char* workspace) {
-  const std::size_t count = product(p.batch);
+  const std::size_t count = shape_product(p.batch);
   // x^T y summed over the whole batch, neither operand broadcast: the sum is folded into one
   // product, x' [count * inner, rows]^T y' [count * inner, cols].
-  if (p.x_t && !p.y_t && product(p.out_batch) == 1 && product(p.x_batch) == count && product(p.y_batch) == count) {
+  if (p.x_t && !p.y_t && shape_product(p.out_batch) == 1 && shape_product(p.x_batch) == count && shape_product(p.y_batch) == count) {
     auto out = xt::xarray<T>::from_shape(Shape{p.rows, p.cols});
     kernels::gemm(true, false, p.rows, p.cols, count * p.inner, T(1), x, p.rows, y, p.cols, T(0), out.data(), p.cols);
     out.reshape(shape);
@@ -195,7 +189,7 @@ xt::xarray<T> product_value(const T* x, const T* y, const MatrixProduct& p, cons
   for (Shape* s : {&full_shape, &own}) s->insert(s->end(), {p.rows, p.cols});
   auto full = xt::xarray<T>::from_shape(allocatable(full_shape, sizeof(T), p.op, workspace));
   broadcast_gemm(x, p.x_batch, p.x_t, y, p.y_batch, p.y_t, p.rows, p.cols, p.inner, p.batch, full.data());
-  if (product(own) != full.size()) full = kernels::sum_to(full, own);
+  if (shape_product(own) != full.size()) full = kernels::sum_to(full, own);
   full.reshape(shape);
   return full;
 }
@@ -346,7 +340,7 @@ Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& b
   }
   const std::size_t in = weight.size(1), out_features = weight.size(0);
   const Shape x_shape = x.shape();
-  const std::size_t rows = product(Shape(x_shape.begin(), x_shape.end() - 1));
+  const std::size_t rows = shape_product(Shape(x_shape.begin(), x_shape.end() - 1));
   if (bias.defined() && (bias.ndim() != 1 || bias.size(0) != out_features)) {
     throw ShapeError("linear: bias must be [" + std::to_string(out_features) + "] (weight's out), got " + shapes());
   }
