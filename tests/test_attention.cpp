@@ -11,6 +11,7 @@
 #include "autograd/ops/softmax.h"
 #include "autograd/tape.h"
 #include "tests/support/reference.h"
+#include "tests/support/thread_count.h"
 
 namespace tapegrad {
 namespace {
@@ -92,6 +93,7 @@ TEST(AttentionSoftmax, FullyMaskedRowIsUniformWithZeroGradient) {
 }
 
 TEST(AttentionSoftmax, SameBitsAtAnyThreadCount) {
+  const testing_support::DefaultThreadsAtExit default_threads_at_exit;
   Generator gen(5);
   auto x = Tensor<float>::uniform({64, 40, 40}, gen, -4.0f, 4.0f, true);
   const std::optional<AttendMask> mask = random_mask({64, 1, 40}, 9);
@@ -105,7 +107,6 @@ TEST(AttentionSoftmax, SameBitsAtAnyThreadCount) {
     runs.push_back(y.value());
     runs.push_back(x.grad());
   }
-  set_num_threads(0);
   for (std::size_t i = 0; i < 2; ++i)
     EXPECT_EQ(std::memcmp(runs[i].data(), runs[i + 2].data(), runs[i].size() * sizeof(float)), 0) << "result " << i;
 }

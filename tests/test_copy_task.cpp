@@ -10,6 +10,7 @@
 #include "examples/copy_task/copy_task.h"
 #include "examples/copy_task/model_size.h"
 #include "tests/support/reference.h"
+#include "tests/support/thread_count.h"
 
 namespace tapegrad {
 namespace {
@@ -94,6 +95,7 @@ TEST(CopyTask, SameSeedGivesBitIdenticalLosses) {
 }
 
 TEST(CopyTask, LossesDoNotDependOnTheThreadCount) {
+  const testing_support::DefaultThreadsAtExit default_threads_at_exit;
   for (const MatmulPrecision precision : {MatmulPrecision::kFloat32, MatmulPrecision::kBfloat16}) {
     auto config = tiny_config();
     config.dropout = 0.1;  // dropout masks must not depend on the thread count either
@@ -102,7 +104,6 @@ TEST(CopyTask, LossesDoNotDependOnTheThreadCount) {
     const auto one = epoch_losses(config, 1);
     set_num_threads(2);
     const auto two = epoch_losses(config, 1);
-    set_num_threads(0);
     EXPECT_EQ(one, two);
   }
 }

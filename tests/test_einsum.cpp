@@ -13,6 +13,7 @@
 #include "autograd/ops/reduce.h"
 #include "autograd/tape.h"
 #include "tests/support/reference.h"
+#include "tests/support/thread_count.h"
 
 namespace tapegrad {
 namespace {
@@ -420,6 +421,7 @@ TEST(EinsumKernel, PlansOncePerEquationAndShapes) {
 
 TEST(EinsumKernel, SameBitsAtAnyThreadCount) {
   // Large enough for the parallel strided passes, the batched GEMM and a parallel reduction.
+  const testing_support::DefaultThreadsAtExit default_threads_at_exit;
   Generator gen(9);
   const auto q = Tensor<float>::uniform({48, 4, 4, 32}, gen, -1.0f, 1.0f);
   const auto k = Tensor<float>::uniform({40, 4, 4, 32}, gen, -1.0f, 1.0f);
@@ -429,7 +431,6 @@ TEST(EinsumKernel, SameBitsAtAnyThreadCount) {
     results.push_back(einsum("ibhd,jbhd->ijbh", q, k).value());
     results.push_back(einsum("ibhd->hd", q).value());
   }
-  set_num_threads(0);
   for (std::size_t i = 0; i < 2; ++i) {
     ASSERT_EQ(results[i].shape(), results[i + 2].shape());
     EXPECT_EQ(std::memcmp(results[i].data(), results[i + 2].data(), results[i].size() * sizeof(float)), 0);
@@ -440,6 +441,7 @@ TEST(EinsumKernel, SameBitsAtAnyThreadCount) {
 // enough to run whole): chunks change where the products go, not how they are computed. In bf16
 // mode too, at 2 threads: chunks that run on a TBB worker keep the calling thread's mode.
 TEST(EinsumKernel, ChunkedProductHasTheBitsOfItsSlices) {
+  const testing_support::DefaultThreadsAtExit default_threads_at_exit;
   Generator gen(12);
   const xt::xarray<float> q = Tensor<float>::uniform({64, 13, 16, 8}, gen, -1.0f, 1.0f).value();
   const xt::xarray<float> k = Tensor<float>::uniform({64, 13, 16, 8}, gen, -1.0f, 1.0f).value();
@@ -460,7 +462,6 @@ TEST(EinsumKernel, ChunkedProductHasTheBitsOfItsSlices) {
       EXPECT_EQ(std::memcmp(part.data(), slice.data(), part.size() * sizeof(float)), 0) << "batch index " << b;
     }
   }
-  set_num_threads(0);
 }
 
 // ---- bad input ----

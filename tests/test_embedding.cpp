@@ -4,6 +4,7 @@
 #include "autograd/ops/embedding.h"
 #include "autograd/tape.h"
 #include "tests/support/reference.h"
+#include "tests/support/thread_count.h"
 
 namespace tapegrad {
 namespace {
@@ -97,6 +98,7 @@ TEST(Embedding, BackwardSumsSeedRowsPerPickedRow) {
 }
 
 TEST(Embedding, SameGradientBitsAtOneAndTwoThreads) {
+  const testing_support::DefaultThreadsAtExit default_threads_at_exit;
   Generator gen(8);
   const auto weight = Tensor<float>::randn({100, 64}, gen, 0.0f, 1.0f, true);
   IndexArray indices = IndexArray::from_shape({64, 64});
@@ -112,7 +114,6 @@ TEST(Embedding, SameGradientBitsAtOneAndTwoThreads) {
   };
   const xt::xarray<float> one = run(1);
   const xt::xarray<float> two = run(2);
-  set_num_threads(0);
   EXPECT_TRUE(one == two);
 }
 

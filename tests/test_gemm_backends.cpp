@@ -23,6 +23,7 @@
 #include "autograd/kernels/parallel.h"
 #include "autograd/kernels/small_gemm.h"
 #include "autograd/matmul_precision.h"
+#include "tests/support/thread_count.h"
 
 namespace tapegrad {
 namespace {
@@ -264,6 +265,7 @@ TEST(GemmBackends, OneDnnInBf16RoundsACoveredSourceOncePerScope) {
 }
 
 void expect_same_bits_at_any_thread_count(GemmBackend backend, MatmulPrecision precision) {
+  const testing_support::DefaultThreadsAtExit default_threads_at_exit;
   const ForceGemmBackend force(backend);
   const MatmulPrecisionScope mode(precision);
   for (const Layout& l : {kLayouts[1], kLayouts[2], kLayouts[3]}) {
@@ -273,7 +275,6 @@ void expect_same_bits_at_any_thread_count(GemmBackend backend, MatmulPrecision p
     const std::vector<float> one = run(l, false, true, o);
     set_num_threads(2);
     const std::vector<float> two = run(l, false, true, o);
-    set_num_threads(0);
     EXPECT_EQ(one, two);
   }
 }
@@ -304,6 +305,7 @@ std::size_t threads_in_process() {
 // products (big ones split over TBB tasks on 2 threads, and a batch): while it is alive the process
 // must have no more threads than before plus itself.
 TEST(GemmBackends, OneDnnStartsNoThreadsOfItsOwn) {
+  const testing_support::DefaultThreadsAtExit default_threads_at_exit;
   SKIP_WITHOUT_ONEDNN();
   set_num_threads(2);
   const Layout big{"big", 1, 512, 256, 256, false, false, 0, 1, 0};
@@ -325,7 +327,6 @@ TEST(GemmBackends, OneDnnStartsNoThreadsOfItsOwn) {
     });
     caller.join();
   }
-  set_num_threads(0);
   EXPECT_EQ(during, before + 1);
 }
 

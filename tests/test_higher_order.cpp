@@ -11,6 +11,7 @@
 #include "autograd/kernels/parallel.h"
 #include "autograd/tape.h"
 #include "higher_order/op_case.h"
+#include "tests/support/thread_count.h"
 
 namespace tapegrad::testing {
 
@@ -215,9 +216,7 @@ bool same_bits(const xt::xarray<double>& a, const xt::xarray<double>& b) {
 // Kernels split their work in fixed blocks, so the thread count never changes a bit.
 TEST_P(EveryOpInFloat32AndAtAnyThreadCount, SameBitsAtOneAndTwoThreads) {
   const OpCase& c = GetParam();
-  struct RestoreThreads {
-    ~RestoreThreads() { set_num_threads(0); }
-  } restore;
+  const testing_support::DefaultThreadsAtExit default_threads_at_exit;
   for (const auto& inputs : input_sets(c)) {
     set_num_threads(1);
     const Evaluation<double> one = evaluate(c.fn, inputs);

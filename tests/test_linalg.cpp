@@ -10,6 +10,7 @@
 #include "autograd/ops/linalg.h"
 #include "autograd/tape.h"
 #include "tests/support/reference.h"
+#include "tests/support/thread_count.h"
 
 namespace tapegrad {
 namespace {
@@ -146,6 +147,7 @@ TEST(Matmul, LargeProductUsesRowBlocksAndMatchesNaive) {
 
 TEST(Matmul, LargeProductSameBitsAtAnyThreadCount) {
   // Row blocks (tall), column blocks (wide); the backward's products are split both ways too.
+  const testing_support::DefaultThreadsAtExit default_threads_at_exit;
   for (const auto& [sa, sb] : std::vector<std::pair<Shape, Shape>>{{{300, 200}, {200, 100}}, {{100, 200}, {200, 300}}}) {
     SCOPED_TRACE(format_shape(sa) + " x " + format_shape(sb));
     Generator gen(8);
@@ -163,7 +165,6 @@ TEST(Matmul, LargeProductSameBitsAtAnyThreadCount) {
       runs.push_back(a.grad());
       runs.push_back(b.grad());
     }
-    set_num_threads(0);
     for (std::size_t i = 0; i < 3; ++i) {
       ASSERT_EQ(runs[i].shape(), runs[i + 3].shape());
       EXPECT_EQ(std::memcmp(runs[i].data(), runs[i + 3].data(), runs[i].size() * sizeof(float)), 0) << "result " << i;
@@ -263,6 +264,7 @@ TEST(Linear, GradcheckWithAndWithoutBias) {
 TEST(Linear, WideLayerGradientsMatchNaiveAndSameBitsAtAnyThreadCount) {
   // 600 outputs: the bias gradient is summed in several parallel column blocks; 300 rows: the
   // products are split into blocks.
+  const testing_support::DefaultThreadsAtExit default_threads_at_exit;
   auto x = random_tensor({300, 40}, 1), w = random_tensor({600, 40}, 2), b = random_tensor({600}, 3);
   const auto seed = random_tensor({300, 600}, 4, false).value();
   std::vector<xt::xarray<double>> runs;
@@ -273,7 +275,6 @@ TEST(Linear, WideLayerGradientsMatchNaiveAndSameBitsAtAnyThreadCount) {
     tape.backward(linear(x, w, b), seed);
     runs.insert(runs.end(), {x.grad(), w.grad(), b.grad()});
   }
-  set_num_threads(0);
   for (std::size_t i = 0; i < 3; ++i)
     EXPECT_EQ(std::memcmp(runs[i].data(), runs[i + 3].data(), runs[i].size() * sizeof(double)), 0) << "gradient " << i;
   for (std::size_t j = 0; j < 600; j += 37) {

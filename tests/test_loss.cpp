@@ -13,6 +13,7 @@
 #include "autograd/ops/reduce.h"
 #include "autograd/tape.h"
 #include "tests/support/reference.h"
+#include "tests/support/thread_count.h"
 
 namespace tapegrad {
 namespace {
@@ -205,6 +206,7 @@ TEST(CrossEntropy, GradcheckOverShapesReductionsSmoothingAndIgnoredTargets) {
 }
 
 TEST(CrossEntropy, SameBitsAtOneAndTwoThreads) {
+  const testing_support::DefaultThreadsAtExit default_threads_at_exit;
   const Shape shape = {512, 1000};
   Generator gen(15);
   const auto logits = Tensor<float>::randn(shape, gen, 0.0f, 3.0f, true);
@@ -221,7 +223,6 @@ TEST(CrossEntropy, SameBitsAtOneAndTwoThreads) {
   };
   const auto [loss1, grad1] = run(1);
   const auto [loss2, grad2] = run(2);
-  set_num_threads(0);
   EXPECT_EQ(loss1, loss2);
   EXPECT_TRUE(grad1 == grad2);  // exact, element by element
   EXPECT_TRUE(std::isfinite(loss1));

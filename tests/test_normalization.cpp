@@ -5,6 +5,7 @@
 #include "autograd/ops/normalization.h"
 #include "autograd/tape.h"
 #include "tests/support/reference.h"
+#include "tests/support/thread_count.h"
 
 namespace tapegrad {
 namespace {
@@ -137,6 +138,7 @@ TEST(LayerNorm, ParameterGradientsMatchNaiveRowSums) {
 }
 
 TEST(LayerNorm, BitIdenticalAtAnyThreadCount) {
+  const testing_support::DefaultThreadsAtExit default_threads_at_exit;
   Generator gen(15);
   const auto x = Tensor<float>::randn({1000, 64}, gen, 0.0f, 2.0f, true);
   const auto w = Tensor<float>::randn({64}, gen, 1.0f, 0.1f, true);
@@ -152,7 +154,6 @@ TEST(LayerNorm, BitIdenticalAtAnyThreadCount) {
   };
   const auto one = run(1);
   const auto two = run(2);
-  set_num_threads(0);
   for (std::size_t i = 0; i < one.size(); ++i) {
     SCOPED_TRACE(i);
     EXPECT_TRUE(one[i] == two[i]);

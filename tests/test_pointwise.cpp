@@ -21,6 +21,7 @@
 #include "autograd/tape.h"
 #include "tests/support/pointwise_domain.h"
 #include "tests/support/reference.h"
+#include "tests/support/thread_count.h"
 
 namespace tapegrad {
 namespace {
@@ -82,6 +83,7 @@ TEST(Pointwise, EveryRowMatchesItsReferenceAtEveryTailLength) {
 }
 
 TEST(Pointwise, EveryRowGivesTheSameBitsAtOneAndTwoThreads) {
+  const testing_support::DefaultThreadsAtExit default_threads_at_exit;
   const std::size_t n = 3 * kernels::detail::kMapBlock + 5;
   for (const auto& row : rows<double>()) {
     const Tensor<double> x(testing::pointwise_inputs<double>(row.domain, {n}, 3));
@@ -89,7 +91,6 @@ TEST(Pointwise, EveryRowGivesTheSameBitsAtOneAndTwoThreads) {
     const xt::xarray<double> one = row.op(x, std::source_location::current()).value();
     set_num_threads(2);
     const xt::xarray<double> two = row.op(x, std::source_location::current()).value();
-    set_num_threads(0);
     EXPECT_TRUE(same_bits(one, two)) << row.name;
   }
 }
@@ -149,6 +150,7 @@ TEST(Pointwise, EveryBinaryRowMatchesItsReferenceOnEveryBroadcastPath) {
 }
 
 TEST(Pointwise, EveryBinaryRowGivesTheSameBitsAtOneAndTwoThreads) {
+  const testing_support::DefaultThreadsAtExit default_threads_at_exit;
   for (const auto& row : binary_rows<double>()) {
     for (const auto& [shape_a, shape_b] : binary_shapes()) {
       const Tensor<double> a(testing::pointwise_inputs<double>(row.domain_a, shape_a, 5));
@@ -157,7 +159,6 @@ TEST(Pointwise, EveryBinaryRowGivesTheSameBitsAtOneAndTwoThreads) {
       const xt::xarray<double> one = row.op(a, b, std::source_location::current()).value();
       set_num_threads(2);
       const xt::xarray<double> two = row.op(a, b, std::source_location::current()).value();
-      set_num_threads(0);
       EXPECT_TRUE(same_bits(one, two)) << row.name;
     }
   }

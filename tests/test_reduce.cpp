@@ -8,6 +8,7 @@
 #include "autograd/ops/reduce.h"
 #include "autograd/tape.h"
 #include "tests/support/reference.h"
+#include "tests/support/thread_count.h"
 
 namespace tapegrad {
 namespace {
@@ -312,10 +313,11 @@ TEST(Reduce, FloatSumsAccumulatePrecisely) {
 }
 
 TEST(Reduce, SameBitsAtAnyThreadCount) {
+  const testing_support::DefaultThreadsAtExit default_threads_at_exit;
   const auto a = random_tensor({300, 200}, 16, false);
   set_num_threads(1);
   const xt::xarray<double> one = sum(a, {0}).value(), one_max = max(a, {1}).value();
-  set_num_threads(0);
+  set_num_threads(0);  // all cores
   EXPECT_EQ(sum(a, {0}).value(), one);
   EXPECT_EQ(max(a, {1}).value(), one_max);
 }

@@ -11,6 +11,7 @@
 #include "autograd/ops/softmax.h"
 #include "autograd/tape.h"
 #include "tests/support/reference.h"
+#include "tests/support/thread_count.h"
 
 namespace tapegrad {
 namespace {
@@ -333,6 +334,7 @@ TEST(Softmax, NaNInputMakesItsLaneNaN) {
 }
 
 TEST(Softmax, BitIdenticalAtAnyThreadCount) {
+  const testing_support::DefaultThreadsAtExit default_threads_at_exit;
   Generator gen(35);
   const auto x = Tensor<float>::randn({512, 300}, gen, 0.0f, 3.0f, true);
   const auto g = Tensor<float>::randn({512, 300}, gen).value();
@@ -351,7 +353,6 @@ TEST(Softmax, BitIdenticalAtAnyThreadCount) {
     EXPECT_TRUE(y1 == y2);
     EXPECT_TRUE(dx1 == dx2);
   }
-  set_num_threads(0);
 }
 
 TEST(Softmax, ZeroDimTensorIsOneLaneOfOneElement) {
