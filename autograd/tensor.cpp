@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <numeric>
 #include <utility>
 
 #include <tbb/scalable_allocator.h>
@@ -344,7 +343,7 @@ std::size_t Tensor<T>::numel() const {
   const Node<T>& node = *checked(node_.get(), "numel");
   if (!node.value_released()) return node.stored_value().size();
   const Shape shape = node.value_shape();
-  return std::accumulate(shape.begin(), shape.end(), std::size_t{1}, std::multiplies<>());
+  return shape_product(shape);
 }
 
 template <class T>

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <numeric>
 #include <string>
 
 #include "autograd/detail/checks.h"
@@ -159,7 +158,7 @@ LayerNormGrads<T> layer_norm_backward(const Tensor<T>& g, const Tensor<T>& x, co
                                       const Shape& normalized, const RowStats<T>& stats, double eps, bool want_x,
                                       bool want_w, bool want_b, CallSite where = std::source_location::current()) {
   const std::size_t rows = stats.mean.size();
-  const std::size_t n = std::accumulate(normalized.begin(), normalized.end(), std::size_t{1}, std::multiplies<>());
+  const std::size_t n = shape_product(normalized);
   xt::xarray<T> dx, dw, db;  // allocated only for the gradients wanted
   if (want_x) dx = xt::xarray<T>::from_shape(x.shape());
   if (want_w) dw = xt::xarray<T>::from_shape(normalized);
