@@ -271,7 +271,7 @@ template <class T>
 void expect_ieee_pow_edges() {
   const std::size_t n = kernels::simd::Batch<T>::size + 1;
   const T huge = T(1) / std::numeric_limits<T>::epsilon() * T(4);  // an even integer
-  const auto filled = [n](T v) { return Tensor<T>(xt::xarray<T>(typename xt::xarray<T>::shape_type{n}, v)); };
+  const auto filled = [](T v) { return Tensor<T>(xt::xarray<T>(typename xt::xarray<T>::shape_type{n}, v)); };
   const Tensor<T> base = filled(0), zero = filled(0), negative = filled(-501), even = filled(huge), three = filled(3);
   for (std::size_t i = 0; i < n; ++i) {
     EXPECT_EQ(pow(base, zero).value()(i), T(1)) << i;

@@ -177,6 +177,7 @@ Tensor<T> zero_base_slope(const Tensor<T>& x) {
     return detail::unary_op<detail::names(#derivative, "x"), detail::names(#derivative, "y")>(        \
         #name, #recorded_name, a, where, [s](auto x) { return forward; },                             \
         [s](const Tensor<T>& g, [[maybe_unused]] const Tensor<T>& x, [[maybe_unused]] const Tensor<T>& y) { \
+          static_cast<void>(s); /* add's and rsub's derivatives do not read it */                     \
           return derivative;                                                                          \
         });                                                                                           \
   }
