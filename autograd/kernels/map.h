@@ -96,8 +96,7 @@ void map(std::size_t n, const T* a, const T* b, T* out, F f) {
 // batches and a tail by the row's length alone, so the bits do not depend on the thread count.
 template <class T, class F>
 void map(const T* a, const Shape& a_shape, const T* b, const Shape& b_shape, T* out, const Shape& out_shape, F f) {
-  std::size_t n = 1;
-  for (std::size_t size : out_shape) n *= size;
+  const std::size_t n = shape_product(out_shape);
   if (n == 0) return;
   const auto same = [&](const Shape& s) { return s == out_shape; };
   const auto single = [](const Shape& s) { return std::all_of(s.begin(), s.end(), [](std::size_t d) { return d == 1; }); };

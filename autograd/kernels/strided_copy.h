@@ -38,8 +38,7 @@ inline Strides row_major_strides(const Shape& shape) {
 // index space are written in parallel.
 template <class T>
 void strided_copy(const Shape& shape, const T* src, const Strides& src_strides, T* dst, const Strides& dst_strides) {
-  std::size_t numel = 1;
-  for (const std::size_t size : shape) numel *= size;
+  const std::size_t numel = shape_product(shape);
   if (numel == 0) return;
   const std::vector<WalkAxis<std::ptrdiff_t>> axes = merged_axes<std::ptrdiff_t>(shape, src_strides, dst_strides);
   if (axes.empty()) {
