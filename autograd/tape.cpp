@@ -6,8 +6,7 @@
 
 #include "autograd/anomaly.h"
 #include "autograd/validation.h"
-#include "autograd/detail/graph_gradient.h"
-#include "autograd/detail/walk.h"
+#include "autograd/detail/routing.h"
 
 namespace tapegrad {
 
@@ -20,6 +19,10 @@ struct GradientTape::Recorder {
   std::string spent;
   // A walk is going over entries: a hook must not start another on this tape or clear it.
   bool walking = false;
+  // How many NoGradGuards were alive on the thread when the tape began: it records only while
+  // exactly those are, so a guard pauses the tapes made before it, not one made inside it (a
+  // gradient hook, which runs under the walk's guard, may build and differentiate a graph).
+  int guards_at_start = 0;
 };
 
 namespace {
@@ -43,114 +46,11 @@ std::string describe_node(const NodeBase& node) {
 std::string describe_site(const GradientTape::Entry& e) { return describe_call(e.op, e.where); }
 }  // namespace
 
-namespace detail {
-
-namespace {
-thread_local WalkScope* current_walk = nullptr;
-}  // namespace
-
-bool backward_walk_running() { return current_walk != nullptr; }
-
-void defer_to_walk_end(std::shared_ptr<NodeBase> leaf) {
-  WalkScope& walk = *current_walk;
-  if (walk.finished_early_.contains(leaf.get())) {
-    throw TapeError("backward: a gradient reached leaf " + describe_node(*leaf) + " after the walk had passed the "
-                    "oldest op that reads it and had run its hooks: the op adding it does not list the leaf among "
-                    "its inputs (a custom op must pass every tensor it adds a gradient into to custom_op)");
-  }
-  const std::size_t final_after = walk.final_after(*leaf);
-  walk.deferred_.push_back({std::move(leaf), final_after});
-  std::push_heap(walk.deferred_.begin(), walk.deferred_.end(), WalkScope::finishes_later);
-}
-
-std::size_t WalkScope::final_after(const NodeBase& leaf) {
-  if (entries_ == nullptr) return 0;
-  if (!scanned_) {
-    scanned_ = true;
-    // Oldest first, so the first entry seen reading a leaf is its oldest reader. Entries the
-    // walk has released are null; they were newer than any still to come.
-    for (std::size_t i = 0; i < entries_->size(); ++i) {
-      if (const auto& e = (*entries_)[i]) {
-        for (const auto& input : e->inputs) {
-          if (input.node->is_leaf) oldest_reader_.try_emplace(input.node.get(), i);
-        }
-      }
-    }
-  }
-  // A leaf no entry lists (none should: make_result lists every tensor input) waits for the end.
-  const auto it = oldest_reader_.find(&leaf);
-  return it == oldest_reader_.end() ? 0 : it->second;
-}
-
-LeafGradient leaf_gradient(const NodeBase& leaf, bool has_hooks) {
-  if (current_walk == nullptr) return has_hooks ? LeafGradient::hook_then_accumulate : LeafGradient::accumulate;
-  if (const auto* capture = current_walk->capture_) {
-    return std::find(capture->begin(), capture->end(), &leaf) != capture->end() ? LeafGradient::defer
-                                                                                 : LeafGradient::drop;
-  }
-  return has_hooks ? LeafGradient::defer : LeafGradient::accumulate;
-}
-
-bool walk_creates_graph() { return current_walk != nullptr && current_walk->create_graph_; }
-
-HeldGradient take_walk_gradient(const NodeBase& node) { return current_walk->take_gradient(node); }
-
-HeldGradient WalkScope::take_gradient(const NodeBase& node) {
-  const auto it = graph_gradients_.find(&node);
-  if (it == graph_gradients_.end()) return {};
-  HeldGradient gradient = std::move(it->second);
-  graph_gradients_.erase(it);
-  return gradient;
-}
-
-void put_walk_gradient(const NodeBase& node, HeldGradient gradient) {
-  current_walk->graph_gradients_[&node] = std::move(gradient);
-}
-
-bool has_walk_gradient(const NodeBase& node) { return current_walk->graph_gradients_.contains(&node); }
-
-WalkScope::WalkScope(const std::vector<const NodeBase*>* capture, bool create_graph)
-    : capture_(capture), create_graph_(create_graph), previous_(current_walk) {
-  current_walk = this;
-}
-
-WalkScope::~WalkScope() {
-  current_walk = previous_;
-  for (const Deferred& d : deferred_) d.leaf->finish_walk(false);
-}
-
-void WalkScope::finish_leaf(NodeBase& leaf) {
-  current_walk = previous_;
-  try {
-    leaf.finish_walk(true);
-  } catch (...) {
-    current_walk = this;
-    throw;
-  }
-  current_walk = this;
-}
-
-void WalkScope::passed(std::size_t index) {
-  while (!deferred_.empty() && deferred_.front().final_after >= index) {
-    std::pop_heap(deferred_.begin(), deferred_.end(), WalkScope::finishes_later);
-    const std::shared_ptr<NodeBase> leaf = std::move(deferred_.back().leaf);
-    deferred_.pop_back();
-    if (index > 0) finished_early_.insert(leaf.get());
-    finish_leaf(*leaf);
-  }
-}
-
-void WalkScope::finish() {
-  passed(0);
-  current_walk = previous_;
-}
-
-}  // namespace detail
-
 bool is_recording() {
-  if (active_recorders.empty() || pause_depth != 0) return false;
+  if (active_recorders.empty()) return false;
   forget_ended_recorders();
-  return !active_recorders.empty();
+  return std::any_of(active_recorders.begin(), active_recorders.end(),
+                     [](const auto& r) { return r->guards_at_start == pause_depth; });
 }
 
 NoGradGuard::NoGradGuard() { ++pause_depth; }
@@ -158,6 +58,7 @@ NoGradGuard::~NoGradGuard() { --pause_depth; }
 
 GradientTape::GradientTape(bool persistent)
     : recorder_(std::make_shared<Recorder>()), owner_(std::this_thread::get_id()), persistent_(persistent) {
+  recorder_->guards_at_start = pause_depth;
   active_recorders.push_back(recorder_);
 }
 
@@ -198,6 +99,7 @@ std::uint64_t GradientTape::next_entry_id() {
 void GradientTape::record(std::shared_ptr<const Entry> entry) {
   forget_ended_recorders();
   for (const auto& recorder : active_recorders) {
+    if (recorder->guards_at_start != pause_depth) continue;
     recorder->entries.push_back(entry);
     recorder->ids.push_back(entry->output->producer);
   }
@@ -253,37 +155,19 @@ void GradientTape::backward_from(const Tensor<T>& output, Seed&& seed) {
   if (!std::equal(seed.shape().begin(), seed.shape().end(), output.value().shape().begin(), output.value().shape().end())) {
     throw ShapeError("backward: seed of shape " + format_shape(seed.shape()) + " does not match output " + output.describe());
   }
-  detail::WalkScope scope(nullptr, /*create_graph=*/false);
+  detail::Walk scope(nullptr, /*create_graph=*/false);
   seed_and_walk(output, std::forward<Seed>(seed), scope);
 }
 
-namespace {
-// A first-order walk's seed: moved in when owned; when lent, lent on to a non-leaf, whose op reads
-// it in place (Node::lend_grad), and copied into a leaf, which keeps it as its gradient.
-template <class T>
-void seed_gradient(Node<T>& output, xt::xarray<T>&& seed) {
-  output.accumulate_grad(std::move(seed));
-}
-template <class T>
-void seed_gradient(Node<T>& output, const xt::xarray<T>& seed) {
-  if (output.is_leaf) output.accumulate_grad(xt::xarray<T>(seed));
-  else output.lend_grad(seed);
-}
-}  // namespace
-
 template <class T, class Seed>
-void GradientTape::seed_and_walk(const Tensor<T>& output, Seed&& seed, detail::WalkScope& scope) {
+void GradientTape::seed_and_walk(const Tensor<T>& output, Seed&& seed, detail::Walk& scope) {
   // Intermediates start every walk clean: a gradient retained from an earlier walk must not
   // flow back a second time.
   for (const auto& e : recorder_->entries) e->output->clear_grad();
   if (is_anomaly_enabled()) [[unlikely]] detail::check_gradient(*output.node(), seed, "the seed passed to backward");
   try {
-    if (scope.creates_graph()) {
-      const Tensor<T> g(xt::xarray<T>(std::forward<Seed>(seed)));
-      detail::put_walk_gradient(*output.node(), detail::HeldGradient(g.node()));
-    } else {
-      seed_gradient(*output.node(), std::forward<Seed>(seed));
-    }
+    if (scope.creates_graph()) detail::seed_graph(*output.node(), xt::xarray<T>(std::forward<Seed>(seed)));
+    else detail::seed(*output.node(), std::forward<Seed>(seed));
     walk(scope);
   } catch (...) {
     // A seed still lent (the walk threw before the output's op read it) must not outlive the call.
@@ -320,42 +204,48 @@ std::vector<Tensor<T>> GradientTape::gradient(const Tensor<T>& target, const std
   check_can_walk(target);
   xt::xarray<T> seed = xt::xarray<T>::from_shape(target.value().shape());
   seed.fill(T(1));
-  // A source's gradient is collected in its own grad() (or, under create_graph, by the walk), so
-  // whatever grad() held is set aside and put back after; intermediates are retained for the walk.
-  // Other leaves drop what reaches them.
+  // A leaf source's gradient is kept by the walk (routing.h), so no grad() changes. An intermediate
+  // source is retained for the walk, in its own grad() in a first-order walk: whatever grad()
+  // held is set aside and put back after. Other leaves drop what reaches them.
   struct SetAside {
     Tensor<T> tensor;
     std::optional<xt::xarray<T>> grad;
     bool retains_grad;
-    Tensor<T> collected;  // what the walk found (undefined: the target does not depend on it)
   };
   std::vector<SetAside> set_aside;
   std::vector<const NodeBase*> leaves;
+  std::vector<Tensor<T>> collected(sources.size());  // undefined: the target does not depend on it
   for (const auto& source : sources) {
     const auto& node = source.node();
-    if (std::any_of(set_aside.begin(), set_aside.end(), [&](const auto& s) { return s.tensor.same_node(source); })) continue;
-    set_aside.push_back({source, node->take_grad(), node->retains_grad, {}});
-    if (node->is_leaf) leaves.push_back(node.get());
-    else node->retains_grad = true;
+    if (node->is_leaf) {
+      leaves.push_back(node.get());
+    } else if (std::none_of(set_aside.begin(), set_aside.end(), [&](const auto& s) { return s.tensor.same_node(source); })) {
+      set_aside.push_back({source, node->take_grad(), node->retains_grad});
+      node->retains_grad = true;
+    }
   }
   const auto restore = [&] {
     for (auto& s : set_aside) {
       const auto& node = s.tensor.node();
-      if (!node->is_leaf) node->retains_grad = s.retains_grad;
-      std::optional<xt::xarray<T>> collected = node->take_grad();
+      node->retains_grad = s.retains_grad;
+      std::optional<xt::xarray<T>> retained = node->take_grad();
       node->grad = std::move(s.grad);  // as it was, without running its hooks again
-      if (!options.create_graph && collected) s.collected = Tensor<T>(std::move(*collected));
+      if (options.create_graph || !retained) continue;
+      const Tensor<T> g(std::move(*retained));
+      for (std::size_t i = 0; i < sources.size(); ++i) if (sources[i].same_node(s.tensor)) collected[i] = g;
     }
   };
   try {
-    detail::WalkScope scope(&leaves, options.create_graph);
+    detail::Walk scope(&leaves, options.create_graph);
     if (target.is_leaf()) {
       // Nothing to walk: d target / d target is 1.
-      for (auto& s : set_aside) if (s.tensor.same_node(target)) s.collected = Tensor<T>(seed);
+      for (std::size_t i = 0; i < sources.size(); ++i) if (sources[i].same_node(target)) collected[i] = Tensor<T>(seed);
     } else {
       seed_and_walk(target, seed, scope);
-      if (options.create_graph) {
-        for (auto& s : set_aside) s.collected = detail::collect_walk_gradient(scope, s.tensor);
+      for (std::size_t i = 0; i < sources.size(); ++i) {
+        if (collected[i].defined() || !(options.create_graph || sources[i].is_leaf())) continue;
+        const Tensor<T> g = scope.collect(sources[i]);
+        for (std::size_t j = i; j < sources.size(); ++j) if (sources[j].same_node(sources[i])) collected[j] = g;
       }
     }
   } catch (...) {
@@ -363,12 +253,10 @@ std::vector<Tensor<T>> GradientTape::gradient(const Tensor<T>& target, const std
     throw;
   }
   restore();
-  std::vector<Tensor<T>> result;
-  for (const auto& source : sources) {
-    const auto it = std::find_if(set_aside.begin(), set_aside.end(), [&](const auto& s) { return s.tensor.same_node(source); });
-    result.push_back(it->collected.defined() ? it->collected : Tensor<T>::zeros(source.shape()));
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    if (!collected[i].defined()) collected[i] = Tensor<T>::zeros(sources[i].shape());
   }
-  return result;
+  return collected;
 }
 
 namespace {
@@ -398,7 +286,7 @@ void check_entry(const GradientTape::Entry& e, const std::uint64_t* ids_begin, c
 
 }  // namespace
 
-void GradientTape::walk(detail::WalkScope& scope) {
+void GradientTape::walk(detail::Walk& scope) {
   // A create_graph walk records what the closures compute; a first-order one records nothing.
   std::optional<NoGradGuard> no_recording;
   if (!scope.creates_graph()) no_recording.emplace();
@@ -423,9 +311,10 @@ void GradientTape::walk(detail::WalkScope& scope) {
   for (std::size_t i = entries.size(); i-- > 0;) {
     const std::shared_ptr<const Entry> held = entries[i];  // the vector may grow while e runs
     const Entry& e = *held;
-    if (scope.creates_graph() ? detail::has_walk_gradient(*e.output) : e.output->has_grad()) {
+    if (scope.creates_graph() ? scope.keeps(*e.output) : e.output->has_grad()) {
       const std::uint64_t* ids = recorder_->ids.data();
       check_entry(e, ids, ids + i);
+      scope.entering(e.output->producer);
       const detail::BackwardSite site(e.op, e.where);  // names this op in anomaly reports
       try {
         e.backward();

@@ -33,9 +33,11 @@
 // - A backward that throws (anomaly mode, a custom op's closure) leaves a non-persistent tape
 //   spent: the next backward throws TapeError saying why. Leaf gradients may hold part of the
 //   failed walk's contributions.
-// - A leaf's gradient hooks run once per walk on its total, as soon as the walk has passed the
-//   oldest entry that reads it (detail/walk.h), while older entries are still to be walked.
-// - NoGradGuard pauses recording on this thread for its lifetime.
+// - Where each gradient goes during a walk (leaves, intermediates, hooks, create_graph, threads)
+//   is one table, at the head of autograd/detail/routing.h.
+// - NoGradGuard pauses recording on this thread for its lifetime, on the tapes made before it; a
+//   tape made while it is alive records. A first-order walk runs under one, so a gradient hook
+//   may make a tape, compute and run backward on it; its ops are not recorded by the walking tape.
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -50,7 +52,7 @@
 namespace tapegrad {
 
 namespace detail {
-class WalkScope;
+class Walk;
 }
 
 struct GradientOptions {
@@ -125,15 +127,16 @@ class GradientTape {
   // backward(output, seed), the seed lent (const xt::xarray<T>&) or moved in (xt::xarray<T>&&).
   template <class T, class Seed> void backward_from(const Tensor<T>& output, Seed&& seed);
   // Seeds output and walks; the scope says which leaves receive gradients and how they are carried.
-  template <class T, class Seed> void seed_and_walk(const Tensor<T>& output, Seed&& seed, detail::WalkScope& scope);
-  void walk(detail::WalkScope& scope);
+  template <class T, class Seed> void seed_and_walk(const Tensor<T>& output, Seed&& seed, detail::Walk& scope);
+  void walk(detail::Walk& scope);
 
   std::shared_ptr<Recorder> recorder_;
   std::thread::id owner_;
   bool persistent_;
 };
 
-// Pauses recording on this thread while alive.
+// Pauses recording on this thread while alive, on the tapes made before it (a tape made while it
+// is alive records).
 class NoGradGuard {
  public:
   NoGradGuard();

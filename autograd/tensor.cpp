@@ -5,12 +5,10 @@
 #include <utility>
 
 #include <tbb/scalable_allocator.h>
-#include <tbb/task_arena.h>
 #include <xtensor/xbuilder.hpp>
 
 #include "autograd/callback_ids.h"
 #include "autograd/validation.h"
-#include "autograd/detail/walk.h"
 #include "autograd/kernels/map.h"
 #include "autograd/malloc_policy.h"
 
@@ -20,14 +18,11 @@ namespace {
 // Every program that makes a tensor links this file, so the policy is applied at load time.
 [[maybe_unused]] const bool malloc_policy_applied = detail::apply_malloc_policy();
 
-// acc += add, elementwise over TBB chunks: fan-out points (residual connections) add a gradient
-// the size of an activation on every backward, serially with xtensor's +=. Callers hold a node's
-// lock, so the work is isolated: this thread never picks up another task that could wait for it.
+// acc += add: fan-out points (residual connections) add a gradient the size of an activation on
+// every backward.
 template <class T>
 void add_into(xt::xarray<T>& acc, const xt::xarray<T>& add) {
-  tbb::this_task_arena::isolate([&] {
-    kernels::map(add.size(), acc.data(), add.data(), acc.data(), [](auto a, auto b) { return a + b; });
-  });
+  kernels::add_into(add.size(), acc.data(), add.data());
 }
 }  // namespace
 
@@ -147,29 +142,6 @@ void Node<T>::require_gradient_shape(const xt::xarray<T>& g) const {
 template <class T>
 void Node<T>::accumulate_grad(xt::xarray<T>&& g) {
   require_gradient_shape(g);
-  if (is_leaf) {
-    switch (detail::leaf_gradient(*this, !hooks.empty())) {
-      case detail::LeafGradient::drop:
-        return;
-      case detail::LeafGradient::defer: {
-        // Hooks see the walk's total, so contributions wait apart until the walk ends.
-        bool first = false;
-        {
-          const std::lock_guard lock(grad_mutex_);
-          first = !walk_contribution_;
-          if (first) walk_contribution_ = std::move(g);
-          else add_into(*walk_contribution_, g);
-        }
-        if (first) detail::defer_to_walk_end(shared_from_this());
-        return;
-      }
-      case detail::LeafGradient::hook_then_accumulate:
-        apply_hooks(g);
-        break;
-      case detail::LeafGradient::accumulate:
-        break;
-    }
-  }
   const std::lock_guard lock(grad_mutex_);
   own_grad_locked();
   if (grad) add_into(*grad, g);
@@ -177,40 +149,32 @@ void Node<T>::accumulate_grad(xt::xarray<T>&& g) {
 }
 
 template <class T>
-bool Node<T>::apply_hooks(xt::xarray<T>& g) const {
-  std::optional<xt::xarray<T>> replaced = hooks_replacement(g);
-  if (replaced) g = std::move(*replaced);
-  return replaced.has_value();
-}
-
-template <class T>
-std::optional<xt::xarray<T>> Node<T>::hooks_replacement(const xt::xarray<T>& g) const {
-  std::optional<xt::xarray<T>> last;
-  for (std::size_t i = 0; i < hooks.size(); ++i) {
-    std::optional<xt::xarray<T>> replaced = hooks[i].second(last ? *last : g);
-    if (!replaced) continue;
-    if (!has_value_shape(*replaced)) {
-      throw TapeError("gradient hook " + std::to_string(i + 1) + " of tensor " + describe() +
-                      " returned a gradient of shape " + format_shape(replaced->shape()) +
-                      "; a replacement must have the tensor's shape");
-    }
-    last = std::move(replaced);
-  }
-  return last;
-}
-
-template <class T>
-void Node<T>::finish_walk(bool apply) {
-  std::optional<xt::xarray<T>> total;
-  {
-    const std::lock_guard lock(grad_mutex_);
-    total.swap(walk_contribution_);
-  }
-  if (!apply || !total) return;
-  apply_hooks(*total);
+HookList<T> Node<T>::hooks() const {
+  if (!has_hooks()) return nullptr;
   const std::lock_guard lock(grad_mutex_);
-  if (grad) add_into(*grad, *total);
-  else grad = std::move(total);
+  return hooks_;
+}
+
+template <class T>
+std::uint64_t Node<T>::add_hook(RegisteredHook<T> hook) {
+  const std::lock_guard lock(grad_mutex_);
+  using Hooks = std::remove_const_t<typename HookList<T>::element_type>;
+  auto list = hooks_ ? std::make_shared<Hooks>(*hooks_) : std::make_shared<Hooks>();
+  const std::uint64_t id = add_callback(*list, std::move(hook));
+  hooks_ = std::move(list);
+  hook_count_.store(hooks_->size(), std::memory_order_release);
+  return id;
+}
+
+template <class T>
+bool Node<T>::remove_hook(std::uint64_t id) {
+  const std::lock_guard lock(grad_mutex_);
+  if (!hooks_) return false;
+  auto list = std::make_shared<std::remove_const_t<typename HookList<T>::element_type>>(*hooks_);
+  if (!remove_callback(*list, id)) return false;
+  hook_count_.store(list->size(), std::memory_order_release);
+  hooks_ = list->empty() ? nullptr : std::move(list);
+  return true;
 }
 
 namespace {
@@ -410,18 +374,30 @@ Tensor<T>& Tensor<T>::set_requires_grad(bool requires_grad) {
   return *this;
 }
 
+namespace {
+template <class T, class Hook>
+std::uint64_t register_checked_hook(const std::shared_ptr<Node<T>>& node, Hook&& hook, RegisteredHook<T> registered) {
+  if (!hook) throw ValueError("register_hook: the hook for tensor " + checked(node, "register_hook")->describe() + " is empty");
+  if (!checked(node, "register_hook")->requires_grad) {
+    throw TapeError("register_hook: tensor " + node->describe() + " does not require a gradient, so no gradient will reach a hook");
+  }
+  return node->add_hook(std::move(registered));
+}
+}  // namespace
+
 template <class T>
 std::uint64_t Tensor<T>::register_hook(GradHook<T> hook) {
-  if (!hook) throw ValueError("register_hook: the hook for tensor " + describe() + " is empty");
-  if (!checked(node_.get(), "register_hook")->requires_grad) {
-    throw TapeError("register_hook: tensor " + describe() + " does not require a gradient, so no gradient will reach a hook");
-  }
-  return add_callback(node_->hooks, std::move(hook));
+  return register_checked_hook(node_.get(), hook, RegisteredHook<T>{.on_array = hook, .on_tensor = {}});
+}
+
+template <class T>
+std::uint64_t Tensor<T>::register_hook(TensorGradHook<T> hook) {
+  return register_checked_hook(node_.get(), hook, RegisteredHook<T>{.on_array = {}, .on_tensor = hook});
 }
 
 template <class T>
 void Tensor<T>::remove_hook(std::uint64_t id) {
-  if (!remove_callback(checked(node_.get(), "remove_hook")->hooks, id)) {
+  if (!checked(node_.get(), "remove_hook")->remove_hook(id)) {
     throw ValueError("remove_hook: tensor " + describe() + " has no hook with id " + std::to_string(id));
   }
 }

@@ -35,10 +35,6 @@ class NodeBase : public std::enable_shared_from_this<NodeBase> {
   virtual void clear_grad() = 0;
   // "'name' [2,3]" or "[2,3]": how a tensor is named in messages.
   virtual std::string describe() const = 0;
-  // End of a backward walk for a leaf with gradient hooks: runs the hooks on the walk's total
-  // contribution and adds the result to the gradient (see Tensor::register_hook); with
-  // `apply` false (the walk threw) the contribution is dropped.
-  virtual void finish_walk(bool apply) = 0;
 
   // Who may still read the value. A backward formula keeps an input it does not read as an edge
   // (detail::Edge: the node without a claim on its value, Flashlight's withoutData()), so a
@@ -111,10 +107,28 @@ class ValueHold {
   std::shared_ptr<N> node_;
 };
 
+template <class T> class Tensor;
+
 // A gradient hook (Tensor::register_hook): sees the gradient flowing into a tensor and returns a
-// replacement of the same shape, or std::nullopt to leave it as it is.
+// replacement of the same shape, or std::nullopt to leave it as it is. A hook on arrays sees
+// values; a hook on tensors sees the gradient as a tensor, which under create_graph is recorded,
+// so that its replacement, computed with tapegrad's ops, is differentiated again.
 template <class T>
 using GradHook = std::function<std::optional<xt::xarray<T>>(const xt::xarray<T>&)>;
+template <class T>
+using TensorGradHook = std::function<std::optional<Tensor<T>>(const Tensor<T>&)>;
+
+// One registered hook, of either kind (exactly one is set).
+template <class T>
+struct RegisteredHook {
+  GradHook<T> on_array;
+  TensorGradHook<T> on_tensor;
+};
+// A node's hooks as one walk sees them: the list when the gradient arrived. Registering or
+// removing a hook (from a hook, or another thread) makes a new list; a walk already running its
+// hooks keeps the one it took, so a hook that removes itself is not freed while it runs.
+template <class T>
+using HookList = std::shared_ptr<const std::vector<std::pair<std::uint64_t, RegisteredHook<T>>>>;
 
 // An op's scalar argument: T, but not deduced from it, so that `mul(x, 2.0)` and
 // `masked_fill(x, m, -INFINITY)` compile whether x holds float or double.
@@ -127,9 +141,10 @@ class Node final : public NodeBase {
   bool has_grad() const override;
   void clear_grad() override;
   std::string describe() const override;
-  // Adds g into the gradient (the first contribution is moved in), under the node's lock. Throws
+  // Adds g into grad() (the first contribution is moved in), under the node's lock. Throws
   // TapeError naming both shapes when g does not have the value's shape: that is a bug in some
-  // op's backward.
+  // op's backward. Storage only: where a gradient goes during a walk is decided by
+  // detail/routing.h, which calls this once it has decided that g belongs in grad().
   void accumulate_grad(xt::xarray<T>&& g);
   // That shape check alone.
   void require_gradient_shape(const xt::xarray<T>& g) const;
@@ -145,12 +160,12 @@ class Node final : public NodeBase {
   const xt::xarray<T>* take_lent_grad();
   // Copies a lent gradient into the node, which then owns it (a walk that threw before reading it).
   void own_grad();
-  // Runs the hooks in registration order on g, each seeing the previous one's result; true when
-  // one replaced it.
-  bool apply_hooks(xt::xarray<T>& g) const;
-  // The same on a g that must not change (a lent one): the last replacement, nullopt when none.
-  std::optional<xt::xarray<T>> hooks_replacement(const xt::xarray<T>& g) const;
-  void finish_walk(bool apply) override;
+  // The hooks registered now (null when none), and a cheap test for any.
+  HookList<T> hooks() const;
+  bool has_hooks() const noexcept { return hook_count_.load(std::memory_order_acquire) != 0; }
+  // Register and remove (Tensor::register_hook, remove_hook); remove is false for an unknown id.
+  std::uint64_t add_hook(RegisteredHook<T> hook);
+  bool remove_hook(std::uint64_t id);
   // The value's shape, also once the value has been released.
   Shape value_shape() const;
   bool value_released() const { return released_shape_.has_value(); }
@@ -172,7 +187,6 @@ class Node final : public NodeBase {
   // Empty once released (NodeBase::hold_value), and while lent (lending).
   xt::xarray<T> value;
   std::optional<xt::xarray<T>> grad;
-  std::vector<std::pair<std::uint64_t, GradHook<T>>> hooks;  // by id, in registration order
 
  private:
   void release_value() noexcept override;
@@ -180,7 +194,8 @@ class Node final : public NodeBase {
   bool has_value_shape(const xt::xarray<T>& g) const;
   void own_grad_locked();  // own_grad, the lock held
 
-  std::optional<xt::xarray<T>> walk_contribution_;  // a hooked leaf's gradient in the current walk
+  HookList<T> hooks_;                   // by id, in registration order; replaced, never changed
+  std::atomic<std::size_t> hook_count_{0};
   const xt::xarray<T>* lent_grad_ = nullptr;         // the gradient when lent (lend_grad), else `grad`
   const xt::xarray<T>* lent_value_ = nullptr;        // the value when lent (lending), else `value`
   std::optional<Shape> released_shape_;
@@ -243,13 +258,19 @@ class Tensor {
   // Registers a gradient hook (PyTorch's Tensor.register_hook) and returns its id for
   // remove_hook. In each backward walk the hook sees the gradient of the loss with respect to
   // this tensor once it is complete: for an op's output, before that op's backward reads it (a
-  // replacement flows on to the inputs, and is what retain_grad() keeps); for a leaf, the walk's
-  // total, before it is added to grad(), as soon as the walk has passed the oldest op reading
-  // the leaf (older ops' backward still runs after the hook). Several hooks run in registration
-  // order. A replacement of another shape throws TapeError. Hooks run on the thread running
-  // backward; a hook may run a backward on another tape, not on (or clear) the walking one.
+  // replacement flows on to the inputs, and is what retain_grad() keeps); for a leaf, that
+  // walk's own total (walks on other threads keep theirs apart), before it is added to grad(),
+  // as soon as the walk has passed the oldest op reading the leaf (older ops' backward still
+  // runs after the hook). Several hooks run in registration order. A replacement of another
+  // shape throws TapeError. Under create_graph, a hook on tensors gets the recorded gradient and
+  // its replacement is recorded; a hook on arrays that replaces the gradient there throws
+  // TapeError (its replacement could not be differentiated). The full rules, row by row, are in
+  // autograd/detail/routing.h. Hooks run on the thread running backward; a hook may run a
+  // backward on a tape it makes (that tape records), not on (or clear) the walking one.
   std::uint64_t register_hook(GradHook<T> hook);
-  // Removes a hook by id; ValueError when this tensor has no hook with that id.
+  std::uint64_t register_hook(TensorGradHook<T> hook);
+  // Removes a hook by id; ValueError when this tensor has no hook with that id. A walk already
+  // running this tensor's hooks still runs the ones it started with.
   void remove_hook(std::uint64_t id);
   bool is_leaf() const;
 

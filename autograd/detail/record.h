@@ -30,8 +30,7 @@
 #include <vector>
 
 #include "autograd/anomaly.h"
-#include "autograd/detail/graph_gradient.h"
-#include "autograd/detail/walk.h"
+#include "autograd/detail/routing.h"
 #include "autograd/tape.h"
 #include "autograd/tensor.h"
 
@@ -118,30 +117,16 @@ std::vector<Edge<T>> edges(const std::vector<Tensor<T>>& xs) {
   return std::vector<Edge<T>>(xs.begin(), xs.end());
 }
 
-template <class T>
-void accumulate(Node<T>& x, xt::xarray<T>&& g) {
-  if (is_anomaly_enabled()) [[unlikely]] check_gradient(x, g);
-  x.accumulate_grad(std::move(g));
-}
-
-// A backward formula's vjp: recorded into the walk under create_graph, otherwise its value is
-// added (moved out when nothing else holds it).
-template <class T>
-void accumulate(Node<T>& x, Tensor<T> g) {
-  if (walk_creates_graph()) return accumulate_in_graph(x, std::move(g));
-  if (g.node().use_count() == 1) accumulate(x, std::move(g.node()->value));
-  else accumulate(x, xt::xarray<T>(g.value()));
-}
-
 // Adds g into x's gradient (x must require a gradient; callers test that first so that they
-// compute g only when it is needed). g is an array or a Tensor.
+// compute g only when it is needed): g is an array, or a Tensor, recorded under create_graph.
+// Where it goes is routing's decision (routing.h).
 template <class T, class G>
 void accumulate(const Tensor<T>& x, G&& g) {
-  accumulate(*x.node(), std::forward<G>(g));
+  route(*x.node(), std::forward<G>(g));
 }
 template <class T, class G>
 void accumulate(const Edge<T>& x, G&& g) {
-  accumulate(x.node(), std::forward<G>(g));
+  route(x.node(), std::forward<G>(g));
 }
 
 // A formula reads the output's value when it takes it: (grad, output). One that takes only the
@@ -151,63 +136,11 @@ concept BackwardFormula = std::invocable<F&, const Tensor<T>&, const Tensor<T>&>
 template <class F, class T>
 concept GradientOnlyFormula = std::invocable<F&, const Tensor<T>&>;
 
-// run_formula's formula on a gradient lent to `output`, read in place. A handle the formula kept
-// past the loan (a custom op storing its gradient) reads its own copy, also when the formula threw.
-template <class T, class Apply>
-void run_formula_on_lent(Node<T>& output, const xt::xarray<T>& lent, const Apply& apply) {
-  const Tensor<T> g(Node<T>::lending(lent));
-  const auto end_loan = [&] {
-    if (g.node().use_count() > 1) g.node()->own_value();
-  };
-  try {
-    apply(g);
-  } catch (...) {
-    end_loan();
-    throw;
-  }
-  end_loan();
-  if (output.retains_grad) output.accumulate_grad(xt::xarray<T>(lent));  // grad() must not alias the caller's array
-}
-
-// Runs a formula, given as apply(g), on the gradient of `output`. In a first-order walk the
-// formula gets the gradient moved out of the node, so it stays valid for the whole call even if
-// the formula clears the output's gradient; a retained gradient is put back after. Gradient hooks
-// (Tensor::register_hook) see it first, and may replace it.
-// A gradient lent to the output (backward's seed, Node::lend_grad) is read in place and passed
-// like a retained one, as a handle the formula does not own: an input taking it unchanged gets a
-// copy, so the caller's array is never moved or written. A hook's replacement is owned.
-template <class T, class Apply>
-void run_formula(Node<T>& output, const Apply& apply) {
-  if (walk_creates_graph()) {
-    const Tensor<T> g = take_graph_gradient(output);
-    apply(g);
-    if (output.retains_grad) retain_graph_gradient(output, g);
-    return;
-  }
-  std::optional<xt::xarray<T>> grad;
-  if (const xt::xarray<T>* lent = output.take_lent_grad()) {
-    if (!output.hooks.empty()) grad = output.hooks_replacement(*lent);
-    if (!grad) return run_formula_on_lent(output, *lent, apply);
-  } else {
-    grad = output.take_grad();
-    if (!output.hooks.empty()) output.apply_hooks(*grad);
-  }
-  Tensor<T> g(std::move(*grad));
-  if (!output.retains_grad) {
-    // The formula gets the only handle: one taking g by value can pass its storage on (the last
-    // input it reaches takes the array instead of a copy).
-    apply(std::move(g));
-    return;
-  }
-  apply(g);
-  output.accumulate_grad(std::move(g.node()->value));
-}
-
 template <class T, class Backward>
 Tensor<T> make_result(const char* op, std::source_location where, xt::xarray<T> value, Recording recording,
                       Backward&& backward) {
   // Inside a walk, a formula's ops compute gradients: anomaly mode checks those as gradients.
-  if (is_anomaly_enabled() && !backward_walk_running()) [[unlikely]] {
+  if (is_anomaly_enabled() && !walk_running()) [[unlikely]] {
     check_forward(op, where, value, recording.inputs_hold_inf);
   }
   Tensor<T> out(std::move(value));
@@ -228,11 +161,7 @@ Tensor<T> make_result(const char* op, std::source_location where, xt::xarray<T> 
     };
   } else {
     run = [raw, op, output = out, fn = std::forward<Backward>(backward)]() {
-      if (walk_creates_graph()) throw_not_differentiable_twice(op);
-      std::optional<xt::xarray<T>> grad = raw->take_grad();
-      if (!raw->hooks.empty()) raw->apply_hooks(*grad);
-      fn(*grad, output.value());
-      if (raw->retains_grad) raw->accumulate_grad(std::move(*grad));
+      run_array_closure(*raw, op, output.value(), fn);
     };
   }
   GradientTape::record(std::make_shared<const GradientTape::Entry>(

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <vector>
 
+#include <tbb/task_arena.h>
 #include <xsimd/xsimd.hpp>
 
 #include "autograd/kernels/broadcast.h"
@@ -88,6 +89,13 @@ void map(std::size_t n, const T* a, T* out, F f) {
 template <class T, class F>
 void map(std::size_t n, const T* a, const T* b, T* out, F f) {
   detail::map_blocks(n, out, f, a, b);
+}
+
+// acc[i] += add[i] for i < n. Isolated: a caller holding a lock (a node's gradient lock) must not
+// pick up, while it waits for its blocks, another task that could wait for that same lock.
+template <class T>
+void add_into(std::size_t n, T* acc, const T* add) {
+  tbb::this_task_arena::isolate([&] { map(n, acc, add, acc, [](auto a, auto b) { return a + b; }); });
 }
 
 // out = f(a, b) with broadcasting: a of a_shape and b of b_shape both broadcast to out_shape
