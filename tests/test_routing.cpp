@@ -220,13 +220,18 @@ TEST(Routing, TensorHookReplacementIsRecordedUnderCreateGraph) {
   EXPECT_LT(max_abs_diff(gg[0].value(), Array{15 * std::pow(1.5, 4), 15 * std::pow(-0.5, 4)}), 1e-12);
 }
 
-TEST(Routing, HessianVectorProductThroughAHookedLeafIsRecorded) {
+TEST(Routing, HessianVectorProductThroughAHookedIntermediateIsRecorded) {
   auto x = leaf({2.0, 3.0});
-  // The hook doubles the gradient: grad = 2 * 2x, so H v = 4 v.
-  x.register_hook([](const Tensor<double>& g) -> std::optional<Tensor<double>> { return g * 2.0; });
-  const auto hv = hessian_vector_product<double>([](const auto& in) { return sum(in[0] * in[0]); }, {x},
-                                                 {Tensor<double>(Array{1.0, -1.0})});
-  EXPECT_EQ(hv[0].value(), Array({4.0, -4.0}));
+  // f = sum(y * y) with y = 1 * x, whose hook doubles dL/dy = 2y: grad f = 4x. The hook also
+  // runs in the second walk, which reaches y too (grad f depends on y): H v = 2 * 4 v, as
+  // torch.autograd.functional.hvp gives for the same f.
+  const auto f = [](const std::vector<Tensor<double>>& in) {
+    auto y = in[0] * 1.0;
+    y.register_hook([](const Tensor<double>& g) -> std::optional<Tensor<double>> { return g * 2.0; });
+    return sum(y * y);
+  };
+  const auto hv = hessian_vector_product<double>(f, {x}, {Tensor<double>(Array{1.0, -1.0})});
+  EXPECT_EQ(hv[0].value(), Array({8.0, -8.0}));
 }
 
 TEST(Routing, AnArrayHookReplacingAGradientUnderCreateGraphIsAnError) {

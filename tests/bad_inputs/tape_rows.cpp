@@ -94,6 +94,36 @@ void backward_through_misshaped_hook() {
 
 std::optional<xt::xarray<double>> keep(const xt::xarray<double>&) { return std::nullopt; }
 
+// Under create_graph, a hook on arrays that replaces a gradient: its replacement has no graph.
+void create_graph_through_replacing_array_hook() {
+  auto x = leaf({2});
+  x.register_hook([](const xt::xarray<double>& g) { return std::optional<xt::xarray<double>>(g * 2.0); });
+  GradientTape tape;
+  tape.gradient(sum(x * x), {x}, {.create_graph = true});
+}
+
+// A tensor hook that returns an engaged optional holding an undefined tensor.
+void backward_through_hook_returning_undefined() {
+  auto x = leaf({2});
+  x.register_hook([](const Tensor<double>&) { return std::optional<Tensor<double>>(Tensor<double>()); });
+  GradientTape tape;
+  tape.backward(sum(x * 2.0));
+}
+
+// A custom op whose backward adds into `later`, made after it from its result: by then the walk
+// has passed later's op, and the gradient would be dropped.
+void custom_op_adding_into_a_newer_intermediate() {
+  const auto x = leaf({2});
+  GradientTape tape;
+  Tensor<double> later;
+  const auto op = custom_op("adds_into_later", xt::xarray<double>(x.value()),
+                            [&later](const xt::xarray<double>& g, const xt::xarray<double>&) {
+                              add_gradient(later, xt::xarray<double>(g));
+                            }, x);
+  later = op * 2.0;
+  tape.backward(sum(later) + sum(op));
+}
+
 // A forward hook that replaces an attention module's [1,2,4] output with a [1] tensor.
 void attention_with_misshaped_replacement() {
   nn::transformer::MultiHeadAttention<double> mha(4, 2, gen());
@@ -125,6 +155,12 @@ BAD_INPUT_ROW(Tape, tensor_remove_unknown_hook, ValueError, (leaf({2}).remove_ho
               "no hook with id 12345")
 BAD_INPUT_ROW(Tape, hook_returns_misshaped_gradient, TapeError, (backward_through_misshaped_hook()), "gradient hook 1",
               "[2,3]", "shape [1]")
+BAD_INPUT_ROW(Tape, hook_on_arrays_replacing_under_create_graph, TapeError, (create_graph_through_replacing_array_hook()),
+              "create_graph", "gradient hook 1", "[2]", "works on arrays", "hook on tensors")
+BAD_INPUT_ROW(Tape, hook_returns_undefined_tensor, TapeError, (backward_through_hook_returning_undefined()),
+              "gradient hook 1", "[2]", "undefined tensor")
+BAD_INPUT_ROW(Tape, custom_op_adds_into_newer_intermediate, TapeError, (custom_op_adding_into_a_newer_intermediate()),
+              "backward of adds_into_later", "output of mul", "already passed", "does not list the tensor")
 BAD_INPUT_ROW(Tape, module_remove_unknown_hook, ValueError, (nn::Linear<double>(2, 2, gen()).remove_hook(12345)),
               "Linear", "remove_hook", "12345")
 BAD_INPUT_ROW(Tape, module_register_empty_forward_hook, ValueError,
