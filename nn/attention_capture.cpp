@@ -39,6 +39,22 @@ std::vector<double> head_norms(const xt::xarray<T>& g, const Mask& may_attend) {
   return out;
 }
 
+// What capture_attention needs of run_loss's result: a single-element loss recorded on its tape.
+template <class T>
+void require_recorded_loss(const Tensor<T>& loss) {
+  require_defined(loss, "capture_attention", "the loss run_loss returned");
+  if (loss.numel() != 1) {
+    throw ValueError("capture_attention: run_loss must return a single-element loss, got shape " +
+                     format_shape(loss.shape()));
+  }
+  if (!loss.requires_grad()) {
+    throw ValueError("capture_attention: the loss run_loss returned (" + loss.describe() +
+                     ") requires no gradient: nothing it depends on was recorded on capture_attention's tape. "
+                     "run_loss must run the model's forward and compute the loss from its output, inside "
+                     "run_loss, not under NoGradGuard and not detached");
+  }
+}
+
 }  // namespace
 
 template <class T>
@@ -145,12 +161,13 @@ AttentionCapture<T> capture_attention(Module<T>& model, const RunLoss<T>& run_lo
       });
     }
     GradientTape tape;
-    const Tensor<T> loss = run_loss();
-    require_defined(loss, "capture_attention", "the loss run_loss returned");
-    if (loss.numel() != 1) {
-      throw ValueError("capture_attention: run_loss must return a single-element loss, got shape " +
-                       format_shape(loss.shape()));
+    if (!is_recording()) {
+      throw ValueError("capture_attention: recording is paused on this thread (a NoGradGuard is alive, or a "
+                       "gradient hook is running in a backward); capture_attention records the forward to take "
+                       "its gradients: call it where recording is on");
     }
+    const Tensor<T> loss = run_loss();
+    require_recorded_loss(loss);
     capture.loss = double(loss.item());
     tape.backward(loss);
   }

@@ -83,7 +83,10 @@ struct AttentionCapture {
 // it must not call backward itself), runs backward, detaches the probes (also when anything
 // throws) and returns the records. Probes already registered (interventions) run before the
 // capture's, so the capture sees what the model then uses. As any backward, it adds the batch's
-// gradients into the parameters' grad(). ValueError when the loss has more than one element.
+// gradients into the parameters' grad(). ValueError when the loss has more than one element or
+// requires no gradient (a constant, or computed under NoGradGuard or from detached values: it
+// must depend on what run_loss ran on the capture's tape), and when called where recording is
+// paused (under NoGradGuard).
 template <class T>
 AttentionCapture<T> capture_attention(Module<T>& model, const RunLoss<T>& run_loss);
 

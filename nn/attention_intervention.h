@@ -11,7 +11,13 @@
 // [batch, heads, seq_q, seq_k] (nn/attention_probe.h). An edit applies to every call of its
 // module in a forward (a module run twice is edited twice). The edited head is one piece of a
 // chunk/cat along the heads axis: the other heads pass unchanged, and scaling by exactly 1 leaves
-// every value, and so the loss, bit for bit as it was.
+// every value, and so the loss, bit for bit as it was. Edits add up in the order they were made:
+// two scale()s of one head multiply, a replace() after an ablate() wins; several
+// AttentionInterventions objects on one model apply in the order they made their edits.
+//
+// Lifetime: the edits end with the object, which may be destroyed before or after the model (a
+// model destroyed first takes its edits with it). Making new edits needs the model alive: the
+// object keeps a reference to it, as a std::ranges view does to its range.
 #include <functional>
 #include <string>
 #include <type_traits>

@@ -23,6 +23,7 @@
 // fused op up to the rounding of the scale.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -53,7 +54,11 @@ using ProbeStep = std::function<Tensor<T>(AttentionStage stage, const Tensor<T>&
 template <class T>
 class ProbedAttention {
  public:
+  ProbedAttention() = default;
   virtual ~ProbedAttention() = default;
+  // Not copyable: a copy would share lifetime() with the original.
+  ProbedAttention(const ProbedAttention&) = delete;
+  ProbedAttention& operator=(const ProbedAttention&) = delete;
 
   // Returns an id for remove_attention_probe; ValueError for an empty probe.
   std::uint64_t register_attention_probe(AttentionProbe<T> probe);
@@ -62,6 +67,9 @@ class ProbedAttention {
   bool has_attention_probes() const { return !probes_.empty(); }
   // The number of heads (the canonical layout's axis 1).
   virtual std::size_t attention_heads() const = 0;
+  // Expires when this module is destroyed: what holds a probe id (ScopedAttentionProbes, and so
+  // interventions) checks it before detaching, so it may be destroyed after the module.
+  std::weak_ptr<const void> lifetime() const { return lifetime_; }
 
  protected:
   // "MultiHeadAttention(heads=2, d_model=8)": the module in messages.
@@ -71,6 +79,7 @@ class ProbedAttention {
 
  private:
   std::vector<std::pair<std::uint64_t, AttentionProbe<T>>> probes_;
+  std::shared_ptr<const void> lifetime_ = std::make_shared<const char>(0);
 };
 
 // The probes' mask: may_attend, a [batch or 1, seq_q or 1, seq_k or 1] mask (a family's own mask

@@ -50,12 +50,14 @@ ProbedAttention<T>& attention_head_at(Module<T>& root, const std::string& path, 
 
 template <class T>
 ScopedAttentionProbes<T>::~ScopedAttentionProbes() {
-  for (const auto& [module, id] : attached_) module->remove_attention_probe(id);
+  for (const Attached& a : attached_) {
+    if (!a.module_alive.expired()) a.module->remove_attention_probe(a.id);
+  }
 }
 
 template <class T>
 void ScopedAttentionProbes<T>::attach(ProbedAttention<T>& module, AttentionProbe<T> probe) {
-  attached_.emplace_back(&module, module.register_attention_probe(std::move(probe)));
+  attached_.push_back({&module, module.lifetime(), module.register_attention_probe(std::move(probe))});
 }
 
 #define TAPEGRAD_INSTANTIATE_ATTENTION_SITES(T)                                                              \

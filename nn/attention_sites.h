@@ -2,6 +2,7 @@
 // Finding a model's attention modules and attaching probes to them for a scope: what
 // capture_attention and the interventions share.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,7 +28,8 @@ ProbedAttention<T>& attention_head_at(Module<T>& root, const std::string& path, 
                                       const std::string& who);
 
 // Probes attached for the lifetime of this object (detached by the destructor, so also when an
-// exception unwinds through the scope).
+// exception unwinds through the scope). Either may be destroyed first: the destructor detaches
+// only from modules still alive (ProbedAttention::lifetime).
 template <class T>
 class ScopedAttentionProbes {
  public:
@@ -39,7 +41,12 @@ class ScopedAttentionProbes {
   void attach(ProbedAttention<T>& module, AttentionProbe<T> probe);
 
  private:
-  std::vector<std::pair<ProbedAttention<T>*, std::uint64_t>> attached_;
+  struct Attached {
+    ProbedAttention<T>* module;
+    std::weak_ptr<const void> module_alive;
+    std::uint64_t id;
+  };
+  std::vector<Attached> attached_;
 };
 
 extern template class ScopedAttentionProbes<float>;

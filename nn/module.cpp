@@ -260,13 +260,15 @@ Tensor<T> Module<T>::apply_hooks(std::span<const Tensor<T>> inputs, Tensor<T> ou
     }
     output = std::move(*replaced);
   }
-  if (!output_grad_hooks.empty() && output.defined() && output.requires_grad()) {
-    const bool is_an_input =
-        std::any_of(inputs.begin(), inputs.end(), [&](const Tensor<T>& x) { return output.same_node(x); });
-    if (is_an_input) output = output * T(1);  // a node of this module's own to hook (identical values)
-    for (const auto& [id, hook] : output_grad_hooks) output.register_hook(hook);
-  }
-  return output;
+  if (output_grad_hooks.empty() || !output.defined() || !output.requires_grad()) return output;
+  // The output may be a tensor this call did not make (an input, the user's leaf a forward hook
+  // returned, a tensor made before the call): hooking it would add hooks to it at every call.
+  // A recorded copy (identical values, dL/dcopy passed through unchanged) belongs to this call
+  // alone, so the hooks run once per backward of this call and nobody else's tensor changes.
+  Tensor<T> own = output * T(1);
+  if (!own.requires_grad()) return output;  // nothing is recorded: no backward will reach a hook
+  for (const auto& [id, hook] : output_grad_hooks) own.register_hook(hook);
+  return own;
 }
 
 template class Module<float>;

@@ -21,12 +21,16 @@
 //   return a replacement output (same shape), which is what the caller gets and what later hooks
 //   see. Arguments that are not tensors (token ids, masks) are not passed: an Embedding's or a
 //   Transformer's hook sees no inputs, a TransformerDecoder's only src (the encoder's output);
-// - an output-gradient hook is attached to each recorded output (Tensor::register_hook), so in
-//   backward it sees dL/d(output) and may replace it. An output that is one of the inputs (an
-//   identity such as Dropout in eval) first goes through a recorded copy, so the hook sees this
-//   module's output only. Outputs that need no gradient have none to hook. When a parent returns
-//   a child's output tensor itself (a Transformer returns its decoder's), both hooks sit on that
-//   one tensor and the child's, registered first in the forward, runs first in backward.
+// - an output-gradient hook (PyTorch's register_full_backward_pre_hook) sees dL/d(output) in
+//   backward and may replace it. As in PyTorch, each call that records its output returns a
+//   recorded copy of it (same values; made only when the module has output-gradient hooks) with
+//   the hooks on the copy (Tensor::register_hook): they run once per backward that reaches this
+//   call's output, whatever the output is (an input, as Dropout in eval; a tensor a forward hook
+//   returned, even the user's own leaf; a child's output), and no tensor the call did not make
+//   gains a hook. A call that records nothing (no tape, NoGradGuard) or whose output needs no
+//   gradient returns its output itself and hooks nothing. A parent that returns a child's output
+//   (a Transformer returns its decoder's) hooks a copy of the child's copy, so the parent's hooks
+//   run first in backward, then the child's, in the order the gradient reaches them.
 // Hooks of either kind run in registration order; a hook that registers or removes hooks changes
 // the next call, not the running one. With none registered a call costs one branch and allocates
 // nothing. A module of one's own runs them by having operator() return

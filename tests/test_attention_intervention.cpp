@@ -3,6 +3,8 @@
 // snippet of the "Studying attention" section.
 #include <cmath>
 #include <functional>
+#include <memory>
+#include <type_traits>
 
 #include <xtensor/xview.hpp>
 
@@ -10,6 +12,7 @@
 #include "autograd/tape.h"
 #include "nn/attention_capture.h"
 #include "nn/attention_intervention.h"
+#include "nn/attention_sites.h"
 #include "nn/labml/multi_head_attention.h"
 #include "nn/mha/multi_head_attention.h"
 #include "nn/transformer/masks.h"
@@ -112,6 +115,43 @@ TEST(AttentionIntervention, BadPathsHeadsAndShapesAreNamed) {
                                       {"AttentionInterventions::scale", "factor", "[2]"}));
   edits.replace(kCross, 0, random_tensor({2, 2, 2}, 87));  // cross-attention is [2, 2, 3]
   EXPECT_TRUE(throws_with<ShapeError>(t.run, {"AttentionInterventions::replace", "head 0", kCross, "[2,2,2]", "[2,2,3]"}));
+}
+
+// Interventions (and the probes they hold) may be destroyed before or after their model.
+TEST(AttentionIntervention, DetachingIsSafeWhicheverOfTheModelAndTheInterventionsIsDestroyedFirst) {
+  Generator gen(88);
+  const Tensor<double> x = random_tensor({3, 2, 4}, 89, false);
+  auto model = std::make_unique<nn::labml::MultiHeadAttention<double>>(2, 4, gen, 0.0);
+  const Array clean = (*model)(x, x, x).value();
+  auto edits = std::make_unique<nn::AttentionInterventions<double>>(*model);
+  edits->ablate("", 0);
+  EXPECT_GT(max_abs_diff((*model)(x, x, x).value(), clean), 1e-6);
+  edits.reset();  // interventions first: the model runs clean again
+  EXPECT_FALSE(model->has_attention_probes());
+  EXPECT_EQ((*model)(x, x, x).value(), clean);
+
+  edits = std::make_unique<nn::AttentionInterventions<double>>(*model);
+  edits->scale("", 1, 0.5);
+  nn::ScopedAttentionProbes<double> probes;
+  probes.attach(*model, [](nn::AttentionStage, const Tensor<double>&, const Mask&) { return std::nullopt; });
+  model.reset();  // the model first: destroying what was attached to it must not touch it
+  edits.reset();
+}
+
+// A module cannot be copied or moved out from under the probes attached to it.
+static_assert(!std::is_copy_constructible_v<nn::labml::MultiHeadAttention<double>> &&
+              !std::is_move_constructible_v<nn::labml::MultiHeadAttention<double>> &&
+              !std::is_copy_assignable_v<nn::ProbedAttention<double>>);
+
+// Two edits of one head compose in the order they were made.
+TEST(AttentionIntervention, TwoScalesOfOneHeadMultiply) {
+  TinyTransformer t;
+  const double twice = nn::loss_change<double>(t.model, t.run, [&](auto& e) {
+    e.scale(kCross, 0, 0.5);
+    e.scale(kCross, 0, 0.5);
+  });
+  EXPECT_EQ(twice, nn::loss_change<double>(t.model, t.run, [&](auto& e) { e.scale(kCross, 0, 0.25); }));
+  EXPECT_GT(std::abs(twice), 1e-6);
 }
 
 // The README's snippet ("Studying attention and its gradient"), as written there.

@@ -3,6 +3,7 @@
 // property and the invariants (rollout rows sum to 1, flow within capacities, IG completeness).
 // The errors for bad input are rows of docs/bad-inputs.md (tests/bad_inputs/attribution_rows.cpp).
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include <xtensor/xio.hpp>
@@ -10,6 +11,7 @@
 
 #include "autograd/ops.h"
 #include "autograd/tape.h"
+#include "autograd/validation.h"
 #include "nn/attribution.h"
 #include "nn/attribution/max_flow.h"
 #include "tests/support/reference.h"
@@ -264,6 +266,65 @@ TEST(HeadImportance, EqualsTheHeadMaskGradient) {
   const auto grads = tape.gradient(loss, {a, xi});
   const auto importance = nn::head_importance<double>(Maps{a.value()}, Maps{grads[0].value()});
   EXPECT_NEAR(importance(0, 0), std::abs(grads[1].value()(0)), kExact);
+}
+
+// A NaN or infinite entry anywhere (a map or a gradient, any layer) is refused by every method,
+// naming the function, the argument's layer and the entry's batch, head, query and key; a NaN
+// gradient used to be skipped by the clip (a finite, wrong map) and an infinite weight to give NaN.
+TEST(Attribution, NonFiniteEntriesAreErrorsNamingTheLayerAndTheHead) {
+  const double nan = std::nan(""), inf = INFINITY;
+  const auto with = [](xt::xarray<double> map, double value) {
+    map(0, 1, 1, 0) = value;  // batch 0, head 1, query 1, key 0
+    return map;
+  };
+  for (const double bad : {nan, inf, -inf}) {
+    SCOPED_TRACE(bad);
+    const std::string where = "holds " + format_number(bad) + " at batch 0, head 1, query 1, key 0";
+    const Maps bad_a{kA1, with(kA2, bad)}, bad_g{kG1, with(kG2, bad)}, a{kA1, kA2}, g{kG1, kG2};
+    EXPECT_TRUE(throws_with<ValueError>([&] { nn::attention_rollout<double>(bad_a); },
+                                        {"attention_rollout: attention[1] " + where}));
+    EXPECT_TRUE(throws_with<ValueError>([&] { nn::attention_flow<double>(bad_a); },
+                                        {"attention_flow: attention[1] " + where}));
+    EXPECT_TRUE(throws_with<ValueError>([&] { nn::gradient_weighted_rollout<double>(a, bad_g); },
+                                        {"gradient_weighted_rollout: gradients[1] " + where}));
+    EXPECT_TRUE(throws_with<ValueError>([&] { nn::gradient_weighted_rollout<double>(bad_a, g); },
+                                        {"gradient_weighted_rollout: attention[1] " + where}));
+    EXPECT_TRUE(throws_with<ValueError>([&] { nn::chefer_self_attention_relevance<double>({a, bad_g}); },
+                                        {"chefer_self_attention_relevance: gradients[1] " + where}));
+    EXPECT_TRUE(throws_with<ValueError>([&] { nn::chefer_self_attention_relevance<double>({bad_a, g}); },
+                                        {"chefer_self_attention_relevance: attention[1] " + where}));
+    EXPECT_TRUE(throws_with<ValueError>(
+        [&] { nn::chefer_encoder_decoder_relevance<double>({a, g}, {a, g}, {a, bad_g}); },
+        {"chefer_encoder_decoder_relevance: cross.gradients[1] " + where}));
+    EXPECT_TRUE(throws_with<ValueError>([&] { nn::head_importance<double>(a, bad_g); },
+                                        {"head_importance: gradients[1] " + where}));
+  }
+}
+
+// A map with no heads has no mean over heads (it used to be 0/0 = NaN everywhere).
+TEST(Attribution, AMapWithNoHeadsIsAShapeError) {
+  const Maps none{xt::zeros<double>({1, 0, 2, 2})};
+  EXPECT_TRUE(throws_with<ShapeError>([&] { nn::attention_rollout<double>(none); },
+                                      {"attention_rollout: attention[0] has no heads", "[1,0,2,2]"}));
+  EXPECT_TRUE(throws_with<ShapeError>([&] { nn::chefer_self_attention_relevance<double>({none, none}); },
+                                      {"chefer_self_attention_relevance: attention[0] has no heads"}));
+}
+
+// An all-zero head (an ablated one) attends nowhere. With kL1's head 0 [[1, 0], [1, 0]] and head 1
+// zero: mean = [[.5, 0], [.5, 0]], .5 mean + .5 I = [[.75, 0], [.25, .5]], rows normalised to
+// [[1, 0], [1/3, 2/3]]. Layers of zero heads only give the identity, finite, for every method.
+TEST(Attribution, AllZeroHeadsAttendNowhereAndKeepResultsFinite) {
+  xt::xarray<double> half_ablated = kL1;
+  xt::view(half_ablated, 0, 1) = 0.0;
+  EXPECT_LT(max_abs_diff(sequence(nn::attention_rollout<double>(Maps{half_ablated}), 0),
+                         xt::xarray<double>{{1, 0}, {1.0 / 3, 2.0 / 3}}),
+            kExact);
+  const Maps zero{xt::zeros<double>({1, 2, 2, 2}), xt::zeros<double>({1, 2, 2, 2})}, g{kG1, kG2};
+  const xt::xarray<double> identity{{{1, 0}, {0, 1}}};
+  EXPECT_EQ(nn::attention_rollout<double>(zero), identity);
+  EXPECT_EQ(nn::gradient_weighted_rollout<double>(zero, g), identity);
+  EXPECT_EQ(nn::chefer_self_attention_relevance<double>({zero, g}), identity);
+  EXPECT_EQ(nn::attention_flow<double>(zero), identity);
 }
 
 // Every method's float instantiation agrees with its double one on the gradient-weighted case.

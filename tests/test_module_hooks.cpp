@@ -13,6 +13,7 @@
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/tape.h"
+#include "nn/containers.h"
 #include "nn/labml/multi_head_attention.h"
 #include "nn/linear.h"
 #include "nn/mha/multi_head_attention.h"
@@ -322,6 +323,87 @@ TEST(ModuleHook, AnOutputThatIsOneOfTheInputsGetsARecordedCopyToHook) {
   tape.backward(sum(out) + sum(a));  // a's own use gets no hook: 2 from out, 1 from itself
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(a.grad(), xt::xarray<double>({3.0, 3.0}));
+}
+
+// A forward hook may return a tensor the module did not make, here the user's own leaf. The
+// output-gradient hook then sits on a copy made for the call (PyTorch's full backward hooks do
+// the same): it runs once per backward, doubling dL/dout once, and the leaf itself gains no hook,
+// not from recorded calls and not from a call with no tape.
+TEST(ModuleHook, AForwardHookReturningTheUsersLeafLeavesItUnhookedAndTheGradHookRunsOncePerBackward) {
+  Generator gen(10);
+  nn::Linear<double> linear(3, 2, gen);
+  const auto x = Tensor<double>::randn({4, 3}, gen);
+  auto leaf = Tensor<double>::ones({4, 2}, true);
+  linear.register_forward_hook(
+      [&](const Tensor<double>&, const Tensor<double>&) { return std::optional<Tensor<double>>(leaf); });
+  int calls = 0;
+  linear.register_output_grad_hook([&](const xt::xarray<double>& g) {
+    ++calls;
+    return std::optional<xt::xarray<double>>(g * 2.0);
+  });
+  const xt::xarray<double> ones = xt::ones<double>({4, 2});
+  for (int step = 1; step <= 4; ++step) {
+    SCOPED_TRACE(step);
+    leaf.zero_grad();
+    GradientTape tape;
+    const auto out = linear(x);
+    EXPECT_FALSE(out.same_node(leaf));
+    EXPECT_EQ(out.value(), leaf.value());
+    tape.backward(sum(out));
+    EXPECT_EQ(calls, step);
+    EXPECT_EQ(leaf.grad(), xt::xarray<double>(2.0 * ones));
+  }
+  EXPECT_TRUE(linear(x).same_node(leaf));  // nothing recorded: the leaf itself, unhooked
+  calls = 0;
+  leaf.zero_grad();
+  GradientTape tape;
+  tape.backward(sum(leaf));
+  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(leaf.grad(), ones);
+}
+
+// The gradient reaches a parent's output before its last child's: the parent's hook runs first.
+TEST(ModuleHook, AParentReturningItsChildsOutputRunsItsOutputGradHookBeforeTheChilds) {
+  Generator gen(11);
+  auto child = std::make_shared<nn::Linear<double>>(3, 2, gen);
+  nn::Sequential<double> parent({child});
+  std::vector<std::string> order;
+  const auto hook_of = [&order](std::string name) {
+    return [&order, name](const xt::xarray<double>&) {
+      order.push_back(name);
+      return std::optional<xt::xarray<double>>();
+    };
+  };
+  child->register_output_grad_hook(hook_of("child"));
+  parent.register_output_grad_hook(hook_of("parent"));
+  GradientTape tape;
+  tape.backward(sum(parent(Tensor<double>::randn({4, 3}, gen))));
+  EXPECT_EQ(order, (std::vector<std::string>{"parent", "child"}));
+}
+
+// Hooks that remove hooks while the forward runs change the next call, not this one.
+TEST(ModuleHook, AForwardHookRemovingHooksDuringTheCallChangesTheNextCall) {
+  Generator gen(12);
+  nn::Linear<double> linear(3, 2, gen);
+  const auto x = Tensor<double>::randn({4, 3}, gen);
+  int forward_calls = 0, grad_calls = 0;
+  std::uint64_t forward_id = 0, grad_id = 0;
+  forward_id = linear.register_forward_hook([&](const Tensor<double>&, const Tensor<double>&) {
+    ++forward_calls;
+    linear.remove_hook(forward_id);
+    linear.remove_hook(grad_id);
+    return std::optional<Tensor<double>>();
+  });
+  grad_id = linear.register_output_grad_hook([&](const xt::xarray<double>&) {
+    ++grad_calls;
+    return std::optional<xt::xarray<double>>();
+  });
+  for (int step = 0; step < 2; ++step) {
+    GradientTape tape;
+    tape.backward(sum(linear(x)));
+  }
+  EXPECT_EQ(forward_calls, 1);
+  EXPECT_EQ(grad_calls, 1);
 }
 
 // ---- bad input -------------------------------------------------------------------------------

@@ -1,5 +1,7 @@
 #include "nn/attribution/layer_maps.h"
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "autograd/errors.h"
@@ -11,6 +13,23 @@ namespace {
 
 std::string layer_name(std::string_view argument, std::size_t layer) {
   return std::string(argument) + "[" + std::to_string(layer) + "]";
+}
+
+// ValueError naming the first NaN or infinite entry of a [batch, heads, seq_q, seq_k] map by its
+// four indices: every method would otherwise skip it (a NaN fails each comparison) or spread it.
+template <class T>
+void require_finite(const xt::xarray<T>& map, std::string_view function, std::string_view argument,
+                    std::size_t layer) {
+  const T* values = map.data();
+  const auto bad = std::find_if(values, values + map.size(), [](T v) { return !std::isfinite(v); });
+  if (bad == values + map.size()) return;
+  const auto& s = map.shape();
+  const auto at = static_cast<std::size_t>(bad - values);
+  throw ValueError(std::string(function) + ": " + layer_name(argument, layer) + " holds " + format_number(double(*bad)) +
+                   " at batch " + std::to_string(at / (s[1] * s[2] * s[3])) + ", head " +
+                   std::to_string(at / (s[2] * s[3]) % s[1]) + ", query " + std::to_string(at / s[3] % s[2]) +
+                   ", key " + std::to_string(at % s[3]) +
+                   "; attention maps and their gradients must be finite (a NaN or infinite loss upstream?)");
 }
 
 }  // namespace
@@ -29,6 +48,10 @@ MapSizes check_layer_maps(std::span<const xt::xarray<T>> maps, std::string_view 
       throw ShapeError(std::string(function) + ": " + layer_name(argument, l) +
                        " must be [batch, heads, seq_q, seq_k], got " + format_shape(shape));
     }
+    if (shape[1] == 0) {
+      throw ShapeError(std::string(function) + ": " + layer_name(argument, l) + " has no heads, got " +
+                       format_shape(shape) + " (the mean over heads needs at least one)");
+    }
     if (square && shape[2] != shape[3]) {
       throw ShapeError(std::string(function) + ": " + layer_name(argument, l) +
                        " must be square self-attention maps [batch, heads, seq, seq], got " + format_shape(shape));
@@ -40,6 +63,7 @@ MapSizes check_layer_maps(std::span<const xt::xarray<T>> maps, std::string_view 
                        " but " + layer_name(argument, 0) + " has " + format_shape(maps[0].shape()) +
                        " (every layer needs the same batch, seq_q and seq_k)");
     }
+    require_finite(maps[l], function, argument, l);
   }
   return sizes;
 }
@@ -59,6 +83,7 @@ void check_gradients(std::span<const xt::xarray<T>> attention, std::span<const x
                        format_shape(gradients[l].shape()) + " but " + layer_name(attention_argument, l) + " has " +
                        format_shape(attention[l].shape()));
     }
+    require_finite(gradients[l], function, gradient_argument, l);
   }
 }
 

@@ -7,6 +7,14 @@
 // returns. Heads may differ from layer to layer; batch and seq may not. Every method works per
 // sequence of the batch, so results carry a leading batch axis.
 //
+// Every entry must be finite (a NaN would be skipped by the clips and comparisons, an infinity
+// would make the result NaN) and every map needs at least one head: the checks below refuse
+// both, naming the function, the layer and the position. A head whose weights are all zero (an
+// ablated head, nn/attention_intervention.h) is a head that attends nowhere: it counts as zeros
+// in a mean over heads (rollout, flow), adds nothing to Chefer's Ā (gradient-weighted rollout,
+// relevance), and the residual identity each method adds keeps the result finite. Layers whose
+// every head is zero give the identity (rollout, gradient-weighted rollout, Chefer).
+//
 // The per-sequence matrices ([seq_q, seq_k], one batch element after the heads are combined)
 // are small and few, so they are plain xtensors and the products plain loops (matmul below).
 #include <cstddef>
@@ -28,14 +36,17 @@ struct MapSizes {
 };
 
 // Checks a forward-order list of maps named `argument` for `function`: ValueError when empty;
-// ShapeError naming the layer and its shape when a map is not [batch, heads, seq_q, seq_k], when
-// `square` and seq_q != seq_k, and when its batch or seq sizes differ from layer 0's.
+// ShapeError naming the layer and its shape when a map is not [batch, heads, seq_q, seq_k], has
+// no heads, when `square` and seq_q != seq_k, and when its batch or seq sizes differ from layer
+// 0's; ValueError naming the layer and the batch, head, query and key of the first NaN or
+// infinite entry.
 template <class T>
 MapSizes check_layer_maps(std::span<const xt::xarray<T>> maps, std::string_view function,
                           std::string_view argument, bool square);
 
 // Checks that `gradients` has one map per map of `attention`, each of the same shape: ValueError
-// for a different count, ShapeError naming the layer and both shapes otherwise.
+// for a different count, ShapeError naming the layer and both shapes otherwise; ValueError for a
+// NaN or infinite entry, named as check_layer_maps names one.
 template <class T>
 void check_gradients(std::span<const xt::xarray<T>> attention, std::span<const xt::xarray<T>> gradients,
                      std::string_view function, std::string_view attention_argument,

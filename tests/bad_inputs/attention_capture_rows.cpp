@@ -1,5 +1,6 @@
 // Rows of docs/bad-inputs.md, section "nn: attention probes, capture_attention and interventions".
 #include "autograd/ops/reduce.h"
+#include "autograd/tape.h"
 #include "nn/attention_capture.h"
 #include "nn/attention_intervention.h"
 #include "nn/labml/multi_head_attention.h"
@@ -41,6 +42,19 @@ BAD_INPUT_ROW(Nn, capture_attention_loss_not_scalar, ValueError, ([] {
                 capture_attention(mha, [&] { return mha(zeros({3, 1, 4}), zeros({3, 1, 4}), zeros({3, 1, 4})); });
               }()),
               "capture_attention", "single-element", "[3,1,4]")
+// The loss ignores the model: nothing it depends on was recorded (backward's own message would
+// name backward, not what capture_attention needs).
+BAD_INPUT_ROW(Nn, capture_attention_constant_loss, ValueError, ([] {
+                Labml mha(2, 4, gen());
+                capture_attention(mha, [] { return zeros({}); });
+              }()),
+              "capture_attention", "requires no gradient", "run_loss must run the model's forward")
+BAD_INPUT_ROW(Nn, capture_attention_under_no_grad, ValueError, ([] {
+                Labml mha(2, 4, gen());
+                NoGradGuard no_grad;
+                capture_attention(mha, [&] { return sum(mha(zeros({3, 1, 4}), zeros({3, 1, 4}), zeros({3, 1, 4}))); });
+              }()),
+              "capture_attention", "recording is paused", "NoGradGuard")
 BAD_INPUT_ROW(Nn, check_softmax_backward_mask_shape, ShapeError,
               (check_softmax_backward<double>(xt::zeros<double>({1, 2, 3, 3}), xt::zeros<double>({1, 2, 3, 3}),
                                               xt::zeros<double>({1, 2, 3, 3}), Mask(xt::ones<bool>({3, 3})))),

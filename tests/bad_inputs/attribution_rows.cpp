@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "nn/attribution.h"
+#include "tests/bad_inputs/inputs.h"
 #include "tests/bad_inputs/row.h"
 
 namespace tapegrad::bad_inputs {
@@ -38,6 +39,13 @@ BAD_INPUT_ROW(Attribution, attribution_gradient_shape, ShapeError,
 BAD_INPUT_ROW(Attribution, attribution_row_sums_to_zero, ValueError,
               (nn::attention_rollout<double>(Maps{xt::xarray<double>{{{{-1, 0}, {0, 1}}}}})), "attention_rollout",
               "row 0 of layer 0, sequence 0 sums to 0")
+// dL/dA [1,1,2,2] with a NaN at query 0, key 1 (a NaN loss upstream): the clip would skip it.
+BAD_INPUT_ROW(Attribution, attribution_non_finite_entry, ValueError,
+              (nn::gradient_weighted_rollout<double>(Maps{xt::xarray<double>{{{{1, 0}, {0, 1}}}}},
+                                                     Maps{xt::xarray<double>{{{{1, nan}, {1, 1}}}}})),
+              "gradient_weighted_rollout", "gradients[0] holds nan at batch 0, head 0, query 0, key 1", "finite")
+BAD_INPUT_ROW(Attribution, attribution_no_heads, ShapeError, (nn::attention_rollout<double>(maps({{1, 0, 2, 2}}))),
+              "attention_rollout", "attention[0] has no heads", "[1,0,2,2]")
 BAD_INPUT_ROW(Attribution, attention_flow_negative_capacity, ValueError,
               (nn::attention_flow<double>(Maps{-xt::ones<double>({1, 1, 2, 2})})), "attention_flow",
               "attention[0] holds -1", ">= 0")
