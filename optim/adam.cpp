@@ -112,11 +112,9 @@ template <class T>
 void Adam<T>::update(const ParamGroup<T>& group, Tensor<T>& param, const xt::xarray<T>& grad, std::size_t step,
                      StateMap<T>& buffers) {
   const std::size_t n = grad.size();
-  const auto shape = grad.shape();
-  for (const char* name : {"exp_avg", "exp_avg_sq"}) {
-    if (!buffers.count(name)) buffers[name] = xt::zeros<T>(shape);
+  if (buffers.empty()) {
+    for (const auto& name : buffer_names()) buffers[name] = xt::zeros<T>(grad.shape());
   }
-  if (options_.amsgrad && !buffers.count("max_exp_avg_sq")) buffers["max_exp_avg_sq"] = xt::zeros<T>(shape);
 
   // Scalars in double, as PyTorch computes them on the host.
   const double beta1 = options_.betas.first, beta2 = options_.betas.second;
@@ -144,6 +142,12 @@ void Adam<T>::update(const ParamGroup<T>& group, Tensor<T>& param, const xt::xar
     for (std::size_t chunk = first; chunk < last; ++chunk)
       adam_range(c, spans, chunk * kAdamChunk, std::min(n, (chunk + 1) * kAdamChunk));
   });
+}
+
+template <class T>
+std::vector<std::string> Adam<T>::buffer_names() const {
+  if (options_.amsgrad) return {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
+  return {"exp_avg", "exp_avg_sq"};
 }
 
 template class Adam<float>;

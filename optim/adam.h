@@ -45,6 +45,7 @@ class Adam : public Optimizer<T> {
   Adam(std::vector<ParamGroup<T>> groups, const AdamOptions& options, bool decoupled_weight_decay);
   void update(const ParamGroup<T>& group, Tensor<T>& param, const xt::xarray<T>& grad, std::size_t step,
               StateMap<T>& buffers) override;
+  std::vector<std::string> buffer_names() const override;
 
  private:
   AdamOptions options_;

@@ -51,7 +51,6 @@ LrFactor cosine(std::size_t total_steps, double min_factor) {
 template <class T>
 LRScheduler<T>::LRScheduler(Optimizer<T>& optimizer, LrFactor factor) : optimizer_(optimizer), factor_(std::move(factor)) {
   if (!factor_) throw ValueError("LRScheduler: the factor function is empty");
-  for (const auto& group : optimizer_.param_groups()) initial_lr_.push_back(group.lr);
   apply();
 }
 
@@ -69,13 +68,14 @@ void LRScheduler<T>::apply() {
     throw ValueError("LRScheduler: the factor at step " + std::to_string(step_) + " is " + format_number(f) +
                      "; it must be finite and >= 0");
   }
-  auto& groups = optimizer_.param_groups();
+  const auto groups = optimizer_.param_groups();
+  for (std::size_t i = initial_lr_.size(); i < groups.size(); ++i) initial_lr_.push_back(groups[i].lr);
   for (std::size_t i = 0; i < groups.size(); ++i) groups[i].lr = initial_lr_[i] * f;
 }
 
 template <class T>
 double LRScheduler<T>::last_lr(std::size_t group) const {
-  const auto& groups = optimizer_.param_groups();
+  const auto groups = optimizer_.param_groups();
   if (group >= groups.size()) {
     throw ValueError("LRScheduler::last_lr: group " + std::to_string(group) + " is out of range for " +
                      std::to_string(groups.size()) + " group(s)");

@@ -29,7 +29,9 @@ template <class T>
 class LRScheduler {
  public:
   LRScheduler(Optimizer<T>& optimizer, LrFactor factor);
-  // Advances one step and sets every group's lr.
+  // Advances one step and sets every group's lr to its initial lr times the factor. A group's
+  // initial lr is its lr when the scheduler first sees it: at construction, or for a group added
+  // to the optimiser later (add_param_group), at the next step.
   void step();
   std::size_t last_step() const { return step_; }
   double last_lr(std::size_t group = 0) const;

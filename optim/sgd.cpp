@@ -42,6 +42,12 @@ void SGD<T>::update(const ParamGroup<T>& group, Tensor<T>& param, const xt::xarr
   p -= static_cast<T>(group.lr) * g;
 }
 
+template <class T>
+std::vector<std::string> SGD<T>::buffer_names() const {
+  if (options_.momentum != 0.0) return {"momentum_buffer"};
+  return {};
+}
+
 template class SGD<float>;
 template class SGD<double>;
 

@@ -26,6 +26,7 @@ class SGD : public Optimizer<T> {
  protected:
   void update(const ParamGroup<T>& group, Tensor<T>& param, const xt::xarray<T>& grad, std::size_t step,
               StateMap<T>& buffers) override;
+  std::vector<std::string> buffer_names() const override;
 
  private:
   SGDOptions options_;

@@ -2,10 +2,7 @@
 // snapshot schedule, snapshots on a fixed probe batch that leave training bit for bit as it was,
 // the snapshot file's round trip, and the safetensors / .npy / bertviz exports read back by
 // Python (tests/interop/read_attention_export.py) and compared with the capture bit for bit.
-#include <sys/wait.h>
-
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -28,6 +25,7 @@
 #include "nn/transformer/transformer.h"
 #include "optim/sgd.h"
 #include "tests/support/nn_support.h"
+#include "tests/support/python.h"
 #include "tests/support/reference.h"
 #include "tests/support/temp_dir.h"
 
@@ -73,16 +71,9 @@ bool bit_equal(const xt::xarray<T>& a, const xt::xarray<T>& b) {
 // What read_attention_export.py printed for `kind` and `path`; nullopt when torch is missing (only
 // "safetensors" needs it).
 std::optional<nlohmann::json> read_in_python(const std::string& kind, const fs::path& path) {
-  const std::string command = "/usr/bin/python3 " READ_ATTENTION_EXPORT_PY " " + kind + " '" + path.string() + "'";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) throw std::runtime_error("popen failed: " + command);
-  std::string out;
-  char buffer[65536];
-  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
-  const int status = ::pclose(pipe);
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 77) return std::nullopt;
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error(command + " failed:\n" + out);
-  return nlohmann::json::parse(out);
+  const auto out = testing_support::run_python(READ_ATTENTION_EXPORT_PY, kind + " '" + path.string() + "'");
+  if (!out) return std::nullopt;
+  return nlohmann::json::parse(*out);
 }
 
 TEST(AttentionSnapshots, DoublingScheduleEndsWithTheLastStep) {

@@ -180,6 +180,183 @@ TEST(Optimizer, LoadedStateContinuesTheSameTrajectory) {
   EXPECT_TRUE(throws_with<ShapeError>([&] { resumed.load_state({{"w.exp_avg", xt::zeros<double>({2})}}); }, {"'w.exp_avg'", "[2]", "[4]"}));
 }
 
+// An Adam over "w" (kStart) after three steps on the quadratic, and its state.
+struct SteppedAdam {
+  Tensor<double> w{kStart, true};
+  optim::Adam<double> adam{{{"w", w}}, {.lr = 0.05}};
+  explicit SteppedAdam(int steps = 3) {
+    for (int t = 0; t < steps; ++t) {
+      set_quadratic_grad(w);
+      adam.step();
+    }
+  }
+};
+
+optim::StateMap<double> without(optim::StateMap<double> state, const std::string& key) {
+  state.erase(key);
+  return state;
+}
+
+TEST(LoadState, StateWithoutStepCountIsRefused) {
+  const SteppedAdam saved;
+  Tensor<double> w(kStart, true);
+  optim::Adam<double> adam({{"w", w}});
+  EXPECT_TRUE(throws_with<ValueError>([&] { adam.load_state(without(saved.adam.state(), "w.step")); },
+                                      {"Adam::load_state: parameter 'w'", "[exp_avg, exp_avg_sq]", "no step ('w.step')"}));
+}
+
+TEST(LoadState, MisspeltBufferIsRefused) {
+  const SteppedAdam saved;
+  auto state = without(saved.adam.state(), "w.exp_avg_sq");
+  state["w.exp_avg_sqr"] = saved.adam.state().at("w.exp_avg_sq");
+  Tensor<double> w(kStart, true);
+  optim::Adam<double> adam({{"w", w}});
+  EXPECT_TRUE(throws_with<ValueError>([&] { adam.load_state(state); },
+                                      {"Adam::load_state: parameter 'w' has buffers [exp_avg, exp_avg_sqr]",
+                                       "Adam keeps [exp_avg, exp_avg_sq]", "missing [exp_avg_sq], unknown [exp_avg_sqr]"}));
+}
+
+TEST(LoadState, AnotherOptimisersStateIsRefused) {
+  Tensor<double> w(kStart, true);
+  const SteppedAdam adam_run;
+  optim::SGD<double> momentum_sgd({{"w", w}}, {.lr = 0.1, .momentum = 0.9}), plain_sgd({{"w", w}}, {.lr = 0.1});
+  set_quadratic_grad(w);
+  momentum_sgd.step();
+  plain_sgd.step();
+  optim::Adam<double> adam({{"w", w}});
+  EXPECT_TRUE(throws_with<ValueError>([&] { adam.load_state(momentum_sgd.state()); },
+                                      {"Adam::load_state: parameter 'w'", "missing [exp_avg, exp_avg_sq], unknown [momentum_buffer]",
+                                       "another optimiser"}));
+  // Plain SGD keeps only a step: Adam would restart its moments with a bias correction for step 2.
+  EXPECT_TRUE(throws_with<ValueError>([&] { adam.load_state(plain_sgd.state()); },
+                                      {"Adam::load_state: parameter 'w' has buffers []", "missing [exp_avg, exp_avg_sq]"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { momentum_sgd.load_state(adam_run.adam.state()); },
+                                      {"SGD::load_state: parameter 'w'", "SGD keeps [momentum_buffer]",
+                                       "missing [momentum_buffer], unknown [exp_avg, exp_avg_sq]"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { plain_sgd.load_state(momentum_sgd.state()); }, {"SGD keeps []", "unknown [momentum_buffer]"}));
+  optim::Adam<double> amsgrad({{"w", w}}, {.amsgrad = true});
+  EXPECT_TRUE(throws_with<ValueError>([&] { amsgrad.load_state(adam_run.adam.state()); }, {"missing [max_exp_avg_sq]"}));
+}
+
+TEST(LoadState, RejectedStateLeavesTheStateAsItWas) {
+  SteppedAdam run, resumed;
+  const auto before = resumed.adam.state();
+  auto unknown_parameter = before, mis_shaped = before;
+  unknown_parameter["v.exp_avg"] = kStart;
+  mis_shaped["w.exp_avg_sq"] = xt::zeros<double>({3});
+  for (const auto& bad : {without(before, "w.step"), without(before, "w.exp_avg"), unknown_parameter}) {
+    EXPECT_THROW(resumed.adam.load_state(bad), ValueError);
+  }
+  EXPECT_THROW(resumed.adam.load_state(mis_shaped), ShapeError);
+  EXPECT_EQ(resumed.adam.state(), before);
+  set_quadratic_grad(run.w);
+  set_quadratic_grad(resumed.w);
+  run.adam.step();
+  resumed.adam.step();
+  EXPECT_EQ(resumed.w.value(), run.w.value());
+}
+
+TEST(LoadState, MoreParametersAreRefusedFewerStartAfresh) {
+  Tensor<double> a(kStart, true), b(kStart, true);
+  optim::Adam<double> both({{"a", a}, {"b", b}});
+  set_quadratic_grad(a);
+  set_quadratic_grad(b);
+  both.step();
+  Tensor<double> c(kStart, true);
+  optim::Adam<double> one({{"a", c}});
+  EXPECT_TRUE(throws_with<ValueError>([&] { one.load_state(both.state()); }, {"Adam::load_state: 'b.", "names no parameter"}));
+  optim::Adam<double> three({{"a", a}, {"b", b}, {"c", c}});
+  three.load_state(both.state());
+  EXPECT_EQ(three.state(), both.state());
+}
+
+TEST(LoadState, LoadingTwiceReplacesTheWholeState) {
+  SteppedAdam run;
+  Tensor<double> w(kStart, true);
+  optim::Adam<double> adam({{"w", w}});
+  adam.load_state(run.adam.state());
+  adam.load_state({});
+  EXPECT_TRUE(adam.state().empty());
+}
+
+TEST(LoadState, ZeroStepIsRefused) {
+  Tensor<double> w(kStart, true);
+  optim::SGD<double> sgd({{"w", w}});
+  EXPECT_TRUE(throws_with<ValueError>([&] { sgd.load_state({{"w.step", xt::xarray<double>(0.0)}}); },
+                                      {"SGD::load_state: 'w.step' must be a whole number >= 1", "got 0"}));
+}
+
+TEST(AddParamGroup, AddedGroupIsUpdatedOnceWithItsOwnRate) {
+  Tensor<double> a(kStart, true), b(kStart, true);
+  optim::SGD<double> sgd({{"a", a}}, {.lr = 0.1});
+  sgd.add_param_group({{{"b", b}}, 0.5, 0.0});
+  set_quadratic_grad(a);
+  set_quadratic_grad(b);
+  sgd.step();
+  EXPECT_EQ(b.value(), xt::xarray<double>(kStart - 0.5 * kCurvature * kStart));
+  EXPECT_EQ(sgd.param_groups().size(), 2u);
+}
+
+TEST(AddParamGroup, FollowsTheConstructorsRules) {
+  Tensor<double> w(kStart, true);
+  optim::Adam<double> adam({{"w", w}});
+  const auto refused = [&](optim::ParamGroup<double> group, std::initializer_list<std::string_view> fragments) {
+    const auto result = throws_with<ValueError>([&] { adam.add_param_group(group); }, fragments);
+    EXPECT_EQ(adam.param_groups().size(), 1u);
+    return result;
+  };
+  // One tensor under a second name would be updated twice per step.
+  EXPECT_TRUE(refused({{{"w_again", w}}, 0.1, 0.0}, {"Adam: parameters 'w' (group 0) and 'w_again' (group 1)", "one shared tensor"}));
+  // A new tensor under a held name, of another shape, would overrun the name's state buffers.
+  EXPECT_TRUE(refused({{{"w", Tensor<double>(xt::zeros<double>({9}), true)}}, 0.1, 0.0}, {"Adam: parameter 'w' appears twice"}));
+  EXPECT_TRUE(refused({{{"bias", Tensor<double>()}}, 0.1, 0.0}, {"Adam: parameter 'bias' (group 1) is undefined"}));
+  EXPECT_TRUE(refused({{{"v", Tensor<double>(kStart, true)}}, -1.0, 0.0}, {"Adam: group 1 lr must be finite and >= 0, got -1"}));
+}
+
+// param_groups() changes rates, not parameters: adding goes through add_param_group's checks.
+template <class Groups>
+concept ParametersCanBeAddedThrough = requires(Groups groups, optim::ParamGroup<double> group) {
+  groups.push_back(group);
+} || requires(Groups groups, Tensor<double> t) { groups[0].params.push_back({"t", t}); };
+static_assert(!ParametersCanBeAddedThrough<decltype(std::declval<optim::Adam<double>&>().param_groups())>);
+
+TEST(AddParamGroup, AfterLoadStateTheNewParameterStartsAfresh) {
+  SteppedAdam run, resumed;
+  resumed.adam.load_state(run.adam.state());
+  Tensor<double> v(kStart, true);
+  resumed.adam.add_param_group({{{"v", v}}, 0.05, 0.0});
+  set_quadratic_grad(v);
+  resumed.adam.step();
+  const SteppedAdam fresh(1);
+  EXPECT_EQ(v.value(), fresh.w.value());
+  EXPECT_EQ(resumed.adam.state().at("v.step")(), 1.0);
+}
+
+TEST(Optimizer, ValueGivenAnotherShapeAfterItsFirstStepIsRefused) {
+  SteppedAdam run;
+  run.w.mutable_value() = xt::ones<double>({9});
+  run.w.node()->grad = xt::ones<double>({9});
+  const auto before = run.adam.state();
+  EXPECT_TRUE(throws_with<ShapeError>([&] { run.adam.step(); },
+                                      {"Adam::step: parameter 'w' has shape [9] but its state buffer 'exp_avg' has [4]"}));
+  EXPECT_EQ(run.adam.state(), before);
+  run.w.node()->grad = xt::ones<double>({4});
+  EXPECT_TRUE(throws_with<ShapeError>([&] { run.adam.step(); }, {"Adam::step: parameter 'w' has shape [9] but its gradient has [4]"}));
+}
+
+TEST(Optimizer, ZeroSizeParameterStepsAndRoundTrips) {
+  Tensor<double> empty(xt::zeros<double>({3, 0}), true), w(kStart, true);
+  optim::AdamW<double> adam({{"empty", empty}, {"w", w}}, {.amsgrad = true});
+  empty.node()->grad = xt::zeros<double>({3, 0});
+  set_quadratic_grad(w);
+  adam.step();
+  EXPECT_EQ(adam.state().at("empty.exp_avg").shape(), (std::vector<std::size_t>{3, 0}));
+  Tensor<double> empty2(xt::zeros<double>({3, 0}), true), w2(w.value(), true);
+  optim::AdamW<double> resumed({{"empty", empty2}, {"w", w2}}, {.amsgrad = true});
+  resumed.load_state(adam.state());
+  EXPECT_EQ(resumed.state(), adam.state());
+}
+
 TEST(Optimizer, TiedWeightTakesOneAdamStepWithTheSummedGradient) {
   Generator gen(3);
   testing::TiedLm<double> lm(5, 3, gen);
@@ -245,6 +422,16 @@ TEST(Schedule, SchedulerSetsGroupRatesLikeLambdaLR) {
   EXPECT_DOUBLE_EQ(cos(5), 0.55);
   EXPECT_DOUBLE_EQ(cos(10), 0.1);
   EXPECT_DOUBLE_EQ(cos(20), 0.1);
+}
+
+TEST(Schedule, GroupAddedLaterIsScheduledFromItsOwnRate) {
+  Tensor<double> a(kStart, true), b(kStart, true);
+  optim::SGD<double> sgd({{"a", a}}, {.lr = 2.0});
+  optim::LRScheduler<double> scheduler(sgd, optim::step_decay(1, 0.5));
+  sgd.add_param_group({{{"b", b}}, 0.4, 0.0});
+  scheduler.step();
+  EXPECT_DOUBLE_EQ(scheduler.last_lr(0), 1.0);
+  EXPECT_DOUBLE_EQ(scheduler.last_lr(1), 0.2);
 }
 
 TEST(ClipGradNorm, ScalesAllGradientsToTheMaximumNorm) {

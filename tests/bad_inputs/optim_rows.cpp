@@ -23,6 +23,33 @@ void adam_load(const StateMap<double>& state) {
   opt.load_state(state);
 }
 
+// load_state of an SGD with momentum 0.9 over `w` [2,3] with `state` as given.
+void sgd_load(const StateMap<double>& state) {
+  SGD<double> opt(params(), {.momentum = 0.9});
+  opt.load_state(state);
+}
+
+xt::xarray<double> w_shaped() { return xt::zeros<double>({2, 3}); }
+xt::xarray<double> step_count(double step) { return xt::xarray<double>(step); }
+
+// An Adam over `w` [2,3] given `group` after construction.
+void adam_add(ParamGroup<double> group) {
+  auto w = leaf({2, 3});
+  Adam<double> opt({{"w", w}});
+  opt.add_param_group(std::move(group));
+}
+
+// An Adam over `w` stepped once, whose value is then given shape [3,3], with a gradient of that shape.
+void step_after_reshape() {
+  auto w = leaf({2, 3});
+  Adam<double> opt({{"w", w}});
+  w.node()->grad = w_shaped();
+  opt.step();
+  w.mutable_value() = xt::zeros<double>({3, 3});
+  w.node()->grad = xt::zeros<double>({3, 3});
+  opt.step();
+}
+
 // A scheduler over SGD(lr 0.1) with `factor`, stepped once.
 void schedule_with(LrFactor factor) {
   SGD<double> opt(params(), {.lr = 0.1});
@@ -79,6 +106,20 @@ BAD_INPUT_ROW(Optim, optimizer_group_negative_lr, ValueError,
 BAD_INPUT_ROW(Optim, optimizer_group_nan_weight_decay, ValueError,
               (SGD<double>(std::vector<ParamGroup<double>>{{params(), 0.1, nan}})), "SGD", "group 0", "weight_decay",
               "nan")
+BAD_INPUT_ROW(Optim, add_param_group_tensor_under_second_name, ValueError, ([] {
+                auto w = leaf({2});
+                Adam<double> opt({{"w", w}});
+                opt.add_param_group({{{"w_again", w}}, 0.1, 0.0});
+              }()),
+              "Adam", "'w' (group 0) and 'w_again' (group 1)", "one shared tensor")
+BAD_INPUT_ROW(Optim, add_param_group_name_held, ValueError, (adam_add({{{"w", leaf({5})}}, 0.1, 0.0})), "Adam", "'w'",
+              "twice")
+BAD_INPUT_ROW(Optim, add_param_group_undefined_parameter, ValueError, (adam_add({{{"bias", undefined()}}, 0.1, 0.0})),
+              "Adam", "'bias' (group 1)", "undefined")
+BAD_INPUT_ROW(Optim, add_param_group_negative_lr, ValueError, (adam_add({{{"v", leaf({2})}}, -0.1, 0.0})), "Adam",
+              "group 1", "lr", "-0.1")
+BAD_INPUT_ROW(Optim, step_after_value_given_another_shape, ShapeError, (step_after_reshape()), "Adam::step", "'w'",
+              "[3,3]", "'exp_avg'", "[2,3]")
 BAD_INPUT_ROW(Optim, optimizer_step_after_lr_set_to_nan, ValueError, ([] {
                 auto opt = sgd({});
                 opt.param_groups()[0].lr = nan;
@@ -101,6 +142,23 @@ BAD_INPUT_ROW(Optim, load_state_step_not_0d, ShapeError, (adam_load({{"w.step", 
               "load_state", "'w.step'", "[2]", "[]")
 BAD_INPUT_ROW(Optim, load_state_key_without_buffer, ValueError, (adam_load({{"w", xt::zeros<double>({2, 3})}})),
               "load_state", "'w'", "<parameter>.<buffer>")
+
+BAD_INPUT_ROW(Optim, load_state_zero_step, ValueError, (adam_load({{"w.step", step_count(0.0)}})), "load_state",
+              "'w.step'", ">= 1", "got 0")
+BAD_INPUT_ROW(Optim, load_state_missing_step, ValueError,
+              (adam_load({{"w.exp_avg", w_shaped()}, {"w.exp_avg_sq", w_shaped()}})), "Adam::load_state", "'w'",
+              "no step ('w.step')")
+BAD_INPUT_ROW(Optim, load_state_misspelt_buffer, ValueError,
+              (adam_load({{"w.step", step_count(2.0)}, {"w.exp_avg", w_shaped()}, {"w.exp_avg_sqr", w_shaped()}})),
+              "Adam::load_state", "'w'", "missing [exp_avg_sq], unknown [exp_avg_sqr]")
+BAD_INPUT_ROW(Optim, load_state_sgd_state_into_adam, ValueError,
+              (adam_load({{"w.step", step_count(2.0)}, {"w.momentum_buffer", w_shaped()}})), "Adam::load_state", "'w'",
+              "Adam keeps [exp_avg, exp_avg_sq]", "unknown [momentum_buffer]", "another optimiser")
+BAD_INPUT_ROW(Optim, load_state_step_only_into_adam, ValueError, (adam_load({{"w.step", step_count(2.0)}})),
+              "Adam::load_state", "'w'", "missing [exp_avg, exp_avg_sq]")
+BAD_INPUT_ROW(Optim, load_state_adam_state_into_sgd, ValueError,
+              (sgd_load({{"w.step", step_count(2.0)}, {"w.exp_avg", w_shaped()}, {"w.exp_avg_sq", w_shaped()}})),
+              "SGD::load_state", "'w'", "SGD keeps [momentum_buffer]", "unknown [exp_avg, exp_avg_sq]")
 
 // ---- clip_grad_norm -------------------------------------------------------------------------
 BAD_INPUT_ROW(Optim, clip_grad_norm_norm_type_one, ValueError, (clip_with(1.0, 1.0, 1.0)), "clip_grad_norm",
