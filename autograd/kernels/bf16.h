@@ -13,11 +13,13 @@
 namespace tapegrad::kernels {
 
 inline std::uint16_t bf16_bits(float x) {
+  // Selects, no early return: the copies' loop (bf16.cpp) then vectorises without AVX512_BF16.
   const auto bits = std::bit_cast<std::uint32_t>(x);
-  if ((bits & 0x7f800000u) == 0) return static_cast<std::uint16_t>((bits >> 16) & 0x8000u);  // zero, subnormal
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((bits >> 16) | 0x40u);  // NaN
-  const std::uint32_t round_half_to_even = 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<std::uint16_t>((bits + round_half_to_even) >> 16);
+  const std::uint32_t magnitude = bits & 0x7fffffffu;
+  const std::uint32_t kept = magnitude < 0x00800000u ? bits & 0x80000000u : bits;  // a subnormal: its signed 0
+  const auto rounded = static_cast<std::uint16_t>((kept + 0x7fffu + ((kept >> 16) & 1u)) >> 16);  // ties to even
+  const auto quiet_nan = static_cast<std::uint16_t>((bits >> 16) | 0x40u);
+  return magnitude > 0x7f800000u ? quiet_nan : rounded;
 }
 
 // x rounded to the nearest bf16 value, as a float (every bf16 value is exactly a float).
