@@ -1,7 +1,9 @@
 #pragma once
 // Mixed precision for matrix products (issue 15 item 5): in bf16 mode every float32 product
 // (matmul, linear, einsum, and their backward) rounds its two inputs to bfloat16 (round to
-// nearest even, as PyTorch's CPU autocast does) and accumulates in float32 into a float32 result.
+// nearest even, as PyTorch's CPU autocast does; a subnormal input, 0 < |x| < 2^-126, becomes a
+// zero of its sign on every path, as the CPU's bf16 instructions read it: kernels/bf16.h) and
+// accumulates in float32 into a float32 result.
 // Everything else stays float32: the tensors themselves (so the weights are fp32 master weights),
 // the optimiser's state, reductions, softmax, layer_norm and the loss. float64 products are never
 // rounded, so gradcheck is unaffected.
@@ -10,7 +12,9 @@
 // float32 rate; the others (and every product in a build without oneDNN, or on a CPU where oneDNN
 // has no bf16 kernel) compute the same rounding-then-fp32-accumulation through OpenBLAS on rounded
 // copies. So the mode's results do not depend on which library computed a product, beyond the
-// order of float32 additions.
+// order of float32 additions and one rule of the AVX512_BF16 instructions oneDNN uses there
+// (vdpbf16ps): a product term or partial sum below 2^-126 in magnitude is flushed to zero, where
+// OpenBLAS keeps it as a float32 subnormal. Only results built from such tiny terms differ so.
 //
 //   tapegrad::MatmulPrecisionScope bf16(tapegrad::MatmulPrecision::kBfloat16);
 //   Tensor<float> loss = model.forward(...);   // products in bf16

@@ -2,7 +2,11 @@
 // differences of the first derivative; the first derivative the same, bit for bit, whether or not
 // the backward is recorded (GradientOptions::create_graph); jvp against vjp. Every op (modules
 // aside) also: float32 against float64, and the same bits at one and two threads.
+#include <cmath>
 #include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -336,6 +340,51 @@ TEST(HigherOrder, AHookReplacementEntersTheRecordedGradientAsAConstant) {
   const auto g = tape.gradient(sum(y), {x}, {.create_graph = true});
   EXPECT_EQ(g[0].value()(0), 6.0);
   EXPECT_EQ(tape.gradient(sum(g[0]), {x})[0].value()(0), 4.0);
+}
+
+// Each element of `actual` equals `expected`'s (inf as inf; NaN in `expected` is not checked).
+void expect_elements(const xt::xarray<double>& actual, const std::vector<double>& expected, const std::string& what) {
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    if (!std::isnan(expected[i])) {
+      EXPECT_EQ(actual(i), expected[i]) << what << " at " << i;
+    }
+  }
+}
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kUnchecked = std::numeric_limits<double>::quiet_NaN();
+
+// pow(a, b) at a zero base under the exponents 0, 1, 2, 0.5 and 3, both sides differentiated
+// twice. First derivatives are PyTorch 1.13's. Second ones are exact where the exact value is
+// finite (PyTorch gives NaN for d2/da2 at b = 0 and for every derivative of d/db), and PyTorch's
+// where it takes a convention: d(d/da)/db = 1 at b = 1, its exponent derivative of 0^(b - 1)
+// being 0 there (exact: -inf). The rest are infinite and PyTorch's NaN: not checked.
+TEST(HigherOrder, PowAtAZeroBaseHasTheExactFiniteSecondDerivatives) {
+  const std::vector<double> exponents{0.0, 1.0, 2.0, 0.5, 3.0};
+  const std::vector<double> d_da{0.0, 1.0, 0.0, kInf, 0.0}, d2_da2{0.0, 0.0, 2.0, -kInf, 0.0};
+  Tensor<double> a(xt::xarray<double>(xt::zeros<double>({5})), true);
+  Tensor<double> b(xt::xarray<double>{0.0, 1.0, 2.0, 0.5, 3.0}, true);
+  GradientTape tape(/*persistent=*/true);
+  const auto first = tape.gradient(sum(pow(a, b)), {a, b}, {.create_graph = true});
+  expect_elements(first[0].value(), d_da, "d/da");
+  expect_elements(first[1].value(), {0.0, 0.0, 0.0, 0.0, 0.0}, "d/db");
+  const auto of_da = tape.gradient(sum(first[0]), {a, b});
+  expect_elements(of_da[0].value(), d2_da2, "d2/da2");
+  expect_elements(of_da[1].value(), {kUnchecked, 1.0, 0.0, kUnchecked, 0.0}, "d(d/da)/db");
+  const auto of_db = tape.gradient(sum(first[1]), {a, b});
+  expect_elements(of_db[0].value(), {kUnchecked, kUnchecked, 0.0, kUnchecked, 0.0}, "d(d/db)/da");
+  expect_elements(of_db[1].value(), {kUnchecked, 0.0, 0.0, 0.0, 0.0}, "d2/db2");
+  // A scalar exponent: the same derivatives for the base, as PyTorch's.
+  for (std::size_t i = 0; i < exponents.size(); ++i) {
+    const Tensor<double> x(xt::xarray<double>{0.0}, true);
+    GradientTape scalar_tape(/*persistent=*/true);
+    const auto dx = scalar_tape.gradient(sum(pow(x, exponents[i])), {x}, {.create_graph = true});
+    EXPECT_EQ(dx[0].value()(0), d_da[i]) << "d/dx x^" << exponents[i];
+    // x^0's derivative is a constant (it records nothing): its own derivative is 0.
+    const double d2 = dx[0].requires_grad() ? scalar_tape.gradient(sum(dx[0]), {x})[0].value()(0) : 0.0;
+    EXPECT_EQ(d2, d2_da2[i]) << "d2/dx2 x^" << exponents[i];
+  }
 }
 
 }  // namespace

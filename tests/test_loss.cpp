@@ -533,6 +533,23 @@ TEST(KlDiv, ZeroTargetsGiveFiniteGradients) {
                                {random_tensor({3}, 35, true, -2.0, 0.0)}));
 }
 
+// The Hessian of kl_div at a zero target is symmetric: d(dL/dx)/dt = d(dL/dt)/dx = -1 (PyTorch
+// 1.13's kl_div double backward at x = -0.7, t = [0, 0.5]: [[0, -1], [-1, nan]] per element at
+// t = 0, [[0, -1], [-1, 2]] at t = 0.5; tapegrad's d2/dt2 at t = 0 is 0, as its dL/dt there).
+TEST(KlDiv, HessianAtAZeroTargetIsSymmetricAsPyTorch) {
+  const Tensor<double> x(xt::xarray<double>{-0.7, -0.7}, true);
+  const Tensor<double> t(xt::xarray<double>{0.0, 0.5}, true);
+  GradientTape tape(/*persistent=*/true);
+  const auto first = tape.gradient(kl_div(x, t, Reduction::Sum), {x, t}, {.create_graph = true});
+  EXPECT_EQ(first[0].value(), (xt::xarray<double>{0.0, -0.5}));
+  const auto of_dx = tape.gradient(sum(first[0]), {x, t});
+  const auto of_dt = tape.gradient(sum(first[1]), {x, t});
+  EXPECT_EQ(of_dx[0].value(), (xt::xarray<double>{0.0, 0.0}));
+  EXPECT_EQ(of_dx[1].value(), (xt::xarray<double>{-1.0, -1.0}));
+  EXPECT_EQ(of_dt[0].value(), (xt::xarray<double>{-1.0, -1.0}));
+  EXPECT_EQ(of_dt[1].value(), (xt::xarray<double>{0.0, 2.0}));
+}
+
 TEST(NllLoss, MinusInfLogProbsAsPyTorch) {
   // PyTorch 1.13: F.nll_loss(x, t) with x = [[-inf, -0.5, -1.0]]: t = [1] gives 0.5 and
   // x.grad [[0, -1, 0]]; t = [0] gives inf and x.grad [[-1, 0, 0]].

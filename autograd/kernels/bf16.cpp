@@ -10,24 +10,9 @@ namespace {
 
 #if defined(__AVX512BF16__) && defined(__AVX512BW__)
 
-// 16 floats (the lanes of `load`) rounded as bf16_bits rounds them. vcvtneps2bf16 rounds to
-// nearest even and quiets NaN as bf16_bits does, but flushes subnormal inputs to zero whatever
-// MXCSR says; those lanes (rare: a test-only branch in practice) are rounded with bf16_bits's
-// integer formula instead, so every path gives the same bits.
-__m256i rounded_lanes(__m512 x) {
-  const __m256i converted = (__m256i)_mm512_cvtneps_pbh(x);
-  const __m512i bits = _mm512_castps_si512(x);
-  const __m512i magnitude = _mm512_and_si512(bits, _mm512_set1_epi32(0x7fffffff));
-  // subnormal: 0 < magnitude < 2^-126's bits, i.e. magnitude - 1 < 0x007fffff unsigned
-  const __mmask16 subnormal =
-      _mm512_cmplt_epu32_mask(_mm512_sub_epi32(magnitude, _mm512_set1_epi32(1)), _mm512_set1_epi32(0x007fffff));
-  if (subnormal == 0) [[likely]]
-    return converted;
-  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
-  const __m512i rounded =
-      _mm512_srli_epi32(_mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
-  return _mm256_mask_blend_epi16(subnormal, converted, _mm512_cvtepi32_epi16(rounded));
-}
+// 16 floats (the lanes of `x`) rounded as bf16_bits rounds them: vcvtneps2bf16 rounds to nearest
+// even, quiets NaN and turns subnormals into zeros of their sign whatever MXCSR says.
+__m256i rounded_lanes(__m512 x) { return (__m256i)_mm512_cvtneps_pbh(x); }
 
 template <class Store>
 void round_blocks(const float* in, std::size_t n, const Store& store) {

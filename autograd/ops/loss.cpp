@@ -489,7 +489,9 @@ Tensor<T> nll_loss_backward(const Tensor<T>& g, const Shape& shape, const Target
 // m = [target > 0] (the loss is the constant 0 where target == 0), for a gradient v of each:
 //   d_input  = -target * up:                    d/dg = unspread(-target v),  d/dtarget = -up v;
 //   d_target = m (log target + 1 - input) up:   d/dg = unspread(m (log target + 1 - input) v),
-//                                               d/dinput = -m up v,  d/dtarget = m up v / target.
+//                                               d/dinput = -up v,  d/dtarget = m up v / target.
+// The mixed derivative is -up at every target, 0 included, in either order (as PyTorch's): d_input
+// is smooth in the target, and masking one order alone would make the Hessian asymmetric there.
 template <class T>
 Tensor<T> kl_div_backward_input(const Tensor<T>& g, const Tensor<T>& target, Reduction reduction, T divisor,
                                 CallSite where = std::source_location::current()) {
@@ -521,12 +523,12 @@ Tensor<T> kl_div_backward_target(const Tensor<T>& g, const Tensor<T>& log_input,
         const Tensor<T> m(positive);
         // The target where it is positive and 1 elsewhere: its log and inverse stay finite.
         const Tensor<T> safe = add(mul(target, m), Tensor<T>(xt::xarray<T>(T(1) - positive)));
-        const Tensor<T> m_up_v = mul(mul(spread(g, reduction, divisor), v), m);
+        const Tensor<T> up_v = mul(spread(g, reduction, divisor), v);
         if (g.requires_grad()) {
           accumulate(g, unspread(mul(mul(sub(add(log(safe), T(1)), log_input), m), v), reduction, divisor));
         }
-        if (log_input.requires_grad()) accumulate(log_input, neg(m_up_v));
-        if (target.requires_grad()) accumulate(target, div(m_up_v, safe));
+        if (log_input.requires_grad()) accumulate(log_input, neg(up_v));
+        if (target.requires_grad()) accumulate(target, div(mul(up_v, m), safe));
       });
 }
 

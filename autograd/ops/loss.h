@@ -63,7 +63,9 @@ template <class T> Tensor<T> nll_loss(const Tensor<T>& log_probs, const IndexArr
     CallSite where = std::source_location::current());
 // KL divergence with input as log-probabilities and target as probabilities (torch's KLDivLoss,
 // log_target = false): target * (log target - input), 0 where target == 0 whatever the input,
-// -inf included (PyTorch 1.13 gives NaN there, 0 * -inf), with gradients 0 there. Same shapes.
+// -inf included (PyTorch 1.13 gives NaN there, 0 * -inf), with gradients 0 there; the mixed
+// second derivative d2/dinput dtarget there is the one at a positive target (-1 for a summed
+// loss) in either order, as PyTorch's, and d2/dtarget2 is 0 (PyTorch: NaN). Same shapes.
 // log_target = true takes the target as log-probabilities too: exp(target) * (target - input),
 // differentiable in both to any order; by the same rule a target of -inf (probability 0) gives 0
 // and no gradient (PyTorch 1.13: NaN).

@@ -134,6 +134,25 @@ Mask zero_base_nonnegative_exponent(const Tensor<T>& a, const Tensor<T>& b) {
   return xt::not_equal(flags, T(0));
 }
 
+// pow's exponent less one as its derivative for the base reads it, a^(b - 1): b - 1, and 0 where b
+// is 0. There the derivative is 0 (the row masks it) and a^-1 would make the derivatives of that
+// 0 at a zero base 0 * inf, NaN, where they are 0.
+template <class T>
+Tensor<T> exponent_less_one(const Tensor<T>& b) {
+  return masked_fill(add(b, T(-1)), Mask(xt::equal(b.value(), T(0))), T(0));
+}
+
+// log a as pow's derivative for the exponent, y log a, reads it: with 1 in place of a where that
+// derivative is 0 by PyTorch's rule (zero_base_nonnegative_exponent), at the broadcast shape. log 0
+// there would make the derivatives of that 0 NaN (0 * -inf); with log 1 they are the limits where
+// those are finite (0 for d/db at b > 0 and d/da at b > 1). Where the true mixed or exponent
+// second derivative is infinite (a zero base under an exponent in [0, 1]) the value is not it
+// (PyTorch's is NaN).
+template <class T>
+Tensor<T> log_of_base(const Tensor<T>& a, const Tensor<T>& b) {
+  return log(masked_fill(a, zero_base_nonnegative_exponent(a, b), T(1)));
+}
+
 // d(0^x)/dx as PyTorch takes it: 0 where x >= 0 (0^x is 0 for x > 0, and PyTorch picks 0 at
 // x = 0), -inf where x < 0 (inf times log 0). A constant.
 template <class T>

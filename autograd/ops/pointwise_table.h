@@ -40,7 +40,8 @@
 //     and y; the op sums each back to its input's shape.
 //
 // pow's derivatives are 0 where PyTorch's are, for a where the exponent is 0 and for b where the
-// base is 0 and the exponent is not negative (the plain formulas give 0 * inf there).
+// base is 0 and the exponent is not negative (the plain formulas give 0 * inf there); so are
+// their own derivatives there, where finite (detail::exponent_less_one, detail::log_of_base).
 // maximum and minimum propagate NaN and, at a tie, give each side half the gradient (PyTorch;
 // detail::max_share). div_trunc and div_floor are div rounded toward zero and toward -inf
 // (PyTorch's rounding_mode "trunc" and "floor", which div(a, b, RoundingMode) calls); their
@@ -51,8 +52,8 @@
   OP(mul, a * b, a * b, mul(g, b), mul(g, a), any, any)                                                  \
   OP(div, a / b, a / b, div(g, b), div(mul(neg(g), y), b), any, nonzero)                                 \
   OP(pow, kernels::ieee_pow(a, b), std::pow(a, b),                                                     \
-     masked_fill(mul(mul(g, b), pow(a, add(b, T(-1)))), Mask(xt::equal(b.value(), T(0))), T(0)),         \
-     masked_fill(mul(mul(g, y), log(a)), detail::zero_base_nonnegative_exponent(a, b), T(0)),  \
+     masked_fill(mul(mul(g, b), pow(a, detail::exponent_less_one(b))), Mask(xt::equal(b.value(), T(0))), T(0)), \
+     masked_fill(mul(mul(g, y), detail::log_of_base(a, b)), detail::zero_base_nonnegative_exponent(a, b), T(0)), \
      positive, any)                                                                                      \
   OP(maximum, kernels::maximum(a, b), std::isnan(b) ? b : std::max(a, b), mul(g, detail::max_share(a, b)), \
      mul(g, detail::max_share(b, a)), any, any)                                                          \

@@ -75,6 +75,15 @@ std::vector<OpCase> pointwise_cases() {
   add_scalar_row(#name, [](const auto& a, double s) { return name(a, s); }, PointwiseDomain::domain, PointwiseDomain::scalars);
   TAPEGRAD_SCALAR_OPS(TAPEGRAD_SCALAR_CASES)
 #undef TAPEGRAD_SCALAR_CASES
+
+  // pow at the edge of its domain: a zero base (and a nonzero one) under the exponents 0, 1, 2
+  // and 3, held constant (the exponent's derivative has no finite difference at a zero base).
+  // Exact there: d/da = 0, 1, 0, 0 and d2/da2 = 0, 0, 2, 0.
+  cases.emplace_back(
+      "pow_zero_base_integer_exponents", [](const auto& x) { return pow(x[0], x[1]); }, [] {
+        return V{Tensor<double>(xt::xarray<double>{{0.0, 0.0, 0.0, 0.0}, {0.5, -0.7, 1.3, -1.1}}, true),
+                 Tensor<double>(xt::xarray<double>{0.0, 1.0, 2.0, 3.0})};
+      });
   return cases;
 }
 
