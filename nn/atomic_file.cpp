@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -13,12 +15,24 @@ namespace tapegrad::nn {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// A name no other call uses: the pid tells processes apart, the counter the calls of one process
+// (threads saving one path at once each write their own temp file; the last rename wins, whole).
+fs::path unique_temp_path(const fs::path& path) {
+  static std::atomic<std::uint64_t> calls{0};
+  return path.string() + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(calls.fetch_add(1));
+}
+
+}  // namespace
+
 void write_file_atomic(const fs::path& path, const std::vector<std::string_view>& chunks, std::string_view op) {
   const auto fail = [&](const std::string& problem) {
     throw ValueError(std::string(op) + "('" + path.string() + "'): " + problem + " (any previous file is unchanged)");
   };
-  const fs::path temp = path.string() + ".tmp-" + std::to_string(::getpid());
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const fs::path temp = unique_temp_path(path);
+  // O_EXCL: a file already there (left by a dead process whose pid came back) is not ours to truncate.
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) fail("cannot create the temp file '" + temp.string() + "': " + std::strerror(errno));
   const auto abandon = [&](const std::string& what, int err, bool close_fd) {
     if (close_fd) ::close(fd);

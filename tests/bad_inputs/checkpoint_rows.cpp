@@ -91,6 +91,20 @@ BAD_INPUT_ROW(Checkpoint, safetensors_negative_shape, ValueError,
 BAD_INPUT_ROW(Checkpoint, safetensors_metadata_not_strings, ValueError,
               (load_safetensors<float>(safetensors_with("meta.safetensors", R"({"__metadata__":{"step":7}})"))),
               "load_safetensors", "meta.safetensors", "__metadata__", "step")
+BAD_INPUT_ROW(Checkpoint, safetensors_tensor_named_twice, ValueError,
+              (load_safetensors<float>(safetensors_with("twice.safetensors",
+                                                        R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                                        R"("x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+                                                        std::string(4, '\0')))),
+              "load_safetensors", "twice.safetensors", "tensor 'x' appears twice in the header")
+// A row of the section "trust: shape arithmetic that overflows": no byte, but strides past 2^64.
+BAD_INPUT_CRASH_ROW(
+    Checkpoint, safetensors_shape_wraps_over_empty_axis, ValueError,
+    (load_safetensors<float>(safetensors_with(
+        "strides.safetensors",
+        R"({"x":{"dtype":"F32","shape":[0,9223372036854775807,9223372036854775807],"data_offsets":[0,0]}})"))),
+    "load_safetensors", "strides.safetensors", "the shape of tensor 'x'",
+    "[0,9223372036854775807,9223372036854775807]", "2^63")
 BAD_INPUT_ROW(Checkpoint, save_safetensors_reserved_name, ValueError,
               (save_safetensors<float>(scratch("reserved.safetensors"), {{"__metadata__", xt::zeros<float>({1})}})),
               "save_safetensors", "reserved.safetensors", "'__metadata__'")
