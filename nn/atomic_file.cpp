@@ -1,11 +1,13 @@
 #include "nn/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -24,13 +26,35 @@ fs::path unique_temp_path(const fs::path& path) {
   return path.string() + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(calls.fetch_add(1));
 }
 
+// The file a write to `path` replaces: through a symbolic link to the file it names, as open()
+// would write, so that the link itself survives the rename.
+fs::path replaced_file(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::is_symlink(path, ec) || !fs::exists(path, ec)) return path;
+  fs::path target = fs::canonical(path, ec);
+  return ec ? path : target;
+}
+
+std::string octal_mode(mode_t mode) {
+  char text[8];
+  std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode & 07777));
+  return text;
+}
+
 }  // namespace
 
 void write_file_atomic(const fs::path& path, const std::vector<std::string_view>& chunks, std::string_view op) {
   const auto fail = [&](const std::string& problem) {
     throw ValueError(std::string(op) + "('" + path.string() + "'): " + problem + " (any previous file is unchanged)");
   };
-  const fs::path temp = unique_temp_path(path);
+  const fs::path target = replaced_file(path);
+  struct stat previous {};
+  const bool replacing = ::stat(target.c_str(), &previous) == 0 && S_ISREG(previous.st_mode);
+  // rename() would replace a file that open() may not write: a read-only file stays as it is.
+  if (replacing && ((previous.st_mode & 0222) == 0 || ::access(target.c_str(), W_OK) != 0)) {
+    fail("the file is read-only (mode " + octal_mode(previous.st_mode) + "); make it writable to save over it");
+  }
+  const fs::path temp = unique_temp_path(target);
   // O_EXCL: a file already there (left by a dead process whose pid came back) is not ours to truncate.
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) fail("cannot create the temp file '" + temp.string() + "': " + std::strerror(errno));
@@ -39,6 +63,10 @@ void write_file_atomic(const fs::path& path, const std::vector<std::string_view>
     ::unlink(temp.c_str());
     fail(what + ": " + std::strerror(err));
   };
+  // The new file keeps the old one's permissions (a private 0600 checkpoint stays private).
+  if (replacing && ::fchmod(fd, previous.st_mode & 07777) != 0) {
+    abandon("setting the permissions of '" + temp.string() + "' failed", errno, true);
+  }
   for (std::string_view chunk : chunks) {
     while (!chunk.empty()) {
       const ssize_t written = ::write(fd, chunk.data(), chunk.size());
@@ -50,10 +78,10 @@ void write_file_atomic(const fs::path& path, const std::vector<std::string_view>
   if (::fsync(fd) != 0) abandon("fsync of '" + temp.string() + "' failed", errno, true);
   if (::close(fd) != 0) abandon("closing '" + temp.string() + "' failed", errno, false);
   std::error_code ec;
-  fs::rename(temp, path, ec);
+  fs::rename(temp, target, ec);
   if (ec) abandon("renaming '" + temp.string() + "' failed", ec.value(), false);
   // Make the rename itself durable; a directory that cannot be fsync'ed still holds the new file.
-  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd >= 0) {
     ::fsync(dir_fd);

@@ -337,6 +337,32 @@ TEST_F(CheckpointTest, FailedSaveLeavesThePreviousFileIntact_TempFileCannotBeCre
   EXPECT_EQ(listing(), std::vector<std::string>{"ckpt.safetensors"});
 }
 
+// A save replaces a file as writing it in place would look, where a bare rename would differ.
+TEST_F(CheckpointTest, SaveWritesThroughALinkAndKeepsThePermissions) {
+  const fs::path real = file("run3.safetensors"), link = file("latest.safetensors");
+  nn::save_safetensors(real, sample_tensors<float>());
+  fs::create_symlink(real.filename(), link);
+  fs::permissions(real, fs::perms::owner_read | fs::perms::owner_write);  // a private checkpoint
+  const StateDict<float> next{{"x", xt::xarray<float>{1.0f, 2.0f}}};
+  nn::save_safetensors(link, next);
+  EXPECT_TRUE(fs::is_symlink(link));  // still the link, now to the new contents
+  EXPECT_TRUE(bit_equal(nn::load_safetensors<float>(real).tensors.at("x"), next.at("x")));
+  EXPECT_EQ(fs::status(real).permissions(), fs::perms::owner_read | fs::perms::owner_write);  // still private
+  EXPECT_EQ(listing(), (std::vector<std::string>{"latest.safetensors", "run3.safetensors"}));
+}
+
+TEST_F(CheckpointTest, SaveRefusesToReplaceAReadOnlyFile) {
+  const fs::path path = file("kept.safetensors");
+  nn::save_safetensors(path, sample_tensors<float>());
+  const std::string before = read_bytes(path);
+  fs::permissions(path, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] { nn::save_safetensors(path, StateDict<float>{{"x", xt::xarray<float>{1.0f}}}); },
+      {"save_safetensors('", "kept.safetensors'): the file is read-only (mode 0444)", "previous file is unchanged"}));
+  EXPECT_EQ(read_bytes(path), before);
+  EXPECT_EQ(listing(), std::vector<std::string>{"kept.safetensors"});
+}
+
 // Threads saving one path at once, while another thread loads it: every load sees one whole file
 // that one of the writers wrote (their tensors differ in size and value, so half of one file or
 // a mix of two cannot pass), no save fails, and no temp file is left behind.

@@ -51,6 +51,15 @@ fs::path npy_with(const std::string& name, std::string header, const std::string
   return write_scratch(name, std::string("\x93NUMPY\x01\x00", 8) + length + header + data);
 }
 
+// A file only its owner may read (the row runs twice in one process: the first run's is removed).
+fs::path read_only_file(const std::string& name) {
+  const fs::path path = scratch(name);
+  fs::remove(path);
+  const fs::path written = write_scratch(name, "kept");
+  fs::permissions(written, fs::perms::owner_read);
+  return written;
+}
+
 const std::string kFc = R"("fc.weight":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]})";
 
 // ---- load_safetensors -----------------------------------------------------------------------
@@ -108,6 +117,9 @@ BAD_INPUT_CRASH_ROW(
 BAD_INPUT_ROW(Checkpoint, save_safetensors_reserved_name, ValueError,
               (save_safetensors<float>(scratch("reserved.safetensors"), {{"__metadata__", xt::zeros<float>({1})}})),
               "save_safetensors", "reserved.safetensors", "'__metadata__'")
+BAD_INPUT_ROW(Checkpoint, save_safetensors_read_only_file, ValueError,
+              (save_safetensors<float>(read_only_file("read_only.safetensors"), {{"x", xt::zeros<float>({1})}})),
+              "save_safetensors", "read_only.safetensors", "the file is read-only (mode 0400)")
 BAD_INPUT_ROW(Checkpoint, save_safetensors_missing_directory, ValueError,
               (save_safetensors<float>(scratch("no/such/dir/x.safetensors"), {{"x", xt::zeros<float>({1})}})),
               "save_safetensors", "no/such/dir/x.safetensors", "No such file or directory")
