@@ -35,6 +35,15 @@ fs::path replaced_file(const fs::path& path) {
   return ec ? path : target;
 }
 
+std::string file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "a file of another kind";
+}
+
 std::string octal_mode(mode_t mode) {
   char text[8];
   std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode & 07777));
@@ -49,7 +58,9 @@ void write_file_atomic(const fs::path& path, const std::vector<std::string_view>
   };
   const fs::path target = replaced_file(path);
   struct stat previous {};
-  const bool replacing = ::stat(target.c_str(), &previous) == 0 && S_ISREG(previous.st_mode);
+  const bool replacing = ::stat(target.c_str(), &previous) == 0;
+  // The rename would put a regular file in the place of /dev/null, a FIFO, ...: only a regular file is replaced.
+  if (replacing && !S_ISREG(previous.st_mode)) fail("it is " + file_kind(previous.st_mode) + ", not a regular file");
   // rename() would replace a file that open() may not write: a read-only file stays as it is.
   if (replacing && ((previous.st_mode & 0222) == 0 || ::access(target.c_str(), W_OK) != 0)) {
     fail("the file is read-only (mode " + octal_mode(previous.st_mode) + "); make it writable to save over it");

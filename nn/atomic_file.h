@@ -7,8 +7,8 @@
 // ValueError names `op`, the path and the OS error: "save_npy('out/a.npy'): cannot create ...".
 // It writes as open() would, where rename() alone would differ: a symbolic link to a file is
 // followed (the file it names is replaced, the link stays); the new file keeps the permissions of
-// the one it replaces; a read-only file (no write bit, or not writable by this process) is not
-// replaced (ValueError).
+// the one it replaces; a read-only file (no write bit, or not writable by this process) and
+// anything but a regular file (a directory, /dev/null, a FIFO) are not replaced (ValueError).
 // Checkpoints, exports and the example programs' pages all write through it.
 #include <filesystem>
 #include <string_view>

@@ -1,5 +1,6 @@
 #include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -361,6 +362,18 @@ TEST_F(CheckpointTest, SaveRefusesToReplaceAReadOnlyFile) {
       {"save_safetensors('", "kept.safetensors'): the file is read-only (mode 0444)", "previous file is unchanged"}));
   EXPECT_EQ(read_bytes(path), before);
   EXPECT_EQ(listing(), std::vector<std::string>{"kept.safetensors"});
+}
+
+// A bare rename would put a regular file in the place of a device or a FIFO (as root, of /dev/null).
+TEST_F(CheckpointTest, SaveRefusesToReplaceAnythingButARegularFile) {
+  const fs::path fifo = file("pipe");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  EXPECT_TRUE(throws_with<ValueError>([&] { nn::save_npy<double>(fifo, xt::zeros<double>({2})); },
+                                      {"save_npy('", "pipe'): it is a FIFO, not a regular file"}));
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_TRUE(throws_with<ValueError>([&] { nn::save_npy<double>(dir_, xt::zeros<double>({2})); },
+                                      {"it is a directory, not a regular file"}));
+  EXPECT_EQ(listing(), std::vector<std::string>{"pipe"});
 }
 
 // Threads saving one path at once, while another thread loads it: every load sees one whole file
