@@ -61,8 +61,8 @@ TEST(ExampleCli, EchoesOfLongValuesAreShortened) {
   const std::string forty(40, '9');
   EXPECT_EQ(shorten(forty), forty);
   EXPECT_EQ(shorten(forty + "9"), std::string(24, '9') + "... (41 characters)");
-  EXPECT_EQ(quoted(forty), "'" + forty + "'");
-  EXPECT_EQ(quoted(forty + "9"), "'" + std::string(24, '9') + "...' (41 characters)");
+  EXPECT_EQ(quoted_value(forty), "'" + forty + "'");
+  EXPECT_EQ(quoted_value(forty + "9"), "'" + std::string(24, '9') + "...' (41 characters)");
 }
 
 // What a program with one option `--n` (a positive integer) prints for `args`, and its exit status.

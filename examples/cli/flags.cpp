@@ -23,7 +23,7 @@ CLI::Validator number_that(const std::string& wanted, Ok ok) {
       [=](std::string& text) {
         double value = 0.0;
         if (CLI::detail::lexical_cast(text, value) && std::isfinite(value) && ok(value)) return std::string();
-        return "must be " + wanted + ", got " + quoted(text);
+        return "must be " + wanted + ", got " + quoted_value(text);
       },
       wanted);
 }
@@ -55,7 +55,7 @@ std::string visible(std::string_view text) {
   return out;
 }
 
-std::string quoted(std::string_view text) {
+std::string quoted_value(std::string_view text) {
   if (text.size() <= kMaxEcho) return "'" + visible(text) + "'";
   return "'" + visible(text.substr(0, kKeep)) + "...' (" + std::to_string(text.size()) + " characters)";
 }
@@ -71,7 +71,7 @@ CLI::Validator integer_in(std::uint64_t min, std::uint64_t max, std::string want
         // Without an upper limit in `wanted`, say why a long number is refused.
         const bool too_long = digits && error == std::errc::result_out_of_range && max == kNoLimit;
         const std::string why = too_long ? " (more than 2^64 - 1)" : "";
-        return "must be " + wanted + ", got " + quoted(text) + why;
+        return "must be " + wanted + ", got " + quoted_value(text) + why;
       },
       wanted);
 }

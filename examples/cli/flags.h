@@ -4,8 +4,8 @@
 //
 // CLI11 2.1 converts "-1" and "99999999999999999999" into a std::size_t as 2^64 - 1 and lets
 // "nan" through its Range checks, so the numeric checks here parse the text themselves, before
-// CLI11 converts it. What a message echoes of the user's text is capped (shorten, quoted), so a
-// 300-digit value is not printed back whole.
+// CLI11 converts it. What a message echoes of the user's text is capped (shorten,
+// quoted_value), so a 300-digit value is not printed back whole.
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <limits>
@@ -25,7 +25,7 @@ std::string visible(std::string_view text);
 
 // How a refused value is echoed: exactly as given, between single quotes (so that a space that
 // made it invalid shows), visible() and cut as shorten() cuts: ' 1' or '111...' (300 characters).
-std::string quoted(std::string_view text);
+std::string quoted_value(std::string_view text);
 
 // Decimal digits only (no sign, exponent or hex) giving a value in [min, max]. The message says
 // "must be <wanted>, got '<text>'"; wanted defaults to "a positive integer" (min 1, no upper
