@@ -39,14 +39,11 @@ GradientAllreducer<T>::GradientAllreducer(const Context& ctx, optim::NamedParame
     throw ValueError(function + ": options.timeout is " + std::to_string(seconds) + " s; it must be positive and finite");
   }
   check_model_agreement(ctx_, parameters_, function);
-  // Other bucket sizes on another rank would pair different buffers in one allreduce. One
-  // allreduce gives both extremes: the maximum of ~x is ~(the minimum of x).
-  const std::uint64_t mine[2] = {options_.bucket_bytes, ~std::uint64_t{options_.bucket_bytes}};
-  std::uint64_t extremes[2] = {0, 0};
-  check_mpi(MPI_Allreduce(mine, extremes, 2, MPI_UINT64_T, MPI_MAX, ctx_.comm()), function + ": MPI_Allreduce");
-  if (extremes[0] != ~extremes[1]) {
-    throw ValueError(function + ": the ranks' options.bucket_bytes differ (from " + std::to_string(~extremes[1]) +
-                     " to " + std::to_string(extremes[0]) + "); every rank must cut the same buckets");
+  // Other bucket sizes on another rank would pair different buffers in one allreduce.
+  const auto [smallest, largest] = min_and_max(ctx_, std::uint64_t{options_.bucket_bytes}, function);
+  if (smallest != largest) {
+    throw ValueError(function + ": the ranks' options.bucket_bytes differ (from " + std::to_string(smallest) + " to " +
+                     std::to_string(largest) + "); every rank must cut the same buckets");
   }
 
   // Reverse registration order: backward finishes the last-registered parameters first.

@@ -16,6 +16,16 @@ std::string level_name(int level) {
     default: return "thread level " + std::to_string(level);
   }
 }
+// The maximum of ~x is ~(the minimum of x), for signed and unsigned types alike: one allreduce
+// gives both extremes.
+template <class I>
+std::pair<I, I> min_and_max_over_ranks(const Context& ctx, I value, MPI_Datatype type, const std::string& what) {
+  const I mine[2] = {value, static_cast<I>(~value)};
+  I maxima[2] = {value, value};
+  check_mpi(MPI_Allreduce(mine, maxima, 2, type, MPI_MAX, ctx.comm()), what + ": MPI_Allreduce");
+  return {static_cast<I>(~maxima[1]), maxima[0]};
+}
+
 }  // namespace
 
 void check_mpi(int rc, const std::string& what) {
@@ -60,9 +70,26 @@ void Context::abort(int code) const {
   std::_Exit(code);  // MPI_Abort does not return; this makes that a promise to the compiler
 }
 
+std::pair<std::uint64_t, std::uint64_t> min_and_max(const Context& ctx, std::uint64_t value, const std::string& what) {
+  return min_and_max_over_ranks(ctx, value, MPI_UINT64_T, what);
+}
+
+std::pair<int, int> min_and_max(const Context& ctx, int value, const std::string& what) {
+  return min_and_max_over_ranks(ctx, value, MPI_INT, what);
+}
+
 std::uint64_t global_count(const Context& ctx, std::uint64_t local) {
+  const std::string function = "distributed::global_count";
+  // MPI_SUM wraps around silently: the two 32-bit halves are summed apart (no partial sum of
+  // fewer than 2^32 ranks can wrap), then joined with checks.
+  const std::uint64_t halves[2] = {local >> 32, local & 0xffffffffu};
+  std::uint64_t sums[2] = {0, 0};
+  check_mpi(MPI_Allreduce(halves, sums, 2, MPI_UINT64_T, MPI_SUM, ctx.comm()), function + ": MPI_Allreduce");
   std::uint64_t total = 0;
-  check_mpi(MPI_Allreduce(&local, &total, 1, MPI_UINT64_T, MPI_SUM, ctx.comm()), "distributed::global_count: MPI_Allreduce");
+  if (sums[0] >> 32 != 0 || __builtin_add_overflow(sums[0] << 32, sums[1], &total)) {
+    throw ValueError(function + ": the " + std::to_string(ctx.size()) +
+                     " ranks' counts sum past 2^64 - 1 (this rank's count is " + std::to_string(local) + ")");
+  }
   return total;
 }
 

@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include <mpi.h>
 
@@ -64,7 +65,14 @@ class Context {
 // Throws MpiError "<what>: <MPI's error string>" unless rc is MPI_SUCCESS.
 void check_mpi(int rc, const std::string& what);
 
-// The sum over all ranks of `local` (MPI_Allreduce): every rank gets the same value. Used for the
+// The smallest and the largest of the ranks' `value` (one MPI_Allreduce; every rank gets the
+// same pair): how a collective call checks that every rank passed the same argument. `what`
+// names the caller in an MpiError.
+std::pair<std::uint64_t, std::uint64_t> min_and_max(const Context& ctx, std::uint64_t value, const std::string& what);
+std::pair<int, int> min_and_max(const Context& ctx, int value, const std::string& what);
+
+// The sum over all ranks of `local` (MPI_Allreduce): every rank gets the same value, or every
+// rank throws the same ValueError when the sum passes 2^64 - 1 (never a wrapped count). Used for the
 // global number of target tokens, so that each rank normalises its loss by it:
 //
 //   const auto global_tokens = global_count(ctx, batch.ntokens);         // same on every rank

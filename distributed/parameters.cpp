@@ -68,7 +68,13 @@ std::string first_difference(const std::vector<std::string>& root, const std::ve
          (root_longer ? "rank 0's " + root[common] : r_name + "'s " + other[common]);
 }
 
+// Collective: a rank given another root would receive from elsewhere and keep other values.
 void check_root(const Context& ctx, int root, const std::string& function) {
+  const auto [lowest, highest] = min_and_max(ctx, root, function);
+  if (lowest != highest) {
+    throw ValueError(function + ": the ranks' roots differ (from " + std::to_string(lowest) + " to " +
+                     std::to_string(highest) + "); every rank must pass the same root");
+  }
   if (root < 0 || root >= ctx.size()) {
     throw ValueError(function + ": root " + std::to_string(root) + " is not a rank of this job (ranks 0.." +
                      std::to_string(ctx.size() - 1) + ")");

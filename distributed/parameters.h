@@ -8,7 +8,9 @@
 //   if (resuming && ctx.rank() == 0) opt.load_state(...);  // rank 0 read the checkpoint
 //   distributed::broadcast_optimizer_state(ctx, opt);      // every rank resumes from it
 //
-// Each call is collective: every rank of ctx calls it, with the same root.
+// Each call is collective: every rank of ctx calls it, with the same root (checked first: ranks
+// passing different roots all throw ValueError naming the smallest and the largest, before
+// anything is sent).
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,14 +36,15 @@ void check_model_agreement(const Context& ctx, const nn::Module<T>& module);
 
 // Checks agreement, then copies rank `root`'s parameter values into every other rank's (in place:
 // each non-root parameter's version is bumped, as for any in-place write). ValueError for a root
-// outside [0, size).
+// outside [0, size) or roots that differ between ranks.
 template <class T>
 void broadcast_parameters(const Context& ctx, nn::Module<T>& module, int root = 0);
 
 // Replaces every other rank's optimiser state with rank `root`'s (Optimizer::state(): keys,
 // shapes and values, e.g. after rank 0 loaded a checkpoint). The optimisers must have the same
 // parameters (check_model_agreement first); a key naming a parameter another rank's optimiser
-// does not have throws there as Optimizer::load_state does. ValueError for a root outside [0, size).
+// does not have throws there as Optimizer::load_state does. ValueError for a root outside [0, size)
+// or roots that differ between ranks.
 template <class T>
 void broadcast_optimizer_state(const Context& ctx, optim::Optimizer<T>& optimizer, int root = 0);
 

@@ -79,6 +79,14 @@ void safetensors_seeds(const fs::path& dir) {
             with_header(R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", eight));
   write_raw(dir / "bad_huge_offsets_claim.safetensors",
             with_header(R"({"w":{"dtype":"F64","shape":[1099511627776],"data_offsets":[0,8796093022208]}})", eight));
+  write_raw(dir / "bad_strides_past_2_63.safetensors",
+            with_header(R"({"w":{"dtype":"F32","shape":[0,9223372036854775807,9223372036854775807],)"
+                        R"("data_offsets":[0,0]}})",
+                        ""));
+  write_raw(dir / "bad_tensor_named_twice.safetensors",
+            with_header(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                        R"("w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+                        eight));
   write_raw(dir / "bad_overlap.safetensors",
             with_header(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
                         R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",

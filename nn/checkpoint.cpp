@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <fstream>
 #include <limits>
 #include <new>
+#include <set>
 #include <sstream>
 #include <string_view>
 #include <tuple>
@@ -47,11 +49,14 @@ std::string format_offsets(std::uint64_t begin, std::uint64_t end) {
 std::string read_file(const char* op, const fs::path& path) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) fail(op, path, fs::exists(path, ec) ? "not a regular file" : "no such file");
-  const std::uintmax_t size = fs::file_size(path, ec);
-  if (ec) fail(op, path, "cannot read its size: " + ec.message());
-  std::string bytes(size, '\0');
-  std::ifstream in(path, std::ios::binary);
-  if (!in.read(bytes.data(), static_cast<std::streamsize>(size))) fail(op, path, "read error");
+  // The size of the file opened, not of the path: a save may rename a new file over the path
+  // between the two, and the old size would cut the new file short or read past its end.
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  const std::streamoff size = in ? static_cast<std::streamoff>(in.tellg()) : -1;
+  if (size < 0) fail(op, path, std::string("cannot open it: ") + std::strerror(errno));
+  std::string bytes(static_cast<std::size_t>(size), '\0');
+  in.seekg(0);
+  if (!in.read(bytes.data(), size)) fail(op, path, "read error");
   return bytes;
 }
 
@@ -117,9 +122,13 @@ Entry parse_entry(const fs::path& path, const std::string& name, const json& val
   e.end = (*offsets)[1].get<std::uint64_t>();
   if (e.begin > e.end) bad("has data_offsets " + format_offsets(e.begin, e.end) + " out of order (end before begin)");
 
-  std::uint64_t bytes = dtype_size(e.dtype);
-  for (std::size_t dim : e.shape) {
-    if (__builtin_mul_overflow(bytes, dim, &bytes)) bad("has shape " + format_shape(e.shape) + " too large to address");
+  // Every partial product, not only the total: [0, 2^63-1, 2^63-1] holds no byte, yet its strides
+  // would wrap around.
+  const std::size_t numel =
+      checked_numel(e.shape, std::string(kLoad) + "('" + path.string() + "')", "the shape of tensor '" + name + "'");
+  std::uint64_t bytes;
+  if (__builtin_mul_overflow(numel, dtype_size(e.dtype), &bytes)) {
+    bad("has shape " + format_shape(e.shape) + " too large to address");
   }
   if (e.end - e.begin != bytes) {
     bad("has shape " + format_shape(e.shape) + " of " + dtype_text + " (" + std::to_string(bytes) +
@@ -141,6 +150,36 @@ Metadata parse_metadata(const fs::path& path, const json& value) {
     out[key] = item.get<std::string>();
   }
   return out;
+}
+
+// "tensor 'x'", or "__metadata__": what a key of the header's top-level object stands for.
+std::string describe_top_key(const std::string& key) {
+  return key == "__metadata__" ? key : "tensor '" + key + "'";
+}
+
+// The header as JSON, refusing a key repeated in one object: the parser would keep the last of
+// the two without a word, and which tensor (or dtype, or shape) the writer meant is unknowable.
+json parse_header(std::string_view text, const fs::path& path) {
+  std::vector<std::set<std::string>> open_objects;  // the keys seen in each object being parsed
+  std::string top_key;                              // the top-level key whose value is being parsed
+  const auto check_keys = [&](int depth, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) open_objects.emplace_back();
+    if (event == json::parse_event_t::object_end) open_objects.pop_back();
+    if (event != json::parse_event_t::key) return true;
+    const std::string& key = parsed.get_ref<const std::string&>();
+    if (depth == 1) top_key = key;
+    if (!open_objects.back().insert(key).second) {
+      fail(kLoad, path,
+           depth == 1 ? describe_top_key(key) + " appears twice in the header"
+                      : describe_top_key(top_key) + " has the key '" + key + "' twice");
+    }
+    return true;
+  };
+  try {
+    return json::parse(text.begin(), text.end(), check_keys);
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e400
+    fail(kLoad, path, std::string("malformed JSON header: ") + e.what());
+  }
 }
 
 // The tensors must tile [0, data_size) exactly, as the safetensors reference reader demands.
@@ -298,12 +337,7 @@ SafetensorsFile<T> parse_safetensors(std::string_view bytes, const fs::path& pat
          "truncated: the header needs bytes [8," + std::to_string(8 + header_len) + ") but the file has " +
              std::to_string(size));
   }
-  json header;
-  try {
-    header = json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(header_len));
-  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e400
-    fail(kLoad, path, std::string("malformed JSON header: ") + e.what());
-  }
+  const json header = parse_header(bytes.substr(8, header_len), path);
   if (!header.is_object())
     fail(kLoad, path, "the JSON header is " + std::string(header.type_name()) + ", not an object");
 

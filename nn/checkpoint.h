@@ -13,9 +13,8 @@
 //                       holes, no overlaps, nothing after the last one)
 // Tensors are written in name order. A 0-d tensor has shape [] and one element.
 //
-// Every write is atomic (nn/atomic_file.h): the bytes go to "<path>.tmp-<pid>" in the same directory, are flushed
-// and fsync'ed, and the temp file is renamed over <path>. A failed save (full disk, killed
-// process, ...) removes the temp file and leaves any previous file at <path> untouched.
+// Every write is atomic (nn/atomic_file.h says how): a failed save (full disk, killed process,
+// ...) leaves any previous file at <path> untouched, and a reader never sees half a file.
 //
 // Every reader check throws tapegrad::ValueError naming the function, the file and the problem,
 // e.g. load_safetensors('run/ckpt.safetensors'): tensor 'fc.weight' has shape [4,3] of F32 (48
@@ -58,10 +57,12 @@ struct SafetensorsFile {
 
 // Reads and validates the whole file. Throws ValueError for: a missing file; a file shorter than
 // 8 bytes or than 8 + N; a header length N larger than the file; a header that is not a JSON
-// object; an entry without a string dtype, a shape of non-negative integers or two
-// non-negative data_offsets; an unknown dtype; begin > end; end - begin != numel * dtype size;
-// offsets that overlap, leave a hole or leave bytes after the last tensor; a data buffer shorter
-// than the largest end offset; metadata that is not an object of strings.
+// object; a key repeated in one object (a tensor named twice, a dtype given twice, ...: JSON
+// parsers keep one silently); an entry without a string dtype, a shape of non-negative integers
+// or two non-negative data_offsets; an unknown dtype; a shape whose non-zero sizes multiply past
+// 2^63 (checked_numel, as for every shape made: even over 0 bytes); begin > end; end - begin !=
+// numel * dtype size; offsets that overlap, leave a hole or leave bytes after the last tensor; a
+// data buffer shorter than the largest end offset; metadata that is not an object of strings.
 template <class T>
 SafetensorsFile<T> load_safetensors(const std::filesystem::path& path);
 

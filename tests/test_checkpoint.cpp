@@ -1,14 +1,19 @@
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <csignal>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <mutex>
 #include <optional>
+#include <thread>
 
 #include "examples/copy_task/copy_task.h"
 #include "nn/checkpoint.h"
@@ -220,9 +225,31 @@ std::vector<MalformedCase> malformed_cases() {
        "__metadata__ 'step' is not a string but number"},
       {"metadata not an object", safetensors_bytes(R"({"__metadata__":"x"})", ""), "__metadata__ is not a JSON object"},
       // Claims of huge tensors are refused before anything is allocated.
-      {"shape too large to address",
+      {"shape past 2^63 elements",
        safetensors_bytes(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,12]}})", data12),
-       "tensor 'a' has shape [4294967296,4294967296] too large to address"},
+       "the shape of tensor 'a' [4294967296,4294967296] has more elements than fit in memory"},
+      // No element and no byte, but strides (products of the sizes after the zero) past 2^63:
+      // every partial product is checked, not only the total.
+      {"shape past 2^63 elements after an empty axis",
+       safetensors_bytes(
+           R"({"a":{"dtype":"F32","shape":[0,9223372036854775807,9223372036854775807],"data_offsets":[0,0]}})", ""),
+       "the shape of tensor 'a' [0,9223372036854775807,9223372036854775807] has more elements than fit in memory"},
+      {"shape too large to address",
+       safetensors_bytes(R"({"a":{"dtype":"F64","shape":[2305843009213693952],"data_offsets":[0,12]}})", data12),
+       "tensor 'a' has shape [2305843009213693952] too large to address"},
+      // The JSON parser keeps the last of two equal keys: which one the writer meant is unknowable.
+      {"tensor named twice",
+       safetensors_bytes(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,12]},)"
+                         R"("a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+                         data12),
+       "tensor 'a' appears twice in the header"},
+      {"dtype given twice",
+       safetensors_bytes(R"({"a":{"dtype":"F64","shape":[3],"data_offsets":[0,12],"dtype":"F32"}})", data12),
+       "tensor 'a' has the key 'dtype' twice"},
+      {"metadata twice", safetensors_bytes(R"({"__metadata__":{"k":"v"},"__metadata__":{"k":"w"}})", ""),
+       "__metadata__ appears twice in the header"},
+      {"metadata key twice", safetensors_bytes(R"({"__metadata__":{"k":"v","k":"w"}})", ""),
+       "__metadata__ has the key 'k' twice"},
       {"huge tensor, few bytes",
        safetensors_bytes(R"({"a":{"dtype":"F64","shape":[1099511627776],"data_offsets":[0,8796093022208]}})", data12),
        "truncated: the tensors need 8796093022208 data bytes but only 12"},
@@ -278,21 +305,128 @@ TEST_F(CheckpointTest, SafetensorsRejectsAMissingFileOrADirectory) {
   EXPECT_TRUE(throws_with<ValueError>([&] { nn::load_safetensors<float>(dir_); }, {"not a regular file"}));
 }
 
-TEST_F(CheckpointTest, FailedSaveLeavesThePreviousFileIntact_TempNameTaken) {
+// Lets this process open no more files than it has open now (open fails with EMFILE, root or
+// not), for the lifetime of the guard.
+class NoMoreFileDescriptors {
+ public:
+  NoMoreFileDescriptors() {
+    getrlimit(RLIMIT_NOFILE, &old_);
+    const int lowest_free = ::open("/dev/null", O_RDONLY);
+    ::close(lowest_free);
+    rlimit limit = old_;
+    limit.rlim_cur = static_cast<rlim_t>(lowest_free);
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
+  ~NoMoreFileDescriptors() { setrlimit(RLIMIT_NOFILE, &old_); }
+
+ private:
+  rlimit old_;
+};
+
+TEST_F(CheckpointTest, FailedSaveLeavesThePreviousFileIntact_TempFileCannotBeCreated) {
   const fs::path path = file("ckpt.safetensors");
   nn::save_safetensors(path, sample_tensors<float>(), {{"step", "1"}});
   const std::string before = read_bytes(path);
-  // A directory where the temp file should go: the temp file cannot even be created.
-  const fs::path temp = path.string() + ".tmp-" + std::to_string(::getpid());
-  fs::create_directory(temp);
   StateDict<float> other{{"x", xt::xarray<float>{1.0f}}};
-  EXPECT_TRUE(throws_with<ValueError>(
-      [&] { nn::save_safetensors(path, other); },
-      {"save_safetensors", "ckpt.safetensors", "cannot create the temp file", "previous file is unchanged"}));
+  {
+    NoMoreFileDescriptors limit;
+    EXPECT_TRUE(throws_with<ValueError>(
+        [&] { nn::save_safetensors(path, other); },
+        {"save_safetensors", "ckpt.safetensors", "cannot create the temp file", "previous file is unchanged"}));
+  }
   EXPECT_EQ(read_bytes(path), before);
-  EXPECT_TRUE(fs::is_directory(temp));  // not the save's to remove
-  fs::remove(temp);
-  EXPECT_EQ(nn::load_safetensors<float>(path).metadata.at("step"), "1");
+  EXPECT_EQ(listing(), std::vector<std::string>{"ckpt.safetensors"});
+}
+
+// A save replaces a file as writing it in place would look, where a bare rename would differ.
+TEST_F(CheckpointTest, SaveWritesThroughALinkAndKeepsThePermissions) {
+  const fs::path real = file("run3.safetensors"), link = file("latest.safetensors");
+  nn::save_safetensors(real, sample_tensors<float>());
+  fs::create_symlink(real.filename(), link);
+  fs::permissions(real, fs::perms::owner_read | fs::perms::owner_write);  // a private checkpoint
+  const StateDict<float> next{{"x", xt::xarray<float>{1.0f, 2.0f}}};
+  nn::save_safetensors(link, next);
+  EXPECT_TRUE(fs::is_symlink(link));  // still the link, now to the new contents
+  EXPECT_TRUE(bit_equal(nn::load_safetensors<float>(real).tensors.at("x"), next.at("x")));
+  EXPECT_EQ(fs::status(real).permissions(), fs::perms::owner_read | fs::perms::owner_write);  // still private
+  EXPECT_EQ(listing(), (std::vector<std::string>{"latest.safetensors", "run3.safetensors"}));
+}
+
+TEST_F(CheckpointTest, SaveRefusesToReplaceAReadOnlyFile) {
+  const fs::path path = file("kept.safetensors");
+  nn::save_safetensors(path, sample_tensors<float>());
+  const std::string before = read_bytes(path);
+  fs::permissions(path, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] { nn::save_safetensors(path, StateDict<float>{{"x", xt::xarray<float>{1.0f}}}); },
+      {"save_safetensors('", "kept.safetensors'): the file is read-only (mode 0444)", "previous file is unchanged"}));
+  EXPECT_EQ(read_bytes(path), before);
+  EXPECT_EQ(listing(), std::vector<std::string>{"kept.safetensors"});
+}
+
+// A bare rename would put a regular file in the place of a device or a FIFO (as root, of /dev/null).
+TEST_F(CheckpointTest, SaveRefusesToReplaceAnythingButARegularFile) {
+  const fs::path fifo = file("pipe");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  EXPECT_TRUE(throws_with<ValueError>([&] { nn::save_npy<double>(fifo, xt::zeros<double>({2})); },
+                                      {"save_npy('", "pipe'): it is a FIFO, not a regular file"}));
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_TRUE(throws_with<ValueError>([&] { nn::save_npy<double>(dir_, xt::zeros<double>({2})); },
+                                      {"it is a directory, not a regular file"}));
+  EXPECT_EQ(listing(), std::vector<std::string>{"pipe"});
+}
+
+// Threads saving one path at once, while another thread loads it: every load sees one whole file
+// that one of the writers wrote (their tensors differ in size and value, so half of one file or
+// a mix of two cannot pass), no save fails, and no temp file is left behind.
+TEST_F(CheckpointTest, ConcurrentSavesOfOnePathEachLandWhole) {
+  constexpr int kWriters = 4, kRounds = 25;
+  const fs::path path = file("shared.safetensors");
+  std::vector<StateDict<float>> contents;
+  for (int w = 0; w < kWriters; ++w) {
+    xt::xarray<float> value = xt::xarray<float>::from_shape({std::size_t(w + 1) * 100});
+    value.fill(static_cast<float>(w));
+    contents.push_back({{"w", value}});
+  }
+  nn::save_safetensors(path, contents[0]);
+  std::mutex failures_mutex;
+  std::vector<std::string> failures;
+  const auto record = [&](const std::string& what) {
+    std::lock_guard lock(failures_mutex);
+    failures.push_back(what);
+  };
+  std::atomic<int> writing{kWriters};
+  std::atomic<int> loads{0};
+  std::thread reader([&] {
+    while (writing.load() > 0 || loads.load() == 0) {
+      try {
+        const xt::xarray<float> w = nn::load_safetensors<float>(path).tensors.at("w");
+        const bool whole = std::any_of(contents.begin(), contents.end(),
+                                       [&](const StateDict<float>& c) { return bit_equal(w, c.at("w")); });
+        if (!whole) record("a load saw a tensor of " + std::to_string(w.size()) + " elements no writer wrote");
+      } catch (const std::exception& e) {
+        record(std::string("load: ") + e.what());
+      }
+      ++loads;
+    }
+  });
+  std::vector<std::thread> writers;
+  for (int w = 0; w < kWriters; ++w) {
+    writers.emplace_back([&, w] {
+      for (int round = 0; round < kRounds; ++round) {
+        try {
+          nn::save_safetensors(path, contents[static_cast<std::size_t>(w)]);
+        } catch (const std::exception& e) {
+          record(std::string("save: ") + e.what());
+        }
+      }
+      --writing;
+    });
+  }
+  for (std::thread& t : writers) t.join();
+  reader.join();
+  EXPECT_TRUE(failures.empty()) << failures.size() << " failures, the first: " << failures.front();
+  EXPECT_EQ(listing(), std::vector<std::string>{"shared.safetensors"});  // no temp file left behind
 }
 
 // Limits the size of files this process may write (writes beyond it fail with EFBIG instead of

@@ -5,10 +5,13 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -328,6 +331,44 @@ TEST(Distributed, BadArgumentsAreRefused) {
                                            {.bucket_bytes = 1000 + static_cast<std::size_t>(ctx->rank())});
       },
       {"GradientAllreducer: the ranks' options.bucket_bytes differ (from 1000 to 1001)"}));
+}
+
+// Each rank naming itself as the root once broadcast nothing and left every rank with its own
+// values: the roots are compared first, and every rank throws before anything is sent.
+TEST(Distributed, RanksPassingDifferentRootsAreToldOnEveryRank) {
+  Generator gen(static_cast<std::uint64_t>(ctx->rank()) + 1);  // different values on each rank
+  nn::Linear<double> layer(4, 3, gen);
+  const xt::xarray<double> before = layer.weight().value();
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] { distributed::broadcast_parameters(*ctx, layer, ctx->rank()); },
+      {"broadcast_parameters: the ranks' roots differ (from 0 to 1); every rank must pass the same root"}));
+  EXPECT_EQ(layer.weight().value(), before);
+  optim::Adam<double> adam(layer.named_parameters(), {.lr = 0.1});
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] { distributed::broadcast_optimizer_state(*ctx, adam, ctx->rank()); },
+      {"broadcast_optimizer_state: the ranks' roots differ (from 0 to 1)"}));
+  // One rank's root out of range, the other's valid: the difference is what every rank hears.
+  EXPECT_TRUE(throws_with<ValueError>([&] { distributed::broadcast_parameters(*ctx, layer, ctx->rank() * 5); },
+                                      {"broadcast_parameters: the ranks' roots differ (from 0 to 5)"}));
+  distributed::broadcast_parameters(*ctx, layer, 1);
+  EXPECT_TRUE(same_on_all_ranks(std::vector<double>(layer.weight().value().begin(), layer.weight().value().end())));
+}
+
+// The sum of the ranks' counts is exact up to 2^64 - 1, and past it an error on every rank (MPI_SUM
+// once wrapped 2^64 - 1 + 1 around to 0).
+TEST(Distributed, GlobalCountIsExactOrRefusesToWrap) {
+  constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+  const bool first = ctx->rank() == 0;
+  EXPECT_EQ(distributed::global_count(*ctx, first ? 0xffffffffu : 1), std::uint64_t{1} << 32);  // a carry
+  EXPECT_EQ(distributed::global_count(*ctx, first ? kMax - 5 : 5), kMax);
+  EXPECT_EQ(distributed::global_count(*ctx, first ? std::uint64_t{1} << 63 : (std::uint64_t{1} << 63) - 1), kMax);
+  for (const auto& [mine, other] : std::vector<std::pair<std::uint64_t, std::uint64_t>>{
+           {kMax, 1}, {std::uint64_t{1} << 63, std::uint64_t{1} << 63}, {kMax, kMax}}) {
+    const std::uint64_t local = first ? mine : other;
+    EXPECT_TRUE(throws_with<ValueError>([&] { distributed::global_count(*ctx, local); },
+                                        {"distributed::global_count: the 2 ranks' counts sum past 2^64 - 1 (this "
+                                         "rank's count is " + std::to_string(local) + ")"}));
+  }
 }
 
 // The failure scenarios (tests/distributed/failure.sh): rank 1 stalls (sleeps) or dies (SIGKILL)

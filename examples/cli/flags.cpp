@@ -23,7 +23,7 @@ CLI::Validator number_that(const std::string& wanted, Ok ok) {
       [=](std::string& text) {
         double value = 0.0;
         if (CLI::detail::lexical_cast(text, value) && std::isfinite(value) && ok(value)) return std::string();
-        return "must be " + wanted + ", got " + shorten(text);
+        return "must be " + wanted + ", got " + quoted_value(text);
       },
       wanted);
 }
@@ -33,6 +33,31 @@ CLI::Validator number_that(const std::string& wanted, Ok ok) {
 std::string shorten(std::string_view text) {
   if (text.size() <= kMaxEcho) return std::string(text);
   return std::string(text.substr(0, kKeep)) + "... (" + std::to_string(text.size()) + " characters)";
+}
+
+std::string visible(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (byte < 0x20 || byte == 0x7f) {
+      constexpr const char* kHex = "0123456789abcdef";
+      out += std::string("\\x") + kHex[byte >> 4] + kHex[byte & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string quoted_value(std::string_view text) {
+  if (text.size() <= kMaxEcho) return "'" + visible(text) + "'";
+  return "'" + visible(text.substr(0, kKeep)) + "...' (" + std::to_string(text.size()) + " characters)";
 }
 
 CLI::Validator integer_in(std::uint64_t min, std::uint64_t max, std::string wanted) {
@@ -46,7 +71,7 @@ CLI::Validator integer_in(std::uint64_t min, std::uint64_t max, std::string want
         // Without an upper limit in `wanted`, say why a long number is refused.
         const bool too_long = digits && error == std::errc::result_out_of_range && max == kNoLimit;
         const std::string why = too_long ? " (more than 2^64 - 1)" : "";
-        return "must be " + wanted + ", got " + shorten(text) + why;
+        return "must be " + wanted + ", got " + quoted_value(text) + why;
       },
       wanted);
 }
@@ -63,9 +88,11 @@ CLI::Validator positive_number() {
 
 void use_short_messages(CLI::App& app, const std::string& program) {
   app.failure_message([program](const CLI::App*, const CLI::Error& e) {
-    std::istringstream words(e.what());
+    // Split at single spaces only: a run of spaces, or any other whitespace, may be part of the
+    // value that was refused, and is kept (made visible) rather than collapsed.
+    std::istringstream words(visible(e.what()));
     std::string message = program + ":", word;
-    while (words >> word) message += " " + shorten(word);
+    while (std::getline(words, word, ' ')) message += " " + shorten(word);
     return message + "\nRun with --help for more information.\n";
   });
 }

@@ -4,8 +4,8 @@
 //
 // CLI11 2.1 converts "-1" and "99999999999999999999" into a std::size_t as 2^64 - 1 and lets
 // "nan" through its Range checks, so the numeric checks here parse the text themselves, before
-// CLI11 converts it. What a message echoes of the user's text is capped (shorten), so a
-// 300-digit value is not printed back whole.
+// CLI11 converts it. What a message echoes of the user's text is capped (shorten,
+// quoted_value), so a 300-digit value is not printed back whole.
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <limits>
@@ -19,8 +19,16 @@ inline constexpr std::uint64_t kNoLimit = std::numeric_limits<std::uint64_t>::ma
 // text itself when short, else its start, "..." and its length: what messages echo of user input.
 std::string shorten(std::string_view text);
 
+// text with its control characters escaped (a tab as \t, a newline as \n, others as \x01), so
+// that an echo shows every character and a message stays one line.
+std::string visible(std::string_view text);
+
+// How a refused value is echoed: exactly as given, between single quotes (so that a space that
+// made it invalid shows), visible() and cut as shorten() cuts: ' 1' or '111...' (300 characters).
+std::string quoted_value(std::string_view text);
+
 // Decimal digits only (no sign, exponent or hex) giving a value in [min, max]. The message says
-// "must be <wanted>, got <text>"; wanted defaults to "a positive integer" (min 1, no upper
+// "must be <wanted>, got '<text>'"; wanted defaults to "a positive integer" (min 1, no upper
 // limit), "a non-negative integer" (min 0) or "an integer from <min> to <max>".
 CLI::Validator integer_in(std::uint64_t min, std::uint64_t max, std::string wanted = "");
 inline CLI::Validator positive_integer() { return integer_in(1, kNoLimit); }

@@ -19,14 +19,14 @@ std::string one_layer_checkpoint() {
 #define ATTENTION_STUDY_ROW(id, args, status, ...) \
   PROGRAM_ROW(AttentionStudy, ATTENTION_STUDY_EXE, id, args, status, __VA_ARGS__)
 
-ATTENTION_STUDY_ROW(attention_study_negative_threads, "--threads -1", 105, "--threads", "got -1")
+ATTENTION_STUDY_ROW(attention_study_negative_threads, "--threads -1", 105, "--threads", "got '-1'")
 ATTENTION_STUDY_ROW(attention_study_steps_too_large, "--steps 99999999999999999999", 105, "--steps",
-                    "got 99999999999999999999 (more than 2^64 - 1)")
-ATTENTION_STUDY_ROW(attention_study_negative_seed, "--seed -1", 105, "--seed", "non-negative integer, got -1")
+                    "got '99999999999999999999' (more than 2^64 - 1)")
+ATTENTION_STUDY_ROW(attention_study_negative_seed, "--seed -1", 105, "--seed", "non-negative integer, got '-1'")
 ATTENTION_STUDY_ROW(attention_study_sequences_of_300_digits, "--sequences " + std::string(300, '1'), 105,
-                    "--sequences", "got 111111111111111111111111... (300 characters)")
-ATTENTION_STUDY_ROW(attention_study_seq_len_above_range, "--seq-len 65", 105, "--seq-len", "from 2 to 64, got 65")
-ATTENTION_STUDY_ROW(attention_study_zero_heads, "--heads 0", 105, "--heads", "positive integer, got 0")
+                    "--sequences", "got '111111111111111111111111...' (300 characters)")
+ATTENTION_STUDY_ROW(attention_study_seq_len_above_range, "--seq-len 65", 105, "--seq-len", "from 2 to 64, got '65'")
+ATTENTION_STUDY_ROW(attention_study_zero_heads, "--heads 0", 105, "--heads", "positive integer, got '0'")
 ATTENTION_STUDY_ROW(attention_study_d_model_not_multiple_of_heads, "--d-model 30 --heads 4", 2, "--d-model 30",
                     "--heads 4")
 ATTENTION_STUDY_ROW(attention_study_model_too_large_for_memory, "--d-model 1000000 --d-ff 4000000 --heads 1", 1,

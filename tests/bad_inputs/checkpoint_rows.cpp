@@ -51,6 +51,15 @@ fs::path npy_with(const std::string& name, std::string header, const std::string
   return write_scratch(name, std::string("\x93NUMPY\x01\x00", 8) + length + header + data);
 }
 
+// A file only its owner may read (the row runs twice in one process: the first run's is removed).
+fs::path read_only_file(const std::string& name) {
+  const fs::path path = scratch(name);
+  fs::remove(path);
+  const fs::path written = write_scratch(name, "kept");
+  fs::permissions(written, fs::perms::owner_read);
+  return written;
+}
+
 const std::string kFc = R"("fc.weight":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]})";
 
 // ---- load_safetensors -----------------------------------------------------------------------
@@ -91,9 +100,26 @@ BAD_INPUT_ROW(Checkpoint, safetensors_negative_shape, ValueError,
 BAD_INPUT_ROW(Checkpoint, safetensors_metadata_not_strings, ValueError,
               (load_safetensors<float>(safetensors_with("meta.safetensors", R"({"__metadata__":{"step":7}})"))),
               "load_safetensors", "meta.safetensors", "__metadata__", "step")
+BAD_INPUT_ROW(Checkpoint, safetensors_tensor_named_twice, ValueError,
+              (load_safetensors<float>(safetensors_with("twice.safetensors",
+                                                        R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                                        R"("x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+                                                        std::string(4, '\0')))),
+              "load_safetensors", "twice.safetensors", "tensor 'x' appears twice in the header")
+// A row of the section "trust: shape arithmetic that overflows": no byte, but strides past 2^64.
+BAD_INPUT_CRASH_ROW(
+    Checkpoint, safetensors_shape_wraps_over_empty_axis, ValueError,
+    (load_safetensors<float>(safetensors_with(
+        "strides.safetensors",
+        R"({"x":{"dtype":"F32","shape":[0,9223372036854775807,9223372036854775807],"data_offsets":[0,0]}})"))),
+    "load_safetensors", "strides.safetensors", "the shape of tensor 'x'",
+    "[0,9223372036854775807,9223372036854775807]", "2^63")
 BAD_INPUT_ROW(Checkpoint, save_safetensors_reserved_name, ValueError,
               (save_safetensors<float>(scratch("reserved.safetensors"), {{"__metadata__", xt::zeros<float>({1})}})),
               "save_safetensors", "reserved.safetensors", "'__metadata__'")
+BAD_INPUT_ROW(Checkpoint, save_safetensors_read_only_file, ValueError,
+              (save_safetensors<float>(read_only_file("read_only.safetensors"), {{"x", xt::zeros<float>({1})}})),
+              "save_safetensors", "read_only.safetensors", "the file is read-only (mode 0400)")
 BAD_INPUT_ROW(Checkpoint, save_safetensors_missing_directory, ValueError,
               (save_safetensors<float>(scratch("no/such/dir/x.safetensors"), {{"x", xt::zeros<float>({1})}})),
               "save_safetensors", "no/such/dir/x.safetensors", "No such file or directory")

@@ -24,11 +24,13 @@ const std::string kLongNumber(300, '1');
 COPY_TASK_ROW(copy_task_zero_heads, "--heads 0", 105, "--heads", "0", "positive integer")
 COPY_TASK_ROW(copy_task_d_model_not_multiple_of_heads, "--d-model 30 --heads 4", 2, "--d-model 30", "--heads 4")
 COPY_TASK_ROW(copy_task_negative_epochs, "--epochs -1", 105, "--epochs", "-1")
+// The echo keeps what made the value invalid (it once said "got 1").
+COPY_TASK_ROW(copy_task_epochs_with_a_space, "--epochs ' 1'", 105, "--epochs", "got ' 1'")
 COPY_TASK_ROW(copy_task_epochs_too_large, "--epochs 99999999999999999999", 105, "--epochs",
-              "got 99999999999999999999 (more than 2^64 - 1)")
-COPY_TASK_ROW(copy_task_negative_seed, "--seed -1", 105, "--seed", "non-negative integer, got -1")
+              "got '99999999999999999999' (more than 2^64 - 1)")
+COPY_TASK_ROW(copy_task_negative_seed, "--seed -1", 105, "--seed", "non-negative integer, got '-1'")
 COPY_TASK_ROW(copy_task_batch_of_300_digits, "--batch " + kLongNumber, 105, "--batch",
-              "got 111111111111111111111111... (300 characters)")
+              "got '111111111111111111111111...' (300 characters)")
 COPY_TASK_ROW(copy_task_unknown_flag_with_300_digits, "--learning-rate " + kLongNumber, 109, "not expected",
               "111111111111111111111111... (300 characters) --learning-rate")
 COPY_TASK_ROW(copy_task_batch_not_a_number, "--batch abc", 105, "--batch", "abc")
