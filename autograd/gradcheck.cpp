@@ -49,10 +49,10 @@ xt::xarray<double> central_difference(const Probe& p, std::size_t input, xt::xar
   xt::xarray<double> original = std::move(x);
   const auto moved_to = [&](xt::xarray<double> value) {
     x = std::move(value);
-    xt::xarray<double> f = p.fn(p.inputs).value();
+    const Tensor<double> f = p.fn(p.inputs);
     detail::require_output_shape(p.out_shape, f.shape(), input_label(input, p.inputs[input]) +
                                                              " moved by a finite-difference step");
-    return f;
+    return f.value();
   };
   xt::xarray<double> f_plus, f_minus;
   try {

@@ -36,11 +36,11 @@ Difference difference(const Probe& p, std::size_t input, std::size_t element, do
   const float plus = static_cast<float>(original + h), minus = static_cast<float>(original - h);
   const auto at = [&](float value) {
     x = value;
-    xt::xarray<double> f = xt::cast<double>(p.fn(p.inputs).value());
+    const Tensor<float> f = p.fn(p.inputs);
     x = original;
     detail::require_output_shape(p.out_shape, f.shape(), detail::input_label(input, p.inputs[input]) +
                                                              " moved by a finite-difference step");
-    return f;
+    return xt::xarray<double>(xt::cast<double>(f.value()));
   };
   const xt::xarray<double> f_plus = at(plus);
   const xt::xarray<double> f_minus = at(minus);

@@ -17,6 +17,14 @@
 //       [&](const std::vector<Tensor<double>>& p) { return mse_loss(nn::functional_call(model, names, p, x), y); },
 //       params, v);  // v: one tensor per parameter, of its shape
 //
+// Code that runs the module other than by one call (a loss function given the model, several
+// calls) holds a ParameterSubstitution instead, for as long as it runs:
+//
+//   [&](const std::vector<Tensor<double>>& p) {
+//     const nn::ParameterSubstitution<double> substituted(*model, names, p);
+//     return batch_loss(*model, batch);
+//   }
+//
 // Rules:
 // - Parameters not named keep the module's own tensors. A tied parameter (one tensor under several
 //   names, nn/module.h) is substituted under all of its names; two different tensors for two names
