@@ -1,6 +1,7 @@
 // The rules of the functional transforms (autograd/functional.h) and nn::functional_call
 // (nn/functional_call.h). Their values against PyTorch: functional_pytorch.cpp.
 #include <gtest/gtest.h>
+#include <xtensor/xio.hpp>
 
 #include "autograd/functional.h"
 #include "autograd/ops.h"
