@@ -8,7 +8,7 @@
 //   auto [y, j_u] = jvp(f, {x}, {u});               // f(x) and J u
 //   auto hv = hessian_vector_product(f, {x}, {v});  // H v, f single-element
 //
-// Rules (tests/higher_order/functional_cases.cpp; against PyTorch in
+// Rules (tests/higher_order/functional_transforms.cpp; against PyTorch in
 // tests/higher_order/functional_pytorch.cpp):
 // - Each input position is a variable of its own, as in PyTorch and JAX: f receives, per
 //   position, a new tensor with the input's value, so one tensor given twice is two variables
