@@ -32,56 +32,73 @@ void check_options(const GradcheckOptions& options) {
   check("rtol", options.rtol, false);
 }
 
+// The function and the shape of its result at the inputs as given, which every finite
+// difference must keep.
+struct Probe {
+  const GradcheckFunction& fn;
+  const std::vector<Tensor<double>>& inputs;
+  Shape out_shape;
+};
+
 // (f(x+) - f(x-)) / 2 eps, flattened, with input `input` set to `plus` and to `minus` in turn and
 // then put back bit for bit. Runs while no tape of gradcheck's is alive, so nothing records it;
 // fn may run a tape of its own (gradgradcheck's function differentiates inside).
-xt::xarray<double> central_difference(const GradcheckFunction& fn, const std::vector<Tensor<double>>& inputs,
-                                      std::size_t input, xt::xarray<double> plus, xt::xarray<double> minus,
-                                      double eps) {
-  xt::xarray<double>& x = inputs[input].node()->value;
+xt::xarray<double> central_difference(const Probe& p, std::size_t input, xt::xarray<double> plus,
+                                      xt::xarray<double> minus, double eps) {
+  xt::xarray<double>& x = p.inputs[input].node()->value;
   xt::xarray<double> original = std::move(x);
-  x = std::move(plus);
-  const xt::xarray<double> f_plus = fn(inputs).value();
-  x = std::move(minus);
-  const xt::xarray<double> f_minus = fn(inputs).value();
+  const auto moved_to = [&](xt::xarray<double> value) {
+    x = std::move(value);
+    const Tensor<double> f = p.fn(p.inputs);
+    detail::require_output_shape(p.out_shape, f.shape(), input_label(input, p.inputs[input]) +
+                                                             " moved by a finite-difference step");
+    return f.value();
+  };
+  xt::xarray<double> f_plus, f_minus;
+  try {
+    f_plus = moved_to(std::move(plus));
+    f_minus = moved_to(std::move(minus));
+  } catch (...) {
+    x = std::move(original);
+    throw;
+  }
   x = std::move(original);
   return xt::xarray<double>((f_plus - f_minus) / (2.0 * eps));
 }
 
 // The Jacobian column of one input element: only that element moves (the others keep their bits,
 // signed zeros included).
-xt::xarray<double> column(const GradcheckFunction& fn, const std::vector<Tensor<double>>& inputs, std::size_t input,
-                          std::size_t element, double eps) {
-  xt::xarray<double> plus = inputs[input].value(), minus = plus;
+xt::xarray<double> column(const Probe& p, std::size_t input, std::size_t element, double eps) {
+  xt::xarray<double> plus = p.inputs[input].value(), minus = plus;
   plus.data()[element] += eps;
   minus.data()[element] -= eps;
-  return central_difference(fn, inputs, input, std::move(plus), std::move(minus), eps);
+  return central_difference(p, input, std::move(plus), std::move(minus), eps);
 }
 
 // The directional derivative along `direction` (fast mode's u).
-xt::xarray<double> along(const GradcheckFunction& fn, const std::vector<Tensor<double>>& inputs, std::size_t input,
-                         const xt::xarray<double>& direction, double eps) {
-  const auto& x = inputs[input].value();
-  return central_difference(fn, inputs, input, x + eps * direction, x - eps * direction, eps);
+xt::xarray<double> along(const Probe& p, std::size_t input, const xt::xarray<double>& direction, double eps) {
+  const auto& x = p.inputs[input].value();
+  return central_difference(p, input, x + eps * direction, x - eps * direction, eps);
 }
 
 GradcheckResult full_check(const GradcheckFunction& fn, const std::vector<Tensor<double>>& inputs,
                            const GradcheckOptions& options) {
-  detail::require_jacobian_fits(detail::checked_output_shape(fn, inputs), inputs);
+  const Probe probe{fn, inputs, detail::deterministic_output_shape(fn, inputs)};
+  detail::require_jacobian_fits(probe.out_shape, inputs);
   // Numeric columns first, while no tape of gradcheck's is alive to record them.
   detail::NumericJacobian numeric(inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].requires_grad()) continue;
-    for (std::size_t e = 0; e < inputs[i].numel(); ++e) numeric[i].push_back(column(fn, inputs, i, e, options.eps));
+    for (std::size_t e = 0; e < inputs[i].numel(); ++e) numeric[i].push_back(column(probe, i, e, options.eps));
   }
-  const detail::AnalyticJacobian analytic = detail::analytic_jacobian(fn, inputs);
+  const detail::AnalyticJacobian analytic = detail::analytic_jacobian(fn, inputs, probe.out_shape);
   const auto worst = detail::worst_element(analytic, numeric, [&options](auto, auto, auto, double, double n) {
     return options.atol + options.rtol * std::abs(n);
   });
   if (!worst) return {};
   // Richardson: D(h) = D + c h^2 + O(h^4), so D(eps) - D(2 eps) = -3 c eps^2 and the error of
   // D(eps) is about a third of that difference (rounding noise shows in it too).
-  const double at_2eps = column(fn, inputs, worst->input, worst->element, 2.0 * options.eps).data()[worst->output];
+  const double at_2eps = column(probe, worst->input, worst->element, 2.0 * options.eps).data()[worst->output];
   const double numeric_error = std::abs(worst->numeric - at_2eps) / 3.0;
   return detail::report(*worst, analytic, inputs, numeric_error,
                         "central differences with eps " + format_number(options.eps) +
@@ -113,18 +130,19 @@ double dot(const xt::xarray<double>& a, const xt::xarray<double>& b) {
 // The message of the first input whose projections differ, or nothing.
 std::optional<std::string> fast_mismatch(const GradcheckFunction& fn, const std::vector<Tensor<double>>& inputs,
                                          const GradcheckOptions& options) {
-  const Shape out_shape = detail::checked_output_shape(fn, inputs);
+  const Probe probe{fn, inputs, detail::deterministic_output_shape(fn, inputs)};
   Generator gen(kFastModeSeed);
-  const xt::xarray<double> v = unit_direction(out_shape, gen);
+  const xt::xarray<double> v = unit_direction(probe.out_shape, gen);
   std::vector<xt::xarray<double>> u(inputs.size());
   std::vector<double> numeric(inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].requires_grad()) continue;
     u[i] = unit_direction(inputs[i].shape(), gen);
-    numeric[i] = dot(v, along(fn, inputs, i, u[i], options.eps));
+    numeric[i] = dot(v, along(probe, i, u[i], options.eps));
   }
   GradientTape tape;
   const Tensor<double> output = fn(inputs);
+  detail::require_output_shape(probe.out_shape, output.shape(), "a tape recording it");
   for (const auto& x : inputs) x.node()->clear_grad();
   if (output.requires_grad()) tape.backward(output, v);
   std::optional<std::string> failure;
@@ -155,9 +173,8 @@ GradcheckResult gradcheck(const GradcheckFunction& fn, const std::vector<Tensor<
   // The projection says something is wrong, not where: the full Jacobian finds the worst element,
   // if it fits in memory (fast mode is how a check of a large op stays cheap).
   const std::string found = "gradcheck (fast mode): " + *fast;
-  const Shape out_shape = detail::checked_output_shape(fn, inputs);
   try {
-    detail::require_jacobian_fits(out_shape, inputs);
+    detail::require_jacobian_fits(detail::deterministic_output_shape(fn, inputs), inputs);
   } catch (const ValueError& too_large) {
     return {false, found + ". The full Jacobian, which would name the worst element, cannot be built: " +
                        too_large.what(), std::nullopt};

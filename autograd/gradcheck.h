@@ -18,7 +18,12 @@
 // with their call sites. The same facts are in GradcheckResult::worst.
 //
 // The function must be deterministic (reseed any Generator inside it) and must not keep state
-// between calls. Inputs that do not require a gradient are held constant. Pass every tensor the
+// between calls: gradcheck calls it twice at the inputs as given and throws ValueError when the
+// two results differ in a bit (finite differences would read the noise as derivative). Its result
+// must keep one shape: a finite-difference step that changes it throws ShapeError naming both
+// shapes. Inputs that do not require a gradient are held constant. An input with no elements has
+// an empty Jacobian: nothing to compare, so it passes (and so does gradgradcheck of a function
+// with an empty result, whose first derivative J^T v is identically 0). Pass every tensor the
 // function differentiates as an input: a tensor it captures that requires a gradient is not an
 // input, so its gradient silently accumulates over gradcheck's many backward passes (capture
 // x.detach() instead, or pass it in).
@@ -81,7 +86,9 @@ GradcheckResult gradcheck(const GradcheckFunction& fn, const std::vector<Tensor<
 // neighbouring R's plus a rounding floor, 2 epsilon (|f(x + h)| + |f(x - h)|) / 2h at its smaller
 // step; per output element the R with the smallest estimate is the numeric value. An element
 // passes when |analytic - numeric| <= tolerance_factor * (estimated error + epsilon * (|analytic|
-// + |numeric|)). A correct float op passes; a derivative off by 1% fails. Full Jacobian only (no
+// + |numeric|)), where the spread part of the estimate is bounded by 0.1% of |numeric| (a
+// function with jumps between the steps must not widen the tolerance without limit). A correct
+// float op passes; a derivative off by 1% fails, whatever the estimate. Full Jacobian only (no
 // fast mode); ten forwards per input element.
 struct Float32GradcheckOptions {
   // How many estimated errors a difference may be. 8 leaves a margin: with 1 a few correct

@@ -16,7 +16,7 @@ Embedding<T>::Embedding(std::size_t num_embeddings, std::size_t embedding_dim, G
                      std::to_string(num_embeddings) + " embeddings");
   }
   if (padding_idx) padding_idx_ = *padding_idx < 0 ? *padding_idx + num : *padding_idx;
-  weight_ = this->register_parameter("weight", Tensor<T>::zeros({num_embeddings, embedding_dim}));
+  this->register_parameter("weight", weight_, Tensor<T>::zeros({num_embeddings, embedding_dim}));
   init::normal_(weight_, 0.0, 1.0, gen);
   if (padding_idx_) xt::view(weight_.mutable_value(), *padding_idx_, xt::all()) = T(0);
 }

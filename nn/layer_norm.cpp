@@ -12,8 +12,8 @@ LayerNorm<T>::LayerNorm(Shape normalized_shape, double eps, bool elementwise_aff
     throw ShapeError("LayerNorm: normalized_shape [] is empty; it must name at least one axis");
   check_layer_norm_eps(eps, "LayerNorm" + format_shape(normalized_shape_));  // the op's rule
   if (elementwise_affine) {
-    weight_ = this->register_parameter("weight", Tensor<T>::ones(normalized_shape_));
-    bias_ = this->register_parameter("bias", Tensor<T>::zeros(normalized_shape_));
+    this->register_parameter("weight", weight_, Tensor<T>::ones(normalized_shape_));
+    this->register_parameter("bias", bias_, Tensor<T>::zeros(normalized_shape_));
   }
 }
 

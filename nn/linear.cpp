@@ -15,10 +15,10 @@ Linear<T>::Linear(std::size_t in_features, std::size_t out_features, Generator& 
     throw ValueError("Linear: in_features and out_features must be positive, got " + std::to_string(in_features) +
                      " and " + std::to_string(out_features));
   }
-  weight_ = this->register_parameter("weight", Tensor<T>::zeros({out_features, in_features}));
+  this->register_parameter("weight", weight_, Tensor<T>::zeros({out_features, in_features}));
   init::kaiming_uniform_(weight_, gen, std::sqrt(5.0));
   if (bias) {
-    bias_ = this->register_parameter("bias", Tensor<T>::zeros({out_features}));
+    this->register_parameter("bias", bias_, Tensor<T>::zeros({out_features}));
     const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
     init::uniform_(bias_, -bound, bound, gen);
   }

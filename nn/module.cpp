@@ -63,7 +63,14 @@ Tensor<T> Module<T>::register_parameter(const std::string& name, Tensor<T> value
   value.set_requires_grad(true);
   if (value.name().empty()) value.set_name(name);  // a tied tensor keeps its first name in messages
   parameters_.emplace_back(name, value);
+  parameter_slots_.push_back(nullptr);
   return value;
+}
+
+template <class T>
+void Module<T>::register_parameter(const std::string& name, Tensor<T>& slot, Tensor<T> value) {
+  slot = register_parameter(name, std::move(value));
+  parameter_slots_.back() = &slot;
 }
 
 template <class T>

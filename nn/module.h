@@ -61,6 +61,8 @@ namespace tapegrad::nn {
 
 template <class T> using StateDict = std::map<std::string, xt::xarray<T>>;
 
+template <class T> class ParameterSubstitution;  // nn/functional_call.h
+
 // What a non-strict load_state_dict did not match (a strict load throws instead).
 struct LoadResult {
   std::vector<std::string> missing_keys;
@@ -133,6 +135,11 @@ class Module {
   // returns the handle to keep. Registering a tensor that is already another module's parameter
   // ties the two: they are one parameter from then on.
   Tensor<T> register_parameter(const std::string& name, Tensor<T> value);
+  // The same, storing the handle in `slot`, the member of this module that forward reads the
+  // parameter from: nn::functional_call (nn/functional_call.h) can then put another tensor there
+  // for one call. A parameter registered by the overload above keeps no slot, and functional_call
+  // refuses to substitute it.
+  void register_parameter(const std::string& name, Tensor<T>& slot, Tensor<T> value);
   // ValueError when `child` is this module or contains it (the tree would be infinite).
   template <class M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> child) {
@@ -152,7 +159,10 @@ class Module {
   void append_summary(const std::string& name, std::size_t depth, std::string& out) const;
   Tensor<T> apply_hooks(std::span<const Tensor<T>> inputs, Tensor<T> output);
 
+  friend class ParameterSubstitution<T>;  // swaps parameters_ entries and their slots
+
   std::vector<std::pair<std::string, Tensor<T>>> parameters_;
+  std::vector<Tensor<T>*> parameter_slots_;  // parameters_[i]'s slot (see register_parameter), or null
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   std::vector<std::pair<std::string, Generator*>> generators_;
   bool training_ = true;

@@ -9,6 +9,7 @@
 #include "autograd/kernels/parallel.h"
 #include "examples/copy_task/copy_task.h"
 #include "examples/copy_task/model_size.h"
+#include "nn/functional_call.h"
 #include "tests/support/reference.h"
 #include "tests/support/thread_count.h"
 
@@ -201,10 +202,17 @@ TEST(CopyTask, HessianVectorProductOfTheLossMatchesDifferencesOfItsGradient) {
   const auto model = copy_task::make_model<double>(config, init);
   const copy_task::Batch batch =
       copy_task::make_batch(copy_task::random_sequences(3, config.seq_len, config.vocab, data));
-  const TensorFunction<double> loss = [&](const std::vector<Tensor<double>>&) {
+  std::vector<std::string> names;
+  std::vector<Tensor<double>> theta;  // handles: moving one moves the model
+  for (const auto& [name, p] : model->named_parameters()) {
+    names.push_back(name);
+    theta.push_back(p);
+  }
+  // The loss as a function of the parameters it is given (nn/functional_call.h).
+  const TensorFunction<double> loss = [&](const std::vector<Tensor<double>>& p) {
+    const nn::ParameterSubstitution<double> substituted(*model, names, p);
     return copy_task::batch_loss(*model, batch);
   };
-  std::vector<Tensor<double>> theta = model->parameters();  // handles: moving one moves the model
   std::vector<Tensor<double>> v;
   for (const auto& p : theta) v.push_back(Tensor<double>::uniform(p.shape(), data, -1.0, 1.0));
 

@@ -1,3 +1,5 @@
+#include <cstring>
+
 #include <gtest/gtest-spi.h>
 
 #include "autograd/custom_op.h"
@@ -283,6 +285,77 @@ TEST(GradcheckFloat32, FailsADerivativeOffByOnePercent) {
   // The worst element is off by 1% of a number of order one; the error estimate is far below.
   EXPECT_LT(result.worst->numeric_error, 1e-3) << result.message;
   EXPECT_TRUE(contains(result.message, "float32 mode")) << result.message;
+}
+
+TEST(GradcheckFloat32, AFunctionWithJumpsBetweenStepsCannotWidenTheToleranceToPassAWrongDerivative) {
+  // x^3 plus a deterministic jitter of 1e-3 that jumps with every bit of x, and a backward 30%
+  // off: the spread of the extrapolations is large, and must not become the tolerance.
+  const auto jittery_cube = [](const Inputs32& in) {
+    const Tensor<float> x = in[0];
+    xt::xarray<float> y = x.value() * x.value() * x.value();
+    for (std::size_t e = 0; e < y.size(); ++e) {
+      std::uint32_t bits;
+      std::memcpy(&bits, x.value().data() + e, sizeof bits);
+      y.data()[e] += 1e-3f * static_cast<float>((bits * 2654435761u) % 1000u) / 1000.0f;
+    }
+    return custom_op("jittery_cube", std::move(y),
+                     [x](const xt::xarray<float>& g, const xt::xarray<float>&) {
+                       add_gradient(x, xt::xarray<float>(g * 3.9f * x.value() * x.value()));
+                     },
+                     x);
+  };
+  const auto result = gradcheck(jittery_cube, {random_float({2, 3}, 9)});
+  EXPECT_FALSE(result.ok) << "a derivative 30% off passed";
+}
+
+// ---- functions gradcheck cannot judge, and empty Jacobians -----------------------------------
+
+TEST(GradcheckDeterminism, ANoisyFunctionIsRefusedInBothPrecisions) {
+  // Noise drawn anew on every call, and a backward 30% off: finite differences of the noise
+  // would decide the verdict (float32 mode used to pass it).
+  Generator noise(5);
+  const auto noisy32 = [&noise](const Inputs32& in) {
+    return cube(in[0], 3.9) + Tensor<float>::uniform(in[0].shape(), noise, -1e-2f, 1e-2f);
+  };
+  EXPECT_TRUE(throws_with<ValueError>([&] { gradcheck(noisy32, {random_float({2, 3}, 1)}); },
+                                      {"gradcheck: the function is not deterministic", "output element ["}));
+  const auto noisy64 = [&noise](const Inputs& in) {
+    return cube(in[0], 3.0) + Tensor<double>::uniform(in[0].shape(), noise, -1e-9, 1e-9);
+  };
+  EXPECT_TRUE(throws_with<ValueError>([&] { gradcheck(noisy64, {random_tensor({2, 3}, 1)}); },
+                                      {"gradcheck: the function is not deterministic"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { gradcheck(noisy64, {random_tensor({2, 3}, 1)}, {.fast_mode = true}); },
+                                      {"gradcheck: the function is not deterministic"}));
+}
+
+// A function whose result has 3 elements when x[0] is above 0.25 and 2 otherwise.
+template <class T>
+Tensor<T> shape_follows_value(const std::vector<Tensor<T>>& in) {
+  return in[0].value()(0) > T(0.25) ? in[0] * T(2) : slice(in[0], 0, 0, 2) * T(2);
+}
+
+TEST(GradcheckShapes, AResultWhoseShapeChangesUnderAStepIsNamedWithBothShapes) {
+  const Tensor<double> x(xt::xarray<double>{0.25, 0.5, 0.75}, true);
+  EXPECT_TRUE(throws_with<ShapeError>([&] { gradcheck(shape_follows_value<double>, {x}); },
+                                      {"gradcheck: the function's result has shape [3] with input 0 moved by a "
+                                       "finite-difference step but [2] at the inputs as given"}));
+  const Tensor<float> x32(xt::xarray<float>{0.25f, 0.5f, 0.75f}, true);
+  EXPECT_TRUE(throws_with<ShapeError>([&] { gradcheck(shape_follows_value<float>, {x32}); },
+                                      {"gradcheck: the function's result has shape [3]", "but [2]"}));
+  EXPECT_EQ(x.value()(0), 0.25);  // put back after the refusal
+}
+
+TEST(GradcheckEmpty, AnInputWithNoElementsHasNothingToCompareAndPasses) {
+  const auto f = [](const Inputs& in) { return cube(in[1], 3.0) * (sum(in[0]) + 1.0); };
+  EXPECT_GRADCHECK(f, {random_tensor({0}, 1), random_tensor({2}, 2)});
+  EXPECT_GRADCHECK(f, {random_tensor({0}, 1), random_tensor({2}, 2)}, {.fast_mode = true});
+  EXPECT_GRADCHECK([](const Inputs32& in) { return cube(in[0], 3.0); }, {random_float({0, 3}, 3)});
+}
+
+TEST(GradcheckEmpty, GradgradcheckOfAnEmptyResultPasses) {
+  // J^T v with v of no elements is identically 0.
+  EXPECT_GRADGRADCHECK([](const Inputs& in) { return slice(graph_cube(in[0], false), 0, 0, 0); },
+                       {random_tensor({3}, 4)});
 }
 
 // ---- the GoogleTest macros -------------------------------------------------------------------

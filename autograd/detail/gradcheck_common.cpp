@@ -133,10 +133,30 @@ void validate_inputs(const std::vector<Tensor<T>>& inputs, const char* who) {
 }
 
 template <class T>
-Shape checked_output_shape(const CheckedFunction<T>& fn, const std::vector<Tensor<T>>& inputs) {
-  const Tensor<T> output = fn(inputs);
-  require_defined(output, "gradcheck", "the function's result");
-  return output.shape();
+Shape deterministic_output_shape(const CheckedFunction<T>& fn, const std::vector<Tensor<T>>& inputs) {
+  const Tensor<T> first = fn(inputs);
+  require_defined(first, "gradcheck", "the function's result");
+  const Tensor<T> second = fn(inputs);
+  require_defined(second, "gradcheck", "the function's result");
+  require_output_shape(first.shape(), second.shape(), "a second call at the same inputs");
+  const auto& a = first.value();
+  const auto& b = second.value();
+  for (std::size_t e = 0; e < a.size(); ++e) {
+    if (std::memcmp(a.data() + e, b.data() + e, sizeof(T)) == 0) continue;
+    throw ValueError("gradcheck: the function is not deterministic: two calls at the same inputs returned " +
+                     format_number(a.data()[e]) + " and " + format_number(b.data()[e]) + " at output element " +
+                     format_index(e, first.shape()) + " of shape " + format_shape(first.shape()) +
+                     "; finite differences would read that noise as derivative, so gradcheck cannot judge it. "
+                     "Reseed any Generator inside the function, or keep it out");
+  }
+  return first.shape();
+}
+
+void require_output_shape(const Shape& expected, const Shape& actual, const std::string& moved) {
+  if (actual == expected) return;
+  throw ShapeError("gradcheck: the function's result has shape " + format_shape(actual) + " with " + moved +
+                   " but " + format_shape(expected) + " at the inputs as given; a Jacobian needs a result whose "
+                   "shape does not depend on the input values");
 }
 
 template <class T>
@@ -183,10 +203,12 @@ std::optional<std::string> check_accumulation_and_integrity(const CheckedFunctio
 }
 
 template <class T>
-AnalyticJacobian analytic_jacobian(const CheckedFunction<T>& fn, const std::vector<Tensor<T>>& inputs) {
+AnalyticJacobian analytic_jacobian(const CheckedFunction<T>& fn, const std::vector<Tensor<T>>& inputs,
+                                   const Shape& output_shape) {
   GradientTape tape(/*persistent=*/true);
   const Tensor<T> output = fn(inputs);
   require_defined(output, "gradcheck", "the function's result");
+  require_output_shape(output_shape, output.shape(), "a tape recording it");
   const std::size_t out_numel = output.numel();
   AnalyticJacobian jacobian{output.shape(), std::vector<xt::xarray<double>>(inputs.size()),
                             std::vector<std::string>(inputs.size())};
@@ -204,7 +226,7 @@ AnalyticJacobian analytic_jacobian(const CheckedFunction<T>& fn, const std::vect
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       if (!inputs[i].requires_grad() || !inputs[i].has_grad()) continue;  // no path: a zero row
       const auto& g = inputs[i].grad();
-      std::copy(g.data(), g.data() + g.size(), &jacobian.blocks[i](o, 0));
+      std::copy(g.data(), g.data() + g.size(), jacobian.blocks[i].data() + o * g.size());  // row o
     }
   }
   for (const auto& x : inputs) x.node()->clear_grad();
@@ -263,11 +285,12 @@ GradcheckResult report(const WorstElement& worst, const AnalyticJacobian& analyt
 #define TAPEGRAD_GRADCHECK_INSTANTIATE(T)                                                                        \
   template std::string input_label<T>(std::size_t, const Tensor<T>&);                                         \
   template void validate_inputs<T>(const std::vector<Tensor<T>>&, const char*);                                \
-  template Shape checked_output_shape<T>(const CheckedFunction<T>&, const std::vector<Tensor<T>>&);              \
+  template Shape deterministic_output_shape<T>(const CheckedFunction<T>&, const std::vector<Tensor<T>>&);        \
   template void require_jacobian_fits<T>(const Shape&, const std::vector<Tensor<T>>&);                         \
   template std::optional<std::string> check_accumulation_and_integrity<T>(const CheckedFunction<T>&,            \
                                                                           const std::vector<Tensor<T>>&);       \
-  template AnalyticJacobian analytic_jacobian<T>(const CheckedFunction<T>&, const std::vector<Tensor<T>>&);     \
+  template AnalyticJacobian analytic_jacobian<T>(const CheckedFunction<T>&, const std::vector<Tensor<T>>&,      \
+                                                 const Shape&);                                                 \
   template GradcheckResult report<T>(const WorstElement&, const AnalyticJacobian&, const std::vector<Tensor<T>>&, \
                                      double, const std::string&);
 TAPEGRAD_GRADCHECK_INSTANTIATE(float)

@@ -24,10 +24,17 @@ std::string input_label(std::size_t i, const Tensor<T>& t);
 template <class T>
 void validate_inputs(const std::vector<Tensor<T>>& inputs, const char* who);
 
-// The function's output shape, from one plain forward; ValueError when the function returns an
-// undefined tensor.
+// The function's output shape, from two plain forwards at the inputs as given. ValueError when
+// the function returns an undefined tensor, or results that differ in a bit: finite differences
+// of a function that is not deterministic read its noise as derivative. ShapeError naming both
+// shapes when their shapes differ.
 template <class T>
-Shape checked_output_shape(const CheckedFunction<T>& fn, const std::vector<Tensor<T>>& inputs);
+Shape deterministic_output_shape(const CheckedFunction<T>& fn, const std::vector<Tensor<T>>& inputs);
+
+// ShapeError naming gradcheck and both shapes unless `actual`, the shape of the function's result
+// with `moved` (e.g. "input 0 moved by a finite-difference step"), is `expected`, its shape at the
+// inputs as given: a Jacobian needs a result shape that does not depend on the input values.
+void require_output_shape(const Shape& expected, const Shape& actual, const std::string& moved);
 
 // ValueError when the Jacobians [output elements, checked input elements] cannot fit in memory.
 template <class T>
@@ -41,14 +48,16 @@ template <class T>
 std::optional<std::string> check_accumulation_and_integrity(const CheckedFunction<T>& fn,
                                                             const std::vector<Tensor<T>>& inputs);
 
-// The analytic Jacobian, one backward per output element with a one-hot seed.
+// The analytic Jacobian, one backward per output element with a one-hot seed. An input with no
+// elements has an empty block (nothing to compare: it passes).
 struct AnalyticJacobian {
   Shape output_shape;
   std::vector<xt::xarray<double>> blocks;  // per input: [numel(output), numel(input)]; empty when not checked
   std::vector<std::string> read_by;        // per input: the ops that read it directly, with call sites
 };
 template <class T>
-AnalyticJacobian analytic_jacobian(const CheckedFunction<T>& fn, const std::vector<Tensor<T>>& inputs);
+AnalyticJacobian analytic_jacobian(const CheckedFunction<T>& fn, const std::vector<Tensor<T>>& inputs,
+                                   const Shape& output_shape);
 
 // Numeric Jacobian columns: numeric[i][e] is d output / d input i element e, flattened (empty
 // for inputs not checked).

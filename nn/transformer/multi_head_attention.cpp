@@ -47,7 +47,7 @@ MultiHeadAttention<T>::MultiHeadAttention(std::size_t d_model, std::size_t h, Ge
   // Registered in the seed's order (W_k, W_q, W_v) so named_parameters() lists them as PyTorch does.
   const double bound = std::sqrt(6.0 / static_cast<double>(d_model + d_k_));  // xavier_uniform of one head
   for (auto [name, param] : {std::pair<const char*, Tensor<T>*>{"W_k", &W_k_}, {"W_q", &W_q_}, {"W_v", &W_v_}}) {
-    *param = this->register_parameter(name, Tensor<T>::zeros({h, d_model, d_k_}));
+    this->register_parameter(name, *param, Tensor<T>::zeros({h, d_model, d_k_}));
     init::uniform_(*param, -bound, bound, gen);
   }
   scaled_dot_product_attention_ =

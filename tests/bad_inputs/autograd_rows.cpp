@@ -148,6 +148,19 @@ BAD_INPUT_ROW(Autograd, gradcheck_float32_nan_tolerance_factor, ValueError,
               "tolerance_factor", "nan")
 BAD_INPUT_ROW(Autograd, gradcheck_nan_rtol, ValueError, (gradcheck(identity, {leaf({2})}, {.rtol = nan})), "gradcheck",
               "rtol", "nan")
+BAD_INPUT_ROW(Autograd, gradcheck_not_deterministic, ValueError, ([] {
+                Generator noise(1);
+                const auto noisy = [&noise](const std::vector<Tensor<double>>& x) {
+                  return x[0] + Tensor<double>::uniform({2}, noise);
+                };
+                gradcheck(noisy, {leaf({2})});
+              }()),
+              "gradcheck: the function is not deterministic")
+BAD_INPUT_ROW(Autograd, gradcheck_result_shape_changes, ShapeError,
+              (gradcheck([](const std::vector<Tensor<double>>& x) { return x[0].value()(0) > 1.0 ? x[0] * 1.0 : sum(x[0]); },
+                         {leaf({2})})),
+              "gradcheck: the function's result has shape [2] with input 0 moved by a finite-difference step but [] "
+              "at the inputs as given")
 
 }  // namespace
 }  // namespace tapegrad::bad_inputs

@@ -4,6 +4,7 @@
 #include "nn/containers.h"
 #include "nn/dropout.h"
 #include "nn/embedding.h"
+#include "nn/functional_call.h"
 #include "nn/init.h"
 #include "nn/label_smoothing.h"
 #include "nn/labml/multi_head_attention.h"
@@ -46,6 +47,16 @@ tf::TransformerEncoder<double> small_encoder() { return {5, 6, 0, 4, 1, 8, 2, 0.
 tf::Transformer<double> small_transformer() { return {5, 5, 6, 0, 4, 1, 8, 2, 0.0, 1e-5, gen()}; }
 
 // ---- layers ---------------------------------------------------------------------------------
+BAD_INPUT_ROW(Nn, functional_call_unknown_name, ValueError, ([] {
+                Linear<double> linear(3, 2, gen());
+                functional_call(linear, {"wieght"}, std::vector{zeros({2, 3})}, zeros({1, 3}));
+              }()),
+              "functional_call: Linear has no parameter 'wieght'; its parameters are 'weight', 'bias'")
+BAD_INPUT_ROW(Nn, functional_call_wrong_shape, ShapeError, ([] {
+                Linear<double> linear(3, 2, gen());
+                functional_call(linear, {"weight"}, std::vector{zeros({3, 2})}, zeros({1, 3}));
+              }()),
+              "functional_call: the tensor for parameter 'weight' has shape [3,2] but the parameter is [2,3]")
 BAD_INPUT_ROW(Nn, linear_zero_in_features, ValueError, (Linear<double>(0, 3, gen())), "Linear", "in_features", "got 0")
 BAD_INPUT_ROW(Nn, linear_input_last_dim, ShapeError, (Linear<double>(3, 2, gen())(zeros({4, 5}))), "Linear(3, 2)",
               "[4,5]")

@@ -204,6 +204,23 @@ BAD_INPUT_ROW(Tape, hessian_vector_product_v_wrong_shape, ShapeError,
               (hessian_vector_product<double>([](const std::vector<Tensor<double>>& p) { return sum(p[0]); }, {leaf({2})},
                                               {zeros({2, 1})})),
               "hessian_vector_product: v[0] has shape [2,1] but input 0 is [2]")
+BAD_INPUT_ROW(Tape, functional_unused_input, ValueError,
+              (grad<double>([](const std::vector<Tensor<double>>& p) { return sum(p[0]); }, {leaf({2}), leaf({3})})),
+              "grad: the function's result does not depend on input 1 [3]", "allow_unused")
+BAD_INPUT_ROW(Tape, functional_no_inputs, ValueError,
+              (jvp<double>([](const std::vector<Tensor<double>>&) { return zeros({2}); }, {}, {})),
+              "jvp: no inputs; give at least one tensor to differentiate with respect to")
+BAD_INPUT_ROW(Tape, functional_under_no_grad_guard, TapeError, ([] {
+                const NoGradGuard paused;
+                grad<double>([](const std::vector<Tensor<double>>& p) { return sum(p[0]); }, {leaf({2})});
+              }()),
+              "grad: called while recording is paused on this thread (under a NoGradGuard")
+BAD_INPUT_ROW(Tape, functional_create_graph_outer_intermediate, TapeError, ([] {
+                GradientTape outer;
+                const auto h = exp(leaf({2}));
+                grad<double>([](const std::vector<Tensor<double>>& p) { return sum(p[0]); }, {h}, {.create_graph = true});
+              }()),
+              "grad: input 0 [2] is an intermediate", "create_graph", "detach()")
 BAD_INPUT_ROW(Tape, gradgradcheck_no_input_requires_grad, ValueError,
               (gradgradcheck([](const std::vector<Tensor<double>>& p) { return p[0]; }, {zeros({2})})),
               "gradgradcheck: no input requires a gradient")

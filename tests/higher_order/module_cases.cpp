@@ -15,6 +15,7 @@
 #include "nn/containers.h"
 #include "nn/dropout.h"
 #include "nn/embedding.h"
+#include "nn/functional_call.h"
 #include "nn/label_smoothing.h"
 #include "nn/labml/multi_head_attention.h"
 #include "nn/labml/prepare_for_multi_head_attention.h"
@@ -55,15 +56,21 @@ void rewind_generators(nn::Module<double>& m) {
 }
 
 // A module's case: the inputs are the tensors `tensors()` makes (fresh leaves), then every
-// parameter of the module. fn and inputs share the module, so when gradcheck moves a parameter's
-// value in place the module computes with the moved value; the checks restore every value exactly.
+// parameter of the module, which fn puts in place of the module's own for the call
+// (nn::ParameterSubstitution): gradcheck passes the module's own tensors and moves their values in
+// place, the functional transforms pass variables of their own. The checks restore every value
+// exactly.
 template <class M>
 OpCase module_case(std::string name, std::shared_ptr<M> module,
                    std::type_identity_t<std::function<Tensor<double>(M&, const V&)>> run,
                    std::function<V()> tensors = [] { return V{}; }) {
+  std::vector<std::string> names;
+  for (const auto& [parameter_name, p] : module->named_parameters()) names.push_back(parameter_name);
   return {std::move(name),
-          [module, run](const V& x) {
+          [module, run, names](const V& x) {
             rewind_generators(*module);
+            const V parameters(x.end() - static_cast<std::ptrdiff_t>(names.size()), x.end());
+            const nn::ParameterSubstitution<double> substituted(*module, names, parameters);
             return run(*module, x);
           },
           [module, tensors] { return with_parameters(tensors(), *module); }};
