@@ -92,11 +92,6 @@ struct Recorded {
       throw ValueError(std::string(op) + ": no inputs; give at least one tensor to differentiate with respect to");
     }
     if (!f) throw ValueError(std::string(op) + ": the function is empty");
-    if (!is_recording()) {
-      throw TapeError(std::string(op) + ": called while recording is paused on this thread (under a NoGradGuard, "
-                      "or from a gradient hook while a backward walk runs), so the function's ops cannot be "
-                      "recorded and differentiated; call " + op + " outside the NoGradGuard's scope");
-    }
     variables = own_variables(op, inputs, options.create_graph);
     out = f(variables);
     require_defined(out, op, "the function's result");

@@ -32,9 +32,10 @@
 //   inputs.
 // - An empty input list is a ValueError (torch.autograd.grad refuses it too: there is nothing to
 //   differentiate with respect to).
-// - Recording must be on: a call under NoGradGuard, or from a gradient hook while a backward walk
-//   runs, throws TapeError (PyTorch's functional API turns recording back on inside; tapegrad has
-//   no guard that does that).
+// - A call under NoGradGuard, or from a gradient hook while a backward walk runs, works: the
+//   transform's own tape records (a tape made inside a NoGradGuard does, autograd/tape.h), as
+//   PyTorch's functional API turns recording back on inside. Its create_graph results are then
+//   recorded on that tape only, not on the paused ones outside.
 //
 // jvp is forward mode by the double-vjp construction, not a separate forward pass: with w a
 // placeholder of f's output shape, J^T w is computed with create_graph, and J u is the gradient

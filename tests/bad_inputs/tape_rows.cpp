@@ -210,11 +210,6 @@ BAD_INPUT_ROW(Tape, functional_unused_input, ValueError,
 BAD_INPUT_ROW(Tape, functional_no_inputs, ValueError,
               (jvp<double>([](const std::vector<Tensor<double>>&) { return zeros({2}); }, {}, {})),
               "jvp: no inputs; give at least one tensor to differentiate with respect to")
-BAD_INPUT_ROW(Tape, functional_under_no_grad_guard, TapeError, ([] {
-                const NoGradGuard paused;
-                grad<double>([](const std::vector<Tensor<double>>& p) { return sum(p[0]); }, {leaf({2})});
-              }()),
-              "grad: called while recording is paused on this thread (under a NoGradGuard")
 BAD_INPUT_ROW(Tape, functional_create_graph_outer_intermediate, TapeError, ([] {
                 GradientTape outer;
                 const auto h = exp(leaf({2}));
