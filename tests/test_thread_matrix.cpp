@@ -5,6 +5,7 @@
 // total is exact in whatever order the threads add.
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -142,7 +143,7 @@ TEST(ThreadMatrix, ConcurrentBackwardIntoOneLinearsParametersAddsEveryWalk) {
   Generator gen(3);
   nn::Linear<double> lin(3, 2, gen);
   on_threads([&](int t) {
-    const Tensor<double> x(xt::ones<double>({1, 3}));
+    const Tensor<double> x(Array(xt::ones<double>({1, 3})));
     for (int w = 0; w < kWalks; ++w) {
       GradientTape tape;
       tape.backward(sum(lin(x)) * static_cast<double>(t + 1));
@@ -164,7 +165,7 @@ TEST(ThreadMatrix, ZeroGradBesideConcurrentBackwardLeavesAWholeNumberOfWalks) {
     while (walking) lin.zero_grad();
   });
   on_threads([&](int) {
-    const Tensor<double> x(xt::ones<double>({1, 3}));
+    const Tensor<double> x(Array(xt::ones<double>({1, 3})));
     for (int w = 0; w < kWalks; ++w) {
       GradientTape tape;
       tape.backward(sum(lin(x)));
