@@ -6,10 +6,9 @@
 // create_graph then the gradient of the sum of its results; and nn::Linear with forward and
 // output-gradient hooks. PyTorch computes every gradient, hook call count and observed gradient;
 // tapegrad replays each case and must agree to 1e-12 (relative; absolute below 1).
-#include <sys/wait.h>
-
 #include <cmath>
-#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <set>
@@ -25,6 +24,7 @@
 #include "autograd/tape.h"
 #include "nn/linear.h"
 #include "tests/support/reference.h"
+#include "tests/support/temp_dir.h"
 
 namespace tapegrad {
 namespace {
@@ -39,17 +39,15 @@ constexpr int kCases = 40;
 // must not vanish from CI unnoticed.
 const Json& pytorch_cases() {
   static const Json cases = [] {
-    const std::string command = "/usr/bin/python3 -W ignore " HOOK_CASES_PY " " + std::to_string(kCases);
-    FILE* pipe = ::popen(command.c_str(), "r");
-    if (pipe == nullptr) throw std::runtime_error("popen failed: " + command);
-    std::string out;
-    char buffer[65536];
-    for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
-    const int status = ::pclose(pipe);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      throw std::runtime_error(command + " failed (python3-torch is a test dependency):\n" + out);
+    const testing_support::TempDir dir("hook_cases");
+    const auto path = dir.path() / "cases.json";
+    const std::string command =
+        "/usr/bin/python3 -W ignore " HOOK_CASES_PY " " + std::to_string(kCases) + " > '" + path.string() + "'";
+    if (std::system(command.c_str()) != 0) {
+      throw std::runtime_error(command + " failed (python3-torch is a test dependency)");
     }
-    return Json::parse(out);
+    std::ifstream in(path);
+    return Json::parse(in);
   }();
   return cases;
 }
