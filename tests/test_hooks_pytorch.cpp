@@ -11,12 +11,10 @@
 #include <fstream>
 #include <memory>
 #include <optional>
-#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include <gtest/gtest-spi.h>
 #include <nlohmann/json.hpp>
 #include <xtensor/xadapt.hpp>
 
@@ -273,28 +271,8 @@ void replay_module(const Json& c) {
   }
 }
 
-// Known disagreements, which must still disagree (then drop them from here). When a forward hook
-// returns a leaf of the user's that is not among the module's inputs, the output-gradient hooks
-// are registered on that leaf itself, once more on every call: with two calls and hooks (observe,
-// scale by c), the leaf's hooks are (observe, scale, observe, scale), run once on the leaf's whole
-// gradient G, so it gets c^2 G and the observer sees G and c G, where PyTorch's hooks see each
-// call's output gradient (g2 then g1, the observer) and the leaf gets c G.
-const std::set<std::string> kKnownModuleDisagreements = {"forward_hook_returns_a_leaf"};
-
 TEST(HooksAgainstPyTorch, LinearModuleHookCases) {
-  for (const auto& c : pytorch_cases()["module_cases"]) {
-    if (!kKnownModuleDisagreements.contains(c["name"].get<std::string>())) {
-      replay_module(c);
-      continue;
-    }
-    ::testing::TestPartResultArray failures;
-    {
-      const ::testing::ScopedFakeTestPartResultReporter intercept(
-          ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &failures);
-      replay_module(c);
-    }
-    EXPECT_GT(failures.size(), 0) << c["name"] << " now agrees with PyTorch: remove it from kKnownModuleDisagreements";
-  }
+  for (const auto& c : pytorch_cases()["module_cases"]) replay_module(c);
 }
 
 }  // namespace
