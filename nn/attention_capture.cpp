@@ -160,12 +160,7 @@ AttentionCapture<T> capture_attention(Module<T>& model, const RunLoss<T>& run_lo
         return std::nullopt;
       });
     }
-    GradientTape tape;
-    if (!is_recording()) {
-      throw ValueError("capture_attention: recording is paused on this thread (a NoGradGuard is alive, or a "
-                       "gradient hook is running in a backward); capture_attention records the forward to take "
-                       "its gradients: call it where recording is on");
-    }
+    GradientTape tape;  // records also under a NoGradGuard (a tape made inside one does)
     const Tensor<T> loss = run_loss();
     require_recorded_loss(loss);
     capture.loss = double(loss.item());

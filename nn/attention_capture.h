@@ -85,8 +85,8 @@ struct AttentionCapture {
 // capture's, so the capture sees what the model then uses. As any backward, it adds the batch's
 // gradients into the parameters' grad(). ValueError when the loss has more than one element or
 // requires no gradient (a constant, or computed under NoGradGuard or from detached values: it
-// must depend on what run_loss ran on the capture's tape), and when called where recording is
-// paused (under NoGradGuard).
+// must depend on what run_loss ran on the capture's tape). Under a NoGradGuard it works as
+// anywhere: the capture's own tape records (a tape made inside a guard does, autograd/tape.h).
 template <class T>
 AttentionCapture<T> capture_attention(Module<T>& model, const RunLoss<T>& run_loss);
 

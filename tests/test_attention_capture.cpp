@@ -120,6 +120,18 @@ TEST(AttentionCapture, LabmlRecordIsItsAttentionMapInTheCanonicalLayout) {
   EXPECT_FALSE(m.mha.has_attention_probes());
 }
 
+TEST(AttentionCapture, UnderNoGradGuardTheCapturesOwnTapeRecordsTheSameRecord) {
+  Labml m;
+  const LossFn run = [&] { return m.loss(); };
+  const auto expected = nn::capture_attention<double>(m.mha, run);
+  const NoGradGuard paused;
+  const auto under_guard = nn::capture_attention<double>(m.mha, run);
+  ASSERT_EQ(under_guard.records.size(), 1u);
+  EXPECT_EQ(under_guard.at("").weights, expected.at("").weights);
+  EXPECT_EQ(under_guard.at("").weights_grad, expected.at("").weights_grad);
+  EXPECT_EQ(under_guard.loss, expected.loss);
+}
+
 TEST(AttentionCapture, MhaRecordIsItsAttentionWeights) {
   Generator gen(21);
   nn::mha::MultiHeadAttention<double> mha(4, 2, gen, 0.1);

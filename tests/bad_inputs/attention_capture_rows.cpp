@@ -49,12 +49,6 @@ BAD_INPUT_ROW(Nn, capture_attention_constant_loss, ValueError, ([] {
                 capture_attention(mha, [] { return zeros({}); });
               }()),
               "capture_attention", "requires no gradient", "run_loss must run the model's forward")
-BAD_INPUT_ROW(Nn, capture_attention_under_no_grad, ValueError, ([] {
-                Labml mha(2, 4, gen());
-                NoGradGuard no_grad;
-                capture_attention(mha, [&] { return sum(mha(zeros({3, 1, 4}), zeros({3, 1, 4}), zeros({3, 1, 4}))); });
-              }()),
-              "capture_attention", "recording is paused", "NoGradGuard")
 BAD_INPUT_ROW(Nn, check_softmax_backward_mask_shape, ShapeError,
               (check_softmax_backward<double>(xt::zeros<double>({1, 2, 3, 3}), xt::zeros<double>({1, 2, 3, 3}),
                                               xt::zeros<double>({1, 2, 3, 3}), Mask(xt::ones<bool>({3, 3})))),
