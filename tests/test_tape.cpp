@@ -152,6 +152,21 @@ TEST(Tape, NoGradGuardPausesRecording) {
   EXPECT_EQ(tape.size(), 0u);
 }
 
+TEST(Tape, ATapeMadeInsideANoGradGuardRecordsAndThePausedOneDoesNot) {
+  const auto x = scalar(2.0);
+  GradientTape outer;
+  NoGradGuard pause;
+  EXPECT_FALSE(is_recording());
+  {
+    GradientTape inner;
+    EXPECT_TRUE(is_recording());
+    inner.backward(x * x * x);
+    EXPECT_DOUBLE_EQ(x.grad()(0), 12.0);
+  }
+  EXPECT_FALSE(is_recording());
+  EXPECT_EQ(outer.size(), 0u);
+}
+
 TEST(Tape, NestedTapesBothRecordAndEachCanRunBackward) {
   auto x = scalar(2.0);
   GradientTape outer;
