@@ -19,7 +19,8 @@
 //   reassociation of a handful of terms bounded by 16 can cost, and far below a gradient lost or
 //   counted twice;
 // - a leaf gradient untouched by the walk stays as it was; an intermediate keeps a gradient only
-//   when retained; gradient() changes no tensor's grad(); a lent seed is not written;
+//   when retained; gradient() changes no grad() but a retained intermediate's; a lent seed is not
+//   written;
 // - a hook runs exactly once per walk that reaches its tensor (for gradient(), a leaf's hook only
 //   when the leaf is a source), and never more than once in any walk;
 // - an op's result requires a gradient exactly when an input does and a tape is recording;
@@ -119,6 +120,7 @@ struct HookRecord {
   std::atomic<bool> registered{true};
   std::atomic<bool> registered_at_walk_start{true};
   std::atomic<bool> removed_by_another{false};  // during the current walk
+  std::atomic<bool> removed_itself{false};      // during the current walk
   std::atomic<int> calls{0};                    // in the current walk
 };
 
@@ -234,12 +236,15 @@ class Program {
     ++h.calls;
     switch (h.kind) {
       case kRemovesItself:
-        if (h.registered.exchange(false)) slots_[h.slot].tensor.remove_hook(h.id);
+        if (h.registered.exchange(false)) {
+          h.removed_itself = true;
+          slots_[h.slot].tensor.remove_hook(h.id);
+        }
         break;
       case kRemovesAnother: {
         HookRecord& other = *hooks_[h.argument % hooks_.size()];
         if (other.registered.exchange(false)) {
-          if (&other != &h) other.removed_by_another = true;
+          (&other == &h ? other.removed_itself : other.removed_by_another) = true;
           slots_[other.slot].tensor.remove_hook(other.id);
         }
         break;
@@ -304,6 +309,7 @@ class Program {
     for (auto& h : hooks_) {
       h->calls = 0;
       h->removed_by_another = false;
+      h->removed_itself = false;
       h->registered_at_walk_start = h->registered.load();
     }
   }
@@ -341,8 +347,12 @@ class Program {
     }
   }
 
+  // gradient() leaves every grad() as it was, except a retained intermediate's: routing.h's table
+  // keeps the walk's gradient there (as PyTorch 1.13's autograd.grad does), although tape.h says
+  // gradient() changes no grad().
   void check_unchanged(const char* walk, const std::vector<Grad>& before) const {
     for (std::size_t i = 0; i < before.size(); ++i) {
+      if (slots_[i].recorded && slots_[i].retained) continue;
       const Grad now = grad_of(slots_[i].tensor);
       if (now != before[i]) broken(std::string(walk) + " changed #" + std::to_string(i) + "'s grad() from " +
                                    describe(before[i]) + " to " + describe(now));
@@ -540,7 +550,7 @@ class Program {
       if (!h.registered_at_walk_start || h.removed_by_another) continue;
       const int calls = h.calls;
       const bool on_leaf = h.slot == *s;
-      const bool right = !on_leaf ? calls == 0 : h.kind == kRemovesItself ? calls >= 1 && calls <= int(count) : calls == int(count);
+      const bool right = !on_leaf ? calls == 0 : h.removed_itself ? calls >= 1 && calls <= int(count) : calls == int(count);
       if (!right) broken("threads: hook" + std::to_string(i) + " ran " + std::to_string(calls) + " times for " + std::to_string(count) + " walks");
     }
   }
