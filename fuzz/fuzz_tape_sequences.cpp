@@ -19,7 +19,7 @@
 //   reassociation of a handful of terms bounded by 16 can cost, and far below a gradient lost or
 //   counted twice;
 // - a leaf gradient untouched by the walk stays as it was; an intermediate keeps a gradient only
-//   when retained; gradient() changes no grad() but a retained intermediate's; a lent seed is not
+//   when retained, also after a walk that threw; gradient() changes no grad() but a retained intermediate's; a lent seed is not
 //   written;
 // - a hook runs exactly once per walk that reaches its tensor (for gradient(), a leaf's hook only
 //   when the leaf is a source), and never more than once in any walk;
@@ -157,9 +157,12 @@ class Program {
     if (slots_.empty()) return std::nullopt;
     return b % slots_.size();
   }
+  // A live tape (0 the outermost), named in the trace as "tape<i>:".
   GradientTape* tape() {
     const unsigned b = next();
-    return tapes_.empty() ? nullptr : tapes_[b % tapes_.size()].get();
+    if (tapes_.empty()) return nullptr;
+    trace_ += "tape" + std::to_string(b % tapes_.size()) + ":";
+    return tapes_[b % tapes_.size()].get();
   }
 
   // ---- properties ----
@@ -350,6 +353,15 @@ class Program {
   // gradient() leaves every grad() as it was, except a retained intermediate's: routing.h's table
   // keeps the walk's gradient there (as PyTorch 1.13's autograd.grad does), although tape.h says
   // gradient() changes no grad().
+  // routing.h's table: a walk that throws leaves no gradient on an intermediate it does not retain.
+  void check_cleared_after_throw(const char* walk) const {
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      const Grad now = grad_of(slots_[i].tensor);
+      if (slots_[i].recorded && !slots_[i].retained && now)
+        broken(std::string(walk) + " threw and left intermediate #" + std::to_string(i) + " a gradient, " + describe(now));
+    }
+  }
+
   void check_unchanged(const char* walk, const std::vector<Grad>& before) const {
     for (std::size_t i = 0; i < before.size(); ++i) {
       if (slots_[i].recorded && slots_[i].retained) continue;
@@ -424,7 +436,7 @@ class Program {
       else tape->backward(output, Array(ones));
     });
     if (ones != Array(xt::ones<double>(output.shape()))) broken("backward wrote into the seed it was lent");
-    if (!ok) return;
+    if (!ok) return check_cleared_after_throw("backward");
     const std::vector<bool> reached = reached_from(*target);
     check_hook_calls("backward", reached, [](std::size_t) { return true; });
 
@@ -476,7 +488,7 @@ class Program {
     start_walk();
     std::vector<Tensor<double>> got;
     if (!attempt("gradient", [&] { got = tape->gradient(slots_[*target].tensor, source_tensors, {.create_graph = create_graph}); }))
-      return;
+      return check_cleared_after_throw("gradient");
     check_unchanged("gradient", before);
     const std::vector<bool> reached = reached_from(*target);
     const auto is_source = [&](std::size_t i) { return std::find(sources.begin(), sources.end(), i) != sources.end(); };
