@@ -567,27 +567,24 @@ class Program {
     }
   }
 
+  // <slot> <op>: op % count picks one of the `count` ops of one tensor from `first` on.
+  void one_tensor_op(Op first, unsigned count) {
+    const auto a = slot();
+    const Op op = static_cast<Op>(static_cast<int>(first) + next() % count);
+    if (a) run_op(op, *a, *a);
+  }
+
   void execute(Opcode opcode) {
     switch (opcode) {
       case kLeaf: return make_leaf();
-      case kUnary: {
-        const auto a = slot();
-        const Op op = static_cast<Op>(static_cast<int>(Op::tanh) + next() % 4);
-        if (a) run_op(op, *a, *a);
-        return;
-      }
+      case kUnary: return one_tensor_op(Op::tanh, 4);
       case kBinary: {
         const auto a = slot(), b = slot();
         const Op op = static_cast<Op>(static_cast<int>(Op::add) + next() % 3);
         if (a && b) run_op(op, *a, *b);
         return;
       }
-      case kReduce: {
-        const auto a = slot();
-        const Op op = static_cast<Op>(static_cast<int>(Op::sum) + next() % 3);
-        if (a) run_op(op, *a, *a);
-        return;
-      }
+      case kReduce: return one_tensor_op(Op::sum, 3);
       case kPushTape: {
         const bool persistent = next() & 1;
         if (tapes_.size() == kMaxTapes) return;

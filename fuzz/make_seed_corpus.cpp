@@ -226,6 +226,21 @@ void tape_sequence_seeds(const fs::path& dir) {
                         0})},
       {"threads_into_a_hooked_leaf",
        with_two_leaves({kHook, 0, kArrayCopies, 0, kHook, 0, kRemovesItself, 0, kThreads, 0, 1, kThreads, 1, 0})},
+      // The inputs of what the fuzzer found (README.md, "What the fuzzers found"). Two threads walk
+      // into a leaf whose hook removes itself: one walk's total can be dropped (a race: it shows
+      // in about one run in thousands).
+      {"found_threads_while_a_hook_removes_itself",
+       tape_program({kPushTape, 0, kLeaf, 0, 0, 1, kHook, 0, kRemovesItself, 0, kThreads, 0, 1})},
+      // #1 = #0 / 2 under the outer tape; #2, on the inner tape too, adds into #1 without listing
+      // it; a backward on the inner tape drops that gradient (1 instead of 1.5).
+      {"found_unlisted_intermediate_not_on_the_tape",
+       tape_program({kPushTape, 0, kLeaf, 3, 0, 1, kUnary, 0, 3, kPushTape, 1, kUnlistedOp, 0, 1, kBackward, 1, 2, 0})},
+      // A backward on the inner tape throws (#1 is not on it) and leaves its seed in #2's grad().
+      {"found_failed_walk_leaves_the_seed",
+       tape_program({kPushTape, 0, kLeaf, 0, 0, 1, kBinary, 0, 0, 2, kPushTape, 0, kUnary, 1, 0, kBackward, 1, 2, 1})},
+      // gradient() sets a retained intermediate's grad(), which tape.h says it does not change.
+      {"found_gradient_sets_a_retained_grad",
+       tape_program({kPushTape, 0, kLeaf, 1, 9, 1, kUnary, 0, 0, kRetainGrad, 1, kReduce, 1, 1, kGradient, 0, 2, 0, 0, 0})},
   };
   for (const auto& [name, bytes] : seeds) write_raw(dir / name, bytes);
 }
