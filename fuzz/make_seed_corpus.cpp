@@ -1,5 +1,5 @@
 // Writes the seed corpus kept in fuzz/corpus/ (see README.md): `make_seed_corpus <dir>` creates
-// <dir>/safetensors/, <dir>/einsum/ and <dir>/shapes/. Valid safetensors seeds come from our own
+// <dir>/safetensors/, <dir>/einsum/, <dir>/shapes/ and <dir>/tape_sequences/. Valid safetensors seeds come from our own
 // writers (save_safetensors, save_checkpoint), so they follow the format exactly; the malformed
 // ones are written byte by byte, one defect each.
 #include <cstdint>
@@ -13,6 +13,7 @@
 #include "fuzz/checkpoint_model.h"
 #include "fuzz/einsum_input.h"
 #include "fuzz/shape_input.h"
+#include "fuzz/tape_program.h"
 #include "nn/checkpoint.h"
 
 namespace {
@@ -178,15 +179,90 @@ void shape_seeds(const fs::path& dir) {
   for (const Seed& s : seeds) write_raw(dir / s.name, fuzz::encode_shape_input(s.op, s.shape, s.arguments));
 }
 
+// Programs (tape_program.h) that each reach one feature of the tape; slots are numbered in the
+// order the program makes tensors, tape 0 is the outermost.
+void tape_sequence_seeds(const fs::path& dir) {
+  fs::create_directories(dir);
+  using namespace fuzz;
+  // Leaves [3] and [2,3] requiring gradients, under one tape: slots 0 and 1.
+  const std::initializer_list<int> two_leaves = {kPushTape, 0, kLeaf, 0, 3, 1, kLeaf, 1, 9, 1};
+  const auto with_two_leaves = [&](std::initializer_list<int> rest) {
+    std::string bytes = tape_program(two_leaves);
+    return bytes + tape_program(rest);
+  };
+  const std::vector<std::pair<const char*, std::string>> seeds = {
+      // #2 = #0 * #1 (broadcast), #3 = sum: backward, then backward on the spent tape.
+      {"broadcast_backward_twice", with_two_leaves({kBinary, 0, 1, 2, kReduce, 2, 0, kBackward, 0, 3, 0, kBackward, 0, 3, 0})},
+      // #2 = #0 * #0, #3 = tanh, backward from a [3] output with a lent seed of ones.
+      {"same_tensor_twice_lent_seed", with_two_leaves({kBinary, 0, 0, 2, kUnary, 2, 0, kBackward, 0, 3, 1})},
+      {"identity_hooks_on_a_leaf",
+       with_two_leaves({kHook, 0, kArrayObserves, 0, kHook, 0, kTensorReturnsIt, 0, kHook, 0, kArrayCopies, 0, kBinary,
+                        0, 1, 0, kBinary, 2, 0, 2, kReduce, 3, 1, kBackward, 0, 4, 0})},
+      {"hook_removes_itself_on_a_persistent_tape",
+       tape_program({kPushTape, 1, kLeaf, 0, 3, 1, kHook, 0, kRemovesItself, 0, kUnary, 0, 3, kReduce, 1, 0, kBackward,
+                     0, 2, 0, kBackward, 0, 2, 0})},
+      {"hook_removes_another_on_an_intermediate",
+       with_two_leaves({kUnary, 1, 0, kHook, 2, kRemovesAnother, 1, kHook, 2, kTensorObserves, 0, kReduce, 2, 1,
+                        kBackward, 0, 3, 0})},
+      {"hook_runs_its_own_backward",
+       with_two_leaves({kUnary, 0, 1, kHook, 2, kRunsOwnBackward, 0, kHook, 0, kRunsOwnBackward, 0, kReduce, 2, 0,
+                        kBackward, 0, 3, 0})},
+      {"hook_throws", with_two_leaves({kHook, 0, kThrows, 0, kReduce, 0, 0, kBackward, 0, 2, 0, kZeroGrad, 0})},
+      {"hook_clears_the_walking_tape",
+       with_two_leaves({kPushTape, 1, kUnary, 1, 0, kHook, 2, kClearsTape, 1, kReduce, 2, 0, kBackward, 1, 3, 0,
+                        kBackward, 0, 3, 0})},
+      // #2 under the outer tape only, #3 under both; backward on the outer tape after the pop.
+      {"nested_tapes", with_two_leaves({kUnary, 1, 0, kPushTape, 0, kBinary, 2, 0, 0, kReduce, 3, 1, kPopTape,
+                                        kBackward, 0, 4, 0})},
+      // #2 made before any tape: a constant. Then a tape, and #3 = #2 * #0.
+      {"op_before_any_tape", tape_program({kLeaf, 0, 3, 1, kUnary, 0, 1, kPushTape, 0, kBinary, 1, 0, 2, kReduce, 2, 0,
+                                           kBackward, 0, 3, 0})},
+      {"gradient_create_graph_then_second",
+       tape_program({kPushTape, 1, kLeaf, 0, 5, 1, kHook, 0, kTensorReturnsIt, 0, kUnary, 0, 0, kBinary, 1, 0, 2,
+                     kReduce, 2, 0, kGradient, 0, 3, 0, 0, 3})},
+      {"gradient_of_a_leaf_and_an_intermediate",
+       with_two_leaves({kUnary, 1, 0, kRetainGrad, 2, kHook, 2, kArrayObserves, 0, kReduce, 2, 1, kGradient, 0, 3, 1, 1,
+                        2, 0, kBackward, 0, 3, 0})},
+      {"retain_zero_grad_clear",
+       with_two_leaves({kPushTape, 1, kBinary, 0, 1, 1, kRetainGrad, 2, kReduce, 2, 0, kBackward, 1, 3, 0, kZeroGrad, 0,
+                        kBackward, 1, 3, 0, kClearTape, 1, kBackward, 1, 3, 0})},
+      {"custom_op_backward_throws",
+       with_two_leaves({kThrowingOp, 0, kHook, 0, kArrayObserves, 0, kReduce, 2, 0, kBinary, 3, 3, 0, kBackward, 0, 4, 0})},
+      // #2 = tanh(#1), #3 = a custom op of #1 that also adds into #2, older than it.
+      {"custom_op_adds_into_unlisted",
+       with_two_leaves({kUnary, 1, 0, kUnlistedOp, 1, 2, kReduce, 3, 0, kReduce, 2, 0, kBinary, 4, 5, 0, kBackward, 0, 6,
+                        0})},
+      {"threads_into_a_hooked_leaf",
+       with_two_leaves({kHook, 0, kArrayCopies, 0, kHook, 0, kRemovesItself, 0, kThreads, 0, 1, kThreads, 1, 0})},
+      // The inputs of what the fuzzer found (README.md, "What the fuzzers found"). Two threads walk
+      // into a leaf whose hook removes itself: one walk's total can be dropped (a race: it shows
+      // in about one run in thousands).
+      {"found_threads_while_a_hook_removes_itself",
+       tape_program({kPushTape, 0, kLeaf, 0, 0, 1, kHook, 0, kRemovesItself, 0, kThreads, 0, 1})},
+      // #1 = #0 / 2 under the outer tape; #2, on the inner tape too, adds into #1 without listing
+      // it; a backward on the inner tape drops that gradient (1 instead of 1.5).
+      {"found_unlisted_intermediate_not_on_the_tape",
+       tape_program({kPushTape, 0, kLeaf, 3, 0, 1, kUnary, 0, 3, kPushTape, 1, kUnlistedOp, 0, 1, kBackward, 1, 2, 0})},
+      // A backward on the inner tape throws (#1 is not on it) and leaves its seed in #2's grad().
+      {"found_failed_walk_leaves_the_seed",
+       tape_program({kPushTape, 0, kLeaf, 0, 0, 1, kBinary, 0, 0, 2, kPushTape, 0, kUnary, 1, 0, kBackward, 1, 2, 1})},
+      // gradient() sets a retained intermediate's grad(), which tape.h says it does not change.
+      {"found_gradient_sets_a_retained_grad",
+       tape_program({kPushTape, 0, kLeaf, 1, 9, 1, kUnary, 0, 0, kRetainGrad, 1, kReduce, 1, 1, kGradient, 0, 2, 0, 0, 0})},
+  };
+  for (const auto& [name, bytes] : seeds) write_raw(dir / name, bytes);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    std::cerr << "usage: make_seed_corpus <dir>  (writes <dir>/safetensors/, <dir>/einsum/ and <dir>/shapes/)\n";
+    std::cerr << "usage: make_seed_corpus <dir>  (writes <dir>/safetensors/, <dir>/einsum/, <dir>/shapes/ and <dir>/tape_sequences/)\n";
     return 2;
   }
   safetensors_seeds(fs::path(argv[1]) / "safetensors");
   einsum_seeds(fs::path(argv[1]) / "einsum");
   shape_seeds(fs::path(argv[1]) / "shapes");
+  tape_sequence_seeds(fs::path(argv[1]) / "tape_sequences");
   return 0;
 }
