@@ -170,7 +170,12 @@ void GradientTape::seed_and_walk(const Tensor<T>& output, Seed&& seed, detail::W
     else detail::seed(*output.node(), std::forward<Seed>(seed));
     walk(scope);
   } catch (...) {
-    // A seed still lent (the walk threw before the output's op read it) must not outlive the call.
+    // Gradients in flight (the seed among them) are dropped: nothing will walk them. Retained
+    // ones keep what they hold; a seed still lent to one (the walk threw before the output's op
+    // read it) is copied, as it must not outlive the call.
+    for (const auto& e : recorder_->entries) {
+      if (e && !e->output->retains_grad) e->output->clear_grad();
+    }
     output.node()->own_grad();
     // The walk stopped half-way: some entries are released, some gradients are in flight. Nothing
     // can resume it, so a later backward says why instead of reading released entries.

@@ -83,7 +83,8 @@ class GradientTape {
   template <class T> void backward(const Tensor<T>& output, xt::xarray<T>&& seed);
 
   // d target / d source for each source (leaves, or intermediates this tape recorded), returned
-  // instead of accumulated: no tensor's grad() changes (TensorFlow's tape.gradient, PyTorch's
+  // instead of accumulated: no leaf's grad() changes (an intermediate marked retain_grad() keeps
+  // this walk's gradient, as in backward and PyTorch) (TensorFlow's tape.gradient, PyTorch's
   // torch.autograd.grad). target must have one element. A source the target does not depend on
   // gets zeros. Hooks run as in backward. Like backward, it uses up a non-persistent tape (not
   // with create_graph, see GradientOptions).

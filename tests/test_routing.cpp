@@ -143,6 +143,56 @@ TEST(Routing, RetainedIntermediateKeepsTheHookedGradientAndALentSeedIsNotWritten
   EXPECT_EQ(x.grad(), Array({6.0, 6.0}));
 }
 
+TEST(Routing, IntermediateNotOnTheWalkingTapeIsAnError) {
+  auto x = Tensor<double>(Array{1.0}, true);
+  GradientTape outer;
+  const auto a = x * 0.5;  // on the outer tape only
+  GradientTape inner;
+  const auto unlisted = custom_op("adds_into_an_outer_intermediate", Array(x.value()),
+                                  [a](const Array& g, const Array&) { add_gradient(a, Array(g)); }, x);
+  EXPECT_TRUE(throws_with<TapeError>([&] { inner.backward(sum(unlisted)); },
+                                     {"backward of adds_into_an_outer_intermediate", "(output of mul_scalar)",
+                                      "not on the walking tape"}));
+}
+
+TEST(Routing, RetainedIntermediateKeepsItsGradientInGradientToo) {
+  auto x = leaf({1.0, 2.0});
+  GradientTape tape;
+  auto y = x * 3.0;
+  y.retain_grad();
+  const auto g = tape.gradient(sum(y * y), {x});
+  EXPECT_EQ(y.grad(), Array({6.0, 12.0}));
+  EXPECT_EQ(g[0].value(), Array({18.0, 36.0}));
+  EXPECT_FALSE(x.has_grad());
+}
+
+TEST(Routing, AWalkThatThrowsDropsTheGradientsInFlightTheSeedAmongThem) {
+  for (const bool lent : {true, false}) {
+    auto x = leaf({1.0});
+    auto u = leaf({2.0});
+    GradientTape tape;
+    const auto a = exp(u);
+    const auto b = a * x;  // its backward checks x, written in place below, and throws
+    const auto loss = sum(a) + sum(b);
+    x.mutable_value()(0) = 5.0;
+    Array seed = Array::from_shape(loss.value().shape());
+    seed.fill(1.0);
+    EXPECT_TRUE(throws_with<TapeError>([&] { lent ? tape.backward(loss, seed) : tape.backward(loss, Array(seed)); },
+                                       {"modified in place"}));
+    EXPECT_FALSE(a.has_grad()) << lent;  // reached by sum(a) before b's backward threw
+    EXPECT_FALSE(b.has_grad()) << lent;
+    EXPECT_FALSE(u.has_grad()) << lent;
+  }
+  // The seed itself, when the output's own backward is the one that throws.
+  auto x = leaf({1.0});
+  GradientTape tape;
+  const auto z = sum(x * 2.0) * x;
+  x.mutable_value()(0) = 3.0;
+  const Array seed{1.0};
+  EXPECT_TRUE(throws_with<TapeError>([&] { tape.backward(z, seed); }, {"modified in place"}));
+  EXPECT_FALSE(z.has_grad());
+}
+
 // ---- hook events -------------------------------------------------------------------------------
 
 TEST(Routing, AHookRemovingItselfWhileItRunsFinishesTheCallAndRunsNoMore) {
@@ -167,6 +217,28 @@ TEST(Routing, AHookRemovingItselfWhileItRunsFinishesTheCallAndRunsNoMore) {
     tape.backward(loss);
     EXPECT_EQ(x.grad(), Array({8.0, 8.0})) << on_leaf;  // second walk: no hook
     EXPECT_EQ(calls, 1) << on_leaf;
+  }
+}
+
+// Each walk's total reaches grad() whether or not the hook is still there when the walk keeps or
+// finishes it (another thread's walk removes it meanwhile).
+TEST(Routing, TwoThreadsRacingAHookThatRemovesItselfBothAddTheirTotals) {
+  for (int round = 0; round < 300; ++round) {
+    auto x = leaf({1.0});
+    std::uint64_t id = 0;
+    std::atomic<int> removals{0};
+    id = x.register_hook([&](const Array&) -> Hooked {
+      if (removals++ == 0) x.remove_hook(id);
+      return std::nullopt;
+    });
+    const auto walk = [&] {
+      GradientTape tape;
+      tape.backward(sum(x * 2.0));
+    };
+    std::thread a(walk), b(walk);
+    a.join();
+    b.join();
+    ASSERT_EQ(x.grad(), Array({4.0})) << "round " << round;
   }
 }
 

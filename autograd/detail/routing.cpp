@@ -19,6 +19,14 @@ std::string describe_node(const NodeBase& node) {
   return node.describe() + (node.op ? std::string(" (output of ") + node.op + ")" : " (a leaf)");
 }
 
+// Whether `intermediate`'s op is among `entries` (a tape's, oldest first, so in increasing producer
+// order; those a walk released are null, and newer than any intermediate still to be walked).
+bool on_tape(const std::vector<std::shared_ptr<const GradientTape::Entry>>& entries, const NodeBase& intermediate) {
+  const auto it = std::lower_bound(entries.begin(), entries.end(), intermediate.producer,
+                                   [](const auto& e, std::uint64_t id) { return e && e->output->producer < id; });
+  return it != entries.end() && *it && (*it)->output->producer == intermediate.producer;
+}
+
 template <class T>
 Tensor<T> as_tensor(const HeldGradient& gradient) {
   return Tensor<T>(std::static_pointer_cast<Node<T>>(gradient.get()));
@@ -60,7 +68,9 @@ void finish_leaf(Walk& walk, NodeBase& leaf_base) {
 }
 
 // A leaf gradient the walk keeps apart (a hooked leaf's in backward, a source's in gradient()),
-// added to the total this walk holds for it. Only leaves with hooks need finishing.
+// added to the total this walk holds for it. Every kept leaf is finished, whatever hooks it has
+// by then: another thread may remove (or add) its hooks meanwhile, and a backward's total must
+// still reach grad().
 template <class T>
 void keep_leaf_gradient(Walk& walk, Node<T>& leaf, xt::xarray<T>&& g) {
   if (HeldGradient* total = walk.kept_for(leaf)) {
@@ -68,8 +78,7 @@ void keep_leaf_gradient(Walk& walk, Node<T>& leaf, xt::xarray<T>&& g) {
     kernels::add_into(sum.size(), sum.data(), g.data());
     return;
   }
-  walk.keep_new(leaf, HeldGradient(std::make_shared<Node<T>>(std::move(g))),
-                leaf.has_hooks() ? &finish_leaf<T> : nullptr);
+  walk.keep_new(leaf, HeldGradient(std::make_shared<Node<T>>(std::move(g))), &finish_leaf<T>);
 }
 
 template <class T>
@@ -82,7 +91,7 @@ void route_recorded(Walk& walk, Node<T>& x, Tensor<T> g) {
     *previous = HeldGradient(add(as_tensor<T>(*previous), g).node());
     return;
   }
-  walk.keep_new(x, HeldGradient(g.node()), x.is_leaf && x.has_hooks() ? &finish_leaf<T> : nullptr);
+  walk.keep_new(x, HeldGradient(g.node()), x.is_leaf ? &finish_leaf<T> : nullptr);
 }
 
 }  // namespace
@@ -109,11 +118,18 @@ bool Walk::is_source(const NodeBase& leaf) const {
 }
 
 void Walk::check_not_newer(const NodeBase& intermediate) const {
-  if (intermediate.producer < running_entry_) return;
-  throw TapeError("a gradient reached tensor " + describe_node(intermediate) + ", whose op the walk has already "
-                  "passed, so it would be dropped: the op adding it does not list the tensor among its inputs (a "
-                  "custom op must pass every tensor it adds a gradient into to custom_op)");
+  if (intermediate.producer >= running_entry_) {
+    throw TapeError("a gradient reached tensor " + describe_node(intermediate) + ", whose op the walk has already "
+                    "passed, so it would be dropped: the op adding it does not list the tensor among its inputs (a "
+                    "custom op must pass every tensor it adds a gradient into to custom_op)");
+  }
+  if (entries_ == nullptr || on_tape(*entries_, intermediate)) return;
+  throw TapeError("a gradient reached tensor " + describe_node(intermediate) + ", whose op is not on the walking "
+                  "tape, so the walk would never pass it on: the op adding it does not list the tensor among its "
+                  "inputs (a custom op must pass every tensor it adds a gradient into to custom_op)");
 }
+
+
 
 HeldGradient Walk::take(const NodeBase& node) {
   const auto it = kept_.find(&node);

@@ -10,13 +10,14 @@
 // | kind                       | arrives                      | another arrives        | walk passes the oldest entry reading it      | walk ends            | walk throws          |
 // |----------------------------|------------------------------|------------------------|----------------------------------------------|----------------------|----------------------|
 // | leaf, backward, no hooks   | added to grad() now          | added (node lock)      | -                                            | -                    | what was added stays |
-// | leaf, backward, hooked     | kept as this walk's total    | added to that total    | hooks run once on the total; result added to grad() | same, if not yet | total dropped, no hook |
+// | leaf, backward, hooked     | kept as this walk's total    | added to that total    | hooks run once on the total (those it has then); result added to grad() | same, if not yet | total dropped, no hook |
 // | leaf, gradient() source    | kept as this walk's total    | added to that total    | hooks run once; result kept for gradient()   | returned to caller   | dropped              |
 // | leaf, not a gradient() source | dropped (grad() untouched) | dropped               | -                                            | -                    | -                    |
 // | leaf, already finished     | TapeError: an op added into it without listing it as an input (custom op)                                         |||||
-// | intermediate               | added to its node's gradient | added (node lock)      | its entry runs: hooks, then the formula; then cleared | -           | cleared by the tape  |
-// | intermediate, retained     | as intermediate              | as intermediate        | after the formula, the (hooked) gradient is kept in grad() | -      | -                    |
+// | intermediate               | added to its node's gradient | added (node lock)      | its entry runs: hooks, then the formula; then cleared | -           | cleared by the tape (the seed too) |
+// | intermediate, retained     | as intermediate              | as intermediate        | after the formula, the (hooked) gradient is kept in grad(), also by gradient() | - | what it holds stays |
 // | intermediate, newer than the entry running | TapeError: its entry has already been walked, so it would be dropped (a custom op adding into a tensor it did not list) |||||
+// | intermediate not on the walking tape | TapeError: the walk never reaches its entry (a custom op adding into a tensor it did not list, made under another tape) |||||
 // | lent (backward's seed)     | the node points at the caller's array; the formula reads it in place; a retained output, a hook's replacement and any input taking it unchanged get copies                   ||||||
 // | create_graph               | kept by the walk as a recorded tensor | recorded add   | as the kinds above, on recorded tensors      | sources returned     | dropped              |
 //
@@ -76,8 +77,9 @@ class Walk {
   static Walk* current();
   bool has_sources() const { return sources_ != nullptr; }
   bool is_source(const NodeBase& leaf) const;
-  // TapeError when `intermediate` was made by the entry running or a newer one: the walk has
-  // passed its entry, so a gradient added to it now would be dropped.
+  // TapeError when `intermediate` was made by the entry running or a newer one (the walk has
+  // passed its entry), or by an op not on the walking tape (the walk never reaches it): a
+  // gradient added to it would be dropped.
   void check_not_newer(const NodeBase& intermediate) const;
   // The gradient this walk keeps for node, to add into; null when none yet. TapeError for a leaf
   // whose hooks this walk has already run.
