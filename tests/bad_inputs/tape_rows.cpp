@@ -160,7 +160,7 @@ BAD_INPUT_ROW(Tape, hook_on_arrays_replacing_under_create_graph, TapeError, (cre
 BAD_INPUT_ROW(Tape, hook_returns_undefined_tensor, TapeError, (backward_through_hook_returning_undefined()),
               "gradient hook 1", "[2]", "undefined tensor")
 BAD_INPUT_ROW(Tape, custom_op_adds_into_newer_intermediate, TapeError, (custom_op_adding_into_a_newer_intermediate()),
-              "backward of adds_into_later", "output of mul", "already passed", "does not list the tensor")
+              "backward of adds_into_later", "output of mul_scalar", "already passed", "does not list the tensor")
 BAD_INPUT_ROW(Tape, module_remove_unknown_hook, ValueError, (nn::Linear<double>(2, 2, gen()).remove_hook(12345)),
               "Linear", "remove_hook", "12345")
 BAD_INPUT_ROW(Tape, module_register_empty_forward_hook, ValueError,
