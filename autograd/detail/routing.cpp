@@ -107,8 +107,6 @@ Walk::~Walk() {
   if (current_walk == this) current_walk = previous_;
 }
 
-Walk* Walk::current() { return current_walk; }
-
 bool walk_running() { return current_walk != nullptr; }
 
 bool walk_creates_graph() { return current_walk != nullptr && current_walk->creates_graph(); }

@@ -74,7 +74,6 @@ class Walk {
   template <class T> Tensor<T> collect(const Tensor<T>& source);
 
   // For the routing functions below.
-  static Walk* current();
   bool has_sources() const { return sources_ != nullptr; }
   bool is_source(const NodeBase& leaf) const;
   // TapeError when `intermediate` was made by the entry running or a newer one (the walk has
