@@ -10,10 +10,10 @@
 
 #include <benchmark/benchmark.h>
 
-#include "autograd/tape.h"
-#include "autograd/tensor.h"
+#include "autograd/core/tape.h"
+#include "autograd/core/tensor.h"
 #include "bench/copy_task_sizes.h"
-#include "examples/copy_task/copy_task.h"
+#include "nn/copy_task/copy_task.h"
 
 namespace tapegrad::bench {
 

@@ -1,6 +1,6 @@
 #include "bench/copy_task_sizes.h"
 
-#include "autograd/errors.h"
+#include "autograd/base/errors.h"
 
 namespace tapegrad::bench {
 

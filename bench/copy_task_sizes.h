@@ -2,7 +2,7 @@
 // The copy-task model sizes the benchmarks train (bench/model_bench.cpp, bench/distributed_bench.cpp).
 #include <string>
 
-#include "examples/copy_task/copy_task.h"
+#include "nn/copy_task/copy_task.h"
 
 namespace tapegrad::bench {
 

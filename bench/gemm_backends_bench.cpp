@@ -2,7 +2,7 @@
 // tapegrad's own small-product kernel) on the GEMMs of the copy-task training
 // step (train_step/tiny and train_step/paper), each product through tapegrad's own entry
 // (kernels::gemm or gemm_batched, as the ops call them) with the backend forced, side by side in
-// one run, at 1 thread. The rule in autograd/kernels/gemm_backend.cpp follows from its numbers.
+// one run, at 1 thread. The rule in autograd/kernels/gemm/gemm_backend.cpp follows from its numbers.
 //
 //   gemm_backends_bench [Google Benchmark flags]    e.g. --benchmark_repetitions=3
 //
@@ -14,12 +14,12 @@
 
 #include <benchmark/benchmark.h>
 
-#include "autograd/generator.h"
-#include "autograd/kernels/blas.h"
-#include "autograd/kernels/gemm_backend.h"
+#include "autograd/base/generator.h"
+#include "autograd/kernels/gemm/blas.h"
+#include "autograd/kernels/gemm/gemm_backend.h"
 #include "autograd/kernels/parallel.h"
-#include "autograd/kernels/small_gemm.h"
-#include "autograd/tensor.h"
+#include "autograd/kernels/gemm/small_gemm.h"
+#include "autograd/core/tensor.h"
 #include "bench/gemm_products.h"
 
 namespace tapegrad::bench {
@@ -75,7 +75,7 @@ std::vector<float> random_values(std::size_t n, std::uint64_t seed) {
 }
 
 void time_product(benchmark::State& state, const Product& p, kernels::GemmBackend backend) {
-  const kernels::ForceGemmBackend force(backend);
+  const kernels::GemmBackendGuard force(backend);
   const std::size_t lda = p.trans_a ? p.m : p.k, ldb = p.trans_b ? p.k : p.n, ldc = p.n;
   const std::size_t stride_a = p.shared_a ? 0 : p.m * p.k, stride_b = p.k * p.n, stride_c = p.m * p.n;
   const std::vector<float> a = random_values((p.shared_a ? 1 : p.batch) * p.m * p.k, 1);

@@ -5,7 +5,7 @@
 //
 // Threads: --threads=N, else the TAPEGRAD_BENCH_THREADS environment variable, else all cores
 // (0). The count goes to tapegrad::set_num_threads and into the JSON context as "tapegrad_threads".
-// --openblas-only: every float product to OpenBLAS, none to oneDNN (autograd/kernels/gemm_backend.h),
+// --openblas-only: every float product to OpenBLAS, none to oneDNN (autograd/kernels/gemm/gemm_backend.h),
 // to hold a build with oneDNN against itself without it; the JSON context says "gemm_backends".
 #include <cstdlib>
 #include <iostream>
@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "autograd/kernels/gemm_backend.h"
+#include "autograd/kernels/gemm/gemm_backend.h"
 #include "autograd/kernels/parallel.h"
 #include "bench/bench_util.h"
 
@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   tapegrad::set_num_threads(options.threads);
-  std::optional<tapegrad::kernels::ForceGemmBackend> openblas_only;
+  std::optional<tapegrad::kernels::GemmBackendGuard> openblas_only;
   if (options.openblas_only) openblas_only.emplace(tapegrad::kernels::GemmBackend::kOpenBlas);
   if (options.rss_size) {
     try {

@@ -9,8 +9,8 @@
 #include <optional>
 
 #include "autograd/kernels/parallel.h"
-#include "autograd/matmul_precision.h"
-#include "autograd/ops.h"
+#include "autograd/base/matmul_precision.h"
+#include "autograd/ops/all.h"
 #include "bench/bench_util.h"
 #include "nn/labml/multi_head_attention.h"
 

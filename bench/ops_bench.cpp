@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "autograd/kernels/blas.h"
-#include "autograd/ops.h"
+#include "autograd/kernels/gemm/blas.h"
+#include "autograd/ops/all.h"
 #include "bench/bench_util.h"
 
 namespace tapegrad::bench {

@@ -1,5 +1,5 @@
 # TAPEGRAD_PRECOMPILE_HEADERS: the third-party headers every translation unit reaches (xtensor with
-# xsimd, since tensor.h holds xt::xarray; TBB; GoogleTest in the tests) are parsed once per group
+# xsimd, since core/tensor.h holds xt::xarray; TBB; GoogleTest in the tests) are parsed once per group
 # of targets instead of once per .cpp: they are about 200k lines a TU, most of a small TU's time.
 # Third-party headers only: ours change often, and a header of ours that forgot an include would
 # still compile here but not for a user.
@@ -10,13 +10,13 @@
 # package (tests/downstream_package.sh builds against it without them).
 option(TAPEGRAD_PRECOMPILE_HEADERS "Precompile the heavy third-party headers (xtensor, xsimd, TBB, GoogleTest)" ON)
 
-# autograd/array_allocator.h comes first, before any xtensor header: it defines
+# autograd/memory/array_allocator.h comes first, before any xtensor header: it defines
 # XTENSOR_DEFAULT_ALLOCATOR (tapegrad's xt::xarray allocator). The exception to "third-party only".
 # Targets with a precompiled header are marked TAPEGRAD_PCH: for them the PCH carries that header,
 # and the forced include autograd/CMakeLists.txt gives every other consumer is left out (gcc ignores
 # a PCH that is not the first include, and CMake puts target compile options before the PCH's -include).
 set(TAPEGRAD_PCH_HEADERS
-    "${PROJECT_SOURCE_DIR}/autograd/array_allocator.h"
+    "${PROJECT_SOURCE_DIR}/autograd/memory/array_allocator.h"
     <algorithm> <cmath> <functional> <memory> <optional> <string> <vector>
     <xtensor/xarray.hpp> <xtensor/xview.hpp> <xtensor/xmath.hpp> <xtensor/xbuilder.hpp>
     <xsimd/xsimd.hpp>

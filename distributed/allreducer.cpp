@@ -6,7 +6,7 @@
 #include <optional>
 #include <thread>
 
-#include "autograd/errors.h"
+#include "autograd/base/errors.h"
 #include "distributed/mpi_type.h"
 #include "distributed/parameters.h"
 

@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "autograd/errors.h"
+#include "autograd/base/errors.h"
 
 namespace tapegrad::distributed {
 

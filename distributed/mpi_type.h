@@ -7,7 +7,7 @@
 
 #include <mpi.h>
 
-#include "autograd/errors.h"
+#include "autograd/base/errors.h"
 
 namespace tapegrad::distributed {
 

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <sstream>
 
-#include "autograd/errors.h"
+#include "autograd/base/errors.h"
 #include "distributed/mpi_type.h"
 
 namespace tapegrad::distributed {

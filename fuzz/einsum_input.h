@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "autograd/errors.h"
+#include "autograd/base/errors.h"
 
 namespace tapegrad::fuzz {
 

@@ -15,9 +15,9 @@
 #include <string_view>
 #include <vector>
 
-#include "autograd/kernels/einsum_subscripts.h"
-#include "autograd/ops.h"
-#include "autograd/tape.h"
+#include "autograd/kernels/einsum/einsum_subscripts.h"
+#include "autograd/ops/all.h"
+#include "autograd/core/tape.h"
 #include "fuzz/einsum_input.h"
 
 namespace {

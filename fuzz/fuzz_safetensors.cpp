@@ -17,7 +17,7 @@
 #include <string_view>
 
 #include "fuzz/checkpoint_model.h"
-#include "nn/checkpoint.h"
+#include "nn/io/checkpoint.h"
 
 namespace {
 

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "autograd/ops.h"
-#include "autograd/tape.h"
+#include "autograd/ops/all.h"
+#include "autograd/core/tape.h"
 #include "fuzz/shape_input.h"
 
 namespace {

@@ -39,9 +39,9 @@
 #include <typeinfo>
 #include <vector>
 
-#include "autograd/custom_op.h"
-#include "autograd/ops.h"
-#include "autograd/tape.h"
+#include "autograd/core/custom_op.h"
+#include "autograd/ops/all.h"
+#include "autograd/core/tape.h"
 #include "fuzz/tape_program.h"
 
 namespace {
@@ -351,7 +351,7 @@ class Program {
   }
 
   // gradient() leaves every grad() as it was, except a retained intermediate's: routing.h's table
-  // keeps the walk's gradient there (as PyTorch 1.13's autograd.grad does), although tape.h says
+  // keeps the walk's gradient there (as PyTorch 1.13's autograd.grad does), although core/tape.h says
   // gradient() changes no grad().
   // routing.h's table: a walk that throws leaves no gradient on an intermediate it does not retain.
   void check_cleared_after_throw(const char* walk) const {

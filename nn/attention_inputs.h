@@ -8,7 +8,7 @@
 #include <functional>
 #include <string>
 
-#include "autograd/tensor.h"
+#include "autograd/core/tensor.h"
 
 namespace tapegrad::nn {
 

@@ -3,7 +3,7 @@
 #include <xtensor/xbroadcast.hpp>
 #include <xtensor/xbuilder.hpp>
 
-#include "autograd/callback_ids.h"
+#include "autograd/base/callback_ids.h"
 
 namespace tapegrad::nn {
 

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "autograd/ops/masking.h"
-#include "autograd/tensor.h"
+#include "autograd/core/tensor.h"
 
 namespace tapegrad::nn {
 
@@ -67,7 +67,7 @@ class ProbedAttention {
   bool has_attention_probes() const { return !probes_.empty(); }
   // The number of heads (the canonical layout's axis 1).
   virtual std::size_t attention_heads() const = 0;
-  // Expires when this module is destroyed: what holds a probe id (ScopedAttentionProbes, and so
+  // Expires when this module is destroyed: what holds a probe id (AttentionProbesGuard, and so
   // interventions) checks it before detaching, so it may be destroyed after the module.
   std::weak_ptr<const void> lifetime() const { return lifetime_; }
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "autograd/validation.h"
+#include "autograd/base/checks.h"
 
 namespace tapegrad::nn {
 

@@ -3,7 +3,7 @@
 // parameters replaced, for that one call, by tensors the caller gives by dotted name
 // (named_parameters()' names), and puts the module's own tensors back afterwards, also when the
 // call throws. The module computes with the given tensors themselves, so their derivatives flow to
-// them: this is how the functional transforms (autograd/functional.h) differentiate with respect
+// them: this is how the functional transforms (autograd/ops/functional.h) differentiate with respect
 // to a module's parameters. A function that calls model(x) directly reads the module's own
 // parameters, not the transform's variables, and the transform refuses the inputs as unused.
 //

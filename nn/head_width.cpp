@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "autograd/errors.h"
+#include "autograd/base/errors.h"
 
 namespace tapegrad::nn {
 

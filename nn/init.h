@@ -7,8 +7,8 @@
 #include <cstddef>
 #include <utility>
 
-#include "autograd/generator.h"
-#include "autograd/tensor.h"
+#include "autograd/base/generator.h"
+#include "autograd/core/tensor.h"
 
 namespace tapegrad::nn::init {
 

@@ -4,7 +4,7 @@
 
 #include <xtensor/xview.hpp>
 
-#include "autograd/validation.h"
+#include "autograd/base/checks.h"
 #include "autograd/ops/loss.h"
 
 namespace tapegrad::nn {

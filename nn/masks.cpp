@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "autograd/validation.h"
+#include "autograd/base/checks.h"
 
 namespace tapegrad::nn {
 

@@ -5,7 +5,7 @@
 // from nor turns into masked_fill's Mask (true = fill) implicitly. A PyTorch nn.MultiheadAttention
 // boolean mask, or seed 004's masked_fill_(mask, ...) mask, comes in through AttendMask::blocking.
 #include "autograd/ops/masking.h"
-#include "autograd/tensor.h"
+#include "autograd/core/tensor.h"
 
 namespace tapegrad::nn {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "autograd/callback_ids.h"
+#include "autograd/base/callback_ids.h"
 #include "autograd/ops/elementwise.h"
 
 namespace tapegrad::nn {

@@ -54,8 +54,8 @@
 #include <utility>
 #include <vector>
 
-#include "autograd/generator.h"
-#include "autograd/tensor.h"
+#include "autograd/base/generator.h"
+#include "autograd/core/tensor.h"
 
 namespace tapegrad::nn {
 

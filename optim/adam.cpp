@@ -5,8 +5,8 @@
 
 #include <xsimd/xsimd.hpp>
 
-#include "autograd/kernels/row_kernels.h"
-#include "autograd/validation.h"
+#include "autograd/kernels/simd/row_kernels.h"
+#include "autograd/base/checks.h"
 
 namespace tapegrad::optim {
 

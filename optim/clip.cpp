@@ -3,7 +3,7 @@
 #include <cmath>
 #include <limits>
 
-#include "autograd/validation.h"
+#include "autograd/base/checks.h"
 
 namespace tapegrad::optim {
 

@@ -5,7 +5,7 @@
 // skipped.
 #include <vector>
 
-#include "autograd/tensor.h"
+#include "autograd/core/tensor.h"
 
 namespace tapegrad::optim {
 

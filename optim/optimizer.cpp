@@ -3,8 +3,8 @@
 #include <cmath>
 #include <set>
 
-#include "autograd/validation.h"
-#include "autograd/tape.h"
+#include "autograd/base/checks.h"
+#include "autograd/core/tape.h"
 
 namespace tapegrad::optim {
 

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "autograd/tensor.h"
+#include "autograd/core/tensor.h"
 
 namespace tapegrad::optim {
 

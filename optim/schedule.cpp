@@ -5,7 +5,7 @@
 #include <limits>
 #include <numbers>
 
-#include "autograd/validation.h"
+#include "autograd/base/checks.h"
 
 namespace tapegrad::optim {
 

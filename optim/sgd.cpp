@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "autograd/validation.h"
+#include "autograd/base/checks.h"
 
 namespace tapegrad::optim {
 

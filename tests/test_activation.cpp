@@ -7,7 +7,7 @@
 #include <xtensor/xmath.hpp>
 
 #include "autograd/ops/activation.h"
-#include "autograd/tape.h"
+#include "autograd/core/tape.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {

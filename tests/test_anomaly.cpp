@@ -1,4 +1,4 @@
-// Anomaly mode (autograd/anomaly.h): the first op whose output holds a NaN or an infinity it
+// Anomaly mode (autograd/core/anomaly.h): the first op whose output holds a NaN or an infinity it
 // created, forward or backward, throws AnomalyError naming the op and the file:line it was called
 // from; off by default, per thread, restored by DetectAnomalyGuard.
 #include <cmath>
@@ -8,10 +8,10 @@
 
 #include <gtest/gtest.h>
 
-#include "autograd/anomaly.h"
-#include "autograd/custom_op.h"
-#include "autograd/ops.h"
-#include "autograd/tape.h"
+#include "autograd/core/anomaly.h"
+#include "autograd/core/custom_op.h"
+#include "autograd/ops/all.h"
+#include "autograd/core/tape.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <random>
 
-#include "autograd/detail/arena_plan.h"
+#include "autograd/memory/arena_plan.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad::detail {

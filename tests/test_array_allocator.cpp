@@ -1,9 +1,9 @@
-// Every xt::xarray<T> uses tapegrad::ArrayAllocator (autograd/array_allocator.h): the arrays of
-// this translation unit (test PCH) and those the library makes (autograd/tensor.cpp).
+// Every xt::xarray<T> uses tapegrad::ArrayAllocator (autograd/memory/array_allocator.h): the arrays of
+// this translation unit (test PCH) and those the library makes (autograd/core/tensor.cpp).
 #include <cstdint>
 #include <type_traits>
 
-#include "autograd/tensor.h"
+#include "autograd/core/tensor.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {

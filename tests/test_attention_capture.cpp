@@ -1,4 +1,4 @@
-// capture_attention and the attention probes (nn/attention_capture.h, nn/attention_probe.h), on
+// capture_attention and the attention probes (study/attention_capture.h, nn/attention_probe.h), on
 // tiny double models of all three families: the captured A, S, dL/dA and dL/dS against each
 // family's own map, the softmax and finite differences; forward order and naming; the built-in
 // checks failing on wrong gradients; the no-probe forward unchanged.
@@ -9,10 +9,10 @@
 #include <xtensor/xmanipulation.hpp>
 #include <xtensor/xview.hpp>
 
-#include "autograd/ops.h"
-#include "autograd/tape.h"
-#include "nn/attention_capture.h"
-#include "nn/attention_sites.h"
+#include "autograd/ops/all.h"
+#include "autograd/core/tape.h"
+#include "study/attention_capture.h"
+#include "study/attention_sites.h"
 #include "nn/labml/multi_head_attention.h"
 #include "nn/mha/multi_head_attention.h"
 #include "nn/transformer/masks.h"
@@ -43,7 +43,7 @@ Array softmax_last(const Array& s) {
 
 // The loss with S of `module` replaced by S + delta (a constant [batch, heads, seq_q, seq_k]).
 double loss_with_scores_shift(nn::ProbedAttention<double>& module, const LossFn& run_loss, const Array& delta) {
-  nn::ScopedAttentionProbes<double> probes;
+  nn::AttentionProbesGuard<double> probes;
   probes.attach(module, [&](nn::AttentionStage stage, const Tensor<double>& s, const Mask&) -> std::optional<Tensor<double>> {
     if (stage != nn::AttentionStage::kScores) return std::nullopt;
     return s + Tensor<double>(delta);
@@ -304,7 +304,7 @@ TEST(AttentionProbe, BadProbesAndMasksAreNamed) {
   EXPECT_TRUE(throws_with<ValueError>([&] { m.mha.register_attention_probe({}); },
                                       {"MultiHeadAttention(heads=2, d_model=4)", "empty"}));
   EXPECT_TRUE(throws_with<ValueError>([&] { m.mha.remove_attention_probe(123456789); }, {"no probe with id 123456789"}));
-  nn::ScopedAttentionProbes<double> probes;
+  nn::AttentionProbesGuard<double> probes;
   probes.attach(m.mha, [](nn::AttentionStage, const Tensor<double>& x, const Mask&) {
     return std::optional<Tensor<double>>(sum(x, {0}));
   });
@@ -312,7 +312,7 @@ TEST(AttentionProbe, BadProbesAndMasksAreNamed) {
                                                           "[2,3,3]"}));
   Generator gen(71);
   nn::mha::MultiHeadAttention<double> mha(4, 2, gen, 0.0);
-  nn::ScopedAttentionProbes<double> mha_probes;
+  nn::AttentionProbesGuard<double> mha_probes;
   mha_probes.attach(mha, [](nn::AttentionStage, const Tensor<double>&, const Mask&) { return std::optional<Tensor<double>>(); });
   const Tensor<double> x = random_tensor({1, 3, 4}, 72, false);
   EXPECT_TRUE(throws_with<ValueError>([&] { mha(x, x, x, AttendMask(Mask(xt::ones<bool>({1, 2, 3, 3})))); },

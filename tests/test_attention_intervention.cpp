@@ -1,4 +1,4 @@
-// Interventions on one attention head (nn/attention_intervention.h): gradients through the
+// Interventions on one attention head (study/attention_intervention.h): gradients through the
 // replacement, the change in loss, the head-ablation table and the named errors; and the README's
 // snippet of the "Studying attention" section.
 #include <cmath>
@@ -8,11 +8,11 @@
 
 #include <xtensor/xview.hpp>
 
-#include "autograd/ops.h"
-#include "autograd/tape.h"
-#include "nn/attention_capture.h"
-#include "nn/attention_intervention.h"
-#include "nn/attention_sites.h"
+#include "autograd/ops/all.h"
+#include "autograd/core/tape.h"
+#include "study/attention_capture.h"
+#include "study/attention_intervention.h"
+#include "study/attention_sites.h"
 #include "nn/labml/multi_head_attention.h"
 #include "nn/mha/multi_head_attention.h"
 #include "nn/transformer/masks.h"
@@ -132,7 +132,7 @@ TEST(AttentionIntervention, DetachingIsSafeWhicheverOfTheModelAndTheIntervention
 
   edits = std::make_unique<nn::AttentionInterventions<double>>(*model);
   edits->scale("", 1, 0.5);
-  nn::ScopedAttentionProbes<double> probes;
+  nn::AttentionProbesGuard<double> probes;
   probes.attach(*model, [](nn::AttentionStage, const Tensor<double>&, const Mask&) { return std::nullopt; });
   model.reset();  // the model first: destroying what was attached to it must not touch it
   edits.reset();

@@ -16,10 +16,10 @@
 
 #include <xtensor/xview.hpp>
 
-#include "autograd/errors.h"
+#include "autograd/base/errors.h"
 #include "examples/attention_study/report.h"
 #include "examples/attention_study/report_data.h"
-#include "examples/copy_task/copy_task.h"
+#include "nn/copy_task/copy_task.h"
 #include "tests/attention_study/support.h"
 
 namespace {

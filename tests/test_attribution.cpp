@@ -9,11 +9,11 @@
 #include <xtensor/xio.hpp>
 #include <xtensor/xview.hpp>
 
-#include "autograd/ops.h"
-#include "autograd/tape.h"
-#include "autograd/validation.h"
-#include "nn/attribution.h"
-#include "nn/attribution/max_flow.h"
+#include "autograd/ops/all.h"
+#include "autograd/core/tape.h"
+#include "autograd/base/checks.h"
+#include "study/attribution.h"
+#include "study/attribution/max_flow.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {

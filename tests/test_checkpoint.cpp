@@ -15,8 +15,8 @@
 #include <optional>
 #include <thread>
 
-#include "examples/copy_task/copy_task.h"
-#include "nn/checkpoint.h"
+#include "nn/copy_task/copy_task.h"
+#include "nn/io/checkpoint.h"
 #include "nn/dropout.h"
 #include "nn/linear.h"
 #include "optim/adam.h"

@@ -2,7 +2,7 @@
 // same bits as running the two trainings one after the other.
 #include <thread>
 
-#include "examples/copy_task/copy_task.h"
+#include "nn/copy_task/copy_task.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {

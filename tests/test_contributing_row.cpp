@@ -1,11 +1,11 @@
 // CONTRIBUTING.md's example row, compiled as the guide writes it and checked as the table's own
 // rows are. tests/CMakeLists.txt copies the row out of CONTRIBUTING.md into contributing_row.h
 // (TAPEGRAD_CONTRIBUTING_ROWS), and the macros that turn the table into ops
-// (autograd/ops/pointwise_rows.h) turn it into one here.
+// (autograd/ops/detail/pointwise_rows.h) turn it into one here.
 #include <cmath>
 #include <limits>
 
-#include "autograd/ops/pointwise_rows.h"
+#include "autograd/ops/detail/pointwise_rows.h"
 #include "autograd/testing/gradcheck_gtest.h"
 #include "contributing_row.h"
 #include "tests/support/pointwise_domain.h"

@@ -5,10 +5,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "autograd/functional.h"
+#include "autograd/ops/functional.h"
 #include "autograd/kernels/parallel.h"
-#include "examples/copy_task/copy_task.h"
-#include "examples/copy_task/model_size.h"
+#include "nn/copy_task/copy_task.h"
+#include "nn/copy_task/model_size.h"
 #include "nn/functional_call.h"
 #include "tests/support/reference.h"
 #include "tests/support/thread_count.h"

@@ -2,7 +2,7 @@
 // (and checked against PyTorch 1.13), along first, middle and last axes, 0-d and empty tensors,
 // gradcheck, bad inputs.
 #include "autograd/ops/cumulative.h"
-#include "autograd/tape.h"
+#include "autograd/core/tape.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {

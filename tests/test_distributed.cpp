@@ -17,12 +17,12 @@
 #include <gtest/gtest.h>
 #include <xtensor/xview.hpp>
 
-#include "autograd/custom_op.h"
-#include "autograd/ops.h"
-#include "autograd/tape.h"
+#include "autograd/core/custom_op.h"
+#include "autograd/ops/all.h"
+#include "autograd/core/tape.h"
 #include "distributed/allreducer.h"
 #include "distributed/parameters.h"
-#include "examples/copy_task/copy_task.h"
+#include "nn/copy_task/copy_task.h"
 #include "nn/linear.h"
 #include "optim/adam.h"
 #include "tests/support/reference.h"

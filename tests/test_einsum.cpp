@@ -6,12 +6,12 @@
 #include <xtensor/xbroadcast.hpp>
 #include <xtensor/xview.hpp>
 
-#include "autograd/kernels/einsum_plan.h"
+#include "autograd/kernels/einsum/einsum_plan.h"
 #include "autograd/kernels/parallel.h"
-#include "autograd/matmul_precision.h"
+#include "autograd/base/matmul_precision.h"
 #include "autograd/ops/linalg.h"
 #include "autograd/ops/reduce.h"
-#include "autograd/tape.h"
+#include "autograd/core/tape.h"
 #include "tests/support/reference.h"
 #include "tests/support/thread_count.h"
 
@@ -451,7 +451,7 @@ TEST(EinsumKernel, ChunkedProductHasTheBitsOfItsSlices) {
   set_num_threads(2);
   for (const MatmulPrecision precision : {MatmulPrecision::kFloat32, MatmulPrecision::kBfloat16}) {
     SCOPED_TRACE(precision == MatmulPrecision::kFloat32 ? "float32" : "bf16");
-    const MatmulPrecisionScope mode(precision);
+    const MatmulPrecisionGuard mode(precision);
     const xt::xarray<float> whole = kernels::einsum<float>(scores, {&q, &k});
     for (std::size_t b = 0; b < 13; ++b) {
       const xt::xarray<float> q_b = xt::view(q, xt::all(), xt::range(b, b + 1));

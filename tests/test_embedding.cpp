@@ -1,8 +1,8 @@
-#include "autograd/gradcheck.h"
+#include "autograd/testing/gradcheck.h"
 #include "autograd/kernels/parallel.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/embedding.h"
-#include "autograd/tape.h"
+#include "autograd/core/tape.h"
 #include "tests/support/reference.h"
 #include "tests/support/thread_count.h"
 

@@ -1,6 +1,6 @@
-// The backends behind kernels::gemm and gemm_batched (autograd/kernels/gemm_backend.h): each
+// The backends behind kernels::gemm and gemm_batched (autograd/kernels/gemm/gemm_backend.h): each
 // forced in turn onto every layout the ops use, against a float64 loop on the stored operands, in
-// float32 and in bf16 (autograd/matmul_precision.h), where the loop reads the operands rounded;
+// float32 and in bf16 (autograd/base/matmul_precision.h), where the loop reads the operands rounded;
 // tapegrad's own small-product kernel (small_gemm.h) also called directly on every tail it has.
 #include <algorithm>
 #include <cmath>
@@ -14,21 +14,21 @@
 
 #include <gtest/gtest.h>
 
-#include "autograd/errors.h"
-#include "autograd/generator.h"
-#include "autograd/tensor.h"
-#include "autograd/kernels/bf16.h"
-#include "autograd/kernels/blas.h"
-#include "autograd/kernels/gemm_backend.h"
+#include "autograd/base/errors.h"
+#include "autograd/base/generator.h"
+#include "autograd/core/tensor.h"
+#include "autograd/kernels/gemm/bf16.h"
+#include "autograd/kernels/gemm/blas.h"
+#include "autograd/kernels/gemm/gemm_backend.h"
 #include "autograd/kernels/parallel.h"
-#include "autograd/kernels/small_gemm.h"
-#include "autograd/matmul_precision.h"
+#include "autograd/kernels/gemm/small_gemm.h"
+#include "autograd/base/matmul_precision.h"
 #include "tests/support/thread_count.h"
 
 namespace tapegrad {
 namespace {
 
-using kernels::ForceGemmBackend;
+using kernels::GemmBackendGuard;
 using kernels::GemmBackend;
 using kernels::SimdLevel;
 
@@ -123,8 +123,8 @@ double largest_difference(const std::vector<T>& got, const std::vector<double>& 
 }
 
 void expect_matches_reference(GemmBackend backend, MatmulPrecision precision = MatmulPrecision::kFloat32) {
-  const ForceGemmBackend force(backend);
-  const MatmulPrecisionScope mode(precision);
+  const GemmBackendGuard force(backend);
+  const MatmulPrecisionGuard mode(precision);
   const bool bf16 = precision == MatmulPrecision::kBfloat16;
   for (const Layout& l : kLayouts)
     for (const bool ta : {false, true})
@@ -220,8 +220,8 @@ TEST(GemmBackends, OneDnnInBf16MatchesFloat64ReferenceOnRoundedInputs) {
 // the second product still computes from the old values. An operand outside the covered range,
 // and any product after the scope, is rounded afresh.
 void expect_covered_source_rounded_once(GemmBackend backend) {
-  const ForceGemmBackend force(backend);
-  const MatmulPrecisionScope bf16(MatmulPrecision::kBfloat16);
+  const GemmBackendGuard force(backend);
+  const MatmulPrecisionGuard bf16(MatmulPrecision::kBfloat16);
   constexpr std::size_t m = 96, k = 64, n = 80;
   std::vector<float> g = uniform(m * k, 1), w = uniform(k * n, 2), x = uniform(m * n, 3);
   const auto times_w = [&](std::vector<float>& out) {  // g [m, k] w [k, n]
@@ -266,8 +266,8 @@ TEST(GemmBackends, OneDnnInBf16RoundsACoveredSourceOncePerScope) {
 
 void expect_same_bits_at_any_thread_count(GemmBackend backend, MatmulPrecision precision) {
   const testing_support::DefaultThreadsAtExit default_threads_at_exit;
-  const ForceGemmBackend force(backend);
-  const MatmulPrecisionScope mode(precision);
+  const GemmBackendGuard force(backend);
+  const MatmulPrecisionGuard mode(precision);
   for (const Layout& l : {kLayouts[1], kLayouts[2], kLayouts[3]}) {
     SCOPED_TRACE(l.name);
     const Operands o = operands(l, false, true);
@@ -311,13 +311,13 @@ TEST(GemmBackends, OneDnnStartsNoThreadsOfItsOwn) {
   const Layout big{"big", 1, 512, 256, 256, false, false, 0, 1, 0};
   const Layout many{"many", 400, 10, 10, 16, false, false, 0, 1, 0};
   {
-    const ForceGemmBackend force(GemmBackend::kOpenBlas);  // TBB's worker starts here
+    const GemmBackendGuard force(GemmBackend::kOpenBlas);  // TBB's worker starts here
     run(big, false, false, operands(big, false, false));
   }
   const std::size_t before = threads_in_process();
   std::size_t during = 0;
   {
-    const ForceGemmBackend force(GemmBackend::kOneDnn);
+    const GemmBackendGuard force(GemmBackend::kOneDnn);
     std::thread caller([&] {
       for (int repeat = 0; repeat < 5; ++repeat) {
         run(big, false, false, operands(big, false, false));
@@ -409,20 +409,20 @@ TEST(GemmBackends, OnlyScalarsOneDnnTakesReachIt) {
   EXPECT_EQ(chosen(2, 0), GemmBackend::kOpenBlas);
   if (!kernels::onednn_available()) return;
   // Forced onto oneDNN, the scalars it takes still reach it and the others still do not.
-  const ForceGemmBackend force(GemmBackend::kOneDnn);
+  const GemmBackendGuard force(GemmBackend::kOneDnn);
   EXPECT_EQ(chosen(1, 0), GemmBackend::kOneDnn);
   EXPECT_EQ(chosen(1, 1), GemmBackend::kOneDnn);
   EXPECT_EQ(chosen(2, 0), GemmBackend::kOpenBlas);
   EXPECT_EQ(chosen(1, 0.5f), GemmBackend::kOpenBlas);
-  const ForceGemmBackend force_openblas(GemmBackend::kOpenBlas);  // the innermost force wins
+  const GemmBackendGuard force_openblas(GemmBackend::kOpenBlas);  // the innermost force wins
   EXPECT_EQ(chosen(1, 0), GemmBackend::kOpenBlas);
 }
 
 TEST(GemmBackends, ForcingOneDnnNeedsABuildWithIt) {
   if (kernels::onednn_available()) {
-    EXPECT_NO_THROW(ForceGemmBackend{GemmBackend::kOneDnn});
+    EXPECT_NO_THROW(GemmBackendGuard{GemmBackend::kOneDnn});
   } else {
-    EXPECT_THROW(ForceGemmBackend{GemmBackend::kOneDnn}, ValueError);
+    EXPECT_THROW(GemmBackendGuard{GemmBackend::kOneDnn}, ValueError);
   }
 }
 

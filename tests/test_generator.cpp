@@ -3,7 +3,7 @@
 #include <set>
 #include <vector>
 
-#include "autograd/generator.h"
+#include "autograd/base/generator.h"
 #include "autograd/kernels/parallel.h"
 #include "tests/support/reference.h"
 #include "tests/support/thread_count.h"

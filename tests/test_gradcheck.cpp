@@ -2,8 +2,8 @@
 
 #include <gtest/gtest-spi.h>
 
-#include "autograd/custom_op.h"
-#include "autograd/ops.h"
+#include "autograd/core/custom_op.h"
+#include "autograd/ops/all.h"
 #include "autograd/testing/gradcheck_gtest.h"
 #include "tests/support/reference.h"
 

@@ -10,10 +10,10 @@
 
 #include <gtest/gtest.h>
 
-#include "autograd/custom_op.h"
-#include "autograd/functional.h"
+#include "autograd/core/custom_op.h"
+#include "autograd/ops/functional.h"
 #include "autograd/kernels/parallel.h"
-#include "autograd/tape.h"
+#include "autograd/core/tape.h"
 #include "higher_order/op_case.h"
 #include "tests/support/thread_count.h"
 

@@ -5,9 +5,9 @@
 
 #include <xtensor/xview.hpp>
 
-#include "autograd/custom_op.h"
-#include "autograd/ops.h"
-#include "autograd/tape.h"
+#include "autograd/core/custom_op.h"
+#include "autograd/ops/all.h"
+#include "autograd/core/tape.h"
 #include "nn/containers.h"
 #include "nn/dropout.h"
 #include "nn/linear.h"

@@ -18,8 +18,8 @@
 #include <nlohmann/json.hpp>
 #include <xtensor/xadapt.hpp>
 
-#include "autograd/ops.h"
-#include "autograd/tape.h"
+#include "autograd/ops/all.h"
+#include "autograd/core/tape.h"
 #include "nn/linear.h"
 #include "tests/support/reference.h"
 #include "tests/support/temp_dir.h"

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <limits>
 
-#include "autograd/ops.h"
-#include "autograd/tape.h"
+#include "autograd/ops/all.h"
+#include "autograd/core/tape.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {

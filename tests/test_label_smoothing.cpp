@@ -3,7 +3,7 @@
 // gradient, bad arguments.
 #include <cmath>
 
-#include "autograd/tape.h"
+#include "autograd/core/tape.h"
 #include "nn/label_smoothing.h"
 #include "tests/support/reference.h"
 

@@ -5,10 +5,10 @@
 
 #include <unistd.h>
 
-#include "autograd/kernels/blas_core.h"
+#include "autograd/kernels/gemm/blas_core.h"
 #include "autograd/kernels/parallel.h"
 #include "autograd/ops/linalg.h"
-#include "autograd/tape.h"
+#include "autograd/core/tape.h"
 #include "tests/support/reference.h"
 #include "tests/support/thread_count.h"
 
@@ -298,7 +298,7 @@ TEST(Linear, BadShapesThrowNamingAllShapes) {
   EXPECT_TRUE(throws_with<ValueError>([&] { linear(random_tensor({2, 4}, 2), Tensor<double>()); }, {"linear", "'weight'"}));
 }
 
-// ---- the BLAS kernels OpenBLAS picked (autograd/kernels/blas_core.h) --------------------------
+// ---- the BLAS kernels OpenBLAS picked (autograd/kernels/gemm/blas_core.h) --------------------------
 
 using kernels::SimdLevel;
 

@@ -11,7 +11,7 @@
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/loss.h"
 #include "autograd/ops/reduce.h"
-#include "autograd/tape.h"
+#include "autograd/core/tape.h"
 #include "tests/support/reference.h"
 #include "tests/support/thread_count.h"
 

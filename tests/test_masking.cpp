@@ -10,7 +10,7 @@
 #include "autograd/ops/masking.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/shape.h"
-#include "autograd/tape.h"
+#include "autograd/core/tape.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {

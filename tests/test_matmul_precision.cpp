@@ -1,4 +1,4 @@
-// bf16 mode (autograd/matmul_precision.h) at the level of ops: the rounding itself, the scope's
+// bf16 mode (autograd/base/matmul_precision.h) at the level of ops: the rounding itself, the scope's
 // extent (per thread, nested), that each op's backward runs in the mode of its forward wherever
 // backward is called, and that float64 is never rounded. The products themselves are checked on
 // every layout and backend in test_gemm_backends.cpp.
@@ -14,12 +14,12 @@
 
 #include <gtest/gtest.h>
 
-#include "autograd/generator.h"
-#include "autograd/kernels/bf16.h"
-#include "autograd/kernels/blas.h"
-#include "autograd/matmul_precision.h"
+#include "autograd/base/generator.h"
+#include "autograd/kernels/gemm/bf16.h"
+#include "autograd/kernels/gemm/blas.h"
+#include "autograd/base/matmul_precision.h"
 #include "autograd/ops/linalg.h"
-#include "autograd/tape.h"
+#include "autograd/core/tape.h"
 
 namespace tapegrad {
 namespace {
@@ -94,13 +94,13 @@ TEST(Bf16Rounding, CopiesRoundEveryUpperHalfAsTheScalarRounding) {
 TEST(MatmulPrecision, ScopeIsPerThreadAndNests) {
   EXPECT_EQ(matmul_precision(), MatmulPrecision::kFloat32);
   {
-    const MatmulPrecisionScope bf16(MatmulPrecision::kBfloat16);
+    const MatmulPrecisionGuard bf16(MatmulPrecision::kBfloat16);
     EXPECT_EQ(matmul_precision(), MatmulPrecision::kBfloat16);
     MatmulPrecision elsewhere = MatmulPrecision::kBfloat16;
     std::thread([&] { elsewhere = matmul_precision(); }).join();
     EXPECT_EQ(elsewhere, MatmulPrecision::kFloat32);
     {
-      const MatmulPrecisionScope fp32(MatmulPrecision::kFloat32);
+      const MatmulPrecisionGuard fp32(MatmulPrecision::kFloat32);
       EXPECT_EQ(matmul_precision(), MatmulPrecision::kFloat32);
     }
     EXPECT_EQ(matmul_precision(), MatmulPrecision::kBfloat16);
@@ -137,10 +137,10 @@ Gradients run(const ProductOp& op, MatmulPrecision forward, MatmulPrecision back
   GradientTape tape;
   Tensor<float> y;
   {
-    const MatmulPrecisionScope mode(forward);
+    const MatmulPrecisionGuard mode(forward);
     y = op.apply(x, w);
   }
-  const MatmulPrecisionScope mode(backward);
+  const MatmulPrecisionGuard mode(backward);
   tape.backward(y, xt::xarray<float>(y.value() * 2.0f));
   return {y.value(), x.grad(), w.grad()};
 }
@@ -180,7 +180,7 @@ TEST(MatmulPrecision, EachOperandRoundedOncePerForwardAndBackward) {
     GradientTape tape(/*persistent=*/true);
     Tensor<float> y;
     {
-      const MatmulPrecisionScope bf16(MatmulPrecision::kBfloat16);
+      const MatmulPrecisionGuard bf16(MatmulPrecision::kBfloat16);
       y = op.apply(x, w);
     }
     EXPECT_EQ(kernels::bf16_rounded_floats() - before, x.numel() + w.numel());
@@ -208,7 +208,7 @@ TEST(MatmulPrecision, ThreadsSharingAWeightKeepTheirOwnCopies) {
     for (int t = 0; t < 2; ++t) inputs.push_back(Tensor<float>::uniform(op.x_shape, gen, -1.0f, 1.0f, true));
     const auto gradient = [&](Tensor<float> x) {
       GradientTape tape;
-      const MatmulPrecisionScope bf16(MatmulPrecision::kBfloat16);
+      const MatmulPrecisionGuard bf16(MatmulPrecision::kBfloat16);
       const Tensor<float> y = op.apply(x, w);
       x.zero_grad();
       tape.backward(y, xt::xarray<float>(y.value() * 2.0f));
@@ -236,7 +236,7 @@ TEST(MatmulPrecision, OperandModifiedAfterTheForwardIsRefused) {
   Tensor<float> x = Tensor<float>::uniform({6, 40}, gen, -1.0f, 1.0f, true);
   Tensor<float> w = Tensor<float>::uniform({24, 40}, gen, -1.0f, 1.0f, true);
   GradientTape tape;
-  const MatmulPrecisionScope bf16(MatmulPrecision::kBfloat16);
+  const MatmulPrecisionGuard bf16(MatmulPrecision::kBfloat16);
   const Tensor<float> y = linear(x, w, Tensor<float>());
   w.mutable_value() *= 2.0f;
   EXPECT_THROW(tape.backward(y, xt::xarray<float>(xt::ones<float>(y.shape()))), TapeError);
@@ -247,7 +247,7 @@ TEST(MatmulPrecision, OperandModifiedAfterTheForwardIsRefused) {
 // for OpenBLAS's rounded path and one large enough for oneDNN's), and empty products are empty or
 // zero, as in float32.
 TEST(MatmulPrecision, NonFiniteAndEmptyProductsAsInFloat32) {
-  const MatmulPrecisionScope bf16(MatmulPrecision::kBfloat16);
+  const MatmulPrecisionGuard bf16(MatmulPrecision::kBfloat16);
   for (const std::size_t n : {std::size_t{4}, std::size_t{96}}) {  // 4*4*4 and 96^3 multiply-adds
     SCOPED_TRACE(n);
     xt::xarray<float> a = xt::ones<float>({n, n}), b = xt::ones<float>({n, n});
@@ -281,7 +281,7 @@ TEST(MatmulPrecision, SubnormalInputsReadAsZeroWhateverTheProductsSize) {
     for (std::size_t i = 0; i < 3; ++i) a(i, 0) = subnormals[i];
     a(3, 0) = smallest_normal;
     b(0, 1) = std::ldexp(1.0f, 40);
-    const MatmulPrecisionScope bf16(MatmulPrecision::kBfloat16);
+    const MatmulPrecisionGuard bf16(MatmulPrecision::kBfloat16);
     const xt::xarray<float> c = matmul(Tensor<float>(a), Tensor<float>(b)).value();
     for (std::size_t i = 0; i < 3; ++i) {
       EXPECT_EQ(c(i, 1), 0.0f) << "row " << i << ": " << subnormals[i] << " * 2^40";
@@ -295,7 +295,7 @@ TEST(MatmulPrecision, Float64IsNeverRounded) {
   const auto a = Tensor<double>::uniform({5, 33}, gen, -1.0, 1.0);
   const auto b = Tensor<double>::uniform({33, 7}, gen, -1.0, 1.0);
   const xt::xarray<double> plain = matmul(a, b).value();
-  const MatmulPrecisionScope bf16(MatmulPrecision::kBfloat16);
+  const MatmulPrecisionGuard bf16(MatmulPrecision::kBfloat16);
   EXPECT_EQ(matmul(a, b).value(), plain);
 }
 

@@ -12,7 +12,7 @@
 
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/reduce.h"
-#include "autograd/tape.h"
+#include "autograd/core/tape.h"
 #include "nn/containers.h"
 #include "nn/labml/multi_head_attention.h"
 #include "nn/linear.h"

@@ -14,7 +14,7 @@
 
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/reduce.h"
-#include "autograd/tape.h"
+#include "autograd/core/tape.h"
 #include "nn/masks.h"
 #include "nn/mha/multi_head_attention.h"
 #include "tests/support/nn_support.h"

@@ -11,7 +11,7 @@
 
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/reduce.h"
-#include "autograd/tape.h"
+#include "autograd/core/tape.h"
 #include "nn/labml/multi_head_attention.h"
 #include "tests/support/nn_support.h"
 #include "tests/support/reference.h"

@@ -3,7 +3,7 @@
 
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/reduce.h"
-#include "autograd/tape.h"
+#include "autograd/core/tape.h"
 #include "nn/activation.h"
 #include "nn/containers.h"
 #include "nn/dropout.h"

@@ -1,10 +1,10 @@
 #include <memory>
 
-#include "autograd/anomaly.h"
+#include "autograd/core/anomaly.h"
 #include "autograd/ops/activation.h"
 #include "autograd/ops/pointwise.h"
 #include "autograd/ops/reduce.h"
-#include "autograd/tape.h"
+#include "autograd/core/tape.h"
 #include "nn/containers.h"
 #include "nn/dropout.h"
 #include "nn/linear.h"

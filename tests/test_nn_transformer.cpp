@@ -12,7 +12,7 @@
 #include "autograd/ops/linalg.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/shape.h"
-#include "autograd/tape.h"
+#include "autograd/core/tape.h"
 #include "nn/transformer/transformer.h"
 #include "tests/support/nn_support.h"
 #include "tests/support/reference.h"

@@ -3,7 +3,7 @@
 
 #include "autograd/kernels/parallel.h"
 #include "autograd/ops/normalization.h"
-#include "autograd/tape.h"
+#include "autograd/core/tape.h"
 #include "tests/support/reference.h"
 #include "tests/support/thread_count.h"
 

@@ -12,13 +12,13 @@
 #include <gtest/gtest.h>
 #include <xtensor/xbroadcast.hpp>
 
-#include "autograd/kernels/map.h"
-#include "autograd/kernels/pointwise_math.h"
+#include "autograd/kernels/simd/map.h"
+#include "autograd/kernels/simd/pointwise_math.h"
 #include "autograd/kernels/parallel.h"
 #include "autograd/ops/reduce.h"
-#include "autograd/tape.h"
+#include "autograd/core/tape.h"
 #include "autograd/ops/pointwise.h"
-#include "autograd/tape.h"
+#include "autograd/core/tape.h"
 #include "tests/support/pointwise_domain.h"
 #include "tests/support/reference.h"
 #include "tests/support/thread_count.h"

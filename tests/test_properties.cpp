@@ -22,8 +22,8 @@
 
 #include <gtest/gtest.h>
 
-#include "autograd/ops.h"
-#include "autograd/tape.h"
+#include "autograd/ops/all.h"
+#include "autograd/core/tape.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {

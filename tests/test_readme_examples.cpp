@@ -3,13 +3,13 @@
 #include <array>
 #include <cmath>
 
-#include "autograd/custom_op.h"
-#include "autograd/functional.h"
-#include "autograd/gradcheck.h"
-#include "autograd/ops.h"
-#include "autograd/tape.h"
+#include "autograd/core/custom_op.h"
+#include "autograd/ops/functional.h"
+#include "autograd/testing/gradcheck.h"
+#include "autograd/ops/all.h"
+#include "autograd/core/tape.h"
 #include "autograd/testing/gradcheck_gtest.h"
-#include "nn/attribution.h"
+#include "study/attribution.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {

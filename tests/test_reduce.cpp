@@ -6,7 +6,7 @@
 #include "autograd/kernels/parallel.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/reduce.h"
-#include "autograd/tape.h"
+#include "autograd/core/tape.h"
 #include "tests/support/reference.h"
 #include "tests/support/thread_count.h"
 

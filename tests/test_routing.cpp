@@ -1,4 +1,4 @@
-// The routing table at the head of autograd/detail/routing.h, row by row: each test names the
+// The routing table at the head of autograd/core/routing.h, row by row: each test names the
 // row (kind × event) it checks. Hooks here scale or clip gradients so that a hook that ran twice,
 // ran on part of a total, or did not run at all shows in the numbers.
 #include <atomic>
@@ -6,10 +6,10 @@
 #include <thread>
 #include <vector>
 
-#include "autograd/custom_op.h"
-#include "autograd/functional.h"
-#include "autograd/ops.h"
-#include "autograd/tape.h"
+#include "autograd/core/custom_op.h"
+#include "autograd/ops/functional.h"
+#include "autograd/ops/all.h"
+#include "autograd/core/tape.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {

@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "autograd/ops/selection.h"
-#include "autograd/tape.h"
+#include "autograd/core/tape.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {

@@ -3,11 +3,11 @@
 #include <numeric>
 #include <tuple>
 
-#include "autograd/anomaly.h"
+#include "autograd/core/anomaly.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/shape.h"
-#include "autograd/tape.h"
+#include "autograd/core/tape.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {

@@ -9,7 +9,7 @@
 #include "autograd/ops/masking.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/softmax.h"
-#include "autograd/tape.h"
+#include "autograd/core/tape.h"
 #include "tests/support/reference.h"
 #include "tests/support/thread_count.h"
 

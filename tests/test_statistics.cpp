@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "autograd/ops/statistics.h"
-#include "autograd/tape.h"
+#include "autograd/core/tape.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {

@@ -1,4 +1,4 @@
-// StepCapture (autograd/step_capture.h): replayed steps give the eager step's results bit for
+// StepCapture (autograd/memory/step_capture.h): replayed steps give the eager step's results bit for
 // bit, whatever the caller keeps, wherever it frees it, and whatever shape comes next.
 #include <unistd.h>
 
@@ -8,14 +8,14 @@
 #include <thread>
 #include <vector>
 
-#include "autograd/detail/step_arena.h"
+#include "autograd/memory/step_arena.h"
 #include "autograd/ops/activation.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/linalg.h"
 #include "autograd/ops/reduce.h"
-#include "autograd/step_capture.h"
-#include "autograd/tape.h"
-#include "examples/copy_task/copy_task.h"
+#include "autograd/memory/step_capture.h"
+#include "autograd/core/tape.h"
+#include "nn/copy_task/copy_task.h"
 #include "tests/support/busy_capture.h"
 #include "tests/support/reference.h"
 

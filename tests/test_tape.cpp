@@ -3,15 +3,15 @@
 #include <stdexcept>
 #include <thread>
 
-#include "autograd/custom_op.h"
-#include "autograd/generator.h"
+#include "autograd/core/custom_op.h"
+#include "autograd/base/generator.h"
 #include "autograd/ops/activation.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/masking.h"
 #include "autograd/ops/pointwise.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/shape.h"
-#include "autograd/tape.h"
+#include "autograd/core/tape.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {
@@ -565,7 +565,7 @@ TEST(SeedLending, AHookReplacingTheSeedLeavesItUnchanged) {
 
 // What grad() shows of a seed is the tensor's own copy: a retained output's and a leaf output's.
 // An output whose backward threw before its op read the seed shows none: a walk that throws drops
-// the gradients in flight (autograd/detail/routing.h).
+// the gradients in flight (autograd/core/routing.h).
 TEST(SeedLending, GradientsShowingTheSeedAreCopies) {
   const auto x = random_tensor({2, 3}, 1);
   xt::xarray<double> seed = random_tensor({2, 3}, 5, false).value();

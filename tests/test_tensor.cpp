@@ -1,14 +1,14 @@
 #include <cmath>
 #include <sstream>
 
-#include "autograd/malloc_policy.h"
+#include "autograd/memory/malloc_policy.h"
 
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/reduce.h"
-#include "autograd/tape.h"
+#include "autograd/core/tape.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {

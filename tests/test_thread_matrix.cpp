@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "autograd/generator.h"
-#include "autograd/ops.h"
-#include "autograd/tape.h"
+#include "autograd/base/generator.h"
+#include "autograd/ops/all.h"
+#include "autograd/core/tape.h"
 #include "nn/linear.h"
 #include "tests/support/reference.h"
 

@@ -2,7 +2,7 @@
 // diagonal) written out by hand and checked against PyTorch 1.13, batches, far diagonals, gradients,
 // bad inputs.
 #include "autograd/ops/triangular.h"
-#include "autograd/tape.h"
+#include "autograd/core/tape.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {

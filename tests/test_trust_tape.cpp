@@ -9,9 +9,9 @@
 #include <thread>
 #include <vector>
 
-#include "autograd/custom_op.h"
-#include "autograd/ops.h"
-#include "autograd/tape.h"
+#include "autograd/core/custom_op.h"
+#include "autograd/ops/all.h"
+#include "autograd/core/tape.h"
 #include "optim/sgd.h"
 #include "tests/support/reference.h"
 

@@ -5,7 +5,7 @@
 
 #include <tbb/global_control.h>
 
-#include "autograd/errors.h"
+#include "autograd/base/errors.h"
 
 namespace tapegrad {
 

@@ -8,9 +8,9 @@
 
 #include <xtensor/xoperation.hpp>
 
-#include "autograd/validation.h"
-#include "autograd/detail/record.h"
-#include "autograd/kernels/map.h"
+#include "autograd/base/checks.h"
+#include "autograd/core/record.h"
+#include "autograd/kernels/simd/map.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/masking.h"
 
@@ -36,7 +36,7 @@ xt::xarray<T> map_elements(const xt::xarray<T>& x, F f) {
 // afterwards: the result is written over g's array (the same arithmetic, one gradient-sized
 // array less alive: a [tokens, d_ff] one at the start of a Transformer's backward, its memory
 // peak). A recorded backward (create_graph) keeps g for its own formula. An f that takes xsimd
-// batches as well as T runs on whole batches (kernels/map.h); a scalar-only f, element by element.
+// batches as well as T runs on whole batches (kernels/simd/map.h); a scalar-only f, element by element.
 template <class T, class F>
 xt::xarray<T> scale_by(Tensor<T>& g, const xt::xarray<T>& v, const detail::Recording& recording, F f) {
   std::optional<xt::xarray<T>> own = recording.record ? std::nullopt : detail::take_value_if_sole_reader(g);

@@ -4,7 +4,7 @@
 // fused pass) that differentiates again under create_graph, by the second derivatives:
 // relu'' = 0, sigmoid'' = y (1 - y) (1 - 2y), tanh'' = -2 y (1 - y^2), gelu'' below.
 
-#include "autograd/tensor.h"
+#include "autograd/core/tensor.h"
 
 namespace tapegrad {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "autograd/validation.h"
+#include "autograd/base/checks.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/shape.h"
 

@@ -4,7 +4,7 @@
 // return an IndexArray and are not differentiable (nothing is recorded).
 #include <optional>
 
-#include "autograd/tensor.h"
+#include "autograd/core/tensor.h"
 
 namespace tapegrad {
 

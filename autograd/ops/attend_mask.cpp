@@ -1,7 +1,7 @@
 #include <xtensor/xoperation.hpp>
 
-#include "autograd/kernels/broadcast.h"
-#include "autograd/kernels/strided_copy.h"
+#include "autograd/kernels/layout/broadcast.h"
+#include "autograd/kernels/simd/strided_copy.h"
 #include "autograd/ops/masking.h"
 
 namespace tapegrad {

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "autograd/validation.h"
-#include "autograd/detail/record.h"
-#include "autograd/kernels/broadcast.h"
-#include "autograd/kernels/row_kernels.h"
-#include "autograd/kernels/simd_span.h"
+#include "autograd/base/checks.h"
+#include "autograd/core/record.h"
+#include "autograd/kernels/layout/broadcast.h"
+#include "autograd/kernels/simd/row_kernels.h"
+#include "autograd/kernels/simd/simd_span.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/reduce.h"
 

@@ -15,9 +15,9 @@
 // broadcast or the scores are 0-dim; ValueError for a non-finite scale.
 #include <optional>
 
-#include "autograd/call_site.h"
+#include "autograd/base/call_site.h"
 #include "autograd/ops/masking.h"
-#include "autograd/tensor.h"
+#include "autograd/core/tensor.h"
 
 namespace tapegrad {
 

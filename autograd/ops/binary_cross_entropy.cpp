@@ -4,11 +4,11 @@
 #include <cmath>
 #include <string>
 
-#include "autograd/validation.h"
-#include "autograd/detail/record.h"
-#include "autograd/kernels/broadcast.h"
-#include "autograd/kernels/indices.h"
-#include "autograd/kernels/row_kernels.h"
+#include "autograd/base/checks.h"
+#include "autograd/core/record.h"
+#include "autograd/kernels/layout/broadcast.h"
+#include "autograd/kernels/layout/indices.h"
+#include "autograd/kernels/simd/row_kernels.h"
 #include "autograd/ops/activation.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/pointwise.h"

@@ -4,7 +4,7 @@
 #include <optional>
 
 #include "autograd/ops/loss.h"
-#include "autograd/tensor.h"
+#include "autograd/core/tensor.h"
 
 namespace tapegrad {
 

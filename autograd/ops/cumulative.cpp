@@ -1,8 +1,8 @@
 #include "autograd/ops/cumulative.h"
 
-#include "autograd/validation.h"
-#include "autograd/detail/record.h"
-#include "autograd/kernels/row_kernels.h"
+#include "autograd/base/checks.h"
+#include "autograd/core/record.h"
+#include "autograd/kernels/simd/row_kernels.h"
 
 namespace tapegrad {
 

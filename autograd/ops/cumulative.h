@@ -1,6 +1,6 @@
 #pragma once
 // cumsum: running sums along one axis.
-#include "autograd/tensor.h"
+#include "autograd/core/tensor.h"
 
 namespace tapegrad {
 

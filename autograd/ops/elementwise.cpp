@@ -2,8 +2,8 @@
 
 #include <xtensor/xmath.hpp>
 
-#include "autograd/validation.h"
-#include "autograd/detail/record.h"
+#include "autograd/base/checks.h"
+#include "autograd/core/record.h"
 
 namespace tapegrad {
 

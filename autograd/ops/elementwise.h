@@ -3,11 +3,11 @@
 // broadcasting as PyTorch/NumPy do; add, mul, rsub, rdiv with a scalar) and the unary math (exp,
 // log, ...) are rows of the pointwise table (autograd/ops/pointwise.h). Scalars are plain T (not
 // deduced, so `x * 2.0` works for float).
-#include "autograd/source_location.h"
+#include "autograd/base/source_location.h"
 #include <type_traits>
 
 #include "autograd/ops/pointwise.h"
-#include "autograd/tensor.h"
+#include "autograd/core/tensor.h"
 
 namespace tapegrad {
 

@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "autograd/validation.h"
-#include "autograd/detail/record.h"
-#include "autograd/kernels/indices.h"
-#include "autograd/kernels/row_kernels.h"
+#include "autograd/base/checks.h"
+#include "autograd/core/record.h"
+#include "autograd/kernels/layout/indices.h"
+#include "autograd/kernels/simd/row_kernels.h"
 #include "autograd/ops/elementwise.h"
 
 namespace tapegrad {

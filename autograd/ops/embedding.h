@@ -6,7 +6,7 @@
 // padding row zeroed.
 #include <optional>
 
-#include "autograd/tensor.h"
+#include "autograd/core/tensor.h"
 
 namespace tapegrad {
 

@@ -4,10 +4,10 @@
 #include <string>
 #include <vector>
 
-#include "autograd/detail/checks.h"
-#include "autograd/detail/record.h"
-#include "autograd/kernels/indices.h"
-#include "autograd/kernels/row_kernels.h"
+#include "autograd/ops/detail/dims.h"
+#include "autograd/core/record.h"
+#include "autograd/kernels/layout/indices.h"
+#include "autograd/kernels/simd/row_kernels.h"
 #include "autograd/ops/shape.h"
 
 namespace tapegrad {

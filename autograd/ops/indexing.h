@@ -7,7 +7,7 @@
 // Gradients: gather and scatter_add are each other's backward (gather's gradient scatter-adds g
 // into zeros of the input's shape; scatter_add's gradient for src gathers g back), so both
 // differentiate to any order. index_fill's gradient is g with the filled entries set to 0.
-#include "autograd/tensor.h"
+#include "autograd/core/tensor.h"
 
 namespace tapegrad {
 

@@ -7,14 +7,14 @@
 #include <type_traits>
 #include <vector>
 
-#include "autograd/detail/checks.h"
-#include "autograd/detail/record.h"
-#include "autograd/kernels/blas.h"
-#include "autograd/kernels/broadcast.h"
-#include "autograd/kernels/einsum_plan.h"
-#include "autograd/kernels/einsum_subscripts.h"
-#include "autograd/kernels/row_kernels.h"
-#include "autograd/matmul_precision.h"
+#include "autograd/ops/detail/dims.h"
+#include "autograd/core/record.h"
+#include "autograd/kernels/gemm/blas.h"
+#include "autograd/kernels/layout/broadcast.h"
+#include "autograd/kernels/einsum/einsum_plan.h"
+#include "autograd/kernels/einsum/einsum_subscripts.h"
+#include "autograd/kernels/simd/row_kernels.h"
+#include "autograd/base/matmul_precision.h"
 #include "autograd/ops/shape.h"
 
 namespace tapegrad {
@@ -32,7 +32,7 @@ constexpr std::size_t kBiasColumns = 256;
 
 using RoundedCopies = kernels::ReuseRoundedSource::Copies;
 
-// In bf16 mode (matmul_precision.h) a product rounds its operands to bf16. Its backward reads the
+// In bf16 mode (base/matmul_precision.h) a product rounds its operands to bf16. Its backward reads the
 // same operands again, and its output gradient g twice (once per operand gradient): inside this
 // scope over those tensors' values each is rounded once. A forward hands the copies it made to its
 // backward (`kept`); they are still the operands' own, since backward first checks that no input
@@ -206,7 +206,7 @@ Tensor<T> product_op(const Tensor<T>& x, const Tensor<T>& y, const MatrixProduct
                      const char* workspace, CallSite where) {
   return make_result("matmul_backward", where, product_value(x.value().data(), y.value().data(), p, shape, workspace),
                      should_record(x, y), [x, y, p, where, precision = matmul_precision()](const Tensor<T>& g) {
-                       const MatmulPrecisionScope as_forward(precision);
+                       const MatmulPrecisionGuard as_forward(precision);
                        const auto rounded_once = round_once<T>({&g, &x, &y});
                        accumulate_product_gradients(x, y, p, g, kHigherOrderWorkspace, kHigherOrderWorkspace, where);
                      });
@@ -287,7 +287,7 @@ Tensor<T> einsum_node(const char* op, const kernels::EinsumEquation& eq, const s
   return make_result(op, where, std::move(out), detail::should_record_any(operands),
                      [eq, operands, sizes, where, precision = matmul_precision(),
                       forward_copies = std::move(forward_copies)](const Tensor<T>& g) {
-                       const MatmulPrecisionScope as_forward(precision);
+                       const MatmulPrecisionGuard as_forward(precision);
                        const Tensor<T>* second = operands.size() == 2 ? &operands[1] : nullptr;
                        const auto rounded_once = round_once<T>({&g, &operands[0], second}, forward_copies);
                        for (std::size_t i = 0; i < operands.size(); ++i) {
@@ -321,7 +321,7 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b, CallSite where) {
   return make_result("matmul", where, std::move(out), should_record(a, b),
                      [a, b, p, where, precision = matmul_precision(),
                       forward_copies = std::move(forward_copies)](const Tensor<T>& g) {
-                       const MatmulPrecisionScope as_forward(precision);
+                       const MatmulPrecisionGuard as_forward(precision);
                        const auto rounded_once = round_once<T>({&g, &a, &b}, forward_copies);
                        accumulate_product_gradients(a, b, p, g, "the backward's workspace for a's gradient",
                                                     "the backward's workspace for b's gradient", where);
@@ -368,7 +368,7 @@ Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& b
   return make_result("linear", where, std::move(y), should_record(x, weight, bias),
                      [x, weight, bias = detail::edge(bias), p, where, precision = matmul_precision(),
                       forward_copies = std::move(forward_copies)](const Tensor<T>& g) {
-                       const MatmulPrecisionScope as_forward(precision);
+                       const MatmulPrecisionGuard as_forward(precision);
                        const auto rounded_once = round_once<T>({&g, &x, &weight}, forward_copies);
                        accumulate_product_gradients(x, weight, p, g, "the backward's workspace for x's gradient",
                                                     "the backward's workspace for weight's gradient", where);

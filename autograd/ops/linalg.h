@@ -3,7 +3,7 @@
 #include <string_view>
 #include <vector>
 
-#include "autograd/tensor.h"
+#include "autograd/core/tensor.h"
 
 namespace tapegrad {
 
@@ -43,8 +43,8 @@ Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& b
 // broadcast across operands ("...ij,...jk->...ik" of [2, 1, 3, 4] and [5, 4, 2] is [2, 5, 3, 2]),
 // and an index may have size 1 in one operand and n in another (read as constant along it).
 // One operand is one strided pass; two are one batched GEMM with strided passes around it (see
-// kernels/einsum_plan.h); more are contracted left to right, pairwise. Ellipses become letters
-// and broadcast size-1 axes are reshaped away before planning (kernels/einsum_subscripts.h).
+// kernels/einsum/einsum_plan.h); more are contracted left to right, pairwise. Ellipses become letters
+// and broadcast size-1 axes are reshaped away before planning (kernels/einsum/einsum_subscripts.h).
 // Backward: d operand = einsum(output, other operand -> operand's indices), recorded, so that it
 // can be differentiated again (create_graph): the gradients of that einsum are einsums too.
 // Errors quote the subscripts and name the operand: ValueError for a wrong operand count, an

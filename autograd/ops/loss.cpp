@@ -8,19 +8,19 @@
 #include <type_traits>
 #include <utility>
 
-#include "autograd/validation.h"
-#include "autograd/detail/record.h"
-#include "autograd/kernels/chunked_sum.h"
-#include "autograd/kernels/indices.h"
-#include "autograd/kernels/row_kernels.h"
-#include "autograd/kernels/simd_span.h"
+#include "autograd/base/checks.h"
+#include "autograd/core/record.h"
+#include "autograd/kernels/simd/chunked_sum.h"
+#include "autograd/kernels/layout/indices.h"
+#include "autograd/kernels/simd/row_kernels.h"
+#include "autograd/kernels/simd/simd_span.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/masking.h"
 #include "autograd/ops/pointwise.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/shape.h"
 #include "autograd/ops/softmax.h"
-#include "autograd/tape.h"
+#include "autograd/core/tape.h"
 
 namespace tapegrad {
 

@@ -3,7 +3,7 @@
 // kernel of its own, in an op whose backward is written with tensor ops, so the gradient can be
 // differentiated again (create_graph).
 
-#include "autograd/tensor.h"
+#include "autograd/core/tensor.h"
 
 namespace tapegrad {
 

@@ -13,11 +13,11 @@
 
 #include <xtensor/xoperation.hpp>
 
-#include "autograd/detail/checks.h"
-#include "autograd/detail/record.h"
-#include "autograd/kernels/broadcast.h"
-#include "autograd/kernels/row_kernels.h"
-#include "autograd/kernels/strided_copy.h"
+#include "autograd/ops/detail/dims.h"
+#include "autograd/core/record.h"
+#include "autograd/kernels/layout/broadcast.h"
+#include "autograd/kernels/simd/row_kernels.h"
+#include "autograd/kernels/simd/strided_copy.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/selection.h"
 #include "autograd/ops/shape.h"

@@ -4,8 +4,8 @@
 #include <string_view>
 #include <utility>
 
-#include "autograd/generator.h"
-#include "autograd/tensor.h"
+#include "autograd/base/generator.h"
+#include "autograd/core/tensor.h"
 
 namespace tapegrad {
 

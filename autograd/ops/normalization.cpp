@@ -4,10 +4,10 @@
 #include <cmath>
 #include <string>
 
-#include "autograd/detail/checks.h"
-#include "autograd/detail/record.h"
-#include "autograd/kernels/row_kernels.h"
-#include "autograd/kernels/simd_span.h"
+#include "autograd/ops/detail/dims.h"
+#include "autograd/core/record.h"
+#include "autograd/kernels/simd/row_kernels.h"
+#include "autograd/kernels/simd/simd_span.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/shape.h"

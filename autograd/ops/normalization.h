@@ -11,7 +11,7 @@
 
 #include <string_view>
 
-#include "autograd/tensor.h"
+#include "autograd/core/tensor.h"
 
 namespace tapegrad {
 

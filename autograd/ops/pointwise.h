@@ -17,8 +17,8 @@
 #include <type_traits>
 
 #include "autograd/ops/pointwise_table.h"
-#include "autograd/source_location.h"
-#include "autograd/tensor.h"
+#include "autograd/base/source_location.h"
+#include "autograd/core/tensor.h"
 
 namespace tapegrad {
 

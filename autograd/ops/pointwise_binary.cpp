@@ -1,7 +1,7 @@
 // The binary rows of the pointwise table (the others are in pointwise_unary.cpp).
 #include "autograd/ops/pointwise.h"
 
-#include "autograd/ops/pointwise_rows.h"
+#include "autograd/ops/detail/pointwise_rows.h"
 
 namespace tapegrad {
 

@@ -8,7 +8,7 @@
 //
 // Unary ops, TAPEGRAD_UNARY_OPS:
 //   OP(name, forward, reference, derivative, domain)
-//   - forward:    y from x, elementwise. x is a T or an xsimd batch of T (kernels/map.h), so use
+//   - forward:    y from x, elementwise. x is a T or an xsimd batch of T (kernels/simd/map.h), so use
 //                 xsimd's functions (they take both), T(...) constants and kernels::simd::select.
 //   - reference:  the same on one T with the standard library, which the tests compare against.
 //   - derivative: dL/dx from the tensors g (dL/dy), x and y, written with tapegrad's ops: under
@@ -33,7 +33,7 @@
                kernels::simd::select(x < T(0), decltype(x)(1), decltype(x)(0)),                              \
      T(x > T(0)) - T(x < T(0)), Tensor<T>::zeros(g.shape()), nonzero)
 
-// Binary ops, TAPEGRAD_BINARY_OPS, broadcasting as NumPy and PyTorch do (kernels/broadcast.h):
+// Binary ops, TAPEGRAD_BINARY_OPS, broadcasting as NumPy and PyTorch do (kernels/layout/broadcast.h):
 //   OP(name, forward, reference, derivative_a, derivative_b, domain_a, domain_b)
 //   - forward, reference: y from a and b, as above (a and b both T, or both batches).
 //   - derivative_a, derivative_b: dL/da and dL/db at the broadcast shape, from the tensors g, a, b

@@ -3,7 +3,7 @@
 // units, and apart they build in parallel.
 #include "autograd/ops/pointwise.h"
 
-#include "autograd/ops/pointwise_rows.h"
+#include "autograd/ops/detail/pointwise_rows.h"
 
 namespace tapegrad {
 

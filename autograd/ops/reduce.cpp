@@ -3,13 +3,13 @@
 #include <cmath>
 #include <string>
 
-#include "autograd/detail/checks.h"
-#include "autograd/detail/record.h"
-#include "autograd/kernels/broadcast.h"
-#include "autograd/kernels/row_kernels.h"
+#include "autograd/ops/detail/dims.h"
+#include "autograd/core/record.h"
+#include "autograd/kernels/layout/broadcast.h"
+#include "autograd/kernels/simd/row_kernels.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/shape.h"
-#include "autograd/kernels/strided_copy.h"
+#include "autograd/kernels/simd/strided_copy.h"
 
 namespace tapegrad {
 

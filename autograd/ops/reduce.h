@@ -22,7 +22,7 @@
 #include <concepts>
 #include <vector>
 
-#include "autograd/tensor.h"
+#include "autograd/core/tensor.h"
 
 namespace tapegrad {
 

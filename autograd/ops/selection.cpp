@@ -10,11 +10,11 @@
 
 #include <xtensor/xoperation.hpp>
 
-#include "autograd/validation.h"
-#include "autograd/detail/record.h"
-#include "autograd/kernels/broadcast.h"
-#include "autograd/kernels/row_kernels.h"
-#include "autograd/kernels/strided_copy.h"
+#include "autograd/base/checks.h"
+#include "autograd/core/record.h"
+#include "autograd/kernels/layout/broadcast.h"
+#include "autograd/kernels/simd/row_kernels.h"
+#include "autograd/kernels/simd/strided_copy.h"
 #include "autograd/ops/indexing.h"
 
 namespace tapegrad {

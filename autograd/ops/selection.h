@@ -7,7 +7,7 @@
 
 #include "autograd/ops/masking.h"
 #include "autograd/ops/reduce.h"
-#include "autograd/tensor.h"
+#include "autograd/core/tensor.h"
 
 namespace tapegrad {
 

@@ -2,7 +2,7 @@
 // Shape ops. All copy into new contiguous storage (no op aliases its input), so an in-place change
 // to one tensor never shows through another. Negative axes count from the end, as in PyTorch; an
 // axis out of range is a ValueError naming the op and the shape. Data movement is one strided-copy
-// kernel (kernels/strided_copy.h), parallel over rows.
+// kernel (kernels/simd/strided_copy.h), parallel over rows.
 //
 // Gradients: reshape/view/squeeze/unsqueeze reshape g back; permute/transpose permute g by the
 // inverse permutation; expand sums g over the stretched axes (kernels::sum_to); slice, narrow and
@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "autograd/tensor.h"
+#include "autograd/core/tensor.h"
 
 namespace tapegrad {
 

@@ -13,7 +13,7 @@
 // flowing back into such a row is zero. Rows with at least one finite entry are exact: their -inf
 // entries get probability exactly 0 (log-probability -inf). A NaN makes its whole row NaN.
 
-#include "autograd/tensor.h"
+#include "autograd/core/tensor.h"
 
 namespace tapegrad {
 

@@ -7,8 +7,8 @@
 
 #include <xtensor/xoperation.hpp>
 
-#include "autograd/validation.h"
-#include "autograd/detail/record.h"
+#include "autograd/base/checks.h"
+#include "autograd/core/record.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/masking.h"
 #include "autograd/ops/shape.h"

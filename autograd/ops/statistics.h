@@ -15,7 +15,7 @@
 //              PyTorch 1.13 masks it to 0, not NaN or inf).
 // Every sum is in double, in index order, by one thread per group: the same bits at any thread count.
 #include "autograd/ops/reduce.h"
-#include "autograd/tensor.h"
+#include "autograd/core/tensor.h"
 
 namespace tapegrad {
 

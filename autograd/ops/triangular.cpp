@@ -2,9 +2,9 @@
 
 #include <string>
 
-#include "autograd/validation.h"
-#include "autograd/detail/record.h"
-#include "autograd/kernels/row_kernels.h"
+#include "autograd/base/checks.h"
+#include "autograd/core/record.h"
+#include "autograd/kernels/simd/row_kernels.h"
 
 namespace tapegrad {
 

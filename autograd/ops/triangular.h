@@ -1,6 +1,6 @@
 #pragma once
 // tril and triu: the lower or upper triangle of the last two axes.
-#include "autograd/tensor.h"
+#include "autograd/core/tensor.h"
 
 namespace tapegrad {
 

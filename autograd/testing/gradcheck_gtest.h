@@ -1,5 +1,5 @@
 #pragma once
-// GoogleTest assertions for gradcheck and gradgradcheck (autograd/gradcheck.h), for your own tests:
+// GoogleTest assertions for gradcheck and gradgradcheck (autograd/testing/gradcheck.h), for your own tests:
 //
 //   auto f = [](const std::vector<Tensor<double>>& x) { return my_op(x[0], x[1]); };
 //   EXPECT_GRADCHECK(f, {a, b});                      // float64: PyTorch's tolerances
@@ -14,7 +14,7 @@
 // Header-only; the test target links GTest itself.
 #include <gtest/gtest.h>
 
-#include "autograd/gradcheck.h"
+#include "autograd/testing/gradcheck.h"
 
 namespace tapegrad::testing {
 

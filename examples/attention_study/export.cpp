@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "examples/copy_task/copy_task.h"
-#include "nn/attention_export.h"
-#include "nn/attribution/rollout.h"
+#include "nn/copy_task/copy_task.h"
+#include "study/attention_export.h"
+#include "study/attribution/rollout.h"
 
 namespace tapegrad::attention_study {
 

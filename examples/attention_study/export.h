@@ -1,9 +1,9 @@
 #pragma once
-// The study's data for other tools (nn/attention_export.h), next to the page in the output
+// The study's data for other tools (study/attention_export.h), next to the page in the output
 // directory:
 //   attention.safetensors  every capture array ("<module path>.weights", ".scores_grad", ...) and
 //                          the attributions "encoder.rollout" and "encoder.gradient_weighted_rollout"
-//                          [batch, seq, seq] (nn/attribution/rollout.h over the encoder layers)
+//                          [batch, seq, seq] (study/attribution/rollout.h over the encoder layers)
 //   npy/                   the same arrays, one .npy each
 //   bertviz.json           bertviz head view's params for the batch's first sequence (encoder,
 //                          decoder and cross attention, tokens as their numbers, "<s>" for the start)

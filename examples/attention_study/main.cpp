@@ -5,7 +5,7 @@
 // attribution maps, the gradient-norm and head-ablation tables and the training loss curve; and
 // the tables as CSV. See report.h for the files. Also writes the data for other tools (export.h:
 // attention.safetensors, npy/, bertviz.json) and, when it trains, snapshots.safetensors: A and dL/dA
-// of the study batch at steps 0, 1, 2, 4, ..., the last (nn/attention_snapshots.h), which the page's
+// of the study batch at steps 0, 1, 2, 4, ..., the last (study/attention_snapshots.h), which the page's
 // slider steps through.
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -22,10 +22,10 @@
 #include "examples/cli/flags.h"
 #include "examples/cli/output_path.h"
 #include "examples/cli/program.h"
-#include "examples/copy_task/copy_task.h"
-#include "examples/copy_task/model_flags.h"
-#include "examples/copy_task/model_size.h"
-#include "nn/attention_snapshots.h"
+#include "nn/copy_task/copy_task.h"
+#include "examples/cli/model_flags.h"
+#include "nn/copy_task/model_size.h"
+#include "study/attention_snapshots.h"
 
 namespace {
 

@@ -4,7 +4,7 @@
 #include "examples/attention_study/page.h"
 #include "examples/attention_study/report_data.h"
 #include "examples/attention_study/tables.h"
-#include "nn/atomic_file.h"
+#include "nn/io/atomic_file.h"
 
 namespace tapegrad::attention_study {
 

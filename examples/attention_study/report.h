@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "examples/attention_study/study.h"
-#include "examples/copy_task/copy_task.h"
-#include "nn/attention_snapshot.h"
+#include "nn/copy_task/copy_task.h"
+#include "study/attention_snapshot.h"
 
 namespace tapegrad::attention_study {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <span>
 
-#include "autograd/errors.h"
+#include "autograd/base/errors.h"
 #include "examples/attention_study/format.h"
 #include "examples/attention_study/json.h"
 #include "examples/attention_study/tables.h"

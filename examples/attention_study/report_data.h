@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "examples/attention_study/report.h"
-#include "nn/attention_snapshot.h"
+#include "study/attention_snapshot.h"
 
 namespace tapegrad::attention_study {
 

@@ -6,11 +6,11 @@
 #include <stdexcept>
 #include <utility>
 
-#include "autograd/errors.h"
-#include "examples/copy_task/copy_task.h"
-#include "nn/attention_capture.h"
-#include "nn/attention_intervention.h"
-#include "nn/attribution.h"
+#include "autograd/base/errors.h"
+#include "nn/copy_task/copy_task.h"
+#include "study/attention_capture.h"
+#include "study/attention_intervention.h"
+#include "study/attribution.h"
 
 namespace tapegrad::attention_study {
 

@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "nn/attention_capture.h"
-#include "nn/attention_intervention.h"
+#include "study/attention_capture.h"
+#include "study/attention_intervention.h"
 #include "nn/transformer/transformer.h"
 
 namespace tapegrad::attention_study {
@@ -52,7 +52,7 @@ struct AttentionMaps {
 // short name and the head, "enc0 self h1", "dec1 cross h0".
 std::string head_name(const std::string& short_name, std::size_t head);
 
-// An attribution map of the study batch (nn/attribution.h) over one stack's tokens.
+// An attribution map of the study batch (study/attribution.h) over one stack's tokens.
 struct AttributionMap {
   std::string name;         // "encoder rollout"
   std::string description;  // one sentence: the method and the layers it combines

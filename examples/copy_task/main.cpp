@@ -18,9 +18,9 @@
 #include "examples/cli/flags.h"
 #include "examples/cli/output_path.h"
 #include "examples/cli/program.h"
-#include "examples/copy_task/copy_task.h"
-#include "examples/copy_task/model_flags.h"
-#include "examples/copy_task/model_size.h"
+#include "nn/copy_task/copy_task.h"
+#include "examples/cli/model_flags.h"
+#include "nn/copy_task/model_size.h"
 #ifdef TAPEGRAD_WITH_DISTRIBUTED
 #include "distributed/allreducer.h"
 #include "distributed/parameters.h"

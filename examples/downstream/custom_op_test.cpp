@@ -1,7 +1,7 @@
 // A user's own GoogleTest test of a custom op against the installed tapegrad: EXPECT_GRADCHECK
 // and EXPECT_GRADGRADCHECK come with the package (autograd/testing/gradcheck_gtest.h).
-#include "autograd/custom_op.h"
-#include "autograd/ops.h"
+#include "autograd/core/custom_op.h"
+#include "autograd/ops/all.h"
 #include "autograd/testing/gradcheck_gtest.h"
 
 using namespace tapegrad;

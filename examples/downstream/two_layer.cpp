@@ -3,10 +3,7 @@
 #include <cstdio>
 #include <memory>
 
-#include "autograd/ops.h"
-#include "autograd/tape.h"
-#include "nn/linear.h"
-#include "optim/adam.h"
+#include "tapegrad.h"  // the whole public API
 
 using namespace tapegrad;
 

@@ -5,7 +5,7 @@
 
 #include <xtensor/xoperation.hpp>
 
-#include "autograd/kernels/broadcast.h"
+#include "autograd/kernels/layout/broadcast.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/linalg.h"
 #include "autograd/ops/shape.h"

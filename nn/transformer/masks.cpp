@@ -1,6 +1,6 @@
 #include "nn/transformer/masks.h"
 
-#include "autograd/validation.h"
+#include "autograd/base/checks.h"
 #include "nn/masks.h"
 
 namespace tapegrad::nn::transformer {

@@ -3,7 +3,7 @@
 // masks in the stacks' layout. POLARITY: true = "may attend" (The Annotated Transformer's; the
 // opposite of seed 004's masked_fill_(mask, ...)), enforced by the AttendMask type.
 #include "autograd/ops/masking.h"
-#include "autograd/tensor.h"
+#include "autograd/core/tensor.h"
 
 namespace tapegrad::nn::transformer {
 

@@ -8,7 +8,7 @@
 // LayerNorm eps 1e-6). Vocabulary sizes have none: 0 is refused with a ValueError by Embedding.
 #include <cstddef>
 
-#include "autograd/tensor.h"
+#include "autograd/core/tensor.h"
 
 namespace tapegrad::nn::transformer {
 

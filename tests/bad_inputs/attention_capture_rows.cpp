@@ -1,8 +1,8 @@
 // Rows of docs/bad-inputs.md, section "nn: attention probes, capture_attention and interventions".
 #include "autograd/ops/reduce.h"
-#include "autograd/tape.h"
-#include "nn/attention_capture.h"
-#include "nn/attention_intervention.h"
+#include "autograd/core/tape.h"
+#include "study/attention_capture.h"
+#include "study/attention_intervention.h"
 #include "nn/labml/multi_head_attention.h"
 #include "nn/mha/multi_head_attention.h"
 #include "tests/bad_inputs/inputs.h"

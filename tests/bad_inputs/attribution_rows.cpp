@@ -1,9 +1,9 @@
-// Rows of docs/bad-inputs.md, section "attribution": the methods of nn/attribution/*.h over
+// Rows of docs/bad-inputs.md, section "attribution": the methods of study/attribution/*.h over
 // forward-order lists of [batch, heads, seq_q, seq_k] maps.
 #include <initializer_list>
 #include <vector>
 
-#include "nn/attribution.h"
+#include "study/attribution.h"
 #include "tests/bad_inputs/inputs.h"
 #include "tests/bad_inputs/row.h"
 

@@ -1,10 +1,10 @@
 // Rows of docs/bad-inputs.md, section "autograd": Tensor, GradientTape, gradcheck, custom_op,
 // Generator, set_num_threads.
-#include "autograd/custom_op.h"
-#include "autograd/gradcheck.h"
+#include "autograd/core/custom_op.h"
+#include "autograd/testing/gradcheck.h"
 #include "autograd/kernels/parallel.h"
-#include "autograd/ops.h"
-#include "autograd/tape.h"
+#include "autograd/ops/all.h"
+#include "autograd/core/tape.h"
 #include "tests/bad_inputs/inputs.h"
 #include "tests/bad_inputs/row.h"
 

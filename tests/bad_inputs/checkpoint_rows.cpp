@@ -1,9 +1,9 @@
 // Rows of docs/bad-inputs.md, section "checkpoint": safetensors, training checkpoints and .npy
-// files (nn/checkpoint.h): missing, truncated and corrupt files, mismatched models.
+// files (nn/io/checkpoint.h): missing, truncated and corrupt files, mismatched models.
 #include <filesystem>
 #include <fstream>
 
-#include "nn/checkpoint.h"
+#include "nn/io/checkpoint.h"
 #include "nn/dropout.h"
 #include "nn/linear.h"
 #include "tests/bad_inputs/inputs.h"

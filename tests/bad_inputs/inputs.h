@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "autograd/ops/masking.h"
-#include "autograd/tensor.h"
+#include "autograd/core/tensor.h"
 
 namespace tapegrad::bad_inputs {
 

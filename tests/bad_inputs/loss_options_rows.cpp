@@ -2,8 +2,8 @@
 // file of their own so that parallel work on the other ops merges without conflicts.
 #include <optional>
 
-#include "autograd/ops.h"
-#include "autograd/tape.h"
+#include "autograd/ops/all.h"
+#include "autograd/core/tape.h"
 #include "tests/bad_inputs/inputs.h"
 #include "tests/bad_inputs/row.h"
 

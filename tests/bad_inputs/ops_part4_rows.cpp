@@ -3,7 +3,7 @@
 // on the other ops merges without conflicts.
 #include <optional>
 
-#include "autograd/ops.h"
+#include "autograd/ops/all.h"
 #include "tests/bad_inputs/inputs.h"
 #include "tests/bad_inputs/row.h"
 

@@ -1,7 +1,7 @@
 // Rows of docs/bad-inputs.md, section "ops": every op of autograd/ops/*.h.
 #include <algorithm>
 
-#include "autograd/ops.h"
+#include "autograd/ops/all.h"
 #include "tests/bad_inputs/inputs.h"
 #include "tests/bad_inputs/row.h"
 

@@ -7,9 +7,9 @@
 
 #include <xtensor/xnpy.hpp>
 
-#include "autograd/gradcheck.h"
-#include "autograd/ops.h"
-#include "nn/checkpoint.h"
+#include "autograd/testing/gradcheck.h"
+#include "autograd/ops/all.h"
+#include "nn/io/checkpoint.h"
 #include "nn/masks.h"
 #include "nn/transformer/masks.h"
 #include "tests/bad_inputs/inputs.h"

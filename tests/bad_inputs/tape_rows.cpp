@@ -3,12 +3,12 @@
 // StepCapture run inside a run or on two threads.
 #include <thread>
 
-#include "autograd/custom_op.h"
-#include "autograd/functional.h"
-#include "autograd/gradcheck.h"
-#include "autograd/ops.h"
-#include "autograd/step_capture.h"
-#include "autograd/tape.h"
+#include "autograd/core/custom_op.h"
+#include "autograd/ops/functional.h"
+#include "autograd/testing/gradcheck.h"
+#include "autograd/ops/all.h"
+#include "autograd/memory/step_capture.h"
+#include "autograd/core/tape.h"
 #include "nn/linear.h"
 #include "nn/transformer/multi_head_attention.h"
 #include "tests/bad_inputs/inputs.h"

@@ -10,9 +10,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "autograd/functional.h"
-#include "autograd/ops.h"
-#include "autograd/tape.h"
+#include "autograd/ops/functional.h"
+#include "autograd/ops/all.h"
+#include "autograd/core/tape.h"
 
 namespace tapegrad::testing {
 namespace {

@@ -1,11 +1,11 @@
-// The rules of the functional transforms (autograd/functional.h) and nn::functional_call
+// The rules of the functional transforms (autograd/ops/functional.h) and nn::functional_call
 // (nn/functional_call.h). Their values against PyTorch: functional_pytorch.cpp.
 #include <gtest/gtest.h>
 #include <xtensor/xio.hpp>
 
-#include "autograd/functional.h"
-#include "autograd/ops.h"
-#include "autograd/tape.h"
+#include "autograd/ops/functional.h"
+#include "autograd/ops/all.h"
+#include "autograd/core/tape.h"
 #include "nn/activation.h"
 #include "nn/containers.h"
 #include "nn/functional_call.h"

@@ -348,7 +348,7 @@ std::vector<OpCase> transformer_cases() {
   };
 }
 
-// The copy task's training loss (examples/copy_task/copy_task.cpp's batch_loss, written out: this
+// The copy task's training loss (nn/copy_task/copy_task.cpp's batch_loss, written out: this
 // suite builds without the examples) of one fixed batch, on a Transformer<double> of the copy
 // task's shape at a small size (one layer, dropout 0 as the copy task's default): src kSrc,
 // decoder input its first three tokens, targets the last three, mean cross-entropy over the

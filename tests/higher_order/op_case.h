@@ -14,8 +14,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "autograd/gradcheck.h"
-#include "autograd/ops.h"
+#include "autograd/testing/gradcheck.h"
+#include "autograd/ops/all.h"
 
 namespace tapegrad::testing {
 

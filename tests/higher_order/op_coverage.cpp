@@ -1,4 +1,4 @@
-// Every public op is covered: the README's op list names every op (the pointwise table's rows
+// Every public op is covered: docs/ops.md names every op (the pointwise table's rows
 // included), and each op listed there has cases in the registry (so gradcheck, gradgradcheck,
 // float32 and thread checks run on it) and rows in docs/bad-inputs.md (so its bad inputs are
 // tested; test_pointwise tests those of every pointwise table row). An op missing from either is
@@ -25,11 +25,11 @@ const std::map<std::string, std::string> not_differentiable = {
     {"argmin", "returns int64 positions, no gradient (tests/test_argmax.cpp)"},
 };
 
-// The op names of the README's `autograd/` row after "ops:", parenthesised remarks left out.
-std::vector<std::string> readme_ops() {
-  std::ifstream in(TAPEGRAD_README);
+// The op names of docs/ops.md's line "ops: ...", parenthesised remarks left out.
+std::vector<std::string> listed_ops() {
+  std::ifstream in(TAPEGRAD_OPS_DOC);
   std::string line;
-  while (std::getline(in, line) && line.rfind("| `autograd/`", 0) != 0) {
+  while (std::getline(in, line) && line.rfind("ops:", 0) != 0) {
   }
   const std::size_t ops = line.find("ops:");
   if (ops == std::string::npos) return {};
@@ -52,16 +52,16 @@ bool covers(const std::string& case_name, const std::string& op) {
   return padded.find("_" + op + "_") != std::string::npos;
 }
 
-TEST(OpCoverage, ReadmeListsEveryPointwiseTableOp) {
-  const auto listed = readme_ops();
-  ASSERT_GT(listed.size(), 40u) << "read too few ops from the README's autograd/ row: " << TAPEGRAD_README;
+TEST(OpCoverage, OpsDocListsEveryPointwiseTableOp) {
+  const auto listed = listed_ops();
+  ASSERT_GT(listed.size(), 40u) << "read too few ops from the line \"ops: ...\" of " << TAPEGRAD_OPS_DOC;
   const std::set<std::string> names(listed.begin(), listed.end());
-  for (const auto& op : table_ops) EXPECT_TRUE(names.count(op)) << op << " is in pointwise_table.h but not in the README";
+  for (const auto& op : table_ops) EXPECT_TRUE(names.count(op)) << op << " is in pointwise_table.h but not in docs/ops.md";
 }
 
 TEST(OpCoverage, EveryListedOpHasRegistryCases) {
   const auto cases = op_cases();
-  for (const auto& op : readme_ops()) {
+  for (const auto& op : listed_ops()) {
     if (not_differentiable.count(op)) continue;
     const bool covered = std::any_of(cases.begin(), cases.end(), [&](const OpCase& c) { return covers(c.name, op); });
     EXPECT_TRUE(covered) << op << " has no case in the registry (tests/higher_order/*_cases.cpp)";
@@ -73,7 +73,7 @@ TEST(OpCoverage, EveryListedOpHasBadInputRows) {
   for (const auto& row : bad_inputs::read_table(BAD_INPUTS_DOC))
     entry_points.insert(row.entry_points.begin(), row.entry_points.end());
   const std::set<std::string> table(table_ops.begin(), table_ops.end());
-  for (const auto& op : readme_ops()) {
+  for (const auto& op : listed_ops()) {
     if (table.count(op)) continue;  // test_pointwise gives every table row its bad inputs
     EXPECT_TRUE(entry_points.count(op)) << op << " has no row in " << BAD_INPUTS_DOC;
   }

@@ -7,9 +7,9 @@
 
 #include "autograd/ops/loss.h"
 #include "autograd/ops/shape.h"
-#include "autograd/tape.h"
-#include "examples/copy_task/copy_task.h"
-#include "nn/checkpoint.h"
+#include "autograd/core/tape.h"
+#include "nn/copy_task/copy_task.h"
+#include "nn/io/checkpoint.h"
 
 using namespace tapegrad;
 

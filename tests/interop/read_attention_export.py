@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Reads an attention export (nn/attention_export.h) the way a Python user would and prints what it
+"""Reads an attention export (study/attention_export.h) the way a Python user would and prints what it
 found as JSON on stdout, for test_attention_capture to compare with the capture:
   safetensors FILE  tensors loaded into torch (the hand-written reader of pytorch_interop.py):
                     {"tensors": {name: {"dtype", "shape", "hex"}}, "metadata": {...}}

@@ -1,7 +1,7 @@
 # Memory over long training runs (issue "Reliability", parts 1 and 7).
 find_package(CLI11 REQUIRED)
 add_executable(rss_long_run ${CMAKE_CURRENT_LIST_DIR}/rss_long_run.cpp)
-target_link_libraries(rss_long_run PRIVATE copy_task_lib CLI11::CLI11)
+target_link_libraries(rss_long_run PRIVATE tapegrad_copy_task CLI11::CLI11)
 tapegrad_compile_as_test_code(rss_long_run)
 
 if("address" IN_LIST TAPEGRAD_SANITIZE)

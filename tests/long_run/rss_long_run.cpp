@@ -18,7 +18,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "examples/copy_task/copy_task.h"
+#include "nn/copy_task/copy_task.h"
 
 namespace {
 

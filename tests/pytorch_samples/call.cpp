@@ -1,6 +1,6 @@
 #include "call.h"
 
-#include "autograd/validation.h"
+#include "autograd/base/checks.h"
 
 namespace tapegrad::pytorch_samples {
 namespace {

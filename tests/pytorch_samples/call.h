@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "autograd/ops/masking.h"
-#include "autograd/tensor.h"
+#include "autograd/core/tensor.h"
 #include "sample_file.h"
 
 namespace tapegrad::pytorch_samples {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "autograd/validation.h"
+#include "autograd/base/checks.h"
 
 namespace tapegrad::pytorch_samples {
 

@@ -3,7 +3,7 @@
 #include <optional>
 #include <string>
 
-#include "autograd/array_allocator.h"  // before xtensor: it sets xt::xarray's allocator
+#include "autograd/memory/array_allocator.h"  // before xtensor: it sets xt::xarray's allocator
 #include <xtensor/xarray.hpp>
 
 namespace tapegrad::pytorch_samples {

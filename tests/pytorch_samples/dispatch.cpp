@@ -1,6 +1,6 @@
 #include "dispatch.h"
 
-#include "autograd/ops.h"
+#include "autograd/ops/all.h"
 
 namespace tapegrad::pytorch_samples {
 namespace {

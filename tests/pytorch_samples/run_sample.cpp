@@ -1,7 +1,7 @@
 #include "run_sample.h"
 
-#include "autograd/ops.h"
-#include "autograd/tape.h"
+#include "autograd/ops/all.h"
+#include "autograd/core/tape.h"
 #include "compare.h"
 
 namespace tapegrad::pytorch_samples {

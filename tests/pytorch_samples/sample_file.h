@@ -8,10 +8,10 @@
 #include <utility>
 #include <vector>
 
-#include "autograd/array_allocator.h"  // before xtensor: it sets xt::xarray's allocator
+#include "autograd/memory/array_allocator.h"  // before xtensor: it sets xt::xarray's allocator
 #include <xtensor/xarray.hpp>
 
-#include "autograd/tensor.h"
+#include "autograd/core/tensor.h"
 
 namespace tapegrad::pytorch_samples {
 

@@ -4,7 +4,7 @@
 #include <atomic>
 #include <thread>
 
-#include "autograd/step_capture.h"
+#include "autograd/memory/step_capture.h"
 
 namespace tapegrad::testing {
 

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <vector>
 
-#include "autograd/generator.h"
-#include "autograd/tensor.h"
+#include "autograd/base/generator.h"
+#include "autograd/core/tensor.h"
 
 namespace tapegrad::testing {
 

@@ -9,9 +9,9 @@
 
 #include <gtest/gtest.h>
 
-#include "autograd/gradcheck.h"
+#include "autograd/testing/gradcheck.h"
 #include "autograd/testing/gradcheck_gtest.h"
-#include "autograd/tensor.h"
+#include "autograd/core/tensor.h"
 
 namespace tapegrad::testing {
 

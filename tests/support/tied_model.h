@@ -12,7 +12,7 @@
 #include "autograd/ops/linalg.h"
 #include "autograd/ops/loss.h"
 #include "autograd/ops/shape.h"
-#include "autograd/tape.h"
+#include "autograd/core/tape.h"
 #include "nn/embedding.h"
 #include "nn/unary_module.h"
 
