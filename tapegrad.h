@@ -44,5 +44,5 @@
 #include "study/attention_capture.h"
 #include "study/attention_export.h"
 #include "study/attention_intervention.h"
-#include "study/attention_snapshots.h"
+#include "study/training_snapshots.h"
 #include "study/attribution.h"

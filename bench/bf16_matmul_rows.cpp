@@ -1,5 +1,5 @@
-// oneDNN's bare bf16 matmul primitive on the training step's GEMMs, for issue 15 item 5 (mixed
-// precision); tapegrad's own bf16 mode goes through kernels::gemm. A and B are reordered from f32
+// oneDNN's bare bf16 matmul primitive on the training step's GEMMs, against which mixed
+// precision is measured; tapegrad's own bf16 mode goes through kernels::gemm. A and B are reordered from f32
 // to bf16 (dense, the same logical layout, transposes kept), C stays f32 and oneDNN accumulates in
 // f32; the primitives are made once per row. Built into gemm_backends_bench when tapegrad has
 // oneDNN.

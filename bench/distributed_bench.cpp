@@ -1,4 +1,4 @@
-// tapegrad_distributed_bench: the data-parallel copy-task training step (issue 16), timed.
+// tapegrad_distributed_bench: the data-parallel copy-task training step, timed.
 //
 //   tapegrad_distributed_bench [--size=tiny|paper] [--threads=N] [--steps=S] [--warmup=W] [--no-overlap]
 //   mpirun -np 2 tapegrad_distributed_bench --threads=1 ...

@@ -25,12 +25,12 @@ struct ProductCase {
 
 const std::vector<ProductCase>& product_cases() {
   static const std::vector<ProductCase> cases = {
-      // labml attention (seeds 000/001) at the copy-task sizes: seq 10, batch 80, 8 heads, d_k 64.
+      // labml.ai's attention at the copy-task sizes: seq 10, batch 80, 8 heads, d_k 64.
       {"ibhd,jbhd->ijbh/s10", "ibhd,jbhd->ijbh", {10, 80, 8, 64}, {10, 80, 8, 64}, 640, 10, 64, 10},
       {"ijbh,jbhd->ibhd/s10", "ijbh,jbhd->ibhd", {10, 10, 80, 8}, {10, 80, 8, 64}, 640, 10, 10, 64},
       {"ibhd,jbhd->ijbh/s128", "ibhd,jbhd->ijbh", {128, 80, 8, 64}, {128, 80, 8, 64}, 640, 128, 64, 128},
       {"ijbh,jbhd->ibhd/s128", "ijbh,jbhd->ibhd", {128, 128, 80, 8}, {128, 80, 8, 64}, 640, 128, 128, 64},
-      // Seed 004's per-head projection of q repeated over heads: [h, batch, seq, d_model] x [h, d_model, d_k].
+      // the reference Transformer's per-head projection of q repeated over heads: [h, batch, seq, d_model] x [h, d_model, d_k].
       {"hijk,hkl->hijl", "hijk,hkl->hijl", {8, 80, 10, 512}, {8, 512, 64}, 8, 800, 512, 64},
       // The same projection as nn/transformer runs it, without the repeat: one [800,512]x[512,512] GEMM.
       {"ijk,hkl->hijl", "ijk,hkl->hijl", {80, 10, 512}, {8, 512, 64}, 1, 800, 512, 512},

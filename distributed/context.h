@@ -1,5 +1,5 @@
 #pragma once
-// Context: the process's MPI session, for data-parallel training (issue 16). One per process,
+// Context: the process's MPI session, for data-parallel training. One per process,
 // made by the main thread before any other distributed call and kept until the end of training:
 //
 //   int main(int argc, char** argv) {

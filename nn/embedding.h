@@ -2,7 +2,7 @@
 // Embedding(num_embeddings, embedding_dim, padding_idx): a lookup table weight [num, dim],
 // initialised N(0, 1) with the padding_idx row zeroed, as PyTorch. Integer indices of any shape
 // -> [..., dim]. The padding row receives no gradient, so it stays zero through training.
-// This is also seed 004's Embedding(vocab, d_model, pad_idx).
+// This is also the reference Transformer's Embedding(vocab, d_model, pad_idx).
 #include <optional>
 
 #include "nn/module.h"

@@ -1,19 +1,19 @@
 #pragma once
 // Attention masks. Polarity everywhere in tapegrad's nn: true means "may attend", false "masked
-// out" (the seeds' labml code and The Annotated Transformer), and the type says so: these return
+// out" (labml.ai's code and The Annotated Transformer), and the type says so: these return
 // AttendMask (autograd/ops/masking.h), which every attention module takes and which neither comes
 // from nor turns into masked_fill's Mask (true = fill) implicitly. A PyTorch nn.MultiheadAttention
-// boolean mask, or seed 004's masked_fill_(mask, ...) mask, comes in through AttendMask::blocking.
+// boolean mask, or the reference Transformer's masked_fill_(mask, ...) mask, comes in through AttendMask::blocking.
 #include "autograd/ops/masking.h"
 #include "autograd/core/tensor.h"
 
 namespace tapegrad::nn {
 
 // tokens [batch, seq] -> [batch, 1, 1, seq]: true where the token is not `pad`. Broadcasts over
-// batch-first attention scores [batch, heads, seq_q, seq_k] (seed 002).
+// batch-first attention scores [batch, heads, seq_q, seq_k] (the batch-first reference).
 AttendMask create_padding_mask(const IndexArray& tokens, Index pad = 0);
 
-// [n, n]: true on and below the diagonal, so query i may attend to keys 0..i (seed 002's
+// [n, n]: true on and below the diagonal, so query i may attend to keys 0..i (the batch-first reference's
 // look-ahead mask, The Annotated Transformer's subsequent_mask without its leading axis).
 AttendMask create_look_ahead_mask(std::size_t n);
 

@@ -4,7 +4,7 @@
 #include <unordered_map>
 
 #include "autograd/base/callback_ids.h"
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 
 namespace tapegrad::nn {
 

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 #include "autograd/ops/shape.h"
 
 namespace tapegrad::nn {

@@ -1,5 +1,5 @@
 #pragma once
-// Sinusoidal positional encoding (seed 002's PositionalEncoding, seed 004's AddPositionalEncoding):
+// Sinusoidal positional encoding (the batch-first reference's PositionalEncoding, the reference Transformer's AddPositionalEncoding):
 //   PE(pos, 2i) = sin(pos / 10000^(2i/d_model)),  PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)).
 // forward(x) for batch-first x [batch, seq, d_model] (or [seq, d_model]) returns x + PE[:seq].
 // The table is fixed (not a parameter, not in the state dict); seq > max_len is a ShapeError.
@@ -24,7 +24,7 @@ class PositionalEncoding : public UnaryModule<T> {
   Tensor<T> table_;
 };
 
-// Seed 004's name for the same module: AddPositionalEncoding(d_model, max_len).
+// The reference Transformer's name for the same module: AddPositionalEncoding(d_model, max_len).
 template <class T> using AddPositionalEncoding = PositionalEncoding<T>;
 
 extern template class PositionalEncoding<float>;

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <map>
 
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 #include "autograd/ops/shape.h"
 #include "autograd/core/tape.h"
 #include "autograd/base/checks.h"

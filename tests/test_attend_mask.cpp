@@ -1,4 +1,4 @@
-// AttendMask (true = may attend) against Mask (true = fill): the mismatches of issue 13 do not
+// AttendMask (true = may attend) against Mask (true = fill): mixing the two polarities does not
 // compile (checked here with concepts and type traits, so a regression fails the build of this
 // file), and AttendMask's constructors, blocking(), blocked() and && keep their polarity.
 #include <cstdint>

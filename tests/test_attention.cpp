@@ -7,7 +7,7 @@
 
 #include "autograd/kernels/parallel.h"
 #include "autograd/ops/attention.h"
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 #include "autograd/ops/softmax.h"
 #include "autograd/core/tape.h"
 #include "tests/support/reference.h"

@@ -1,4 +1,4 @@
-// Attention over training and export (study/attention_snapshots.h, study/attention_export.h): the
+// Attention over training and export (study/training_snapshots.h, study/attention_export.h): the
 // snapshot schedule, snapshots on a fixed probe batch that leave training bit for bit as it was,
 // the snapshot file's round trip, and the safetensors / .npy / bertviz exports read back by
 // Python (tests/interop/read_attention_export.py) and compared with the capture bit for bit.
@@ -19,7 +19,7 @@
 #include "autograd/ops/all.h"
 #include "autograd/core/tape.h"
 #include "study/attention_export.h"
-#include "study/attention_snapshots.h"
+#include "study/training_snapshots.h"
 #include "nn/labml/multi_head_attention.h"
 #include "nn/transformer/masks.h"
 #include "nn/transformer/transformer.h"

@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "autograd/ops/binary_cross_entropy.h"
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/core/tape.h"
 #include "tests/support/reference.h"

@@ -77,7 +77,7 @@ TEST(CopyTask, LearnsToCopyWithinABoundedNumberOfSteps) {
   EXPECT_EQ(accuracy_within_800_steps(MatmulPrecision::kFloat32), 1.0);
 }
 
-// copy_task --bf16 (issue 15's bf16 mode): products in bf16, and it still learns to copy.
+// copy_task --bf16 (bf16 mode): products in bf16, and it still learns to copy.
 TEST(CopyTask, LearnsToCopyWithBf16Products) {
   EXPECT_EQ(accuracy_within_800_steps(MatmulPrecision::kBfloat16), 1.0);
   auto bf16 = tiny_config();

@@ -98,7 +98,7 @@ struct Case {
   std::vector<Shape> shapes;
 };
 
-// The seeds' strings (attention scores and values, per-head projections) and the listed ones.
+// The reference designs' strings (attention scores and values, per-head projections) and the listed ones.
 const std::vector<Case> kSeedCases = {
     {"ibhd,jbhd->ijbh", {{3, 2, 2, 4}, {5, 2, 2, 4}}},
     {"ijbh,jbhd->ibhd", {{3, 5, 2, 2}, {5, 2, 2, 4}}},

@@ -1,6 +1,6 @@
 #include "autograd/testing/gradcheck.h"
 #include "autograd/kernels/parallel.h"
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 #include "autograd/ops/embedding.h"
 #include "autograd/core/tape.h"
 #include "tests/support/reference.h"

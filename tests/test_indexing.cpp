@@ -4,7 +4,7 @@
 #include <numeric>
 
 #include "autograd/ops/indexing.h"
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/core/tape.h"
 #include "tests/support/reference.h"

@@ -8,7 +8,7 @@
 #include <xtensor/xview.hpp>
 
 #include "autograd/kernels/parallel.h"
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 #include "autograd/ops/loss.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/core/tape.h"

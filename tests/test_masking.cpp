@@ -6,7 +6,7 @@
 #include <xtensor/xview.hpp>
 
 #include "autograd/ops/attention.h"
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 #include "autograd/ops/masking.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/shape.h"

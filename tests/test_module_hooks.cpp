@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/core/tape.h"
 #include "nn/containers.h"
@@ -40,19 +40,19 @@ struct AttentionCase {
 std::vector<AttentionCase> attention_cases(Generator& gen) {
   auto batch_first = std::make_shared<nn::mha::MultiHeadAttention<double>>(8, 2, gen, /*dropout=*/0.0);
   auto labml = std::make_shared<nn::labml::MultiHeadAttention<double>>(2, 8, gen, /*dropout_prob=*/0.0);
-  auto seed004 = std::make_shared<tf::MultiHeadAttention<double>>(8, 2, gen);
+  auto transformer_mha = std::make_shared<tf::MultiHeadAttention<double>>(8, 2, gen);
   auto batch_first_sdpa = std::make_shared<nn::mha::ScaledDotProductAttention<double>>(gen, /*dropout=*/0.0);
-  auto seed004_sdpa = std::make_shared<tf::ScaledDotProductAttention<double>>(8);
+  auto transformer_sdpa = std::make_shared<tf::ScaledDotProductAttention<double>>(8);
   return {
       {"nn::mha", batch_first, [batch_first](auto& q, auto& k, auto& v) { return (*batch_first)(q, k, v).output; },
        {2, 3, 8}, {2, 5, 8}},
       {"nn::labml", labml, [labml](auto& q, auto& k, auto& v) { return (*labml)(q, k, v); }, {3, 2, 8}, {5, 2, 8}},
-      {"nn::transformer", seed004, [seed004](auto& q, auto& k, auto& v) { return (*seed004)(q, k, v); }, {2, 3, 8},
+      {"nn::transformer", transformer_mha, [transformer_mha](auto& q, auto& k, auto& v) { return (*transformer_mha)(q, k, v); }, {2, 3, 8},
        {2, 5, 8}},
       {"nn::mha sdpa", batch_first_sdpa,
        [batch_first_sdpa](auto& q, auto& k, auto& v) { return (*batch_first_sdpa)(q, k, v).output; }, {2, 3, 8},
        {2, 5, 8}},
-      {"nn::transformer sdpa", seed004_sdpa, [seed004_sdpa](auto& q, auto& k, auto& v) { return (*seed004_sdpa)(q, k, v); },
+      {"nn::transformer sdpa", transformer_sdpa, [transformer_sdpa](auto& q, auto& k, auto& v) { return (*transformer_sdpa)(q, k, v); },
        {2, 3, 8}, {2, 5, 8}},
   };
 }

@@ -1,7 +1,7 @@
-// Batch-first ScaledDotProductAttention and MultiHeadAttention (seeds 002/003): forward against a
+// Batch-first ScaledDotProductAttention and MultiHeadAttention (the batch-first reference and its review): forward against a
 // naive loop reference over the module's own parameter values, gradchecks over the inputs and
 // every parameter (with and without masks), dL/dweights, names and counts, dropout, errors, and a
-// test for each of the six bugs seed 003 finds in a batch-first MultiHeadAttention.
+// test for each of the six bugs the batch-first review finds in a batch-first MultiHeadAttention.
 #include <cmath>
 #include <initializer_list>
 #include <limits>
@@ -12,7 +12,7 @@
 #include <xtensor/xoperation.hpp>
 #include <xtensor/xview.hpp>
 
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/core/tape.h"
 #include "nn/masks.h"
@@ -279,7 +279,7 @@ Data random_data(const Case& c, std::uint64_t seed) {
 // ---------------------------------------------------------------------------------------------
 // MultiHeadAttention: structure
 
-TEST(BatchFirstMultiHeadAttention, ParameterNamesFollowSeed003) {
+TEST(BatchFirstMultiHeadAttention, ParameterNamesFollowTheBatchFirstReview) {
   Generator gen(0);
   MultiHeadAttention<double> mha(kDModel, kHeads, gen);
   EXPECT_EQ(names_of(mha), (std::vector<std::string>{"query.weight", "query.bias", "key.weight", "key.bias",
@@ -305,7 +305,7 @@ TEST(BatchFirstMultiHeadAttention, SeedShapeExamples) {
   const auto [output, weights] = mha(x, x, x);
   EXPECT_EQ(output.shape(), (Shape{2, 8, 64}));
   EXPECT_EQ(weights.shape(), (Shape{2, 4, 8, 8}));
-  // The closed form 4 * (64^2 + 64); the seed's printout says 33,280, twice this, which no module
+  // The closed form 4 * (64^2 + 64); the batch-first reference's printout says 33,280, twice this, which no module
   // with these four Linear(64, 64) layers has.
   EXPECT_EQ(mha.num_parameters(), 16640u);
   // Its masks: create_padding_mask over [[1,2,3,0,0],[1,2,0,0,0]] and create_look_ahead_mask(10).

@@ -1,7 +1,7 @@
-// labml.ai's sequence-first PrepareForMultiHeadAttention and MultiHeadAttention (seeds 000/001):
+// labml.ai's sequence-first PrepareForMultiHeadAttention and MultiHeadAttention:
 // forward against a naive loop reference over the module's own parameter values, gradchecks over
 // the inputs and every parameter (with and without masks), dL/dattn, names and counts, dropout,
-// errors, and seed 003's six bugs where they apply to this layout.
+// errors, and the batch-first review's six bugs where they apply to this layout.
 #include <cmath>
 #include <initializer_list>
 #include <limits>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/core/tape.h"
 #include "nn/labml/multi_head_attention.h"
@@ -52,7 +52,7 @@ bool allowed_at(const std::optional<AttendMask>& mask, std::size_t i, std::size_
   return m(m.shape()[0] == 1 ? 0 : i, j, m.shape()[2] == 1 ? 0 : b);
 }
 
-// The seed's forward written with plain loops over the module's own parameter values.
+// labml.ai's forward written with plain loops over the module's own parameter values.
 Reference naive_attention(const MultiHeadAttention<double>& m, const Array& query, const Array& key, const Array& value,
                           const std::optional<AttendMask>& mask, const ReferenceOptions& options = {}) {
   const auto state = m.state_dict();
@@ -202,7 +202,7 @@ TEST(LabmlMultiHeadAttention, ParameterCountsAreTheClosedForm) {
 }
 
 TEST(LabmlMultiHeadAttention, GetScoreIsTheSeedEinsum) {
-  // The seed's example: query (2, 1, 2, 4), key (3, 1, 2, 4) -> (2, 3, 1, 2).
+  // labml.ai's example: query (2, 1, 2, 4), key (3, 1, 2, 4) -> (2, 3, 1, 2).
   Generator gen(0);
   MultiHeadAttention<double> mha(2, 8, gen);
   const auto q = random_tensor({2, 1, 2, 4}, 1), k = random_tensor({3, 1, 2, 4}, 2);

@@ -1,7 +1,7 @@
 #include <cmath>
 #include <memory>
 
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/core/tape.h"
 #include "nn/activation.h"

@@ -1,4 +1,4 @@
-// Seed 004's Transformer (nn/transformer/): scaled dot-product attention, per-head-weights
+// The reference Transformer's (nn/transformer/): scaled dot-product attention, per-head-weights
 // multi-head attention, FFN, encoder/decoder layers and stacks (post-LN and pre-LN), and the
 // encoder-decoder Transformer with its generator and masks.
 #include <cmath>
@@ -8,7 +8,7 @@
 
 #include <xtensor/xview.hpp>
 
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 #include "autograd/ops/linalg.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/shape.h"
@@ -317,7 +317,7 @@ TEST(MultiHeadAttention, PerHeadWeightsAndTheirGradientsAreExposedBatchHeadMajor
 TEST(MultiHeadAttention, ParameterNamesShapesCountAndInitialisation) {
   Generator gen(4);
   tf::MultiHeadAttention<double> mha(16, 4, gen);
-  // The seed's attribute order: W_k, W_q, W_v, then the children.
+  // The reference Transformer's attribute order: W_k, W_q, W_v, then the children.
   EXPECT_EQ(names_of(mha), (Names{"W_k", "W_q", "W_v", "linear.weight", "linear.bias"}));
   EXPECT_EQ(mha.W_q().shape(), (Shape{4, 16, 4}));
   EXPECT_EQ(mha.linear().weight().shape(), (Shape{16, 16}));

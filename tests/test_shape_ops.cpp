@@ -4,7 +4,7 @@
 #include <tuple>
 
 #include "autograd/core/anomaly.h"
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/shape.h"
 #include "autograd/core/tape.h"

@@ -5,7 +5,7 @@
 #include <xtensor/xview.hpp>
 
 #include "autograd/kernels/parallel.h"
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 #include "autograd/ops/masking.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/softmax.h"

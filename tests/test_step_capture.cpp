@@ -10,7 +10,7 @@
 
 #include "autograd/memory/step_arena.h"
 #include "autograd/ops/activation.h"
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 #include "autograd/ops/linalg.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/memory/step_capture.h"

@@ -6,7 +6,7 @@
 #include "autograd/core/custom_op.h"
 #include "autograd/base/generator.h"
 #include "autograd/ops/activation.h"
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 #include "autograd/ops/masking.h"
 #include "autograd/ops/pointwise.h"
 #include "autograd/ops/reduce.h"

@@ -6,7 +6,7 @@
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/core/tape.h"
 #include "tests/support/reference.h"

@@ -26,12 +26,9 @@
 // counts; a program that trains on a worker thread turns it on there.
 //
 // Off (the default) it costs a predictable branch in should_record, make_result and accumulate,
-// and two thread-local stores per backward entry: no scans, no allocations. Measured with
-// callgrind (instruction counts, deterministic; tapegrad_bench --threads=1 --rss=tiny
-// --rss-steps=3, before and after this mode existed): Trainer::run_epoch 505,501,262 ->
-// 505,542,636 instructions over 3 training steps (+0.008%, about 14k per step), labml_mha
-// (d512, h8) 1,619,654,192 -> 1,619,654,776. On, every op's output and every gradient is
-// scanned once.
+// and two thread-local stores per backward entry: no scans, no allocations (its instruction
+// count: bench/RESULTS.md, section "Anomaly mode off"). On, every op's output and every gradient
+// is scanned once.
 #include "autograd/base/scoped_mode.h"
 #include "autograd/base/source_location.h"
 

@@ -7,7 +7,7 @@
 #include "autograd/kernels/simd/map.h"
 // The one use of an op below the ops' floor: a create_graph walk sums two recorded gradients
 // with the recorded add, so that the sum is differentiated again.
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 
 namespace tapegrad::detail {
 

@@ -4,7 +4,7 @@
 // a backward closure that adds vector-Jacobian products into its inputs' gradients. With no tape
 // alive, nothing is recorded and nothing is saved, so inference and optimiser steps cost nothing.
 //
-// Rules (each tested in tests/test_tape.cpp, tests/test_trust_tape.cpp or tests/test_routing.cpp):
+// Rules (each tested in tests/test_tape.cpp, tests/test_tape_misuse.cpp or tests/test_routing.cpp):
 // - backward(loss) seeds 1 for a single-element loss; backward(output, seed) any shape. A seed
 //   passed by const reference is lent, not copied: the output's op reads it in place, and an
 //   input that would take the gradient unchanged (add's b, reshape's input) gets a copy instead.

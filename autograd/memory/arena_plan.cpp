@@ -29,7 +29,7 @@ std::vector<std::size_t> by_size(const std::vector<RecordedBlock>& blocks) {
 // first, and each brings its blocks not yet ordered, largest first. The blocks alive at the peak
 // are then placed side by side before anything smaller can split their range. On a Transformer
 // step, whose peak is the forward's saved activations, this reaches the live peak where largest
-// first ends 6% above it.
+// first ends above it (bench/RESULTS.md, section "the paper step's RSS").
 std::vector<std::size_t> by_breadth(const std::vector<RecordedBlock>& blocks, const std::vector<std::size_t>& sized) {
   const std::size_t n = blocks.size();
   std::vector<std::size_t> breadth(n + 1, 0);  // bytes alive at each time (an allocation's index)

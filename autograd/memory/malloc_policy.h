@@ -5,11 +5,11 @@
 // allocates and frees tens of MiB. With glibc's defaults, blocks over 128 KiB (raised dynamically,
 // but only up to the largest block freed so far) are mmap'ed and unmapped on free, and the heap top
 // is trimmed back to the OS beyond 2x that threshold, so each step pays the page faults of first
-// touching its memory again: measured, that was 60-70% of softmax / layer_norm / masked_fill
-// forward+backward on [4096, 512]. So at load time tapegrad serves every block from the heap:
+// touching its memory again, most of the time of softmax / layer_norm / masked_fill
+// forward+backward on [4096, 512] (bench/RESULTS.md, "malloc policy at load"). So at load time tapegrad serves every block from the heap:
 // the mmap threshold at its largest (32 MiB), and mmap switched off for larger blocks too
 // (M_MMAP_MAX 0; glibc cannot raise the threshold further), since an einsum output at seq 128
-// ([128, 128, 80, 8] floats, 42 MB) paid its page faults again every step: 60% of that einsum's
+// ([128, 128, 80, 8] floats, 42 MB) paid its page faults again every step, most of that einsum's
 // forward. Freed heap up to 1 GiB is kept (trim threshold). Memory stays with the process at its
 // high-water mark rather than going back and forth.
 //

@@ -11,7 +11,7 @@
 #include "autograd/base/checks.h"
 #include "autograd/core/record.h"
 #include "autograd/kernels/simd/map.h"
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 #include "autograd/ops/masking.h"
 
 namespace tapegrad {
@@ -77,8 +77,8 @@ template <class T> T gelu_tanh_grad(T x) {
 
 // relu' is a step: the gradient passes where y > 0 or y is NaN (PyTorch 1.13's threshold_backward
 // keeps it where !(x <= 0)), and is 0 at x == 0. Its derivative in y is 0, so y gets none. A
-// select, not a branch: taken or not at random, a branch was mispredicted at half the elements
-// (9.5% of the tiny copy-task step).
+// select, not a branch: taken or not at random, a branch was mispredicted at half the elements,
+// which showed in the tiny copy-task step's profile (bench/RESULTS.md, "relu without branches").
 template <class T>
 Tensor<T> relu_backward(Tensor<T> g, const Tensor<T>& y, CallSite where = std::source_location::current()) {
   const auto step = [](auto v) {

@@ -5,7 +5,7 @@
 #include "autograd/ops/attention.h"
 #include "autograd/ops/binary_cross_entropy.h"
 #include "autograd/ops/cumulative.h"
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 #include "autograd/ops/embedding.h"
 #include "autograd/ops/indexing.h"
 #include "autograd/ops/linalg.h"

@@ -12,7 +12,7 @@
 #include "autograd/kernels/layout/broadcast.h"
 #include "autograd/kernels/simd/row_kernels.h"
 #include "autograd/kernels/simd/simd_span.h"
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 #include "autograd/ops/reduce.h"
 
 namespace tapegrad {

@@ -2,7 +2,7 @@
 // The fused middle of scaled dot-product attention: scale, mask and softmax in one pass over each
 // row of the scores, equal (up to rounding of the scale) to
 //   softmax(masked_fill(scores * scale, may_attend.blocked(), lowest()), -1)
-// which is what attention modules write out (PyTorch's seed code fills with -1e9):
+// which is what attention modules write out (the reference designs' PyTorch code fills with -1e9):
 //   - over the last axis; a row with at least one allowed position gives the masked positions
 //     weight exactly 0;
 //   - a row with no allowed position (every key masked) gets uniform weights 1/n, as the

@@ -10,7 +10,7 @@
 #include "autograd/kernels/layout/indices.h"
 #include "autograd/kernels/simd/row_kernels.h"
 #include "autograd/ops/activation.h"
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 #include "autograd/ops/pointwise.h"
 #include "autograd/ops/reduce.h"
 

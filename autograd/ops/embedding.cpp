@@ -9,7 +9,7 @@
 #include "autograd/core/record.h"
 #include "autograd/kernels/layout/indices.h"
 #include "autograd/kernels/simd/row_kernels.h"
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 
 namespace tapegrad {
 

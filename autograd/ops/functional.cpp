@@ -4,7 +4,7 @@
 #include <unordered_set>
 
 #include "autograd/base/checks.h"
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/core/tape.h"
 

@@ -37,7 +37,7 @@ Tensor<T> linear(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& b
 // "ba" transposes, "ii" is the trace. A repeated index in one operand takes its diagonal
 // ("ii->i", "ii->"); an index in one operand only and not in the output is summed away ("ij->");
 // indices in both operands and the output are batch indices ("bij,bjk->bik"); an index in one
-// operand only but in the output gives outer products ("i,j->ij"). The seeds' attention scores
+// operand only but in the output gives outer products ("i,j->ij"). The reference designs' attention scores
 // are einsum("ibhd,jbhd->ijbh", q, k): [i, b, h, d] x [j, b, h, d] -> [i, j, b, h].
 // Broadcasting: "..." stands for an operand's unnamed dims, which align from the right and
 // broadcast across operands ("...ij,...jk->...ik" of [2, 1, 3, 4] and [5, 4, 2] is [2, 5, 3, 2]),

@@ -25,7 +25,7 @@ class AttendMask {
   // (src != pad).unsqueeze(-2)).
   explicit AttendMask(const xt::xarray<std::uint8_t>& may_attend);
   // From a mask where true = "blocked": PyTorch nn.MultiheadAttention's boolean attn_mask and
-  // key_padding_mask, and the seeds' masked_fill_(mask, ...).
+  // key_padding_mask, and the reference designs' masked_fill_(mask, ...).
   static AttendMask blocking(const Mask& blocked);
 
   const Mask& may_attend() const { return may_attend_; }

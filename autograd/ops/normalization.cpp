@@ -8,7 +8,7 @@
 #include "autograd/core/record.h"
 #include "autograd/kernels/simd/row_kernels.h"
 #include "autograd/kernels/simd/simd_span.h"
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/shape.h"
 

@@ -70,7 +70,7 @@
 //   - recorded_name: the op's name on the tape and in messages (add_scalar beside add).
 //   - scalars: the s the tests use, any (both signs) or positive (rpow: a negative base has no
 //     real power at a fractional x).
-// The operators +, -, *, / with a scalar (autograd/ops/elementwise.h) call these, and pow(s, x)
+// The operators +, -, *, / with a scalar (autograd/ops/operators.h) call these, and pow(s, x)
 // calls rpow. rpow's derivative at s = 0 is PyTorch's: 0 where x >= 0 (detail::zero_base_slope).
 #define TAPEGRAD_SCALAR_OPS(OP)                                                                  \
   OP(add, add_scalar, x + s, x + s, g, any, any)                                                 \

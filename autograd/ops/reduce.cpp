@@ -7,7 +7,7 @@
 #include "autograd/core/record.h"
 #include "autograd/kernels/layout/broadcast.h"
 #include "autograd/kernels/simd/row_kernels.h"
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 #include "autograd/ops/shape.h"
 #include "autograd/kernels/simd/strided_copy.h"
 

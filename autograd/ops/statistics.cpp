@@ -9,7 +9,7 @@
 
 #include "autograd/base/checks.h"
 #include "autograd/core/record.h"
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 #include "autograd/ops/masking.h"
 #include "autograd/ops/shape.h"
 

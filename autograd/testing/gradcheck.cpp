@@ -5,7 +5,7 @@
 
 #include "autograd/base/checks.h"
 #include "autograd/testing/detail/gradcheck_common.h"
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/shape.h"
 #include "autograd/core/tape.h"

@@ -12,7 +12,7 @@ process CPU seconds and their medians. forward+backward workloads record the for
 backward with a fixed random seed gradient, then set the inputs' .grad to None, as
 tapegrad_bench's harness drops its inputs' gradients; "fwd" workloads run under no_grad.
 
-The training step mirrors tapegrad's nn/transformer model (seed 004, post-LN): token embeddings
+The training step mirrors tapegrad's nn/transformer model (the reference Transformer, post-LN): token embeddings
 N(0,1) with padding_idx 0, sinusoidal positional encoding added unscaled, N encoder and decoder
 layers whose attention keeps per-head W_q, W_k, W_v [h, d_model, d_k] (projected with
 einsum("ijk,hkl->hijl")), scaled dot-product attention over [h*batch, seq, d_k] with masked
@@ -273,7 +273,7 @@ def row_workloads():
 
 
 class LabmlAttention(nn.Module):
-    """labml.ai MultiHeadAttention (seeds 000/001), sequence-first, no dropout."""
+    """labml.ai MultiHeadAttention, sequence-first, no dropout."""
 
     def __init__(self, heads, d_model):
         super().__init__()

@@ -5,7 +5,7 @@
 // attribution maps, the gradient-norm and head-ablation tables and the training loss curve; and
 // the tables as CSV. See report.h for the files. Also writes the data for other tools (export.h:
 // attention.safetensors, npy/, bertviz.json) and, when it trains, snapshots.safetensors: A and dL/dA
-// of the study batch at steps 0, 1, 2, 4, ..., the last (study/attention_snapshots.h), which the page's
+// of the study batch at steps 0, 1, 2, 4, ..., the last (study/training_snapshots.h), which the page's
 // slider steps through.
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -25,7 +25,7 @@
 #include "nn/copy_task/copy_task.h"
 #include "examples/cli/model_flags.h"
 #include "nn/copy_task/model_size.h"
-#include "study/attention_snapshots.h"
+#include "study/training_snapshots.h"
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include <xtensor/xview.hpp>
 
 #include "autograd/base/errors.h"
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 #include "autograd/ops/loss.h"
 #include "autograd/ops/shape.h"
 #include "autograd/core/tape.h"

@@ -78,7 +78,7 @@ struct EpochStats {
   double learning_rate;   // after the epoch's last step
 };
 
-// Data-parallel training (distributed/, issue 16): each of `ranks` processes trains on its rows
+// Data-parallel training (distributed/): each of `ranks` processes trains on its rows
 // [rank * B / ranks, (rank + 1) * B / ranks) of every batch of B sequences (every rank draws the
 // whole batch from the same data stream), its loss weighted by its share of the batch's target
 // tokens, dropout masks drawn for the whole batch and cut to its rows (nn::BatchRowsScope), and

@@ -6,7 +6,7 @@
 #include <xtensor/xmanipulation.hpp>
 #include <xtensor/xoperation.hpp>
 
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 #include "autograd/ops/linalg.h"
 #include "autograd/ops/shape.h"
 #include "nn/attention_inputs.h"
@@ -19,7 +19,7 @@ MultiHeadAttention<T>::MultiHeadAttention(std::size_t heads, std::size_t d_model
                                           bool bias)
     : heads_(heads), d_model_(d_model), d_k_(head_width(d_model, heads, "heads")) {
   scale_ = 1.0 / std::sqrt(static_cast<double>(d_k_));
-  // Registration order is the seed's attribute order, so named_parameters() lists as PyTorch does.
+  // Registration order is labml.ai's attribute order, so named_parameters() lists as PyTorch does.
   const auto prepare = [&](bool with_bias) {
     return std::make_shared<PrepareForMultiHeadAttention<T>>(d_model, heads, d_k_, gen, with_bias);
   };

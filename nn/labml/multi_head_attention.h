@@ -1,5 +1,5 @@
 #pragma once
-// labml.ai's MultiHeadAttention(heads, d_model, dropout_prob = 0.1, bias = true) (seeds 000/001),
+// labml.ai's MultiHeadAttention(heads, d_model, dropout_prob = 0.1, bias = true),
 // sequence-first:
 //
 //   query [seq_q, batch_size, d_model], key and value [seq_k, batch_size, d_model]
@@ -72,7 +72,7 @@ class MultiHeadAttention : public Module<T>, public ProbedAttention<T> {
   // mask [seq_q or 1, seq_k, batch_size or 1] -> [seq_q or 1, seq_k, batch_size or 1, 1], which
   // broadcasts over the heads of the scores. query_shape is [seq_q, batch_size, ...] and key_shape
   // [seq_k, ...] (the inputs' shapes). ShapeError naming the mask, query and key shapes when the
-  // mask does not have 3 axes or one of its axes does not fit (the seed's three asserts).
+  // mask does not have 3 axes or one of its axes does not fit (labml.ai's three asserts).
   AttendMask prepare_mask(const AttendMask& mask, const Shape& query_shape, const Shape& key_shape) const;
 
   // The last attention map [seq_q, seq_k, batch_size, heads] (post-softmax, pre-dropout);

@@ -1,5 +1,5 @@
 #pragma once
-// labml.ai's PrepareForMultiHeadAttention(d_model, heads, d_k, bias) (seed 000): one Linear
+// labml.ai's PrepareForMultiHeadAttention(d_model, heads, d_k, bias): one Linear
 // d_model -> heads * d_k, then the last axis is split into heads:
 //   x [..., d_model] -> linear -> [..., heads * d_k] -> view -> [..., heads, d_k]
 // Any number of leading axes: [seq_len, batch_size, d_model] -> [seq_len, batch_size, heads, d_k],

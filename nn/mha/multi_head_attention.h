@@ -1,6 +1,6 @@
 #pragma once
-// Batch-first MultiHeadAttention(d_model, n_heads, dropout = 0.1) (seed 002, with the forward
-// corrected in seed 003; each of the six bugs that seed lists has a test in
+// Batch-first MultiHeadAttention(d_model, n_heads, dropout = 0.1) (the batch-first reference, with the forward
+// corrected in the batch-first review; each of the six bugs that review lists has a test in
 // tests/test_nn_batch_first_attention.cpp):
 //
 //   query [batch, seq_q, d_model], key and value [batch, seq_k, d_model]
@@ -19,7 +19,7 @@
 // gets an all-zero weight row (tapegrad's softmax of an all -inf row), so its output row is
 // exactly proj.bias.
 //
-// Children, named as in seed 003's corrected module: query, key, value, proj (each
+// Children, named as in the batch-first review's corrected module: query, key, value, proj (each
 // Linear(d_model, d_model)) and attn_drop (Dropout(dropout)). Parameters: query.weight,
 // query.bias, key.weight, key.bias, value.weight, value.bias, proj.weight, proj.bias,
 // 4 * (d_model^2 + d_model) in all.

@@ -6,7 +6,7 @@
 #include <xtensor/xoperation.hpp>
 
 #include "autograd/kernels/layout/broadcast.h"
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 #include "autograd/ops/linalg.h"
 #include "autograd/ops/shape.h"
 #include "autograd/ops/softmax.h"

@@ -1,5 +1,5 @@
 #pragma once
-// Batch-first scaled dot-product attention (seed 002's ScaledDotProductAttention):
+// Batch-first scaled dot-product attention (the batch-first reference's ScaledDotProductAttention):
 //
 //   q [..., seq_q, d_k], k [..., seq_k, d_k], v [..., seq_k, d_v]   (leading axes broadcast)
 //   scores  = q k^T / sqrt(d_k)                                     [..., seq_q, seq_k]

@@ -1,5 +1,5 @@
 #pragma once
-// Seed 004's Transformer decoder, batch-first.
+// The reference Transformer's decoder, batch-first.
 //
 // TransformerDecoderLayer(d_model, d_ff, heads_num, dropout_rate, layer_norm_eps, gen, norm_first):
 //   forward(tgt [batch, seq_t, d_model], src [batch, seq_s, d_model] (the encoder's output),
@@ -17,7 +17,7 @@
 //   tgt tokens [batch, seq_t] -> embedding -> positional_encoding -> decoder_layers.0 .. N-1
 //   (-> norm, a final LayerNorm, only when norm_first) -> [batch, seq_t, d_model]
 //
-// MASK POLARITY: true/1 = "may attend" — the opposite of the seed's masked_fill_(mask, ...);
+// MASK POLARITY: true/1 = "may attend" — the opposite of the reference Transformer's masked_fill_(mask, ...);
 // the AttendMask type enforces it (a fill-polarity Mask does not convert).
 // mask_self is normally causal AND not-padding (make_tgt_mask in masks.h), mask_src_tgt the
 // source padding mask [batch, 1, seq_s] (make_src_mask). Both are optional.
@@ -36,7 +36,7 @@ template <class T>
 class TransformerDecoderLayer : public ResidualLayer<T> {
  public:
   TransformerDecoderLayer(const LayerOptions& options, Generator& gen);
-  // The seed's argument order.
+  // The reference Transformer's argument order.
   TransformerDecoderLayer(std::size_t d_model, std::size_t d_ff, std::size_t heads_num, double dropout_rate,
                           double layer_norm_eps, Generator& gen, bool norm_first = false)
       : TransformerDecoderLayer(LayerOptions{d_model, d_ff, heads_num, dropout_rate, layer_norm_eps, norm_first}, gen) {}
@@ -56,7 +56,7 @@ class TransformerDecoderLayer : public ResidualLayer<T> {
   bool norm_first() const { return ffn_residual_.norm_first; }
 
  private:
-  // In the seed's registration order (named_parameters(), checkpoints).
+  // In the reference Transformer's registration order (named_parameters(), checkpoints).
   std::shared_ptr<MultiHeadAttention<T>> self_attention_;
   Residual<T> self_attention_residual_;  // dropout_self_attention, layer_norm_self_attention
   std::shared_ptr<MultiHeadAttention<T>> src_tgt_attention_;
@@ -69,7 +69,7 @@ template <class T>
 class TransformerDecoder : public LayerStack<T, TransformerDecoderLayer<T>> {
  public:
   TransformerDecoder(const StackOptions& options, Generator& gen);
-  // The seed's argument order.
+  // The reference Transformer's argument order.
   TransformerDecoder(std::size_t tgt_vocab_size, std::size_t max_len, Index pad_idx, std::size_t d_model,
                      std::size_t N, std::size_t d_ff, std::size_t heads_num, double dropout_rate, double layer_norm_eps,
                      Generator& gen, bool norm_first = false)

@@ -1,5 +1,5 @@
 #pragma once
-// Seed 004's Embedding(vocab_size, d_model, pad_idx): token ids [batch, seq] -> [batch, seq,
+// The reference Transformer's Embedding(vocab_size, d_model, pad_idx): token ids [batch, seq] -> [batch, seq,
 // d_model] through its child embedding_layer, an nn::Embedding with padding_idx = pad_idx (N(0, 1)
 // rows, the pad row zero and never updated). The wrapper exists so parameter names read
 // "embedding.embedding_layer.weight", as in the PyTorch code. Like the seed (and unlike The

@@ -1,5 +1,5 @@
 #pragma once
-// Seed 004's Transformer encoder, batch-first.
+// The reference Transformer's encoder, batch-first.
 //
 // TransformerEncoderLayer(d_model, d_ff, heads_num, dropout_rate, layer_norm_eps, gen, norm_first):
 //   x [batch, seq, d_model], mask [batch or 1, seq or 1, seq] -> [batch, seq, d_model]
@@ -15,7 +15,7 @@
 //   tokens [batch, seq] -> embedding -> positional_encoding -> encoder_layers.0 .. N-1
 //   (-> norm, a final LayerNorm, only when norm_first) -> [batch, seq, d_model]
 //
-// MASK POLARITY: true/1 = "may attend" — the opposite of the seed's masked_fill_(mask, ...);
+// MASK POLARITY: true/1 = "may attend" — the opposite of the reference Transformer's masked_fill_(mask, ...);
 // the AttendMask type enforces it (a fill-polarity Mask does not convert).
 // A source padding mask is [batch, 1, seq], true on real tokens (make_src_mask in masks.h).
 #include <memory>
@@ -33,7 +33,7 @@ template <class T>
 class TransformerEncoderLayer : public ResidualLayer<T> {
  public:
   TransformerEncoderLayer(const LayerOptions& options, Generator& gen);
-  // The seed's argument order.
+  // The reference Transformer's argument order.
   TransformerEncoderLayer(std::size_t d_model, std::size_t d_ff, std::size_t heads_num, double dropout_rate,
                           double layer_norm_eps, Generator& gen, bool norm_first = false)
       : TransformerEncoderLayer(LayerOptions{d_model, d_ff, heads_num, dropout_rate, layer_norm_eps, norm_first}, gen) {}
@@ -49,7 +49,7 @@ class TransformerEncoderLayer : public ResidualLayer<T> {
   bool norm_first() const { return ffn_residual_.norm_first; }
 
  private:
-  // In the seed's registration order (named_parameters(), checkpoints).
+  // In the reference Transformer's registration order (named_parameters(), checkpoints).
   std::shared_ptr<MultiHeadAttention<T>> multi_head_attention_;
   Residual<T> self_attention_residual_;  // dropout_self_attention, layer_norm_self_attention
   std::shared_ptr<FFN<T>> ffn_;
@@ -60,7 +60,7 @@ template <class T>
 class TransformerEncoder : public LayerStack<T, TransformerEncoderLayer<T>> {
  public:
   TransformerEncoder(const StackOptions& options, Generator& gen);
-  // The seed's argument order.
+  // The reference Transformer's argument order.
   TransformerEncoder(std::size_t vocab_size, std::size_t max_len, Index pad_idx, std::size_t d_model, std::size_t N,
                      std::size_t d_ff, std::size_t heads_num, double dropout_rate, double layer_norm_eps, Generator& gen,
                      bool norm_first = false)

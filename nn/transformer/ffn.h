@@ -1,5 +1,5 @@
 #pragma once
-// Seed 004's position-wise FFN(d_model, d_ff): x [batch, seq, d_model] ->
+// The reference Transformer's position-wise FFN(d_model, d_ff): x [batch, seq, d_model] ->
 //   linear2(relu(linear1(x)))   linear1: d_model -> d_ff, linear2: d_ff -> d_model.
 #include <memory>
 

@@ -1,5 +1,5 @@
 #pragma once
-// What seed 004's encoder and decoder stacks share:
+// What the reference Transformer's encoder and decoder stacks share:
 //   tokens [batch, seq] -> embedding -> positional_encoding -> <layers_name>.0 .. N-1
 //   (-> norm, a final LayerNorm, only when norm_first) -> [batch, seq, d_model]
 // Layer is TransformerEncoderLayer or TransformerDecoderLayer; run() passes each layer the running

@@ -1,7 +1,7 @@
 #pragma once
 // The 3-D masks the Transformer stacks take, from token ids: nn/masks.h's padding and look-ahead
 // masks in the stacks' layout. POLARITY: true = "may attend" (The Annotated Transformer's; the
-// opposite of seed 004's masked_fill_(mask, ...)), enforced by the AttendMask type.
+// opposite of the reference Transformer's masked_fill_(mask, ...)), enforced by the AttendMask type.
 #include "autograd/ops/masking.h"
 #include "autograd/core/tensor.h"
 

@@ -44,7 +44,7 @@ xt::xarray<T> heads_second(const xt::xarray<T>& a, std::size_t h) {
 template <class T>
 MultiHeadAttention<T>::MultiHeadAttention(std::size_t d_model, std::size_t h, Generator& gen)
     : d_model_(d_model), h_(h), d_k_(head_width(d_model, h, "h")) {
-  // Registered in the seed's order (W_k, W_q, W_v) so named_parameters() lists them as PyTorch does.
+  // Registered in the reference Transformer's order (W_k, W_q, W_v) so named_parameters() lists them as PyTorch does.
   const double bound = std::sqrt(6.0 / static_cast<double>(d_model + d_k_));  // xavier_uniform of one head
   for (auto [name, param] : {std::pair<const char*, Tensor<T>*>{"W_k", &W_k_}, {"W_q", &W_q_}, {"W_v", &W_v_}}) {
     this->register_parameter(name, *param, Tensor<T>::zeros({h, d_model, d_k_}));

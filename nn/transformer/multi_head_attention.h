@@ -1,5 +1,5 @@
 #pragma once
-// Seed 004's MultiHeadAttention(d_model, h): per-head projection weights, batch-first.
+// The reference Transformer's MultiHeadAttention(d_model, h): per-head projection weights, batch-first.
 //   d_k = d_v = d_model / h                           (d_model % h != 0 is a ValueError)
 //   W_q, W_k, W_v   [h, d_model, d_k]                 one d_model x d_k matrix per head
 //   q [batch, seq_q, d_model], k and v [batch, seq_k, d_model], mask_3d [batch, seq_q, seq_k]
@@ -11,7 +11,7 @@
 //   A = cat(chunk(A, h, axis 0), axis 2)              [batch, seq_q, h*d_v]  (head-major features)
 //   output = linear(A)                                [batch, seq_q, d_model]
 //
-// Differences from the seed's code, each deliberate:
+// Differences from the reference Transformer's code, each deliberate:
 // - The seed repeats q, k, v over the heads and runs einsum("hijk,hkl->hijl"); "ijk,hkl->hijl"
 //   without the repeat gives the same values and gradients (tested) with no h-fold copy.
 // - The seed views k and v with q's seq_len, which breaks cross-attention when seq_q != seq_k;

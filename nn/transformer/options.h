@@ -1,5 +1,5 @@
 #pragma once
-// Named options for seed 004's Transformer modules, as AdamOptions is for Adam: the positional
+// Named options for the reference Transformer's modules, as AdamOptions is for Adam: the positional
 // constructors follow the seed and take up to eleven arguments, four adjacent size_t that swap
 // silently. With designated initialisers (fields in declaration order, any of them left out):
 //   Transformer<float> model({.src_vocab_size = 11, .tgt_vocab_size = 11, .N = 2,
@@ -19,7 +19,7 @@ struct LayerOptions {
   std::size_t heads_num = 8;
   double dropout_rate = 0.1;
   double layer_norm_eps = 1e-5;
-  bool norm_first = false;  // pre-LN; post-LN (the seed's) by default
+  bool norm_first = false;  // pre-LN; post-LN (the reference Transformer's) by default
 };
 
 // An encoder or decoder stack: embedding, positional encoding, N layers.

@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "autograd/ops/attention.h"
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 #include "autograd/ops/linalg.h"
 #include "autograd/ops/softmax.h"
 

@@ -1,5 +1,5 @@
 #pragma once
-// Seed 004's ScaledDotProductAttention(d_k), batch-first:
+// The reference Transformer's ScaledDotProductAttention(d_k), batch-first:
 //   q [batch, seq_q, d_k], k [batch, seq_k, d_k], v [batch, seq_k, d_v]
 //   scores  = q k^T / sqrt(d_k)                        [batch, seq_q, seq_k]
 //   scores  = masked_fill(scores, mask.blocked(), lowest)   (when a mask is given)
@@ -14,7 +14,7 @@
 //
 // The mask must have the scores' rank (3; the seed raises ValueError otherwise, we throw
 // ShapeError naming both ranks and shapes) and broadcast to [batch, seq_q, seq_k], e.g. a padding
-// mask [batch, 1, seq_k]. Masked scores become std::numeric_limits<T>::lowest() (the seed's
+// mask [batch, 1, seq_k]. Masked scores become std::numeric_limits<T>::lowest() (the reference Transformer's
 // -torch.finfo.max): the most negative finite value, so a masked weight underflows to exactly 0
 // after softmax, and a row whose every key is masked gets uniform weights instead of NaN (as in
 // the seed). The scale, mask and softmax run as one fused op (attention_softmax) with that result.

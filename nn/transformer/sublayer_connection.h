@@ -1,14 +1,14 @@
 #pragma once
 // One sublayer of a Transformer layer (attention or FFN) with dropout and a residual, in either
 // arrangement:
-//   post-LN (norm_first = false; seed 004, the paper):       norm(x + dropout(sublayer(x)))
+//   post-LN (norm_first = false; the reference Transformer, the paper):       norm(x + dropout(sublayer(x)))
 //   pre-LN  (norm_first = true;  The Annotated Transformer):  x + dropout(sublayer(norm(x)))
 // Used by the encoder and decoder layers so both arrangements are written once.
 #include <memory>
 #include <string>
 #include <utility>
 
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 #include "nn/dropout.h"
 #include "nn/layer_norm.h"
 #include "nn/module.h"
@@ -41,7 +41,7 @@ struct Residual {
 template <class T>
 class ResidualLayer : public Module<T> {
  protected:
-  // Registers dropout_<sublayer> and then layer_norm_<sublayer>: the seed's attribute names and
+  // Registers dropout_<sublayer> and then layer_norm_<sublayer>: the reference Transformer's attribute names and
   // order, which named_parameters(), checkpoints and the PyTorch interop read.
   Residual<T> register_residual(const std::string& sublayer, const LayerOptions& options, Generator& gen) {
     auto dropout = this->register_module("dropout_" + sublayer, std::make_shared<Dropout<T>>(gen, options.dropout_rate));

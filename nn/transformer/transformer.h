@@ -1,8 +1,8 @@
 #pragma once
-// An encoder-decoder Transformer built from seed 004's stacks, arranged as The Annotated
+// An encoder-decoder Transformer built from the reference Transformer's stacks, arranged as The Annotated
 // Transformer's EncoderDecoder (so the copy task runs on it):
 //
-// Transformer(TransformerOptions, gen) (options.h: named fields with defaults), or in the seed's order
+// Transformer(TransformerOptions, gen) (options.h: named fields with defaults), or in the reference Transformer's order
 // Transformer(src_vocab_size, tgt_vocab_size, max_len, pad_idx, d_model, N, d_ff, heads_num,
 //             dropout_rate, layer_norm_eps, gen, norm_first = false), children:
 //   encoder    TransformerEncoder(src_vocab_size, ...)
@@ -15,7 +15,7 @@
 //   forward(src, tgt, src_mask, tgt_mask) = decode(encode(src, src_mask), src_mask, tgt, tgt_mask)
 //   generator(x [batch, seq_t, d_model])                              -> log-probs [batch, seq_t, tgt_vocab_size]
 //
-// MASK POLARITY: true/1 = "may attend" — the opposite of seed 004's masked_fill_(mask, ...);
+// MASK POLARITY: true/1 = "may attend" — the opposite of the reference Transformer's masked_fill_(mask, ...);
 // the AttendMask type enforces it (a fill-polarity Mask does not convert).
 // make_src_mask / make_tgt_mask (masks.h) build the masks from token ids. Masks are optional.
 //
@@ -58,7 +58,7 @@ template <class T>
 class Transformer : public Module<T> {
  public:
   Transformer(const TransformerOptions& options, Generator& gen);
-  // The seed's argument order (options.h names them instead).
+  // The reference Transformer's argument order (options.h names them instead).
   Transformer(std::size_t src_vocab_size, std::size_t tgt_vocab_size, std::size_t max_len, Index pad_idx,
               std::size_t d_model, std::size_t N, std::size_t d_ff, std::size_t heads_num, double dropout_rate,
               double layer_norm_eps, Generator& gen, bool norm_first = false)

@@ -1,7 +1,7 @@
 // Rows of docs/bad-inputs.md, section "nn: attention snapshots and export".
 #include "autograd/ops/reduce.h"
 #include "study/attention_export.h"
-#include "study/attention_snapshots.h"
+#include "study/training_snapshots.h"
 #include "nn/labml/multi_head_attention.h"
 #include "tests/bad_inputs/inputs.h"
 #include "tests/bad_inputs/row.h"

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Loads a tapegrad float64 copy-task checkpoint into the same architecture written in PyTorch
-(seed 004's modules, the same attribute names, so load_state_dict(strict=True) checks every name
+(the reference Transformer's modules, the same attribute names, so load_state_dict(strict=True) checks every name
 and shape), runs tapegrad's batch, and compares log-probabilities, the loss and every parameter
 gradient with tapegrad's (atol 1e-9). Exit 0: all match; 1: a mismatch; 77: PyTorch missing."""
 import json

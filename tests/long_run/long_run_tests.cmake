@@ -1,4 +1,4 @@
-# Memory over long training runs (issue "Reliability", parts 1 and 7).
+# Memory over long training runs: nothing leaks, RSS stays flat.
 find_package(CLI11 REQUIRED)
 add_executable(rss_long_run ${CMAKE_CURRENT_LIST_DIR}/rss_long_run.cpp)
 target_link_libraries(rss_long_run PRIVATE tapegrad_copy_task CLI11::CLI11)

@@ -25,8 +25,8 @@ bool onednn_available() {
 #endif
 }
 
-// Measured at 1 thread on the copy-task step's products, three runs (bench/RESULTS.md, "Issue 15:
-// oneDNN against OpenBLAS"; AMD Zen 5, OpenBLAS's SkylakeX kernels, oneDNN 2.6.3):
+// Measured at 1 thread on the copy-task step's products, three runs (bench/RESULTS.md, section "oneDNN against
+// OpenBLAS"; AMD Zen 5, OpenBLAS's SkylakeX kernels, oneDNN 2.6.3):
 // - read as NN or TN (the backward's dX = G W and dW = G^T X, the per-head projections), oneDNN
 //   runs at 1.06-1.17x OpenBLAS's rate (median of the runs; single runs 0.94-1.18x) from 2^22
 //   multiply-adds a product up (5.2M in the tiny model, 26-840M in the paper one), and at
@@ -43,14 +43,14 @@ bool onednn_available() {
 // On a CPU without AVX-512 (AMD Zen 3, AVX2: oneDNN's AVX2 kernels against OpenBLAS's Haswell ones)
 // oneDNN's f32 matmul lost on the large products: 0.45x OpenBLAS's rate on the paper model's weight
 // gradients, 0.68x on a paper dX, at most 1.35x on one tiny dW; the paper step took 1.4x its
-// OpenBLAS-only time (bench/RESULTS.md, "Issue 15 on an AVX2 machine"). There the large NN and TN
+// OpenBLAS-only time (bench/RESULTS.md, section "on an AVX2 machine"). There the large NN and TN
 // products go to OpenBLAS.
 // Products of at most 64 rows, columns and inner extent and 2^12 multiply-adds (attention's
 // per-(batch, head) products at seq 10 up to d_k 16, in every layout) go to tapegrad's own kernel
 // (small_gemm.h), on every CPU: a library call costs more than such a product. On AVX2 (Zen 3) it
 // ran the copy task's and the tiny step's attention products at 1.0-2.1x OpenBLAS's rate and
 // 2.6-5x oneDNN's; on larger ones (8192 multiply-adds, or the paper's 10x64x10) at 0.7-1.07x
-// (bench/RESULTS.md, "Issue 15: tiny attention products in tapegrad's own kernel"). Not measured
+// (bench/RESULTS.md, section "tiny attention products in tapegrad's own kernel"). Not measured
 // on AVX-512.
 // Longer narrow scores (seq 128 at d_k 16) keep the rule above.
 constexpr std::size_t kLargeProduct = std::size_t{1} << 22;

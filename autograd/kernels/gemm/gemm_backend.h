@@ -2,8 +2,8 @@
 // Which library computes a float matrix product: OpenBLAS, oneDNN's matmul when tapegrad was
 // built with it (TAPEGRAD_ONEDNN), or tapegrad's own kernel for tiny products (small_gemm.h).
 // kernels::gemm and gemm_batched (blas.h) choose per product by the rule below, measured on the
-// copy-task training step's shapes (bench/gemm_backends_bench.cpp, bench/RESULTS.md "Issue 15:
-// oneDNN against OpenBLAS"); callers never choose. double products go to OpenBLAS (oneDNN has no
+// copy-task training step's shapes (bench/gemm_backends_bench.cpp, bench/RESULTS.md, section
+// "oneDNN against OpenBLAS"); callers never choose. double products go to OpenBLAS (oneDNN has no
 // f64 matmul on CPUs), the tiny ones to tapegrad's kernel as in float. In bf16 mode
 // (base/matmul_precision.h) OpenBLAS computes a product from copies of its inputs rounded to bf16,
 // oneDNN with its bf16 matmul.

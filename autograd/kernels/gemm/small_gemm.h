@@ -3,7 +3,7 @@
 // products (q k^T, A v and their four gradient products; [10, 8] x [8, 10] in the copy task).
 // A BLAS call per product costs more than the product: packing, dispatch and, in OpenBLAS, a
 // memset of C for beta 0. The tiny training step (d_model 64) spent a quarter of its time in these
-// calls (perf; bench/RESULTS.md, "Issue 15: tiny attention products in tapegrad's own kernel").
+// calls (perf; bench/RESULTS.md, section "tiny attention products in tapegrad's own kernel").
 // Here each product is computed straight from its operands, one product at a time.
 #include <cstddef>
 

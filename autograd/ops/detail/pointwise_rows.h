@@ -15,7 +15,7 @@
 #include "autograd/kernels/simd/ieee_pow.h"
 #include "autograd/kernels/simd/map.h"
 #include "autograd/kernels/simd/pointwise_math.h"
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 #include "autograd/ops/masking.h"
 #include "autograd/ops/pointwise.h"
 #include "autograd/ops/reduce.h"

@@ -1,4 +1,4 @@
-#include "study/attention_snapshots.h"
+#include "study/training_snapshots.h"
 
 #include <algorithm>
 #include <charconv>

@@ -1,4 +1,4 @@
-#include "autograd/ops/elementwise.h"
+#include "autograd/ops/operators.h"
 
 #include <xtensor/xmath.hpp>
 

@@ -1,4 +1,4 @@
-// Issue 11's tape classes: each test is a way tapegrad used to return a silently wrong gradient or
+// Tape misuse: each test is a way tapegrad used to return a silently wrong gradient or
 // crash. In-place edits after the forward, tensors outliving their tape, a tape after a backward
 // that threw, closures that clear their own gradient, and threads sharing a leaf, a generator or a
 // tape. What used to crash runs in a death-test child, so a regression fails one test.
@@ -38,7 +38,7 @@ TEST(TrustInPlace, EditOfASavedInputAfterTheForwardThrowsNamingTensorOpAndCallSi
   const auto loss = sum(x * x);  // dL/dx = 2x = [2, 4, 6] at forward time
   x.mutable_value()(0) = 100.0;  // used to make backward report 200
   EXPECT_TRUE(throws_with<TapeError>([&] { tape.backward(loss); },
-                                     {"'x'", "modified in place", "mul", "test_trust_tape.cpp", "version 0"}));
+                                     {"'x'", "modified in place", "mul", "test_tape_misuse.cpp", "version 0"}));
 }
 
 TEST(TrustInPlace, EditOfAnOpOutputThrows) {

@@ -38,8 +38,8 @@ template <class T>
 AttentionSnapshot take_snapshot(Module<T>& model, const RunLoss<T>& probe_loss, std::size_t step);
 
 // One safetensors file (nn/io/checkpoint.h's writer, F32). Not float16: in the copy task's default
-// run 8% of the non-zero dL/dA cells lie below float16's smallest normal 6e-5 (down to 4e-9),
-// where it keeps few or no digits; float32 costs ~580 KB for that run's 11 snapshots.
+// run a part of the non-zero dL/dA cells lie below float16's smallest normal 6e-5 (down to 4e-9),
+// where it keeps few or no digits.
 //   "step<step>.<record name>.weights" / ".weights_grad"    A, dL/dA [batch, heads, seq_q, seq_k]
 //   __metadata__ "format" = "tapegrad.attention_snapshots.v1", "steps" = "0,1,2,...",
 //                "step<step>.loss" (17 significant digits), "step<step>.names" (a JSON array,
