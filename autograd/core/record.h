@@ -17,7 +17,7 @@
 // A closure on plain arrays, void(const xt::xarray<T>& grad, const xt::xarray<T>& output) calling
 // accumulate(input, array), is still accepted (custom ops written before create_graph): it runs
 // in first-order walks, and a create_graph walk reaching it throws TapeError naming the op.
-// The formula keeps only what its backward reads (DESIGN.md: the result for exp and softmax,
+// The formula keeps only what its backward reads (the result for exp and softmax,
 // mean/rstd for layer_norm, the mask for masked_fill and dropout): an input whose value it does
 // not read is captured as an edge (detail::edge), and the output's value is kept only by a
 // formula that takes it. Every other value is freed when the caller's last handle to it goes.

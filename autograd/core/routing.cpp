@@ -15,10 +15,6 @@ namespace {
 
 thread_local Walk* current_walk = nullptr;
 
-std::string describe_node(const NodeBase& node) {
-  return node.describe() + (node.op ? std::string(" (output of ") + node.op + ")" : " (a leaf)");
-}
-
 // Whether `intermediate`'s op is among `entries` (a tape's, oldest first, so in increasing producer
 // order; those a walk released are null, and newer than any intermediate still to be walked).
 bool on_tape(const std::vector<std::shared_ptr<const GradientTape::Entry>>& entries, const NodeBase& intermediate) {
@@ -117,12 +113,12 @@ bool Walk::is_source(const NodeBase& leaf) const {
 
 void Walk::check_not_newer(const NodeBase& intermediate) const {
   if (intermediate.producer >= running_entry_) {
-    throw TapeError("a gradient reached tensor " + describe_node(intermediate) + ", whose op the walk has already "
+    throw TapeError("a gradient reached tensor " + intermediate.describe_origin() + ", whose op the walk has already "
                     "passed, so it would be dropped: the op adding it does not list the tensor among its inputs (a "
                     "custom op must pass every tensor it adds a gradient into to custom_op)");
   }
   if (entries_ == nullptr || on_tape(*entries_, intermediate)) return;
-  throw TapeError("a gradient reached tensor " + describe_node(intermediate) + ", whose op is not on the walking "
+  throw TapeError("a gradient reached tensor " + intermediate.describe_origin() + ", whose op is not on the walking "
                   "tape, so the walk would never pass it on: the op adding it does not list the tensor among its "
                   "inputs (a custom op must pass every tensor it adds a gradient into to custom_op)");
 }
@@ -139,7 +135,7 @@ HeldGradient Walk::take(const NodeBase& node) {
 
 HeldGradient* Walk::kept_for(const NodeBase& node) {
   if (!finished_.empty() && finished_.contains(&node)) {
-    throw TapeError("backward: a gradient reached leaf " + describe_node(node) + " after the walk had passed the "
+    throw TapeError("backward: a gradient reached leaf " + node.describe_origin() + " after the walk had passed the "
                     "oldest op that reads it and had run its hooks: the op adding it does not list the leaf among "
                     "its inputs (a custom op must pass every tensor it adds a gradient into to custom_op)");
   }

@@ -39,10 +39,6 @@ bool produced_outside(const NodeBase& node, const std::uint64_t* begin, const st
   return !node.is_leaf && !std::binary_search(begin, end, node.producer);
 }
 
-std::string describe_node(const NodeBase& node) {
-  return node.describe() + (node.op ? std::string(" (output of ") + node.op + ")" : " (a leaf)");
-}
-
 std::string describe_site(const GradientTape::Entry& e) { return describe_call(e.op, e.where); }
 }  // namespace
 
@@ -272,7 +268,7 @@ namespace {
 // right.
 void check_entry(const GradientTape::Entry& e, const std::uint64_t* ids_begin, const std::uint64_t* ids_end) {
   const auto modified = [&](const NodeBase& node, std::uint64_t saved) {
-    return TapeError("backward: tensor " + describe_node(node) + " was modified in place (now version " +
+    return TapeError("backward: tensor " + node.describe_origin() + " was modified in place (now version " +
                      std::to_string(node.version) + ") after " + describe_site(e) + " read it at version " +
                      std::to_string(saved) + "; its backward would use the new value. Run the forward again "
                      "after the in-place edit, or edit a detach()ed copy");
@@ -282,7 +278,7 @@ void check_entry(const GradientTape::Entry& e, const std::uint64_t* ids_begin, c
     if (input.node->version != input.version) throw modified(*input.node, input.version);
     if (input.node->requires_grad && produced_outside(*input.node, ids_begin, ids_end)) {
       throw TapeError("backward: the gradient flowing back through " + describe_site(e) + " reaches tensor " +
-                      describe_node(*input.node) + ", whose op is not on this tape (it ran before this tape began, "
+                      input.node->describe_origin() + ", whose op is not on this tape (it ran before this tape began, "
                       "or under a tape that has ended), so the gradient would stop there silently. Compute it "
                       "while this tape is alive, or detach() it to use it as a constant");
     }

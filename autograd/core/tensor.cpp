@@ -108,6 +108,10 @@ void Node<T>::release_value() noexcept {
   }
 }
 
+std::string NodeBase::describe_origin() const {
+  return describe() + (op ? std::string(" (output of ") + op + ")" : " (a leaf)");
+}
+
 template <class T>
 std::string Node<T>::describe() const {
   const std::string shape_text = format_shape(value_shape());

@@ -35,6 +35,8 @@ class NodeBase : public std::enable_shared_from_this<NodeBase> {
   virtual void clear_grad() = 0;
   // "'name' [2,3]" or "[2,3]": how a tensor is named in messages.
   virtual std::string describe() const = 0;
+  // describe() and where the tensor came from: "'x' [2,3] (output of mul)" or "[2,3] (a leaf)".
+  std::string describe_origin() const;
 
   // Who may still read the value. A backward formula keeps an input it does not read as an edge
   // (detail::Edge: the node without a claim on its value, Flashlight's withoutData()), so a
