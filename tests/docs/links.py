@@ -17,9 +17,9 @@ import glob
 import os
 import re
 import sys
-import tempfile
 
 from markdown import anchors, documents, parse
+from tool import make_tree, report
 
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 WORD = re.compile(r"[A-Za-z0-9_.\-/{},*<>:]+")
@@ -85,20 +85,15 @@ def check(root):
 
 def self_test():
     """Each kind of dangling reference, planted in a small tree, is reported with its line."""
-    root = tempfile.mkdtemp()
-    for path in ["docs/other.md", "autograd/core/tape.h", "autograd/ops/a.h", "autograd/ops/a.cpp",
-                 "build/CMakeCache.txt"]:
-        os.makedirs(os.path.dirname(os.path.join(root, path)), exist_ok=True)
-        with open(os.path.join(root, path), "w") as f:
-            f.write("# Other page\n\n## A section\n" if path.endswith(".md") else "")
+    root = make_tree({"docs/other.md": "# Other page\n\n## A section\n", "autograd/core/tape.h": "",
+                      "autograd/ops/a.h": "", "autograd/ops/a.cpp": "", "build/CMakeCache.txt": ""})
     good = ("# Page\n\nSee [the other](other.md#a-section), `autograd/core/tape.h:12`, autograd/ops/a.{h,cpp},\n"
             "`autograd/ops/*.h`, `autograd/<floor>/x.h`, `build/tests/test_x` and [a site](https://example.org).\n"
             "\n```sh\nautograd/missing_in_a_code_block.h\n```\n")
     failures = []
-    with open(os.path.join(root, "README.md"), "w") as f:
-        f.write("# R\n\n[page](docs/page.md)\n")
-    with open(os.path.join(root, "docs/page.md"), "w") as f:
-        f.write(good)
+    for path, text in {"README.md": "# R\n\n[page](docs/page.md)\n", "docs/page.md": good}.items():
+        with open(os.path.join(root, path), "w") as f:
+            f.write(text)
     if check(root):
         failures.append(f"a tree without dangling references gave {check(root)}")
     cases = [
@@ -115,19 +110,14 @@ def self_test():
         problems = check(root)
         if not any(p.startswith(expected) for p in problems):
             failures.append(f"{what}: expected a problem starting with {expected!r}, got {problems}")
-    for failure in failures:
-        print(f"self-test: {failure}")
-    return 1 if failures else 0
+    return report(failures, "self-test: ")
 
 
 def main(argv):
     if argv[1:] == ["--self-test"]:
         return self_test()
     if len(argv) == 2:
-        problems = check(argv[1])
-        for problem in problems:
-            print(problem)
-        return 1 if problems else 0
+        return report(check(argv[1]))
     print(__doc__, file=sys.stderr)
     return 2
 

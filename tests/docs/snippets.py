@@ -19,6 +19,7 @@ import sys
 import tempfile
 
 from markdown import documents, parse
+from tool import make_tree, report
 
 CPP_LANGUAGES = {"cpp", "c++", "cxx", "cc", "c", "h", "hpp"}
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -97,19 +98,11 @@ def check(root):
 
 def self_test():
     """Each kind of problem, planted in a small tree, is reported with its document and line."""
-    def tree(files):
-        root = tempfile.mkdtemp()
-        for path, text in files.items():
-            os.makedirs(os.path.dirname(os.path.join(root, path)), exist_ok=True)
-            with open(os.path.join(root, path), "w", encoding="utf-8") as f:
-                f.write(text)
-        return root
-
     good_doc = "# Doc\n\n```cpp compiled\nint x = 1;\n```\n\n```text\noutput\n```\n\n- a list\n\n  ```cpp nested\n  int y = 2;\n  ```\n"
     good_test = '#include "doc_snippets/compiled.inc"\nvoid f() {\n#include "doc_snippets/nested.inc"\n}\n'
     base = {"README.md": "# R\n", "docs/page.md": good_doc, "tests/test_x.cpp": good_test}
     failures = []
-    problems = check(tree(base))
+    problems = check(make_tree(base))
     if problems:
         failures.append(f"a tree whose blocks are all compiled gave {problems}")
     cases = [
@@ -125,11 +118,11 @@ def self_test():
          "tests/test_y.cpp:1: includes doc_snippets/gone.inc"),
     ]
     for what, changes, expected in cases:
-        problems = check(tree({**base, **changes}))
+        problems = check(make_tree({**base, **changes}))
         if not any(p.startswith(expected) for p in problems):
             failures.append(f"{what}: expected a problem starting with {expected!r}, got {problems}")
 
-    root, out = tree(base), tempfile.mkdtemp()
+    root, out = make_tree(base), tempfile.mkdtemp()
     with open(os.path.join(out, "removed_block.inc"), "w") as f:
         f.write("stale\n")
     extract(root, out)
@@ -138,9 +131,7 @@ def self_test():
         failures.append(f"extract wrote {sorted(os.listdir(out))}, not the two named blocks alone")
     if '#line 14 "docs/page.md"\nint y = 2;\n' not in nested:
         failures.append(f"the nested block's file lacks its #line and unindented code: {nested!r}")
-    for failure in failures:
-        print(f"self-test: {failure}")
-    return 1 if failures else 0
+    return report(failures, "self-test: ")
 
 
 def main(argv):
@@ -150,10 +141,7 @@ def main(argv):
         extract(argv[2], argv[3])
         return 0
     if len(argv) == 3 and argv[1] == "check":
-        problems = check(argv[2])
-        for problem in problems:
-            print(problem)
-        return 1 if problems else 0
+        return report(check(argv[2]))
     print(__doc__, file=sys.stderr)
     return 2
 
