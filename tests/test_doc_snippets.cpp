@@ -15,6 +15,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <span>
 #include <string>
 #include <vector>
@@ -323,12 +324,29 @@ TEST(DocSnippets, CapturedStepsTrainingLoop) {
   EXPECT_GT(capture.stats().replayed_steps, 0u);
 }
 
+// A new temporary folder as the working directory while it lives; then the previous one again,
+// and the folder removed.
+class InTemporaryFolder {
+ public:
+  InTemporaryFolder() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "doc_snippets_XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + pattern);
+    folder_ = pattern;
+    std::filesystem::current_path(folder_);
+  }
+  ~InTemporaryFolder() {
+    std::filesystem::current_path(previous_);
+    std::filesystem::remove_all(folder_);
+  }
+  InTemporaryFolder(const InTemporaryFolder&) = delete;
+  InTemporaryFolder& operator=(const InTemporaryFolder&) = delete;
+
+ private:
+  std::filesystem::path previous_ = std::filesystem::current_path(), folder_;
+};
+
 TEST(DocSnippets, CheckpointsSaveAndLoad) {
-  const auto previous = std::filesystem::current_path();
-  std::string pattern = (std::filesystem::temp_directory_path() / "doc_snippets_checkpoint_XXXXXX").string();
-  ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-  const std::filesystem::path folder = pattern;
-  std::filesystem::current_path(folder);  // the snippet writes model.safetensors where it runs
+  const InTemporaryFolder folder;  // the snippet writes model.safetensors where it runs
   Generator gen(0);
   nn::Linear<float> model(3, 2, gen);
   optim::Adam<float> optimizer(model.named_parameters());
@@ -349,8 +367,6 @@ TEST(DocSnippets, CheckpointsSaveAndLoad) {
   nn::load_checkpoint("model.safetensors", fresh);
   EXPECT_EQ(fresh.weight().value(), model.weight().value());
   EXPECT_EQ(fresh.bias().value(), model.bias().value());
-  std::filesystem::current_path(previous);
-  std::filesystem::remove_all(folder);
 }
 
 }  // namespace
