@@ -1,6 +1,5 @@
 // Interventions on one attention head (study/attention_intervention.h): gradients through the
-// replacement, the change in loss, the head-ablation table and the named errors; and the README's
-// snippet of the "Studying attention" section.
+// replacement, the change in loss, the head-ablation table and the named errors.
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -14,7 +13,6 @@
 #include "study/attention_intervention.h"
 #include "study/attention_sites.h"
 #include "nn/labml/multi_head_attention.h"
-#include "nn/mha/multi_head_attention.h"
 #include "nn/transformer/masks.h"
 #include "nn/transformer/transformer.h"
 #include "tests/support/nn_support.h"
@@ -152,29 +150,6 @@ TEST(AttentionIntervention, TwoScalesOfOneHeadMultiply) {
   });
   EXPECT_EQ(twice, nn::loss_change<double>(t.model, t.run, [&](auto& e) { e.scale(kCross, 0, 0.25); }));
   EXPECT_GT(std::abs(twice), 1e-6);
-}
-
-// The README's snippet ("Studying attention and its gradient"), as written there.
-TEST(Readme, AttentionCaptureSnippet) {
-  Generator gen(0);
-  nn::mha::MultiHeadAttention<float> mha(8, 2, gen);
-  mha.eval();
-  const auto x = Tensor<float>::randn({1, 5, 8}, gen);
-  const std::function<Tensor<float>()> run_loss = [&] { return mean(mha(x, x, x).output); };
-
-  auto capture = nn::capture_attention(mha, run_loss);  // A, S, dL/dA, dL/dS per module, forward order
-  const auto& r = capture.records.at(0);                 // r.name is the module's dotted path ("" here)
-  // r.weights, r.scores, r.weights_grad, r.scores_grad: [batch, heads, seq_q, seq_k]
-  bool ok = r.check.passed;  // dL/dS = A (dL/dA - rowsum(A dL/dA)), masked dL/dS = 0, rows sum to 1
-
-  double dL = nn::loss_change(mha, run_loss, [](nn::AttentionInterventions<float>& e) { e.ablate("", 1); });
-  auto table = nn::head_ablation_table(mha, run_loss);  // every (module, head): ablated - clean loss
-
-  EXPECT_TRUE(ok);
-  EXPECT_EQ(r.name, "");
-  EXPECT_EQ(r.weights.shape()[1], 2u);
-  EXPECT_EQ(table.rows.size(), 2u);
-  EXPECT_EQ(table.rows[1].change, dL);
 }
 
 }  // namespace

@@ -56,7 +56,7 @@ TEST(CopyTask, BatchesShiftTargetsAndMaskPaddingAndTheFuture) {
   EXPECT_FALSE(batch.tgt_mask.may_attend()(0, 1, 2));  // query 1 may not see key 2
 }
 
-// The README's default configuration (batch 80, 20 steps an epoch) with a fixed seed, trained
+// The copy task's default configuration (batch 80, 20 steps an epoch; docs/building.md), seeded, trained
 // until it copies 100 fresh sequences perfectly (at most 800 steps); its accuracy then.
 double accuracy_within_800_steps(MatmulPrecision precision) {
   copy_task::Config config;
@@ -125,7 +125,7 @@ TEST(CopyTask, ParameterCountComputedFromTheSizesMatchesTheBuiltModel) {
 }
 
 TEST(CopyTask, RunTooLargeForMemoryIsRefusedNamingItsSizes) {
-  // The README's default model has 43,243 parameters: 16 bytes each with gradient and Adam state.
+  // The default model (docs/building.md) has 43,243 parameters: 16 bytes each with gradient and Adam state.
   // Its batch of 80 sequences keeps, per layer and sequence, the FFN hidden activation of the
   // encoder (10 x 64) and decoder (9 x 64) and 4 heads' attention maps (10 x 10, 9 x 9, 9 x 10):
   // 2300 floats, times 2 layers.

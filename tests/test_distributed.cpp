@@ -371,6 +371,43 @@ TEST(Distributed, GlobalCountIsExactOrRefusesToWrap) {
   }
 }
 
+// docs/distributed.md's block, as written, for one step of the float32 copy-task Transformer on this
+// rank's shard: every rank then holds the joined batch's gradient (what one process computes on
+// the whole batch) and, after the step, the same parameters.
+TEST(Distributed, DocSnippetGivesEveryRankTheJoinedBatchsGradient) {
+  const auto config = tiny_config();
+  Generator own_gen(100 + static_cast<std::uint64_t>(ctx->rank())), ref_gen(100);
+  auto model_ptr = copy_task::make_model<float>(config, own_gen);
+  auto reference = copy_task::make_model<float>(config, ref_gen);  // rank 0's initial values
+  auto& model = *model_ptr;
+  optim::Adam<float> optimizer(model.named_parameters());
+  Generator data_gen(7);
+  const std::size_t joined_rows = 7;
+  const IndexArray joined_data = padded_sequences(joined_rows, config, data_gen);
+  const auto r = static_cast<std::size_t>(ctx->rank()), n = static_cast<std::size_t>(ctx->size());
+  const copy_task::Batch batch =
+      copy_task::make_batch(rows(joined_data, r * joined_rows / n, (r + 1) * joined_rows / n));
+  using copy_task::batch_loss;
+  const auto run = [&](distributed::Context& ctx) {
+#include "doc_snippets/distributed_data_parallel.inc"
+  };
+  run(*ctx);
+
+  {
+    GradientTape tape;
+    tape.backward(batch_loss(*reference, copy_task::make_batch(joined_data)));
+  }
+  const auto params = model.named_parameters(), ref_params = reference->named_parameters();
+  ASSERT_EQ(params.size(), ref_params.size());
+  std::vector<double> all;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const xt::xarray<double> grad = xt::cast<double>(params[i].second.grad());
+    EXPECT_LE(relative_diff(grad, xt::cast<double>(ref_params[i].second.grad())), 1e-5) << params[i].first;
+    all.insert(all.end(), params[i].second.value().begin(), params[i].second.value().end());
+  }
+  EXPECT_TRUE(same_on_all_ranks(all));
+}
+
 // The failure scenarios (tests/distributed/failure.sh): rank 1 stalls (sleeps) or dies (SIGKILL)
 // at its third step, before its backward; rank 0 reaches wait(), and its 2 s timeout must end the
 // whole job with a message naming the bucket and rank 1.

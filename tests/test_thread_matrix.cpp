@@ -1,4 +1,4 @@
-// What the README's trust rules promise of threads (README.md, "Threads"), each with exact results:
+// What the trust rules promise of threads (docs/tape.md, "Threads"), each with exact results:
 // hooked leaves walked by several threads at once, one Generator drawn from by several threads,
 // backward from several threads into one model's parameters (zero_grad beside them), and hooks
 // registered and removed on one thread while another walks. Values are small integers, so every

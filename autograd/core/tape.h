@@ -4,40 +4,11 @@
 // a backward closure that adds vector-Jacobian products into its inputs' gradients. With no tape
 // alive, nothing is recorded and nothing is saved, so inference and optimiser steps cost nothing.
 //
-// Rules (each tested in tests/test_tape.cpp, tests/test_tape_misuse.cpp or tests/test_routing.cpp):
-// - backward(loss) seeds 1 for a single-element loss; backward(output, seed) any shape. A seed
-//   passed by const reference is lent, not copied: the output's op reads it in place, and an
-//   input that would take the gradient unchanged (add's b, reshape's input) gets a copy instead.
-//   The caller must keep it unchanged until backward returns (it is read during the call only);
-//   a retained output gradient (retain_grad) and a leaf output's gradient are copies of it.
-// - The walk is iterative, newest entry to oldest; there is no recursion to overflow.
-// - Leaf gradients accumulate across backward calls until zero_grad(). An intermediate's gradient
-//   is dropped as soon as the walk has used it, except on tensors marked retain_grad(), which
-//   keep the gradient of the latest walk.
-// - A non-persistent tape releases its entries (and everything they saved) after backward, so
-//   size() returns to 0; a second backward on it throws TapeError. A persistent tape keeps them
-//   until clear() or its end: kept across training steps it grows without bound.
-// - In-place writes: an entry remembers the version (Tensor::version) of each tensor input and
-//   of its output; backward throws TapeError naming the tensor, the op and its call site when
-//   one has been written in place since (mutable_value(), an optimiser step, load_state_dict).
-// - Lifetimes: ops with no tape alive are constants. A gradient that reaches a non-leaf whose
-//   producing op is not on the walking tape (recorded before the tape began, or by a tape that
-//   has ended) throws TapeError instead of stopping there silently.
-// - Nested tapes: an op records on every tape alive on the thread, so an outer tape also sees
-//   what was computed while an inner one was alive. A backward is not itself recorded, except
-//   under gradient(..., {.create_graph = true}): then it is, and its gradients can be
-//   differentiated again (higher-order gradients).
-// - Threads: a tape belongs to the thread that made it: it records that thread's ops, and
-//   backward from another thread throws TapeError. Destroying it on another thread is safe (it
-//   stops recording). Gradient accumulation into a leaf shared by threads is serialised.
-// - A backward that throws (anomaly mode, a custom op's closure) leaves a non-persistent tape
-//   spent: the next backward throws TapeError saying why. Leaf gradients may hold part of the
-//   failed walk's contributions.
-// - Where each gradient goes during a walk (leaves, intermediates, hooks, create_graph, threads)
-//   is one table, at the head of autograd/core/routing.h.
-// - NoGradGuard pauses recording on this thread for its lifetime, on the tapes made before it; a
-//   tape made while it is alive records. A first-order walk runs under one, so a gradient hook
-//   may make a tape, compute and run backward on it; its ops are not recorded by the walking tape.
+// The rules of recording and walking (what is recorded, lent seeds, accumulation, single use,
+// in-place edits, lifetimes, nested tapes, threads, a backward that throws, NoGradGuard) are
+// stated once, in docs/tape.md; each is tested in tests/test_tape.cpp, tests/test_tape_misuse.cpp
+// or tests/test_routing.cpp. Where each gradient goes during a walk is one table, at the head of
+// autograd/core/routing.h.
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -84,8 +55,8 @@ class GradientTape {
   // Backward from a single-element loss (d loss = 1).
   template <class T> void backward(const Tensor<T>& loss);
   // Backward from any output with the given seed (d output = seed, same shape as output). The
-  // seed is lent for the call, not copied (see the rules above); one passed as an rvalue is moved
-  // in, and an input may then take its array.
+  // seed is lent for the call, not copied (docs/tape.md); one passed as an rvalue is moved in, and
+  // an input may then take its array.
   template <class T> void backward(const Tensor<T>& output, const xt::xarray<T>& seed);
   template <class T> void backward(const Tensor<T>& output, xt::xarray<T>&& seed);
 
