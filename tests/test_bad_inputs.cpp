@@ -40,6 +40,8 @@ std::string joined(const std::vector<std::string>& problems) {
 
 TEST(DocsBadInputs, TableAndRowTestsAgree) {
   auto table = read_table(BAD_INPUTS_DOC);
+  // The op specs' rows: test_higher_order writes and tests them (higher_order/op_docs.cpp).
+  std::erase_if(table, [](const TableRow& row) { return row.generated; });
 #ifndef COPY_TASK_EXE
   // Built without the examples: there is no copy_task program to run its rows against.
   std::erase_if(table, [](const TableRow& row) { return row.id.rfind("copy_task_", 0) == 0; });

@@ -1,5 +1,5 @@
 #pragma once
-// cumsum: running sums along one axis.
+// cumsum and cumprod: running sums and products along one axis.
 #include "autograd/core/tensor.h"
 
 namespace tapegrad {
@@ -11,5 +11,12 @@ namespace tapegrad {
 // g over positions k and after), itself a recorded running sum, so it differentiates again.
 // ValueError for a dim out of range, naming the shape.
 template <class T> Tensor<T> cumsum(const Tensor<T>& a, Index dim, CallSite where = std::source_location::current());
+
+// y[..., k, ...] = prod_{j <= k} a[..., j, ...] along axis dim (negative from the end), as
+// torch.cumprod(a, dim); shapes, dims, 0-d tensors, accumulation and errors as cumsum's.
+// dL/da[k] = sum_{i >= k} g[i] prod_{j <= i, j != k} a[j], computed with ops (so it
+// differentiates again): reversed_cumsum(g * y) / a when no element of a is zero, and the
+// products that omit a[k] when one is (PyTorch's formula for such inputs), exact at zeros.
+template <class T> Tensor<T> cumprod(const Tensor<T>& a, Index dim, CallSite where = std::source_location::current());
 
 }  // namespace tapegrad

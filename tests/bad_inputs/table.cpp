@@ -61,14 +61,17 @@ std::vector<TableRow> read_table(const std::filesystem::path& path) {
   if (!in) return {TableRow{0, "", "", "cannot open " + path.string(), {}}};
   std::vector<TableRow> rows;
   std::string line;
+  bool generated = false;
   for (std::size_t number = 1; std::getline(in, line); ++number) {
+    if (line.rfind("<!-- op rows:", 0) == 0) generated = true;
+    if (line == "<!-- end of op rows -->") generated = false;
     if (line.rfind("| `", 0) != 0) continue;
     const auto cells = cells_of(line);
     if (cells.size() != 5) {
-      rows.push_back({number, "", "", line, {}});
+      rows.push_back({number, "", "", line, {}, generated});
       continue;
     }
-    rows.push_back({number, unquote(cells[0]), unquote(cells[3]), unquote(cells[4]), entry_points_of(cells[1])});
+    rows.push_back({number, unquote(cells[0]), unquote(cells[3]), unquote(cells[4]), entry_points_of(cells[1]), generated});
   }
   return rows;
 }

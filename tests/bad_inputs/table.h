@@ -17,6 +17,7 @@ struct TableRow {
   std::string kind;     // the exception column without backticks, e.g. "ShapeError" or "exit 2"
   std::string excerpt;  // the message column without backticks; " … " separates pieces
   std::vector<std::string> entry_points;  // the entry point column's backticked names, each up to '(' or ' '
+  bool generated = false;  // between "<!-- op rows:" and "<!-- end of op rows -->": the op specs' (test_higher_order)
 };
 
 // Every row of every table whose first cell is a backticked id; ValueError-free: a malformed

@@ -1,5 +1,4 @@
-// Rows of docs/bad-inputs.md, section "ops: topk, masked_fill with a tensor value" (issue 13 part 4),
-// in a file of their own so that parallel work on the other ops merges without conflicts.
+// Rows of docs/bad-inputs.md, section "ops: topk, masked_fill with a tensor value".
 #include "autograd/ops/all.h"
 #include "tests/bad_inputs/inputs.h"
 #include "tests/bad_inputs/row.h"

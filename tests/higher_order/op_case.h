@@ -1,5 +1,6 @@
 #pragma once
-// The registry of ops under test: one OpCase per op and form, as tests/test_higher_order.cpp checks
+// The cases of ops not yet in an op spec (tests/ops/op_spec.h, whose samples are OpCases too) and
+// of the nn modules: one OpCase per op and form, as tests/test_higher_order.cpp checks
 // every op: gradcheck, gradgradcheck, the same first derivative bit for bit with and without
 // create_graph, jvp against vjp, float32 against float64, and the same bits at any thread count.
 // Each op family lists its cases in its own file here (higher_order/<family>_cases.cpp); cover
@@ -42,6 +43,10 @@ struct OpCase {
   CaseInputs inputs;
   GradcheckOptions options;  // looser only with a stated reason
   CaseInputs large_inputs;   // empty: inputs() serve every check
+  // An op spec's flags (tests/ops/op_spec.h), copied onto each of its samples.
+  bool twice_differentiable = true;
+  bool deterministic = true;
+  double float32_tolerance = 2e-4;
 };
 
 // gtest prints a failing case by its name (not as the bytes of the struct).
@@ -64,14 +69,15 @@ std::vector<OpCase> linalg_cases();
 std::vector<OpCase> einsum_cases();
 std::vector<OpCase> norm_attention_loss_cases();
 std::vector<OpCase> activation_softmax_masking_cases();
-// Issue 13 part 3: 0-d axes, empty axis lists, dropout p = 1, broadcast masked_fill, rounding
-// div, maximum / minimum, pow of a scalar base, max / min along a dim (part3_cases.cpp).
-std::vector<OpCase> part3_cases();
+// 0-d axes, empty axis lists, dropout p = 1, broadcast masked_fill, rounding div, maximum /
+// minimum, pow of a scalar base, max / min along a dim (zero_dim_and_edge_cases.cpp).
+std::vector<OpCase> zero_dim_and_edge_cases();
 // gather, scatter_add, index_fill (indexing_cases.cpp).
 std::vector<OpCase> indexing_cases();
 // binary_cross_entropy, binary_cross_entropy_with_logits (bce_cases.cpp).
 std::vector<OpCase> bce_cases();
-// Every family above, in one list (test_higher_order.cpp).
+// Every family above and every sample of the op specs (tests/ops/op_spec.h), in one list
+// (test_higher_order.cpp).
 std::vector<OpCase> op_cases();
 // Every nn module, its inputs followed by all its parameters (module_cases.cpp).
 std::vector<OpCase> module_cases();
@@ -79,8 +85,8 @@ std::vector<OpCase> module_cases();
 std::vector<OpCase> selection_cases();
 // logsumexp, var, std (statistics_cases.cpp).
 std::vector<OpCase> statistics_cases();
-// cumsum, tril, triu (cumsum_triangle_cases.cpp).
-std::vector<OpCase> cumsum_triangle_cases();
+// tril, triu (triangle_cases.cpp).
+std::vector<OpCase> triangle_cases();
 // The losses' class weights, probability targets and log targets (loss_options_cases.cpp).
 std::vector<OpCase> loss_options_cases();
 

@@ -1,13 +1,13 @@
 #include "dispatch.h"
 
 #include "autograd/ops/all.h"
+#include "rows.h"
+#include "tests/ops/op_spec.h"
 
 namespace tapegrad::pytorch_samples {
 namespace {
 
 using T = Tensor<double>;
-
-[[noreturn]] void lacks(const std::string& what) { throw Unsupported("needs " + what + ", which tapegrad lacks"); }
 
 template <class Fn> Row unary(Fn fn) {
   return [fn](Call& c) -> Outputs { return {fn(c.tensor(c.input()))}; };
@@ -58,16 +58,10 @@ Reduction reduction_mode(Call& c, Reduction fallback = Reduction::Mean) {
   lacks("reduction='" + mode + "'");
 }
 
-Index dim_arg(Call& c, std::size_t position, Index fallback) {
-  if (c.has_arg(position)) return c.integer(c.arg(position));
-  const Value* dim = c.kwarg("dim");
-  return dim ? c.integer(*dim) : fallback;
-}
-
 // softmax and log_softmax, whose .with_dtype/.dtype variants pass dtype=float64: already ours.
 template <class Fn> Row softmax_like(Fn fn) {
   return [fn](Call& c) -> Outputs {
-    if (const Value* dtype = c.kwarg("dtype"); dtype && dtype->text != "float64") lacks("dtype=" + dtype->text);
+    require_float64(c);
     return {fn(c.tensor(c.input()), c.integer(c.arg(0)))};
   };
 }
@@ -185,6 +179,7 @@ std::optional<T> optional_weight(Call& c) {
 // cross_entropy's target as class probabilities (a float tensor) rather than class indices.
 bool is_probabilities(const Value& target) { return target.kind == Value::Kind::tensor && target.tensor->is_float(); }
 
+// The ops whose specs do not yet hold their PyTorch names.
 const std::map<std::string, Row> table = {
     // pointwise
     {"neg", unary([](const T& x) { return neg(x); })},
@@ -268,11 +263,6 @@ const std::map<std::string, Row> table = {
      }},
     {"var", variance_like([](const T& x, const Axes& d, Index correction, bool k) { return var(x, d, correction, k); })},
     {"std", variance_like([](const T& x, const Axes& d, Index correction, bool k) { return std(x, d, correction, k); })},
-    {"cumsum",
-     [](Call& c) -> Outputs {
-       if (const Value* dtype = c.kwarg("dtype"); dtype && dtype->text != "float64") lacks("dtype=" + dtype->text);
-       return {cumsum(c.tensor(c.input()), dim_arg(c, 0, 0))};
-     }},
     {"tril", triangle([](const T& x, Index d) { return tril(x, d); })},
     {"triu", triangle([](const T& x, Index d) { return triu(x, d); })},
     // reductions
@@ -424,6 +414,16 @@ const std::map<std::string, Row> table = {
 
 }  // namespace
 
-const std::map<std::string, Row>& dispatch_table() { return table; }
+const std::map<std::string, Row>& dispatch_table() {
+  static const std::map<std::string, Row> all = [] {
+    std::map<std::string, Row> rows = table;
+    for (const auto& spec : testing::op_specs())
+      for (const auto& name : spec.pytorch)
+        if (!rows.emplace(name.opinfo, name.call).second)
+          throw std::logic_error("PyTorch name " + name.opinfo + " of spec " + spec.name + " is mapped twice");
+    return rows;
+  }();
+  return all;
+}
 
 }  // namespace tapegrad::pytorch_samples

@@ -1,7 +1,11 @@
 #!/usr/bin/python3
 """Writes PyTorch's own sample inputs for the ops tapegrad has, with PyTorch's outputs and gradients.
 
-Usage: generate_samples.py OUT_DIR   (writes OUT_DIR/samples.json and OUT_DIR/samples.bin)
+Usage: generate_samples.py OUT_DIR < NAMES   (writes OUT_DIR/samples.json and OUT_DIR/samples.bin)
+
+NAMES: the OpInfo names (name.variant) to sample, one a line: the ones tapegrad's op specs map to
+a call, as `test_pytorch_samples --list-pytorch-names` prints them (ctest pipes the one into the
+other).
 
 Samples come from OpInfo (torch.testing._internal.common_methods_invocations.op_db, float64):
 reference_inputs, which for every op starts with its sample_inputs and adds more (broadcasting,
@@ -38,37 +42,6 @@ try:
 except ImportError as e:  # a failure, not a skip: the sweep must not vanish from CI unnoticed
     sys.exit(f"generate_samples.py: cannot import PyTorch's op_db ({e}); install python3-torch "
              "(.ci/install-deps does)")
-
-# The OpInfos (name.variant) of the ops tapegrad has. The C++ test's dispatch table maps each to a
-# tapegrad call; one listed here without a row there fails that test.
-OPS = [
-    # pointwise (autograd/ops/pointwise_table.h)
-    "neg", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "abs", "sgn",
-    "sign", "add", "sub", "mul", "div.no_rounding_mode", "div.trunc_rounding", "div.floor_rounding",
-    "true_divide", "pow", "rsub", "__radd__", "__rsub__", "__rmul__", "__rdiv__", "__rpow__",
-    "maximum", "minimum",
-    # activations
-    "nn.functional.relu", "sigmoid", "tanh", "nn.functional.gelu",
-    # reductions
-    "sum", "mean", "amax", "max.reduction_no_dim", "max.reduction_with_dim", "max.binary",
-    "min.reduction_no_dim", "min.reduction_with_dim", "min.binary",
-    # shape ops
-    "reshape", "view", "permute", "transpose", "unsqueeze", "squeeze", "expand", "narrow", "cat",
-    "chunk", "split", "split.list_args", "split_with_sizes", "index_select",
-    # linear algebra
-    "matmul", "nn.functional.linear", "einsum",
-    # softmax, normalisation, masking, embedding, losses
-    "softmax", "softmax.with_dtype", "log_softmax", "log_softmax.dtype", "nn.functional.layer_norm",
-    "masked_fill", "nn.functional.dropout", "nn.functional.embedding", "nn.functional.cross_entropy",
-    "nn.functional.nll_loss", "nn.functional.kl_div", "nn.functional.mse_loss",
-    # indexing, binary cross-entropy, argmax / argmin (issue 13 part 4 group B)
-    "gather", "scatter_add", "index_fill", "nn.functional.binary_cross_entropy",
-    "nn.functional.binary_cross_entropy_with_logits", "argmax", "argmin",
-    # issue 13 part 4, group A
-    "clamp", "where", "nn.functional.softplus", "logsumexp", "var", "std", "cumsum", "tril", "triu",
-    # topk (issue 13 part 4)
-    "topk",
-]
 
 # Ops whose reference_inputs fail in torch 1.13 (reference_inputs_elementwise_ternary asks for an
 # int64 tensor that requires grad): their sample_inputs only.
@@ -235,16 +208,16 @@ def record(name, index, sample, call, writer, seed):
     return sample_id, encoded
 
 
-def main(out_dir):
+def main(out_dir, ops):
     by_name = {o.name + ("." + o.variant_test_name if o.variant_test_name else ""): o for o in op_db}
-    missing = [name for name in OPS if name not in by_name]
+    missing = [name for name in ops if name not in by_name]
     if missing:
         sys.exit(f"generate_samples.py: torch {torch.__version__}'s op_db has no {', '.join(missing)}")
     torch.manual_seed(0)
     # kl_div's reduction='mean' warns that it will change; the samples ask for it on purpose.
     warnings.filterwarnings("ignore", category=UserWarning)
     writer, samples, left_out = Writer(), [], {}
-    for name in OPS:
+    for name in ops:
         info = by_name[name]
         inputs = info.sample_inputs if name in SAMPLE_INPUTS_ONLY else info.reference_inputs
         generated = list(inputs("cpu", torch.float64, requires_grad=True))
@@ -262,11 +235,14 @@ def main(out_dir):
             f.write(chunk)
     with open(f"{out_dir}/samples.json", "w") as f:
         json.dump({"torch": torch.__version__, "samples": samples, "left_out": left_out}, f)
-    print(f"generate_samples.py: {len(samples)} samples of {len(OPS)} ops from torch {torch.__version__}"
+    print(f"generate_samples.py: {len(samples)} samples of {len(ops)} ops from torch {torch.__version__}"
           f" ({len(left_out)} left out)")
 
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: generate_samples.py OUT_DIR")
-    main(sys.argv[1])
+        sys.exit("usage: generate_samples.py OUT_DIR < NAMES")
+    ops = sys.stdin.read().split()
+    if not ops:
+        sys.exit("generate_samples.py: no OpInfo names on standard input")
+    main(sys.argv[1], ops)

@@ -152,3 +152,16 @@ TEST(PyTorchSamples, ComparisonIsRelativeToTheTensorAndMatchesNaN) {
 
 }  // namespace
 }  // namespace tapegrad::pytorch_samples
+
+// `--list-pytorch-names` prints the OpInfo names the dispatch table maps, one a line, for
+// generate_samples.py to sample. Otherwise the PyTorchSamples tests run: the op-spec library this
+// program links for its PyTorch calls also brings its ops' own tests, which test_higher_order runs.
+int main(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[1]) == "--list-pytorch-names") {
+    for (const auto& [name, row] : tapegrad::pytorch_samples::dispatch_table()) std::cout << name << "\n";
+    return 0;
+  }
+  GTEST_FLAG_SET(filter, "PyTorchSamples.*");
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

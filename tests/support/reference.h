@@ -25,8 +25,8 @@ Tensor<double> random_tensor(const Shape& shape, std::uint64_t seed, bool requir
                                             const GradcheckOptions& options = {});
 
 // Success when fn() throws a tapegrad::Error (of type E) whose what() contains every fragment.
-template <class E = Error, class Fn>
-::testing::AssertionResult throws_with(Fn&& fn, std::initializer_list<std::string_view> fragments) {
+template <class E = Error, class Fn, class Fragments>
+::testing::AssertionResult throws_with(Fn&& fn, const Fragments& fragments) {
   try {
     fn();
   } catch (const E& e) {
@@ -41,6 +41,10 @@ template <class E = Error, class Fn>
     return ::testing::AssertionFailure() << "threw the wrong type: " << e.what();
   }
   return ::testing::AssertionFailure() << "did not throw";
+}
+template <class E = Error, class Fn>
+::testing::AssertionResult throws_with(Fn&& fn, std::initializer_list<std::string_view> fragments) {
+  return throws_with<E, Fn, std::initializer_list<std::string_view>>(std::forward<Fn>(fn), fragments);
 }
 
 // Largest |a - b| over two arrays of one shape (infinity when the shapes differ).

@@ -1,6 +1,5 @@
-// Rows of docs/bad-inputs.md, section "ops": the ops of issue 13 part 4, group A (clamp, where,
-// softplus, logsumexp, var, std, cumsum, tril, triu), in a file of their own so that parallel work
-// on the other ops merges without conflicts.
+// Rows of docs/bad-inputs.md, section "ops: autograd/ops/*.h": clamp, where, softplus, logsumexp,
+// var, std, tril, triu and min.
 #include <optional>
 
 #include "autograd/ops/all.h"
@@ -36,8 +35,7 @@ BAD_INPUT_ROW(Ops, var_axis_named_twice, ValueError, (var(zeros({2, 3}), {0, -2}
 BAD_INPUT_ROW(Ops, std_negative_correction, ValueError, (std(zeros({2, 3}), {1}, -1)), "std", "correction", "-1", "[2,3]")
 BAD_INPUT_ROW(Ops, var_undefined, ValueError, (var(undefined())), "var", "'a'", "undefined")
 
-// ---- cumsum / tril / triu / min ------------------------------------------------------------
-BAD_INPUT_ROW(Ops, cumsum_axis_out_of_range, ValueError, (cumsum(zeros({2, 3}), 2)), "cumsum", "axis 2", "[2,3]")
+// ---- tril / triu / min ---------------------------------------------------------------------
 BAD_INPUT_ROW(Ops, tril_of_vector, ShapeError, (tril(zeros({3}))), "tril", "[3]", "at least 2")
 BAD_INPUT_ROW(Ops, min_of_empty_tensor, ValueError, (min(zeros({0, 3}))), "min", "zero elements", "[0,3]")
 BAD_INPUT_ROW(Ops, triu_of_0d, ShapeError, (triu(zeros({}), 1)), "triu", "[]", "at least 2")

@@ -1,4 +1,5 @@
-// Rows of docs/bad-inputs.md, section "ops: indexing, binary cross-entropy, argmax / argmin".
+// Rows of docs/bad-inputs.md, section "ops: gather, scatter_add, index_fill, binary cross-entropy,
+// argmax / argmin".
 #include "autograd/ops/all.h"
 #include "tests/bad_inputs/inputs.h"
 #include "tests/bad_inputs/row.h"

@@ -17,13 +17,13 @@ const Mask kMask{{true, false, false}, {false, true, false}};
 
 }  // namespace
 
-// What issue 13 part 3 added for PyTorch's samples: axis 0 / -1 of 0-d tensors, an empty axis list,
+// Edge cases PyTorch's samples reach: axis 0 / -1 of 0-d tensors, an empty axis list,
 // dropout with p = 1, masked_fill of an input broadcast to the mask, div's rounding modes,
 // maximum / minimum, pow with a scalar base, and max / min along a dim. Linear or piecewise
 // constant ops are composed with a product so the second derivative is not zero. Inputs stay away
 // from ties and from the jumps of the rounded quotients (finite differences fail there); the unit
 // tests check those points exactly (the quotients here stay inside (2, 2.4) and (-2.4, -2)).
-std::vector<OpCase> part3_cases() {
+std::vector<OpCase> zero_dim_and_edge_cases() {
   return {
       {"sum_0d_axis_0", [](const auto& x) { return mul(sum(x[0], {0}), x[0]); }, [] { return V{leaf({}, 701)}; }},
       {"mean_0d_axis_minus_1_keepdims", [](const auto& x) { return mul(mean(x[0], {-1}, true), x[0]); },
