@@ -3,6 +3,8 @@
 #include <cmath>
 
 #include "autograd/ops/argmax.h"
+#include "tests/bad_inputs/inputs.h"
+#include "tests/ops/op_spec.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {
@@ -53,4 +55,46 @@ TEST(Argmax, BadInputsThrow) {
 }
 
 }  // namespace
+
+// ---- specs ------------------------------------------------------------------------------------
+
+namespace testing {
+namespace {
+
+using bad_inputs::zeros;
+
+// torch.argmax / argmin(input, dim=None, keepdim=False), positional or keywords: the positions as
+// numbers.
+template <bool largest> std::vector<Tensor<double>> arg_extreme(pytorch_samples::Call& c) {
+  const Tensor<double> x = c.tensor(c.input());
+  std::optional<Index> dim;
+  if (c.has_arg(0)) dim = c.integer(c.arg(0));
+  else if (const auto* v = c.kwarg("dim"); v && v->kind != pytorch_samples::Value::Kind::none) dim = c.integer(*v);
+  const auto* keepdim = c.kwarg("keepdim");
+  const bool keep = c.has_arg(1) ? c.boolean(c.arg(1)) : keepdim && c.boolean(*keepdim);
+  const IndexArray at = largest ? argmax(x, dim, keep) : argmin(x, dim, keep);
+  return {Tensor<double>(xt::xarray<double>(xt::cast<double>(at)))};
+}
+
+// Positions have no gradient: no samples.
+TAPEGRAD_OP_SPEC(argmax) {
+  OpSpec s{.name = "argmax", .family = "argmax", .differentiable = Differentiable::no};
+  s.errors = {error_input<ValueError>("argmax_of_empty_tensor", "`argmax`", "an empty x without dim",
+                                      [] { return argmax(zeros({0, 3})); }, {"argmax", "[0,3]", "zero elements"}),
+              error_input<ValueError>("argmax_dim_out_of_range", "`argmax`", "dim -3 of [2,3]",
+                                      [] { return argmax(zeros({2, 3}), -3); }, {"argmax", "axis -3", "[2,3]"})};
+  s.pytorch = {{"argmax", arg_extreme<true>}};
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(argmin) {
+  OpSpec s{.name = "argmin", .family = "argmax", .differentiable = Differentiable::no};
+  s.errors = {error_input<ValueError>("argmin_over_empty_axis", "`argmin`", "dim 1 of [2,0]",
+                                      [] { return argmin(zeros({2, 0}), 1); }, {"argmin", "axis 1", "[2,0]", "size 0"})};
+  s.pytorch = {{"argmin", arg_extreme<false>}};
+  return s;
+}
+
+}  // namespace
+}  // namespace testing
 }  // namespace tapegrad

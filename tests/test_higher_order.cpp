@@ -25,7 +25,7 @@ std::vector<OpCase> op_cases() {
   for (auto family : {elementwise_cases, pointwise_cases, reduce_and_shape_cases, linalg_cases,
                       norm_attention_loss_cases, activation_softmax_masking_cases, einsum_cases,
                       zero_dim_and_edge_cases, indexing_cases, bce_cases,
-                      selection_cases, statistics_cases, triangle_cases, loss_options_cases}) {
+                      selection_cases, loss_options_cases}) {
     for (auto& c : family()) all.push_back(std::move(c));
   }
   for (const OpSpec& spec : op_specs()) {

@@ -6,8 +6,10 @@
 #include <initializer_list>
 #include <limits>
 
-#include "autograd/ops/statistics.h"
+#include "autograd/ops/all.h"
 #include "autograd/core/tape.h"
+#include "tests/bad_inputs/inputs.h"
+#include "tests/ops/op_spec.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {
@@ -120,4 +122,85 @@ TEST(Statistics, BadInputs) {
 }
 
 }  // namespace
+
+// ---- specs ------------------------------------------------------------------------------------
+
+namespace testing {
+namespace {
+
+using V = std::vector<Tensor<double>>;
+using bad_inputs::undefined;
+using bad_inputs::zeros;
+using pytorch_samples::Value;
+
+// torch.var / torch.std: dim (an int, a list, or None for every axis), unbiased (positional or
+// keyword) or correction (None: 1), keepdim.
+template <class Fn> PyTorchCall variance_like(Fn fn) {
+  return [fn](pytorch_samples::Call& c) -> std::vector<Tensor<double>> {
+    const Tensor<double> x = c.tensor(c.input());
+    Axes axes;  // empty: every axis
+    if (const Value* dim = c.kwarg("dim"); dim && dim->kind != Value::Kind::none) axes = c.integers(*dim);
+    Index correction = 1;
+    if (c.has_arg(0)) correction = c.boolean(c.arg(0)) ? 1 : 0;
+    if (const Value* unbiased = c.kwarg("unbiased")) correction = c.boolean(*unbiased) ? 1 : 0;
+    if (const Value* v = c.kwarg("correction"); v && v->kind != Value::Kind::none) correction = c.integer(*v);
+    const Value* keepdim = c.kwarg("keepdim");
+    return {fn(x, axes, correction, keepdim && c.boolean(*keepdim))};
+  };
+}
+
+// Over one axis, several, all, with keepdims, and of a product (so an input reaches them twice).
+TAPEGRAD_OP_SPEC(logsumexp) {
+  OpSpec s{.name = "logsumexp", .family = "statistics"};
+  s.samples = {
+      OpCase("logsumexp_last_axis", [](const auto& x) { return logsumexp(x[0], {-1}); }, [] { return V{leaf({3, 4}, 1201)}; })
+          .at_scale([] { return V{leaf({64, 517}, 1202)}; }),
+      {"logsumexp_two_axes_keepdims", [](const auto& x) { return logsumexp(x[0], {0, 2}, true); },
+       [] { return V{leaf({2, 3, 4}, 1203)}; }},
+      {"logsumexp_of_product", [](const auto& x) { return logsumexp(mul(x[0], x[1]), {0}); },
+       [] { return V{leaf({4, 3}, 1204), leaf({3}, 1205)}; }},
+  };
+  s.errors = {error_input<ValueError>("logsumexp_axis_out_of_range", "`logsumexp`", "axis 2 of [2,3]",
+                                      [] { return logsumexp(zeros({2, 3}), {2}); }, {"logsumexp", "axis 2", "[2,3]"})};
+  s.pytorch = {{"logsumexp", [](pytorch_samples::Call& c) -> std::vector<Tensor<double>> {
+                  const Value* keepdim = c.kwarg("keepdim");
+                  const bool keep = c.has_arg(1) ? c.boolean(c.arg(1)) : keepdim && c.boolean(*keepdim);
+                  return {logsumexp(c.tensor(c.input()), c.integers(c.arg(0)), keep)};
+                }}};
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(var) {
+  OpSpec s{.name = "var", .family = "statistics"};
+  s.samples = {
+      OpCase("var_axis_0", [](const auto& x) { return var(x[0], {0}); }, [] { return V{leaf({4, 3}, 1206)}; })
+          .at_scale([] { return V{leaf({307, 71}, 1207)}; }),
+      {"var_biased_keepdims", [](const auto& x) { return var(x[0], {1, 2}, 0, true); }, [] { return V{leaf({2, 3, 4}, 1208)}; }},
+      {"var_all_of_product", [](const auto& x) { return var(mul(x[0], x[1])); }, [] { return V{leaf({2, 3}, 1209), leaf({3}, 1210)}; }},
+  };
+  s.errors = {error_input<ValueError>("var_axis_named_twice", "`var(a, axes)`", "axes {0, -2} of [2,3]",
+                                      [] { return var(zeros({2, 3}), {0, -2}); }, {"var", "axis 0", "twice", "[2,3]"}),
+              error_input<ValueError>("var_undefined", "`var`", "undefined a", [] { return var(undefined()); },
+                                      {"var", "'a'", "undefined"})};
+  s.pytorch = {{"var", variance_like([](const Tensor<double>& x, const Axes& d, Index c, bool k) { return var(x, d, c, k); })}};
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(std) {
+  OpSpec s{.name = "std", .family = "statistics"};
+  s.samples = {
+      OpCase("std_last_axis", [](const auto& x) { return std(x[0], {-1}); }, [] { return V{leaf({3, 5}, 1211)}; })
+          .at_scale([] { return V{leaf({64, 517}, 1212)}; }),
+      {"std_all", [](const auto& x) { return std(x[0]); }, [] { return V{leaf({2, 3}, 1213)}; }},
+      {"std_correction_2_of_product", [](const auto& x) { return std(mul(x[0], x[0]), {0}, 2); },
+       [] { return V{leaf({4, 2}, 1214)}; }},
+  };
+  s.errors = {error_input<ValueError>("std_negative_correction", "`std(a, axes, correction)`", "correction -1",
+                                      [] { return std(zeros({2, 3}), {1}, -1); }, {"std", "correction", "-1", "[2,3]"})};
+  s.pytorch = {{"std", variance_like([](const Tensor<double>& x, const Axes& d, Index c, bool k) { return std(x, d, c, k); })}};
+  return s;
+}
+
+}  // namespace
+}  // namespace testing
 }  // namespace tapegrad

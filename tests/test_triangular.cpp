@@ -1,8 +1,10 @@
 // tril and triu (autograd/ops/triangular.h): values against the definition (j - i against the
 // diagonal) written out by hand and checked against PyTorch 1.13, batches, far diagonals, gradients,
-// bad inputs.
-#include "autograd/ops/triangular.h"
+// bad inputs; and at the bottom, their specs.
+#include "autograd/ops/all.h"
 #include "autograd/core/tape.h"
+#include "tests/bad_inputs/inputs.h"
+#include "tests/ops/op_spec.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {
@@ -56,4 +58,46 @@ TEST(Triangular, BadInputs) {
 }
 
 }  // namespace
+
+// ---- specs ------------------------------------------------------------------------------------
+
+namespace testing {
+namespace {
+
+using V = std::vector<Tensor<double>>;
+using bad_inputs::zeros;
+
+// torch.tril / torch.triu(input, diagonal=0), the diagonal positional or a keyword.
+template <class Fn> PyTorchCall triangle(Fn fn) {
+  return [fn](pytorch_samples::Call& c) -> std::vector<Tensor<double>> {
+    const pytorch_samples::Value* diagonal = c.kwarg("diagonal");
+    const Index d = c.has_arg(0) ? c.integer(c.arg(0)) : diagonal ? c.integer(*diagonal) : 0;
+    return {fn(c.tensor(c.input()), d)};
+  };
+}
+
+// tril and triu are linear: composed with a product, so that the second derivative is not zero.
+TAPEGRAD_OP_SPEC(tril) {
+  OpSpec s{.name = "tril", .family = "triangular"};
+  s.samples = {OpCase("tril_times_input", [](const auto& x) { return mul(tril(x[0]), x[0]); },
+                      [] { return V{leaf({3, 4}, 1308)}; })
+                   .at_scale([] { return V{leaf({4, 301, 307}, 1309)}; })};
+  s.errors = {error_input<ShapeError>("tril_of_vector", "`tril`", "a [3] vector", [] { return tril(zeros({3})); },
+                                      {"tril", "[3]", "at least 2"})};
+  s.pytorch = {{"tril", triangle([](const Tensor<double>& x, Index d) { return tril(x, d); })}};
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(triu) {
+  OpSpec s{.name = "triu", .family = "triangular"};
+  s.samples = {{"triu_batch_of_product", [](const auto& x) { return triu(mul(x[0], x[1]), -1); },
+                [] { return V{leaf({2, 4, 3}, 1310), leaf({3}, 1311)}; }}};
+  s.errors = {error_input<ShapeError>("triu_of_0d", "`triu`", "a 0-d tensor", [] { return triu(zeros({}), 1); },
+                                      {"triu", "[]", "at least 2"})};
+  s.pytorch = {{"triu", triangle([](const Tensor<double>& x, Index d) { return triu(x, d); })}};
+  return s;
+}
+
+}  // namespace
+}  // namespace testing
 }  // namespace tapegrad

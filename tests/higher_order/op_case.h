@@ -83,10 +83,6 @@ std::vector<OpCase> op_cases();
 std::vector<OpCase> module_cases();
 // clamp, where, topk (selection_cases.cpp).
 std::vector<OpCase> selection_cases();
-// logsumexp, var, std (statistics_cases.cpp).
-std::vector<OpCase> statistics_cases();
-// tril, triu (triangle_cases.cpp).
-std::vector<OpCase> triangle_cases();
 // The losses' class weights, probability targets and log targets (loss_options_cases.cpp).
 std::vector<OpCase> loss_options_cases();
 

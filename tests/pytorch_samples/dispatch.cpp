@@ -106,19 +106,7 @@ template <bool largest> Outputs extreme_along_dim(Call& c) {
   return {r.values, T(xt::xarray<double>(xt::cast<double>(r.indices)))};
 }
 
-// argmax / argmin: the indices as numbers; dim and keepdim positional or keywords.
-template <bool largest> Outputs arg_extreme(Call& c) {
-  const T x = c.tensor(c.input());
-  std::optional<Index> dim;
-  if (c.has_arg(0)) dim = c.integer(c.arg(0));
-  else if (const Value* v = c.kwarg("dim"); v && v->kind != Value::Kind::none) dim = c.integer(*v);
-  const Value* keepdim = c.kwarg("keepdim");
-  const bool keep = c.has_arg(1) ? c.boolean(c.arg(1)) : keepdim && c.boolean(*keepdim);
-  const IndexArray at = largest ? argmax(x, dim, keep) : argmin(x, dim, keep);
-  return {T(xt::xarray<double>(xt::cast<double>(at)))};
-}
-
-// ---- topk (issue 13 part 4) --------------------------------------------------------------------
+// ---- topk -------------------------------------------------------------------------------------
 
 // topk(x, k, dim=-1, largest=True, sorted=True), each after k positional or a keyword: the values,
 // and the indices as numbers.
@@ -135,34 +123,7 @@ Outputs topk_row(Call& c) {
   return {r.values, T(xt::xarray<double>(xt::cast<double>(r.indices)))};
 }
 
-// ---- issue 13 part 4, group A ------------------------------------------------------------------
-
-// var and std: dim (an int, a list, or None for every axis), unbiased (positional or keyword) or
-// correction (None: 1), keepdim.
-template <class Fn> Row variance_like(Fn fn) {
-  return [fn](Call& c) -> Outputs {
-    const T x = c.tensor(c.input());
-    Axes axes;  // empty: every axis
-    if (const Value* dim = c.kwarg("dim"); dim && dim->kind != Value::Kind::none) axes = c.integers(*dim);
-    Index correction = 1;
-    if (c.has_arg(0)) correction = c.boolean(c.arg(0)) ? 1 : 0;
-    if (const Value* unbiased = c.kwarg("unbiased")) correction = c.boolean(*unbiased) ? 1 : 0;
-    if (const Value* v = c.kwarg("correction"); v && v->kind != Value::Kind::none) correction = c.integer(*v);
-    const Value* keepdim = c.kwarg("keepdim");
-    return {fn(x, axes, correction, keepdim && c.boolean(*keepdim))};
-  };
-}
-
-// tril and triu: the diagonal, positional or keyword, 0 by default.
-template <class Fn> Row triangle(Fn fn) {
-  return [fn](Call& c) -> Outputs {
-    const Value* diagonal = c.kwarg("diagonal");
-    const Index d = c.has_arg(0) ? c.integer(c.arg(0)) : diagonal ? c.integer(*diagonal) : 0;
-    return {fn(c.tensor(c.input()), d)};
-  };
-}
-
-// ---- loss weights, probability targets, log targets (issue 13 part 3) --------------------------
+// ---- loss weights, probability targets, log targets ------------------------------------------
 
 // The weight= keyword of the losses: a tensor, or absent / None for no weight (undefined).
 T weight_arg(Call& c) {
@@ -232,7 +193,6 @@ const std::map<std::string, Row> table = {
        if (mode != "none" && mode != "tanh") lacks("approximate='" + mode + "'");
        return {gelu(c.tensor(c.input()), mode == "tanh" ? GeluApproximation::Tanh : GeluApproximation::None)};
      }},
-    // issue 13 part 4, group A
     // clamp(x, min, max) with tensor bounds, either None.
     {"clamp",
      [](Call& c) -> Outputs {
@@ -254,17 +214,6 @@ const std::map<std::string, Row> table = {
        const Value* threshold = c.kwarg("threshold");
        return {softplus(c.tensor(c.input()), beta ? c.number(*beta) : 1.0, threshold ? c.number(*threshold) : 20.0)};
      }},
-    {"logsumexp",
-     [](Call& c) -> Outputs {
-       const T x = c.tensor(c.input());
-       const Value* keepdim = c.kwarg("keepdim");
-       const bool keep = c.has_arg(1) ? c.boolean(c.arg(1)) : keepdim && c.boolean(*keepdim);
-       return {logsumexp(x, c.integers(c.arg(0)), keep)};
-     }},
-    {"var", variance_like([](const T& x, const Axes& d, Index correction, bool k) { return var(x, d, correction, k); })},
-    {"std", variance_like([](const T& x, const Axes& d, Index correction, bool k) { return std(x, d, correction, k); })},
-    {"tril", triangle([](const T& x, Index d) { return tril(x, d); })},
-    {"triu", triangle([](const T& x, Index d) { return triu(x, d); })},
     // reductions
     {"sum", reduction([](const T& x) { return sum(x); }, [](const T& x, const Axes& d, bool k) { return sum(x, d, k); })},
     {"mean", reduction([](const T& x) { return mean(x); }, [](const T& x, const Axes& d, bool k) { return mean(x, d, k); })},
@@ -380,7 +329,7 @@ const std::map<std::string, Row> table = {
        const T input = c.tensor(c.input());
        return {mse_loss(input, c.tensor(c.arg(0)), reduction_mode(c))};
      }},
-    // indexing, binary cross-entropy, argmax / argmin (issue 13 part 4 group B)
+    // indexing, binary cross-entropy
     {"gather",
      [](Call& c) -> Outputs { return {gather(c.tensor(c.input()), c.integer(c.arg(0)), c.indices(c.arg(1)))}; }},
     {"scatter_add",
@@ -406,9 +355,7 @@ const std::map<std::string, Row> table = {
        if (const Value* v = c.kwarg("pos_weight"); v && v->kind != Value::Kind::none) pos_weight = c.tensor(*v);
        return {binary_cross_entropy_with_logits(logits, target, reduction_mode(c), pos_weight, optional_weight(c))};
      }},
-    {"argmax", arg_extreme<true>},
-    {"argmin", arg_extreme<false>},
-    // topk (issue 13 part 4)
+    // topk
     {"topk", topk_row},
 };
 

@@ -1,5 +1,4 @@
-// Rows of docs/bad-inputs.md, section "ops: gather, scatter_add, index_fill, binary cross-entropy,
-// argmax / argmin".
+// Rows of docs/bad-inputs.md, section "ops: gather, scatter_add, index_fill, binary cross-entropy".
 #include "autograd/ops/all.h"
 #include "tests/bad_inputs/inputs.h"
 #include "tests/bad_inputs/row.h"
@@ -46,12 +45,6 @@ BAD_INPUT_ROW(Ops, bce_with_logits_pos_weight_does_not_broadcast, ShapeError,
               (binary_cross_entropy_with_logits(zeros({2, 3}), zeros({2, 3}), Reduction::Mean,
                                                 std::optional<Tensor<double>>(zeros({2})))),
               "binary_cross_entropy_with_logits", "pos_weight [2]", "[2,3]")
-
-// ---- argmax / argmin ------------------------------------------------------------------------
-BAD_INPUT_ROW(Ops, argmax_of_empty_tensor, ValueError, (argmax(zeros({0, 3}))), "argmax", "[0,3]", "zero elements")
-BAD_INPUT_ROW(Ops, argmin_over_empty_axis, ValueError, (argmin(zeros({2, 0}), 1)), "argmin", "axis 1", "[2,0]",
-              "size 0")
-BAD_INPUT_ROW(Ops, argmax_dim_out_of_range, ValueError, (argmax(zeros({2, 3}), -3)), "argmax", "axis -3", "[2,3]")
 
 }  // namespace
 }  // namespace tapegrad::bad_inputs

@@ -1,5 +1,4 @@
-// Rows of docs/bad-inputs.md, section "ops: autograd/ops/*.h": clamp, where, softplus, logsumexp,
-// var, std, tril, triu and min.
+// Rows of docs/bad-inputs.md, section "ops: autograd/ops/*.h": clamp, where, softplus and min.
 #include <optional>
 
 #include "autograd/ops/all.h"
@@ -28,17 +27,8 @@ BAD_INPUT_ROW(Ops, softplus_zero_beta, ValueError, (softplus(zeros({2}), 0.0)), 
 BAD_INPUT_ROW(Ops, softplus_nan_threshold, ValueError, (softplus(zeros({2}), 1.0, nan)), "softplus", "threshold = nan",
               "[2]")
 
-// ---- logsumexp / var / std ----------------------------------------------------------------
-BAD_INPUT_ROW(Ops, logsumexp_axis_out_of_range, ValueError, (logsumexp(zeros({2, 3}), {2})), "logsumexp", "axis 2",
-              "[2,3]")
-BAD_INPUT_ROW(Ops, var_axis_named_twice, ValueError, (var(zeros({2, 3}), {0, -2})), "var", "axis 0", "twice", "[2,3]")
-BAD_INPUT_ROW(Ops, std_negative_correction, ValueError, (std(zeros({2, 3}), {1}, -1)), "std", "correction", "-1", "[2,3]")
-BAD_INPUT_ROW(Ops, var_undefined, ValueError, (var(undefined())), "var", "'a'", "undefined")
-
-// ---- tril / triu / min ---------------------------------------------------------------------
-BAD_INPUT_ROW(Ops, tril_of_vector, ShapeError, (tril(zeros({3}))), "tril", "[3]", "at least 2")
+// ---- min ----------------------------------------------------------------------------------
 BAD_INPUT_ROW(Ops, min_of_empty_tensor, ValueError, (min(zeros({0, 3}))), "min", "zero elements", "[0,3]")
-BAD_INPUT_ROW(Ops, triu_of_0d, ShapeError, (triu(zeros({}), 1)), "triu", "[]", "at least 2")
 
 }  // namespace
 }  // namespace tapegrad::bad_inputs
