@@ -8,6 +8,10 @@
 
 #include "autograd/ops/activation.h"
 #include "autograd/core/tape.h"
+#include "tests/ops/op_spec.h"
+#include "tests/pytorch_samples/rows.h"
+#include "tests/bad_inputs/inputs.h"
+#include "autograd/ops/all.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {
@@ -202,4 +206,133 @@ TEST(Softplus, BadInputs) {
 }
 
 }  // namespace
+
+// ---- specs ------------------------------------------------------------------------------------
+
+namespace testing {
+namespace {
+
+using namespace pytorch_samples;  // the PyTorch calls' building blocks (rows.h)
+using T = Tensor<double>;
+using V = std::vector<Tensor<double>>;
+
+// relu is linear where differentiable: composed with a product so the second derivative is not
+// zero.
+
+TAPEGRAD_OP_SPEC(relu) {
+  OpSpec s("relu", "activation");
+  s.samples = {
+      {"relu", [](const auto& x) { return relu(x[0]); }, [] { return V{leaf({2, 3}, 345)}; }},
+      OpCase("relu_times_input", [](const auto& x) { return mul(relu(x[0]), x[0]); }, [] { return V{leaf({3, 4}, 302)}; }).at_scale([] { return V{leaf({5, 97, 131}, 902)}; }),
+      {"relu_of_broadcast_product", [](const auto& x) { return relu(mul(x[0], x[1])); },
+       [] { return V{leaf({2, 1, 3}, 303), leaf({4, 1}, 304)}; }},
+  };
+  s.errors = {
+      error_input<ValueError>("relu_undefined", "`relu`", "undefined a",
+                  [] { return relu(bad_inputs::undefined()); },
+                  {"relu", "'a'", "undefined"}),
+  };
+  s.pytorch = {
+      {"nn.functional.relu", unary([](const T& x) { return relu(x); })},
+  };
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(sigmoid) {
+  OpSpec s("sigmoid", "activation");
+  s.samples = {
+      OpCase("sigmoid", [](const auto& x) { return sigmoid(x[0]); }, [] { return V{leaf({2, 3}, 305, -4.0, 4.0)}; }).at_scale([] { return V{leaf({5, 97, 131}, 903, -4.0, 4.0)}; }),
+      {"sigmoid_0d", [](const auto& x) { return sigmoid(x[0]); }, [] { return V{leaf({}, 306, -2.0, 2.0)}; }},
+      {"sigmoid_of_broadcast_product", [](const auto& x) { return sigmoid(mul(x[0], x[1])); },
+       [] { return V{leaf({3, 1}, 307, -2.0, 2.0), leaf({4}, 308, -2.0, 2.0)}; }},
+  };
+  s.errors = {
+      error_input<ValueError>("sigmoid_undefined", "`sigmoid`", "undefined a",
+                  [] { return sigmoid(bad_inputs::undefined()); },
+                  {"sigmoid", "'a'", "undefined"}),
+  };
+  s.pytorch = {
+      {"sigmoid", unary([](const T& x) { return sigmoid(x); })},
+  };
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(tanh) {
+  OpSpec s("tanh", "activation");
+  s.samples = {
+      {"tanh", [](const auto& x) { return tanh(x[0]); }, [] { return V{leaf({5}, 309, -2.0, 2.0)}; }},
+      OpCase("tanh_times_input", [](const auto& x) { return mul(tanh(x[0]), x[1]); },
+       [] { return V{leaf({2, 3}, 310, -2.0, 2.0), leaf({2, 3}, 311)}; }).at_scale([] { return V{leaf({97, 677}, 904, -2.0, 2.0), leaf({97, 677}, 905)}; }),
+  };
+  s.errors = {
+      error_input<ValueError>("tanh_undefined", "`tanh`", "undefined a",
+                  [] { return tanh(bad_inputs::undefined()); },
+                  {"tanh", "'a'", "undefined"}),
+  };
+  s.pytorch = {
+      {"tanh", unary([](const T& x) { return tanh(x); })},
+  };
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(gelu) {
+  OpSpec s("gelu", "activation");
+  s.samples = {
+      OpCase("gelu", [](const auto& x) { return gelu(x[0]); }, [] { return V{leaf({2, 4}, 312, -3.0, 3.0)}; }).at_scale([] { return V{leaf({5, 97, 131}, 906, -3.0, 3.0)}; }),
+      {"gelu_of_product", [](const auto& x) { return gelu(mul(x[0], x[1])); },
+       [] { return V{leaf({3, 2}, 313, -2.0, 2.0), leaf({2}, 314, -2.0, 2.0)}; }},
+      OpCase("gelu_tanh", [](const auto& x) { return gelu(x[0], GeluApproximation::Tanh); },
+       [] { return V{leaf({2, 4}, 315, -3.0, 3.0)}; }).at_scale([] { return V{leaf({5, 97, 131}, 907, -3.0, 3.0)}; }),
+      {"gelu_tanh_of_product", [](const auto& x) { return gelu(mul(x[0], x[1]), GeluApproximation::Tanh); },
+       [] { return V{leaf({3, 2}, 316, -2.0, 2.0), leaf({3, 2}, 317, -2.0, 2.0)}; }},
+  };
+  s.errors = {
+      error_input<ValueError>("gelu_undefined", "`gelu`", "undefined a",
+                  [] { return gelu(bad_inputs::undefined(), GeluApproximation::Tanh); },
+                  {"gelu", "'a'", "undefined"}),
+  };
+  s.pytorch = {
+      {"nn.functional.gelu",
+     [](Call& c) -> Outputs {
+       const Value* approximate = c.kwarg("approximate");
+       const std::string mode = approximate ? c.text(*approximate) : "none";
+       if (mode != "none" && mode != "tanh") lacks("approximate='" + mode + "'");
+       return {gelu(c.tensor(c.input()), mode == "tanh" ? GeluApproximation::Tanh : GeluApproximation::None)};
+     }},
+  };
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(softplus) {
+  OpSpec s("softplus", "activation");
+  s.samples = {
+      // softplus: the soft region, the linear one (beta x > threshold) and a negative beta.
+      OpCase("softplus", [](const auto& x) { return softplus(x[0]); }, [] { return V{leaf({3, 4}, 1101, -3.0, 3.0)}; })
+          .at_scale([] { return V{leaf({5, 97, 131}, 1102, -3.0, 3.0)}; }),
+      {"softplus_beta_threshold_both_regions", [](const auto& x) { return softplus(x[0], 2.0, 1.0); },
+       [] { return V{leaf({2, 5}, 1103, -2.0, 2.0)}; }},
+      {"softplus_negative_beta_of_product", [](const auto& x) { return softplus(mul(x[0], x[1]), -1.5); },
+       [] { return V{leaf({3, 2}, 1104), leaf({2}, 1105)}; }},
+  };
+  s.errors = {
+      error_input<ValueError>("softplus_zero_beta", "`softplus`", "beta 0 (PyTorch divides by it)",
+                  [] { return softplus(bad_inputs::zeros({2}), 0.0); },
+                  {"softplus", "beta = 0", "[2]"}),
+      error_input<ValueError>("softplus_nan_threshold", "`softplus`", "threshold NaN",
+                  [] { return softplus(bad_inputs::zeros({2}), 1.0, bad_inputs::nan); },
+                  {"softplus", "threshold = nan", "[2]"}),
+  };
+  s.pytorch = {
+      {"nn.functional.softplus",
+     [](Call& c) -> Outputs {
+       const Value* beta = c.kwarg("beta");
+       const Value* threshold = c.kwarg("threshold");
+       return {softplus(c.tensor(c.input()), beta ? c.number(*beta) : 1.0, threshold ? c.number(*threshold) : 20.0)};
+     }},
+  };
+  return s;
+}
+
+}  // namespace
+}  // namespace testing
 }  // namespace tapegrad

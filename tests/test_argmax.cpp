@@ -78,7 +78,8 @@ template <bool largest> std::vector<Tensor<double>> arg_extreme(pytorch_samples:
 
 // Positions have no gradient: no samples.
 TAPEGRAD_OP_SPEC(argmax) {
-  OpSpec s{.name = "argmax", .family = "argmax", .differentiable = Differentiable::no};
+  OpSpec s("argmax", "argmax");
+  s.differentiable = Differentiable::no;
   s.errors = {error_input<ValueError>("argmax_of_empty_tensor", "`argmax`", "an empty x without dim",
                                       [] { return argmax(zeros({0, 3})); }, {"argmax", "[0,3]", "zero elements"}),
               error_input<ValueError>("argmax_dim_out_of_range", "`argmax`", "dim -3 of [2,3]",
@@ -88,7 +89,8 @@ TAPEGRAD_OP_SPEC(argmax) {
 }
 
 TAPEGRAD_OP_SPEC(argmin) {
-  OpSpec s{.name = "argmin", .family = "argmax", .differentiable = Differentiable::no};
+  OpSpec s("argmin", "argmax");
+  s.differentiable = Differentiable::no;
   s.errors = {error_input<ValueError>("argmin_over_empty_axis", "`argmin`", "dim 1 of [2,0]",
                                       [] { return argmin(zeros({2, 0}), 1); }, {"argmin", "axis 1", "[2,0]", "size 0"})};
   s.pytorch = {{"argmin", arg_extreme<false>}};

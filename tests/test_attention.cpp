@@ -10,6 +10,10 @@
 #include "autograd/ops/operators.h"
 #include "autograd/ops/softmax.h"
 #include "autograd/core/tape.h"
+#include "tests/ops/op_spec.h"
+#include "tests/pytorch_samples/rows.h"
+#include "tests/bad_inputs/inputs.h"
+#include "autograd/ops/all.h"
 #include "tests/support/reference.h"
 #include "tests/support/thread_count.h"
 
@@ -125,4 +129,57 @@ TEST(AttentionSoftmax, BadInputsThrowNamingTheShapes) {
 }
 
 }  // namespace
+
+// ---- specs ------------------------------------------------------------------------------------
+
+namespace testing {
+namespace {
+
+using namespace pytorch_samples;  // the PyTorch calls' building blocks (rows.h)
+using T = Tensor<double>;
+using V = std::vector<Tensor<double>>;
+
+// Rows 0 and 2 of batch 0 allow some keys; every query of batch 1 is fully masked.
+AttendMask batch_mask() { return AttendMask(Mask{{{true, false, true, true}}, {{false, false, false, false}}}); }
+// Per [query, key]: query 1 is fully masked in every batch.
+AttendMask query_mask() {
+  return AttendMask(Mask{{true, true, false, true}, {false, false, false, false}, {false, true, true, false}});
+}
+
+TAPEGRAD_OP_SPEC(attention_softmax) {
+  OpSpec s("attention_softmax", "attention");
+  s.remark = "fused scale + mask + softmax";
+  s.no_pytorch = "PyTorch 1.13 has no fused scale-mask-softmax op; its parts are sampled as softmax and masked_fill";
+  s.samples = {
+      // attention_softmax: no mask, masks broadcast over queries or batches, fully masked rows.
+      OpCase("attention_softmax_no_mask", [](const auto& x) { return attention_softmax(x[0], std::nullopt, 0.7); },
+       [] { return V{leaf({2, 3, 4}, 320)}; }).at_scale([] { return V{leaf({64, 33, 61}, 919)}; }),
+      {"attention_softmax_vector", [](const auto& x) { return attention_softmax(x[0], std::nullopt, 1.3); },
+       [] { return V{leaf({5}, 321)}; }},
+      {"attention_softmax_batch_mask",
+       [](const auto& x) { return attention_softmax(x[0], std::optional<AttendMask>(batch_mask()), 0.5); },
+       [] { return V{leaf({2, 3, 4}, 322)}; }},
+      {"attention_softmax_query_mask",
+       [](const auto& x) { return attention_softmax(x[0], std::optional<AttendMask>(query_mask()), 1.5); },
+       [] { return V{leaf({2, 3, 4}, 323)}; }},
+      {"attention_softmax_times_input",
+       [](const auto& x) { return mul(attention_softmax(x[0], std::optional<AttendMask>(query_mask()), 0.9), x[1]); },
+       [] { return V{leaf({2, 3, 4}, 324), leaf({3, 4}, 325)}; }},
+  };
+  s.errors = {
+      error_input<ShapeError>("attention_softmax_mask_does_not_broadcast", "`attention_softmax`", "may_attend [4] for scores [2,3]",
+                  [] { return attention_softmax(bad_inputs::zeros({2, 3}), AttendMask(bad_inputs::mask_of({4})), 1.0); },
+                  {"attention_softmax", "[4]", "[2,3]"}),
+      error_input<ShapeError>("attention_softmax_0d_scores", "`attention_softmax`", "0-d scores",
+                  [] { return attention_softmax(bad_inputs::zeros({}), std::nullopt, 1.0); },
+                  {"attention_softmax", "[]"}),
+      error_input<ValueError>("attention_softmax_nan_scale", "`attention_softmax`", "scale NaN",
+                  [] { return attention_softmax(bad_inputs::zeros({2, 3}), std::nullopt, bad_inputs::nan); },
+                  {"attention_softmax", "scale", "nan"}),
+  };
+  return s;
+}
+
+}  // namespace
+}  // namespace testing
 }  // namespace tapegrad

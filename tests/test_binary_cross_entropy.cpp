@@ -8,6 +8,10 @@
 #include "autograd/ops/operators.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/core/tape.h"
+#include "tests/ops/op_spec.h"
+#include "tests/pytorch_samples/rows.h"
+#include "tests/bad_inputs/inputs.h"
+#include "autograd/ops/all.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {
@@ -113,4 +117,102 @@ TEST(BinaryCrossEntropyWithLogits, BadInputsThrow) {
 }
 
 }  // namespace
+
+// ---- specs ------------------------------------------------------------------------------------
+
+namespace testing {
+namespace {
+
+using namespace pytorch_samples;  // the PyTorch calls' building blocks (rows.h)
+using T = Tensor<double>;
+using V = std::vector<Tensor<double>>;
+
+// binary_cross_entropy on probabilities drawn from [0.1, 0.9] (finite differences stay inside
+// [0, 1]); binary_cross_entropy_with_logits on logits either side of 0, with and without
+// pos_weight; the weight of each, broadcast and differentiable. Both have a parallel forward
+// kernel, so one sample of each runs at scale.
+TAPEGRAD_OP_SPEC(binary_cross_entropy) {
+  OpSpec s("binary_cross_entropy", "binary_cross_entropy");
+  s.remark = "weight";
+  s.samples = {
+      OpCase("binary_cross_entropy_mean", [](const auto& x) { return binary_cross_entropy(x[0], x[1]); },
+             [] { return V{leaf({2, 3}, 501, 0.1, 0.9), leaf({2, 3}, 502, 0.0, 1.0)}; })
+          .at_scale([] { return V{leaf({300, 200}, 503, 0.1, 0.9), leaf({300, 200}, 504, 0.0, 1.0)}; }),
+      {"binary_cross_entropy_none_0d", [](const auto& x) { return binary_cross_entropy(x[0], x[1], Reduction::None); },
+       [] { return V{leaf({}, 505, 0.1, 0.9), leaf({}, 506, 0.0, 1.0)}; }},
+      // binary cross-entropy's weight, broadcast, differentiable.
+      {"binary_cross_entropy_weight_mean",
+       [](const auto& x) { return binary_cross_entropy(x[0], x[1], Reduction::Mean, x[2]); },
+       [] { return V{leaf({2, 3}, 617, 0.1, 0.9), leaf({2, 3}, 618, 0.0, 1.0), leaf({2, 1}, 619, 0.5, 2.0)}; }},
+  };
+  s.errors = {
+      error_input<ValueError>("binary_cross_entropy_prob_above_one", "`binary_cross_entropy`", "a prob of 1.5 (NaN too)",
+                  [] { return binary_cross_entropy(Tensor<double>(xt::xarray<double>{0.5, 1.5}), bad_inputs::zeros({2})); },
+                  {"binary_cross_entropy", "[0, 1]", "1.5", "position [1]", "[2]"}),
+      error_input<ShapeError>("binary_cross_entropy_shape_mismatch", "`binary_cross_entropy`", "target [3] for probs [2,3]",
+                  [] { return binary_cross_entropy(bad_inputs::zeros({2, 3}), bad_inputs::zeros({3})); },
+                  {"binary_cross_entropy", "target [3]", "probs [2,3]"}),
+      error_input<ValueError>("binary_cross_entropy_batchmean", "`binary_cross_entropy`", "Reduction::BatchMean",
+                  [] { return binary_cross_entropy(bad_inputs::zeros({2}), bad_inputs::zeros({2}), Reduction::BatchMean); },
+                  {"binary_cross_entropy", "BatchMean", "[2]"}),
+      error_input<ShapeError>("binary_cross_entropy_weight_does_not_broadcast", "`binary_cross_entropy`", "weight [2] for probs [2,3]",
+                  [] { return binary_cross_entropy(bad_inputs::zeros({2, 3}), bad_inputs::zeros({2, 3}), Reduction::Mean, std::optional<Tensor<double>>(bad_inputs::zeros({2}))); },
+                  {"binary_cross_entropy", "weight [2]", "probs [2,3]"}),
+  };
+  s.pytorch = {
+      {"nn.functional.binary_cross_entropy",
+       [](Call& c) -> Outputs {
+         const T probs = c.tensor(c.input());
+         return {binary_cross_entropy(probs, c.tensor(c.arg(0)), reduction_mode(c), optional_weight(c))};
+       }},
+  };
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(binary_cross_entropy_with_logits) {
+  OpSpec s("binary_cross_entropy_with_logits", "binary_cross_entropy");
+  s.remark = "weight, pos_weight";
+  s.samples = {
+      OpCase("binary_cross_entropy_with_logits_sum",
+             [](const auto& x) { return binary_cross_entropy_with_logits(x[0], x[1], Reduction::Sum); },
+             [] { return V{leaf({2, 3}, 507, -3.0, 3.0), leaf({2, 3}, 508, 0.0, 1.0)}; })
+          .at_scale([] { return V{leaf({300, 200}, 509, -3.0, 3.0), leaf({300, 200}, 510, 0.0, 1.0)}; }),
+      {"binary_cross_entropy_with_logits_pos_weight_none",
+       [](const auto& x) { return binary_cross_entropy_with_logits(x[0], x[1], Reduction::None, x[2]); },
+       [] { return V{leaf({2, 3}, 511, -3.0, 3.0), leaf({2, 3}, 512, 0.0, 1.0), leaf({3}, 513, 0.5, 2.0)}; }},
+      {"bce_with_logits_weight_pos_weight_none",
+       [](const auto& x) { return binary_cross_entropy_with_logits(x[0], x[1], Reduction::None, x[2], x[3]); },
+       [] {
+         return V{leaf({2, 3}, 620, -3.0, 3.0), leaf({2, 3}, 621, 0.0, 1.0), leaf({3}, 622, 0.5, 2.0),
+                  leaf({2, 3}, 623, -1.0, 2.0)};
+       }},
+  };
+  s.errors = {
+      error_input<ShapeError>("bce_with_logits_shape_mismatch", "`binary_cross_entropy_with_logits`", "target [2,1] for logits [2,3] (PyTorch does not broadcast either)",
+                  [] { return binary_cross_entropy_with_logits(bad_inputs::zeros({2, 3}), bad_inputs::zeros({2, 1})); },
+                  {"binary_cross_entropy_with_logits", "target [2,1]", "logits [2,3]"}),
+      error_input<ShapeError>("bce_with_logits_pos_weight_does_not_broadcast", "`binary_cross_entropy_with_logits`", "pos_weight [2] for logits [2,3]",
+                  [] { return binary_cross_entropy_with_logits(bad_inputs::zeros({2, 3}), bad_inputs::zeros({2, 3}), Reduction::Mean,
+                                                std::optional<Tensor<double>>(bad_inputs::zeros({2}))); },
+                  {"binary_cross_entropy_with_logits", "pos_weight [2]", "[2,3]"}),
+      error_input<ShapeError>("bce_with_logits_weight_does_not_broadcast", "`binary_cross_entropy_with_logits`", "weight [2,2,3] for logits [2,3]",
+                  [] { return binary_cross_entropy_with_logits(bad_inputs::zeros({2, 3}), bad_inputs::zeros({2, 3}), Reduction::Mean, std::nullopt,
+                                                std::optional<Tensor<double>>(bad_inputs::zeros({2, 2, 3}))); },
+                  {"binary_cross_entropy_with_logits", "weight [2,2,3]", "logits [2,3]"}),
+  };
+  s.pytorch = {
+      {"nn.functional.binary_cross_entropy_with_logits",
+       [](Call& c) -> Outputs {
+         const T logits = c.tensor(c.input());
+         const T target = c.tensor(c.arg(0));
+         std::optional<T> pos_weight;
+         if (const Value* v = c.kwarg("pos_weight"); v && v->kind != Value::Kind::none) pos_weight = c.tensor(*v);
+         return {binary_cross_entropy_with_logits(logits, target, reduction_mode(c), pos_weight, optional_weight(c))};
+       }},
+  };
+  return s;
+}
+
+}  // namespace
+}  // namespace testing
 }  // namespace tapegrad

@@ -69,14 +69,13 @@ TEST(Cumprod, ValuesAndGradient) {
 // The gradient at a zero is not zero (its own factor is left out), and after it every gradient
 // is: PyTorch 1.13 gives the same.
 TEST(Cumprod, ZerosInTheInput) {
-  for (const auto& [values, gradient] : std::vector<std::pair<X, X>>{{X{2.0, 0.0, 3.0, 0.5}, X{1.0, 11.0, 0.0, 0.0}},
-                                                                    {X{2.0, 0.0, 3.0, 0.0}, X{1.0, 8.0, 0.0, 0.0}},
-                                                                    {X{0.0, 2.0, 3.0}, X{9.0, 0.0, 0.0}}}) {
+  const std::vector<X> inputs{X{2.0, 0.0, 3.0, 0.5}, X{2.0, 0.0, 3.0, 0.0}, X{0.0, 2.0, 3.0}};
+  const std::vector<X> gradients{X{1.0, 11.0, 0.0, 0.0}, X{1.0, 8.0, 0.0, 0.0}, X{9.0, 0.0, 0.0}};
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
     GradientTape tape;
-    const Tensor<double> x(values, true);
-    const auto y = cumprod(x, 0);
-    tape.backward(sum(y));
-    EXPECT_EQ(x.grad(), gradient) << values;
+    const Tensor<double> x(inputs[i], true);
+    tape.backward(sum(cumprod(x, 0)));
+    EXPECT_EQ(x.grad(), gradients[i]) << "input " << i;
   }
 }
 
@@ -131,7 +130,7 @@ template <class Fn> PyTorchCall running(Fn fn) {
 
 // cumsum is linear: composed with a product, so that the second derivative is not zero.
 TAPEGRAD_OP_SPEC(cumsum) {
-  OpSpec s{.name = "cumsum", .family = "cumulative"};
+  OpSpec s("cumsum", "cumulative");
   s.samples = {
       OpCase("cumsum_last_axis_times_input", [](const auto& x) { return mul(cumsum(x[0], -1), x[0]); },
              [] { return V{leaf({3, 4}, 1301)}; })
@@ -149,7 +148,7 @@ TAPEGRAD_OP_SPEC(cumsum) {
 
 // Factors near 1 keep the long products of the large inputs finite.
 TAPEGRAD_OP_SPEC(cumprod) {
-  OpSpec s{.name = "cumprod", .family = "cumulative"};
+  OpSpec s("cumprod", "cumulative");
   s.samples = {
       OpCase("cumprod_last_axis", [](const auto& x) { return cumprod(x[0], -1); },
              [] { return V{leaf({3, 4}, 1321)}; })

@@ -12,6 +12,10 @@
 #include "autograd/ops/linalg.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/core/tape.h"
+#include "tests/ops/op_spec.h"
+#include "tests/pytorch_samples/rows.h"
+#include "tests/bad_inputs/inputs.h"
+#include "autograd/ops/all.h"
 #include "tests/support/reference.h"
 #include "tests/support/thread_count.h"
 
@@ -569,4 +573,142 @@ TEST(EinsumKernel, UnsizedOutputIndexAndOperandCount) {
 }
 
 }  // namespace
+
+// ---- specs ------------------------------------------------------------------------------------
+
+namespace testing {
+namespace {
+
+using namespace pytorch_samples;  // the PyTorch calls' building blocks (rows.h)
+using T = Tensor<double>;
+using V = std::vector<Tensor<double>>;
+
+// einsum is linear in each operand: a sample with one differentiated operand squares it, so its
+// second derivative is not zero. They reach the backward's broadcast and diagonal forms, and
+// torch's grammar: ellipses (broadcast from the right), implicit outputs and size-1 indices
+// broadcasting, which the op rewrites as letters and reshapes, so their second derivatives run
+// through the recorded reshape and einsum backward.
+TAPEGRAD_OP_SPEC(einsum) {
+  OpSpec s("einsum", "linalg");
+  s.remark = "torch.einsum's grammar: ellipsis, implicit output, size-1 broadcasting";
+  s.samples = {
+      // ---- einsum ----
+      {"einsum_matrix_product", [](const auto& x) { return einsum("ij,jk->ik", x[0], x[1]); },
+       [] { return V{leaf({2, 3}, 370), leaf({3, 4}, 371)}; }},
+      {"einsum_batched", [](const auto& x) { return einsum("bij,bjk->bik", x[0], x[1]); },
+       [] { return V{leaf({2, 2, 3}, 372), leaf({2, 3, 2}, 373)}; }},
+      OpCase("einsum_attention_scores", [](const auto& x) { return einsum("ibhd,jbhd->ijbh", x[0], x[1]); },
+       [] { return V{leaf({3, 2, 2, 2}, 374), leaf({2, 2, 2, 2}, 375)}; }).at_scale([] { return V{leaf({31, 4, 3, 16}, 935), leaf({29, 4, 3, 16}, 936)}; }),
+      {"einsum_outer", [](const auto& x) { return einsum("i,j->ij", x[0], x[1]); },
+       [] { return V{leaf({3}, 376), leaf({2}, 377)}; }},
+      {"einsum_implicit_output", [](const auto& x) { return einsum("ij,jk", x[0], x[1]); },
+       [] { return V{leaf({2, 3}, 378), leaf({3, 2}, 379)}; }},
+      {"einsum_self_dot", [](const auto& x) { return einsum("i,i->", x[0], x[0]); }, [] { return V{leaf({4}, 380)}; }},
+      // a letter in one operand only, summed away: its gradient broadcasts along it
+      {"einsum_letter_in_one_operand", [](const auto& x) { return einsum("ijk,k->j", x[0], x[1]); },
+       [] { return V{leaf({2, 3, 2}, 381), leaf({2}, 382)}; }},
+      {"einsum_constant_operand", [](const auto& x) { return einsum("ij,jk->ik", mul(x[0], x[0]), x[1]); },
+       [] { return V{leaf({2, 3}, 383), constant({3, 2}, 384)}; }},
+      // one operand: transpose, sums, a diagonal (its gradient written on the diagonal)
+      {"einsum_transpose", [](const auto& x) { return mul(einsum("ij->ji", x[0]), x[1]); },
+       [] { return V{leaf({2, 3}, 385), leaf({3, 2}, 386)}; }},
+      {"einsum_sum_all", [](const auto& x) { return einsum("ij->", mul(x[0], x[0])); },
+       [] { return V{leaf({2, 3}, 387)}; }},
+      {"einsum_sum_axis", [](const auto& x) { return mul(einsum("ij->i", x[0]), einsum("ij->i", x[0])); },
+       [] { return V{leaf({3, 2}, 388)}; }},
+      {"einsum_diagonal", [](const auto& x) { return mul(einsum("ii->i", x[0]), einsum("ij->i", x[0])); },
+       [] { return V{leaf({3, 3}, 389)}; }},
+      {"einsum_trace", [](const auto& x) { return einsum("ii->", mul(x[0], x[0])); }, [] { return V{leaf({3, 3}, 390)}; }},
+      {"einsum_diagonal_times_vector", [](const auto& x) { return einsum("iij,j->i", x[0], x[1]); },
+       [] { return V{leaf({2, 2, 3}, 391), leaf({3}, 392)}; }},
+      // three and four operands, contracted pairwise
+      {"einsum_three_operands", [](const auto& x) { return einsum("ij,jk,kl->il", std::vector{x[0], x[1], x[2]}); },
+       [] { return V{leaf({2, 3}, 393), leaf({3, 2}, 394), leaf({2, 2}, 395)}; }},
+      {"einsum_four_operands", [](const auto& x) { return einsum("i,ij,j,jk->k", std::vector{x[0], x[1], x[2], x[3]}); },
+       [] { return V{leaf({2}, 396), leaf({2, 3}, 397), leaf({3}, 398), leaf({3, 2}, 399)}; }},
+      {"einsum_three_operands_repeated", [](const auto& x) { return einsum("i,i,i->i", std::vector{x[0], x[0], x[1]}); },
+       [] { return V{leaf({4}, 400), leaf({4}, 401)}; }},
+      {"einsum_ellipsis_batch_matmul", [](const auto& x) { return einsum("...ij,...jk->...ik", x[0], x[1]); },
+       [] { return V{leaf({2, 2, 3}, 401), leaf({3, 2}, 402)}; }},
+      {"einsum_ellipsis_broadcast_batch", [](const auto& x) { return einsum("...ij,...jk->...ik", x[0], x[1]); },
+       [] { return V{leaf({2, 1, 2, 2}, 403), leaf({3, 2, 2}, 404)}; }},
+      {"einsum_ellipsis_sum_leading", [](const auto& x) { return einsum("i...->...", mul(x[0], x[0])); },
+       [] { return V{leaf({3, 2, 2}, 405)}; }},
+      {"einsum_ellipsis_sum_trailing", [](const auto& x) { return einsum("...i->...", mul(x[0], x[0])); },
+       [] { return V{leaf({2, 3}, 406)}; }},
+      {"einsum_ellipsis_implicit_hadamard", [](const auto& x) { return einsum("...,...", x[0], x[1]); },
+       [] { return V{leaf({3, 1}, 407), leaf({2}, 408)}; }},
+      {"einsum_ellipsis_between_letters", [](const auto& x) { return einsum("i...j,j...k->i...k", x[0], x[1]); },
+       [] { return V{leaf({2, 1, 2}, 409), leaf({2, 2, 3}, 410)}; }},
+      {"einsum_ellipsis_diagonal", [](const auto& x) { return einsum("...ii->...i", mul(x[0], x[0])); },
+       [] { return V{leaf({2, 2, 2}, 411)}; }},
+      {"einsum_ellipsis_three_operands",
+       [](const auto& x) {
+         using Operands = std::decay_t<decltype(x)>;
+         return einsum("...,...,...", Operands{x[0], x[1], x[2]});
+       },
+       [] { return V{leaf({2, 1}, 412), leaf({3}, 413), leaf({1, 1, 1}, 414)}; }},
+      {"einsum_implicit_transpose", [](const auto& x) { return mul(einsum("ba", x[0]), x[1]); },
+       [] { return V{leaf({2, 3}, 415), leaf({3, 2}, 416)}; }},
+      {"einsum_implicit_trace", [](const auto& x) { return einsum("ii", mul(x[0], x[0])); },
+       [] { return V{leaf({3, 3}, 417)}; }},
+      {"einsum_size_one_index", [](const auto& x) { return einsum("ij,jk", x[0], x[1]); },
+       [] { return V{leaf({2, 1}, 418), leaf({3, 2}, 419)}; }},
+      {"einsum_size_one_hadamard", [](const auto& x) { return einsum("ij,ij->ij", x[0], x[1]); },
+       [] { return V{leaf({2, 1}, 420), leaf({1, 3}, 421)}; }},
+      {"einsum_size_one_diagonal", [](const auto& x) { return einsum("ii,i", mul(x[0], x[0]), x[1]); },
+       [] { return V{leaf({1, 1}, 422), leaf({3}, 423)}; }},
+  };
+  s.errors = {
+      error_input<ValueError>("einsum_operand_count", "`einsum`", "\"ij,jk->ik\" with one operand",
+                  [] { return einsum("ij,jk->ik", bad_inputs::zeros({2, 2})); },
+                  {"einsum", "\"ij,jk->ik\"", "describe 2 operand(s)", "1 were given"}),
+      error_input<ValueError>("einsum_invalid_character", "`einsum`", "\"i1->i\"",
+                  [] { return einsum("i1->i", bad_inputs::zeros({2, 2})); },
+                  {"einsum", "\"i1->i\"", "'1'"}),
+      error_input<ValueError>("einsum_two_ellipses", "`einsum`", "\"...i...->i\"",
+                  [] { return einsum("...i...->i", bad_inputs::zeros({2, 2})); },
+                  {"einsum", "\"...i...->i\"", "operand 0", "second ellipsis"}),
+      error_input<ValueError>("einsum_dot_outside_ellipsis", "`einsum`", "\"i.->i\"",
+                  [] { return einsum("i.->i", bad_inputs::zeros({2})); },
+                  {"einsum", "\"i.->i\"", "'.' at position 1"}),
+      error_input<ShapeError>("einsum_ellipsis_needs_more_dims", "`einsum`", "\"...ijk\" with a [2,2] operand",
+                  [] { return einsum("...ijk", bad_inputs::zeros({2, 2})); },
+                  {"einsum", "operand 0", "[2,2]", "\"...ijk\"", "at least 3"}),
+      error_input<ShapeError>("einsum_ellipsis_dims_do_not_broadcast", "`einsum`", "\"...,...\" of [2] and [3]",
+                  [] { return einsum("...,...", bad_inputs::zeros({2}), bad_inputs::zeros({3})); },
+                  {"einsum", "\"...\"", "operand 0 [2]", "operand 1 [3]"}),
+      error_input<ShapeError>("einsum_diagonal_sizes_differ", "`einsum`", "\"ii->i\" of [3,1] (torch broadcasts across operands, never within a diagonal)",
+                  [] { return einsum("ii->i", bad_inputs::zeros({3, 1})); },
+                  {"einsum", "'i'", "operand 0 [3,1]", "sizes 3 and 1"}),
+      error_input<ValueError>("einsum_more_than_52_indices", "`einsum`", "all 52 letters and an ellipsis over one more dim",
+                  [] { return einsum("...ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", bad_inputs::zeros(Shape(53, 1))); },
+                  {"einsum", "covers 1 dims", "at most 52"}),
+      error_input<ValueError>("einsum_repeated_output_index", "`einsum`", "\"ij->ii\"",
+                  [] { return einsum("ij->ii", bad_inputs::zeros({2, 2})); },
+                  {"einsum", "\"ij->ii\"", "'i'"}),
+      error_input<ValueError>("einsum_output_index_in_no_operand", "`einsum`", "\"ij->k\"",
+                  [] { return einsum("ij->k", bad_inputs::zeros({2, 2})); },
+                  {"einsum", "\"ij->k\"", "'k'"}),
+      error_input<ShapeError>("einsum_rank_mismatch", "`einsum`", "\"ibhd,jbhd->ijbh\" with a 3-D second operand",
+                  [] { return einsum("ibhd,jbhd->ijbh", bad_inputs::zeros({5, 3, 2, 4}), bad_inputs::zeros({5, 3, 2})); },
+                  {"einsum", "operand 1", "[5,3,2]", "\"jbhd\""}),
+      error_input<ShapeError>("einsum_index_with_two_sizes", "`einsum`", "\"ij,jk->ik\" with j = 3 and 4",
+                  [] { return einsum("ij,jk->ik", bad_inputs::zeros({2, 3}), bad_inputs::zeros({4, 2})); },
+                  {"einsum", "'j'", "3", "4"}),
+      error_input<ValueError>("einsum_undefined_operand", "`einsum`", "undefined operand",
+                  [] { return einsum("i,i->", bad_inputs::zeros({2}), bad_inputs::undefined()); },
+                  {"einsum", "operand 1", "undefined"}),
+      error_input<ValueError>("einsum_two_arrows", "`einsum`", "\"i->i->i\"",
+                  [] { return einsum("i->i->i", bad_inputs::zeros({2})); },
+                  {"einsum", "\"i->i->i\""}),
+  };
+  s.pytorch = {
+      {"einsum", [](Call& c) -> Outputs { return {einsum(c.text(c.arg(0)), c.tensors(c.input()))}; }},
+  };
+  return s;
+}
+
+}  // namespace
+}  // namespace testing
 }  // namespace tapegrad

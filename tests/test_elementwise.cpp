@@ -9,6 +9,10 @@
 #include "autograd/ops/operators.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/core/tape.h"
+#include "tests/ops/op_spec.h"
+#include "tests/pytorch_samples/rows.h"
+#include "tests/bad_inputs/inputs.h"
+#include "autograd/ops/all.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {
@@ -224,4 +228,27 @@ TEST(PowScalarBase, ValuesAndGradientMatchPyTorch) {
 }
 
 }  // namespace
+
+// ---- specs ------------------------------------------------------------------------------------
+
+namespace testing {
+namespace {
+
+using namespace pytorch_samples;  // the PyTorch calls' building blocks (rows.h)
+using T = Tensor<double>;
+using V = std::vector<Tensor<double>>;
+
+TAPEGRAD_OP_SPEC(cast) {
+  OpSpec s("cast", "elementwise");
+  s.no_pytorch = "a dtype conversion (OpInfo 'to' samples devices and dtypes); the samples are float64 only";
+  s.errors = {error_input<ValueError>("cast_undefined", "`cast<float>`", "undefined a",
+                                      [] { return cast<float>(bad_inputs::undefined()); }, {"cast", "'a'", "undefined"})};
+  s.samples = {
+      {"cast_identity", [](const auto& x) { return mul(x[0].template to<ElementOf<decltype(x)>>(), x[0]); }, [] { return V{leaf({3}, 31)}; }},
+  };
+  return s;
+}
+
+}  // namespace
+}  // namespace testing
 }  // namespace tapegrad

@@ -3,6 +3,10 @@
 #include "autograd/ops/operators.h"
 #include "autograd/ops/embedding.h"
 #include "autograd/core/tape.h"
+#include "tests/ops/op_spec.h"
+#include "tests/pytorch_samples/rows.h"
+#include "tests/bad_inputs/inputs.h"
+#include "autograd/ops/all.h"
 #include "tests/support/reference.h"
 #include "tests/support/thread_count.h"
 
@@ -135,4 +139,72 @@ TEST(Embedding, BadInputsThrowNamingOpAndShapes) {
 }
 
 }  // namespace
+
+// ---- specs ------------------------------------------------------------------------------------
+
+namespace testing {
+namespace {
+
+using namespace pytorch_samples;  // the PyTorch calls' building blocks (rows.h)
+using T = Tensor<double>;
+using V = std::vector<Tensor<double>>;
+
+// embedding is linear in its weight: squared or multiplied by another leaf.
+TAPEGRAD_OP_SPEC(embedding) {
+  OpSpec s("embedding", "embedding");
+  s.samples = {
+      // embedding: repeated indices, output times another leaf, a (negative) padding index.
+      {"embedding_squared",
+       [](const auto& x) {
+         const auto e = embedding(x[0], IndexArray{{0, 2, 2}, {3, 0, 1}});
+         return mul(e, e);
+       },
+       [] { return V{leaf({4, 3}, 330)}; }},
+      {"embedding_times_leaf", [](const auto& x) { return mul(embedding(x[0], IndexArray{3, 0, 3, 2}), x[1]); },
+       [] { return V{leaf({4, 2}, 332), leaf({4, 2}, 333)}; }},
+      // The padding row is picked but its gradient is 0 by definition, which central differences
+      // agree with only where the output does not move with it: here its values are 0 and only
+      // their square is read. test_embedding checks the padding row's second order in full.
+      {"embedding_padding_squared",
+       [](const auto& x) {
+         const auto e = embedding(x[0], IndexArray{{1, 2, 1}, {3, 1, 0}}, -3);
+         return mul(e, e);
+       },
+       [] {
+         Tensor<double> weight = leaf({4, 3}, 331);
+         for (std::size_t j = 0; j < 3; ++j) weight.mutable_value()(1, j) = 0.0;
+         return V{weight};
+       }},
+  };
+  s.errors = {
+      error_input<ShapeError>("embedding_weight_not_2d", "`embedding`", "a 1-D weight",
+                  [] { return embedding(bad_inputs::zeros({4}), bad_inputs::one_d({0})); },
+                  {"embedding", "2-D", "[4]"}),
+      error_input<ValueError>("embedding_index_out_of_range", "`embedding`", "index 4 of 4 rows",
+                  [] { return embedding(bad_inputs::zeros({4, 2}), bad_inputs::one_d({1, 4})); },
+                  {"embedding", "index 4", "position", "4"}),
+      error_input<ValueError>("embedding_negative_index", "`embedding`", "index -1",
+                  [] { return embedding(bad_inputs::zeros({4, 2}), bad_inputs::one_d({-1})); },
+                  {"embedding", "index -1", "4"}),
+      error_input<ValueError>("embedding_padding_idx_out_of_range", "`embedding`", "padding_idx 4 of 4 rows",
+                  [] { return embedding(bad_inputs::zeros({4, 2}), bad_inputs::one_d({0}), 4); },
+                  {"embedding", "padding_idx 4", "4"}),
+      error_input<ValueError>("embedding_undefined_weight", "`embedding`", "undefined weight",
+                  [] { return embedding(bad_inputs::undefined(), bad_inputs::one_d({0})); },
+                  {"embedding", "'weight'", "undefined"}),
+  };
+  s.pytorch = {
+      {"nn.functional.embedding",
+       [](Call& c) -> Outputs {
+         const Value* padding_idx = c.kwarg("padding_idx");
+         // OpInfo calls it as (weight, indices).
+         return {embedding(c.tensor(c.input()), c.indices(c.arg(0)),
+                           padding_idx ? std::optional<Index>(c.integer(*padding_idx)) : std::nullopt)};
+       }},
+  };
+  return s;
+}
+
+}  // namespace
+}  // namespace testing
 }  // namespace tapegrad

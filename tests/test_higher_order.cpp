@@ -22,12 +22,6 @@ namespace tapegrad::testing {
 
 std::vector<OpCase> op_cases() {
   std::vector<OpCase> all;
-  for (auto family : {elementwise_cases, pointwise_cases, reduce_and_shape_cases, linalg_cases,
-                      norm_attention_loss_cases, activation_softmax_masking_cases, einsum_cases,
-                      zero_dim_and_edge_cases, indexing_cases, bce_cases,
-                      selection_cases, loss_options_cases}) {
-    for (auto& c : family()) all.push_back(std::move(c));
-  }
   for (const OpSpec& spec : op_specs()) {
     for (OpCase c : spec.samples) {
       c.twice_differentiable = spec.differentiable == Differentiable::twice;

@@ -7,6 +7,10 @@
 #include "autograd/ops/operators.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/core/tape.h"
+#include "tests/ops/op_spec.h"
+#include "tests/pytorch_samples/rows.h"
+#include "tests/bad_inputs/inputs.h"
+#include "autograd/ops/all.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {
@@ -175,4 +179,117 @@ TEST(IndexFill, BadInputsThrow) {
 }
 
 }  // namespace
+
+// ---- specs ------------------------------------------------------------------------------------
+
+namespace testing {
+namespace {
+
+using namespace pytorch_samples;  // the PyTorch calls' building blocks (rows.h)
+using T = Tensor<double>;
+using V = std::vector<Tensor<double>>;
+
+// Entries (k * 7) % size laid out in `shape`: repeats and every row of a small axis. The samples
+// take shape and size from their inputs, which at_scale makes larger.
+IndexArray spread(const Shape& shape, std::size_t size) {
+  IndexArray a = IndexArray::from_shape(shape);
+  for (std::size_t k = 0; k < a.size(); ++k) a.data()[k] = Index((k * 7) % size);
+  return a;
+}
+
+// gather, scatter_add and index_fill are linear in their tensors: each sample multiplies by an
+// input so that gradgradcheck has a non-zero second derivative to check.
+TAPEGRAD_OP_SPEC(gather) {
+  OpSpec s("gather", "indexing");
+  s.samples = {
+      OpCase("gather_repeats", [](const auto& x) { return mul(gather(x[0], 1, spread(x[1].shape(), x[0].shape()[1])), x[1]); },
+             [] { return V{leaf({2, 3}, 401), leaf({2, 4}, 402)}; })
+          .at_scale([] { return V{leaf({300, 40}, 403), leaf({300, 50}, 404)}; }),
+      {"gather_dim0_smaller_index", [](const auto& x) { return mul(gather(x[0], 0, spread({2, 2, 1}, 3)), x[1]); },
+       [] { return V{leaf({3, 2, 2}, 405), leaf({2, 2, 1}, 406)}; }},
+  };
+  s.errors = {
+      error_input<ValueError>("gather_index_out_of_range", "`gather`", "index 3 on an axis of 3",
+                  [] { return gather(bad_inputs::zeros({2, 3}), 1, bad_inputs::indices({2, 1}, 3)); },
+                  {"gather", "index 3", "position [0,0]", "[0, 3)", "[2,3]"}),
+      error_input<ValueError>("gather_negative_index", "`gather`", "index -1 (PyTorch takes no negative gather index)",
+                  [] { return gather(bad_inputs::zeros({2, 3}), 1, bad_inputs::indices({2, 1}, -1)); },
+                  {"gather", "index -1", "[0, 3)"}),
+      error_input<ShapeError>("gather_index_rank", "`gather`", "a [2] index for a [2,3] input",
+                  [] { return gather(bad_inputs::zeros({2, 3}), 1, bad_inputs::indices({2}, 0)); },
+                  {"gather", "[2]", "[2,3]", "dims"}),
+      error_input<ShapeError>("gather_index_larger_off_dim", "`gather`", "index [3,1] for [2,3] along dim 1",
+                  [] { return gather(bad_inputs::zeros({2, 3}), 1, bad_inputs::indices({3, 1}, 0)); },
+                  {"gather", "[3,1]", "[2,3]"}),
+      error_input<ValueError>("gather_dim_out_of_range", "`gather`", "dim 2 of [2,3]",
+                  [] { return gather(bad_inputs::zeros({2, 3}), 2, bad_inputs::indices({1, 1}, 0)); },
+                  {"gather", "axis 2", "[2,3]"}),
+  };
+  s.pytorch = {
+      {"gather",
+       [](Call& c) -> Outputs { return {gather(c.tensor(c.input()), c.integer(c.arg(0)), c.indices(c.arg(1)))}; }},
+  };
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(scatter_add) {
+  OpSpec s("scatter_add", "indexing");
+  s.samples = {
+      OpCase("scatter_add_self_and_src",
+             [](const auto& x) { return mul(scatter_add(x[0], 0, spread(x[1].shape(), x[0].shape()[0]), x[1]), x[0]); },
+             [] { return V{leaf({3, 3}, 407), leaf({4, 3}, 408)}; })
+          .at_scale([] { return V{leaf({40, 300}, 409), leaf({50, 300}, 410)}; }),
+      {"scatter_add_src_larger_than_index",
+       [](const auto& x) { return mul(scatter_add(x[0], -1, spread({2, 2}, 3), x[1]), x[0]); },
+       [] { return V{leaf({2, 3}, 411), leaf({3, 3}, 412)}; }},
+  };
+  s.errors = {
+      error_input<ValueError>("scatter_add_index_out_of_range", "`scatter_add`", "index 3 on an axis of 3",
+                  [] { return scatter_add(bad_inputs::zeros({3, 3}), 0, bad_inputs::indices({1, 1}, 3), bad_inputs::zeros({3, 3})); },
+                  {"scatter_add", "index 3", "[0, 3)", "self [3,3]"}),
+      error_input<ShapeError>("scatter_add_index_larger_than_src", "`scatter_add`", "index [1,3] with src [3,2]",
+                  [] { return scatter_add(bad_inputs::zeros({3, 3}), 0, bad_inputs::indices({1, 3}, 0), bad_inputs::zeros({3, 2})); },
+                  {"scatter_add", "[1,3]", "src [3,2]"}),
+      error_input<ValueError>("scatter_add_undefined_src", "`scatter_add`", "undefined src",
+                  [] { return scatter_add(bad_inputs::zeros({3}), 0, bad_inputs::indices({1}, 0), bad_inputs::undefined()); },
+                  {"scatter_add", "'src'", "undefined"}),
+  };
+  s.pytorch = {
+      {"scatter_add",
+       [](Call& c) -> Outputs {
+         return {scatter_add(c.tensor(c.input()), c.integer(c.arg(0)), c.indices(c.arg(1)), c.tensor(c.arg(2)))};
+       }},
+  };
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(index_fill) {
+  OpSpec s("index_fill", "indexing");
+  s.samples = {
+      OpCase("index_fill_negative_and_repeats",
+             [](const auto& x) { return mul(index_fill(x[0], 1, IndexArray{-1, 0, -1}, 0.5), x[0]); },
+             [] { return V{leaf({2, 4, 3}, 413)}; })
+          .at_scale([] { return V{leaf({100, 10, 100}, 414)}; }),
+  };
+  s.errors = {
+      error_input<ValueError>("index_fill_out_of_range", "`index_fill`", "index 3 on an axis of 3",
+                  [] { return index_fill(bad_inputs::zeros({2, 3}), 1, bad_inputs::indices({1}, 3), 1.0); },
+                  {"index_fill", "index 3", "[-3, 3)", "[2,3]"}),
+      error_input<ShapeError>("index_fill_2d_index", "`index_fill`", "a [1,1] index",
+                  [] { return index_fill(bad_inputs::zeros({2, 3}), 1, bad_inputs::indices({1, 1}, 0), 1.0); },
+                  {"index_fill", "0-d or 1-D", "[1,1]", "[2,3]"}),
+  };
+  s.pytorch = {
+      {"index_fill",
+       [](Call& c) -> Outputs {
+         const Value& value = c.arg(2);
+         if (value.kind == Value::Kind::tensor) lacks("a fill value given as a tensor (with its gradient)");
+         return {index_fill(c.tensor(c.input()), c.integer(c.arg(0)), c.indices(c.arg(1)), c.number(value))};
+       }},
+  };
+  return s;
+}
+
+}  // namespace
+}  // namespace testing
 }  // namespace tapegrad

@@ -9,6 +9,10 @@
 #include "autograd/kernels/parallel.h"
 #include "autograd/ops/linalg.h"
 #include "autograd/core/tape.h"
+#include "tests/ops/op_spec.h"
+#include "tests/pytorch_samples/rows.h"
+#include "tests/bad_inputs/inputs.h"
+#include "autograd/ops/all.h"
 #include "tests/support/reference.h"
 #include "tests/support/thread_count.h"
 
@@ -353,4 +357,122 @@ TEST(BlasKernels, AProcessWithOldKernelsWarnsOnceOnStderr) {
 }
 
 }  // namespace
+
+// ---- specs ------------------------------------------------------------------------------------
+
+namespace testing {
+namespace {
+
+using namespace pytorch_samples;  // the PyTorch calls' building blocks (rows.h)
+using T = Tensor<double>;
+using V = std::vector<Tensor<double>>;
+
+// matmul and linear are linear in each operand: a sample with one differentiated operand squares
+// it first (or multiplies the result by an input), so its second derivative is not zero. Between
+// them the gradgradchecks reach every transpose-flag combination of matmul's backward product
+// (each operand's gradient differentiated with respect to g and to the other operand) and
+// broadcast batch axes summed back.
+TAPEGRAD_OP_SPEC(matmul) {
+  OpSpec s("matmul", "linalg");
+  s.samples = {
+      // ---- matmul ----
+      {"matmul_2d", [](const auto& x) { return matmul(x[0], x[1]); },
+       [] { return V{leaf({2, 3}, 301), leaf({3, 4}, 302)}; }},
+      {"matmul_squared_operands", [](const auto& x) { return matmul(mul(x[0], x[0]), mul(x[1], x[1])); },
+       [] { return V{leaf({3, 2}, 303), leaf({2, 3}, 304)}; }},
+      {"matmul_self_transposed", [](const auto& x) { return matmul(x[0], transpose(x[0], 0, 1)); },
+       [] { return V{leaf({3, 4}, 305)}; }},
+      {"matmul_constant_b", [](const auto& x) { return matmul(mul(x[0], x[0]), x[1]); },
+       [] { return V{leaf({2, 3}, 306), constant({3, 2}, 307)}; }},
+      {"matmul_constant_a", [](const auto& x) { return mul(matmul(x[0], x[1]), x[1]); },
+       [] { return V{constant({3, 3}, 308), leaf({3, 2}, 309)}; }},
+      {"matmul_dot", [](const auto& x) { return matmul(x[0], mul(x[1], x[0])); },
+       [] { return V{leaf({4}, 310), leaf({4}, 311)}; }},
+      {"matmul_matrix_vector", [](const auto& x) { return matmul(x[0], x[1]); },
+       [] { return V{leaf({2, 3}, 312), leaf({3}, 313)}; }},
+      {"matmul_vector_matrix", [](const auto& x) { return matmul(x[0], x[1]); },
+       [] { return V{leaf({3}, 314), leaf({3, 2}, 315)}; }},
+      {"matmul_batched_vector", [](const auto& x) { return matmul(x[0], x[1]); },
+       [] { return V{leaf({2, 2, 3}, 316), leaf({3}, 317)}; }},
+      {"matmul_vector_batched", [](const auto& x) { return matmul(x[0], x[1]); },
+       [] { return V{leaf({3}, 318), leaf({2, 3, 2}, 319)}; }},
+      // b shared by the batch: its gradient is the batch folded into one product.
+      OpCase("matmul_batch_times_matrix", [](const auto& x) { return matmul(x[0], x[1]); },
+       [] { return V{leaf({2, 2, 3}, 320), leaf({3, 2}, 321)}; }).at_scale([] { return V{leaf({4, 67, 131}, 933), leaf({131, 71}, 934)}; }),
+      {"matmul_matrix_times_batch", [](const auto& x) { return matmul(x[0], x[1]); },
+       [] { return V{leaf({2, 3}, 322), leaf({3, 3, 2}, 323)}; }},
+      OpCase("matmul_batched_same", [](const auto& x) { return matmul(x[0], x[1]); },
+       [] { return V{leaf({2, 2, 3}, 324), leaf({2, 3, 2}, 325)}; }).at_scale([] { return V{leaf({4, 67, 131}, 931), leaf({4, 131, 71}, 932)}; }),
+      {"matmul_batch_broadcast_both", [](const auto& x) { return matmul(x[0], x[1]); },
+       [] { return V{leaf({2, 1, 2, 3}, 326), leaf({3, 3, 2}, 327)}; }},
+      {"matmul_batch_size_one_axes", [](const auto& x) { return matmul(x[0], x[1]); },
+       [] { return V{leaf({1, 3, 2, 2}, 328), leaf({2, 1, 2, 3}, 329)}; }},
+      {"matmul_chain", [](const auto& x) { return matmul(matmul(x[0], x[1]), x[2]); },
+       [] { return V{leaf({2, 3}, 330), leaf({3, 2}, 331), leaf({2, 2}, 332)}; }},
+  };
+  s.errors = {
+      error_input<ShapeError>("matmul_0d_operand", "`matmul`", "a 0-d operand",
+                  [] { return matmul(bad_inputs::zeros({}), bad_inputs::zeros({2})); },
+                  {"matmul", "at least 1 dim", "[]", "[2]"}),
+      error_input<ShapeError>("matmul_inner_size_mismatch", "`matmul`", "[2,3] x [4,5]",
+                  [] { return matmul(bad_inputs::zeros({2, 3}), bad_inputs::zeros({4, 5})); },
+                  {"matmul", "[2,3]", "[4,5]"}),
+      error_input<ShapeError>("matmul_batch_axes_do_not_broadcast", "`matmul`", "batch axes 2 and 3",
+                  [] { return matmul(bad_inputs::zeros({2, 2, 3}), bad_inputs::zeros({3, 3, 4})); },
+                  {"matmul", "[2,2,3]", "[3,3,4]"}),
+      error_input<ShapeError>("matmul_vector_size_mismatch", "`matmul`", "[3] x [4]",
+                  [] { return matmul(bad_inputs::zeros({3}), bad_inputs::zeros({4})); },
+                  {"matmul", "[3]", "[4]"}),
+      error_input<ValueError>("matmul_undefined_b", "`matmul`", "undefined b",
+                  [] { return matmul(bad_inputs::zeros({2, 2}), bad_inputs::undefined()); },
+                  {"matmul", "'b'", "undefined"}),
+  };
+  s.pytorch = {
+      {"matmul", [](Call& c) -> Outputs { return {matmul(c.tensor(c.input()), c.tensor(c.arg(0)))}; }},
+  };
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(linear) {
+  OpSpec s("linear", "linalg");
+  s.samples = {
+      // ---- linear ----
+      {"linear_vector_bias", [](const auto& x) { return linear(x[0], x[1], x[2]); },
+       [] { return V{leaf({4}, 340), leaf({3, 4}, 341), leaf({3}, 342)}; }},
+      {"linear_2d_bias_squared", [](const auto& x) { return mul(linear(x[0], x[1], x[2]), linear(x[0], x[1], x[2])); },
+       [] { return V{leaf({2, 4}, 343), leaf({3, 4}, 344), leaf({3}, 345)}; }},
+      OpCase("linear_3d_bias", [](const auto& x) { return linear(x[0], x[1], x[2]); },
+       [] { return V{leaf({2, 3, 4}, 346), leaf({5, 4}, 347), leaf({5}, 348)}; }).at_scale([] { return V{leaf({4, 67, 131}, 937), leaf({71, 131}, 938), leaf({71}, 939)}; }),
+      {"linear_3d_no_bias", [](const auto& x) { return linear(x[0], x[1]); },
+       [] { return V{leaf({2, 3, 2}, 349), leaf({3, 2}, 350)}; }},
+      {"linear_no_bias_squared_x", [](const auto& x) { return linear(mul(x[0], x[0]), x[1]); },
+       [] { return V{leaf({3, 2}, 351), constant({2, 2}, 352)}; }},
+      {"linear_weight_only", [](const auto& x) { return mul(linear(x[0], x[1]), linear(x[0], x[1])); },
+       [] { return V{constant({3, 4}, 353), leaf({2, 4}, 354)}; }},
+      {"linear_bias_only", [](const auto& x) { return mul(linear(x[0], x[1], x[2]), x[2]); },
+       [] { return V{constant({2, 3, 2}, 355), constant({3, 2}, 356), leaf({3}, 357)}; }},
+      {"linear_size_one_features", [](const auto& x) { return linear(x[0], x[1], x[2]); },
+       [] { return V{leaf({5, 1}, 358), leaf({2, 1}, 359), leaf({2}, 360)}; }},
+  };
+  s.errors = {
+      error_input<ShapeError>("linear_in_features_mismatch", "`linear`", "x [4,3] with weight [2,5]",
+                  [] { return linear(bad_inputs::zeros({4, 3}), bad_inputs::zeros({2, 5})); },
+                  {"linear", "[4,3]", "[2,5]"}),
+      error_input<ShapeError>("linear_bias_wrong_length", "`linear`", "bias [3] for weight [2,3]",
+                  [] { return linear(bad_inputs::zeros({4, 3}), bad_inputs::zeros({2, 3}), bad_inputs::zeros({3})); },
+                  {"linear", "bias", "[3]", "[2,3]"}),
+  };
+  s.pytorch = {
+      {"nn.functional.linear",
+       [](Call& c) -> Outputs {
+         const T x = c.tensor(c.input());
+         const T weight = c.tensor(c.arg(0));
+         return {linear(x, weight, c.has_arg(1) ? c.tensor(c.arg(1)) : T())};
+       }},
+  };
+  return s;
+}
+
+}  // namespace
+}  // namespace testing
 }  // namespace tapegrad

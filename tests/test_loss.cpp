@@ -12,6 +12,10 @@
 #include "autograd/ops/loss.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/core/tape.h"
+#include "tests/ops/op_spec.h"
+#include "tests/pytorch_samples/rows.h"
+#include "tests/bad_inputs/inputs.h"
+#include "autograd/ops/all.h"
 #include "tests/support/reference.h"
 #include "tests/support/thread_count.h"
 
@@ -637,4 +641,306 @@ TEST(MseLoss, BadInputsThrowNamingOpAndShapes) {
 }
 
 }  // namespace
+
+// ---- specs ------------------------------------------------------------------------------------
+
+namespace testing {
+namespace {
+
+using namespace pytorch_samples;  // the PyTorch calls' building blocks (rows.h)
+using T = Tensor<double>;
+using V = std::vector<Tensor<double>>;
+
+constexpr Index kIgnore = -100;
+
+// A leaf whose entry `at` (flat) is -inf: a masked logit.
+Tensor<double> with_minus_inf(Tensor<double> t, std::size_t at) {
+  t.mutable_value().data()[at] = -std::numeric_limits<double>::infinity();
+  return t;
+}
+
+// The options are written for double and rebuilt for the sample's element type (no weight here).
+OpCase cross_entropy_case(std::string name, Shape shape, IndexArray targets, CrossEntropyOptions<double> options,
+                          std::uint64_t seed) {
+  return {std::move(name),
+          [targets, options](const auto& x) {
+            return cross_entropy(x[0], targets,
+                                 {.ignore_index = options.ignore_index,
+                                  .label_smoothing = options.label_smoothing,
+                                  .reduction = options.reduction});
+          },
+          [shape, seed] { return V{leaf(shape, seed, -2.0, 2.0)}; }};
+}
+
+// Every reduction and option. Class weights are constants (not requiring a gradient) for
+// cross_entropy and nll_loss, as in PyTorch. nll_loss is linear in its input, so it is given a
+// square.
+TAPEGRAD_OP_SPEC(cross_entropy) {
+  OpSpec s("cross_entropy", "loss");
+  s.remark = "weight, ignore_index, label_smoothing; class-index or class-probability targets";
+  s.samples = {
+      // cross_entropy: every reduction, ignore_index, label smoothing, [C], spatial, a -inf logit.
+      cross_entropy_case("cross_entropy_mean", {3, 4}, IndexArray{0, 3, 1}, {}, 340),
+      cross_entropy_case("cross_entropy_none", {3, 4}, IndexArray{2, 0, 3}, {.reduction = Reduction::None}, 341),
+      cross_entropy_case("cross_entropy_sum_ignore", {4, 3}, IndexArray{1, kIgnore, 0, 2},
+                         {.reduction = Reduction::Sum}, 342),
+      cross_entropy_case("cross_entropy_mean_ignore_smoothing", {4, 3}, IndexArray{kIgnore, 2, 0, 2},
+                         {.label_smoothing = 0.2}, 343),
+      cross_entropy_case("cross_entropy_all_ignored", {2, 3}, IndexArray{kIgnore, kIgnore}, {}, 344),
+      cross_entropy_case("cross_entropy_full_smoothing_none", {2, 3}, IndexArray{1, 2},
+                         {.label_smoothing = 1.0, .reduction = Reduction::None}, 345),
+      cross_entropy_case("cross_entropy_custom_ignore_index", {3, 3}, IndexArray{2, 1, 0},
+                         {.ignore_index = 1, .label_smoothing = 0.1}, 346),
+      cross_entropy_case("cross_entropy_classes_only", {5}, IndexArray(Index{3}), {}, 347),
+      cross_entropy_case("cross_entropy_spatial", {2, 3, 2, 2}, IndexArray{{{0, 2}, {1, 1}}, {{2, kIgnore}, {0, 1}}},
+                         {.label_smoothing = 0.3, .reduction = Reduction::None}, 348),
+      {"cross_entropy_minus_inf_logit",
+       [](const auto& x) { return cross_entropy(x[0], IndexArray{0, 2}, {.reduction = Reduction::None}); },
+       [] { return V{with_minus_inf(leaf({2, 3}, 349), 1)}; }},
+      // class weights: [C] logits with a 0-d target, [N, C] with ignored targets (and all ignored),
+      // [N, C, d1, d2]; with and without label smoothing; a negative weight.
+      {"cross_entropy_weight_classes_only",
+       [](const auto& x) { return cross_entropy(x[0], IndexArray(Index{3}), {.weight = x[1], .label_smoothing = 0.2}); },
+       [] { return V{leaf({5}, 601, -2.0, 2.0), constant({5}, 602, 0.2, 2.0)}; }},
+      {"cross_entropy_weight_ignore_smoothing_mean",
+       [](const auto& x) {
+         return cross_entropy(x[0], IndexArray{1, kIgnore, 0, 2}, {.weight = x[1], .label_smoothing = 0.1});
+       },
+       [] { return V{leaf({4, 3}, 603, -2.0, 2.0), constant({3}, 604, 0.2, 2.0)}; }},
+      {"cross_entropy_weight_custom_ignore_sum",
+       [](const auto& x) {
+         return cross_entropy(x[0], IndexArray{2, 1, 0}, {.weight = x[1], .ignore_index = 1, .reduction = Reduction::Sum});
+       },
+       [] { return V{leaf({3, 3}, 605, -2.0, 2.0), constant({3}, 606, -1.0, 2.0)}; }},
+      {"cross_entropy_weight_all_ignored",
+       [](const auto& x) { return cross_entropy(x[0], IndexArray{kIgnore, kIgnore}, {.weight = x[1]}); },
+       [] { return V{leaf({2, 3}, 607, -2.0, 2.0), constant({3}, 608, 0.2, 2.0)}; }},
+      {"cross_entropy_weight_spatial_none",
+       [](const auto& x) {
+         return cross_entropy(x[0], IndexArray{{{0, 2}, {1, 1}}, {{2, kIgnore}, {0, 1}}},
+                              {.weight = x[1], .label_smoothing = 0.3, .reduction = Reduction::None});
+       },
+       [] { return V{leaf({2, 3, 2, 2}, 609, -2.0, 2.0), constant({3}, 610, 0.2, 2.0)}; }},
+      // class-probability targets: logits, target and weight all differentiable, as PyTorch's.
+      {"cross_entropy_probabilities_classes_only",
+       [](const auto& x) { return cross_entropy(x[0], x[1], {.weight = x[2], .label_smoothing = 0.2}); },
+       [] { return V{leaf({5}, 624, -2.0, 2.0), leaf({5}, 625, 0.0, 1.0), leaf({5}, 626, 0.2, 2.0)}; }},
+      {"cross_entropy_probabilities_mean",
+       [](const auto& x) { return cross_entropy(x[0], x[1]); },
+       [] { return V{leaf({3, 4}, 627, -2.0, 2.0), leaf({3, 4}, 628, 0.0, 1.0)}; }},
+      {"cross_entropy_probabilities_spatial_none",
+       [](const auto& x) {
+         return cross_entropy(x[0], x[1], {.weight = x[2], .label_smoothing = 0.3, .reduction = Reduction::None});
+       },
+       [] { return V{leaf({2, 3, 2, 2}, 629, -2.0, 2.0), leaf({2, 3, 2, 2}, 630, 0.0, 1.0), constant({3}, 631, 0.2, 2.0)}; }},
+  };
+  s.errors = {
+      error_input<ValueError>("cross_entropy_target_out_of_range", "`cross_entropy`", "target 3 of 3 classes",
+                  [] { return cross_entropy(bad_inputs::zeros({2, 3}), bad_inputs::one_d({0, 3})); },
+                  {"cross_entropy", "target 3", "position [1]", "[0, 3)"}),
+      error_input<ValueError>("cross_entropy_negative_target", "`cross_entropy`", "target -1 (not ignore_index)",
+                  [] { return cross_entropy(bad_inputs::zeros({2, 3}), bad_inputs::one_d({-1, 0})); },
+                  {"cross_entropy", "target -1", "position [0]", "ignore_index -100"}),
+      error_input<ShapeError>("cross_entropy_target_shape", "`cross_entropy`", "targets [3] for logits [2,3]",
+                  [] { return cross_entropy(bad_inputs::zeros({2, 3}), bad_inputs::one_d({0, 1, 2})); },
+                  {"cross_entropy", "targets [3]", "[2,3]"}),
+      error_input<ShapeError>("cross_entropy_0d_logits", "`cross_entropy`", "0-d logits",
+                  [] { return cross_entropy(bad_inputs::zeros({}), bad_inputs::indices({}, 0)); },
+                  {"cross_entropy", "logits []", "class axis"}),
+      error_input<ValueError>("cross_entropy_label_smoothing_above_one", "`cross_entropy`", "label_smoothing 1.5",
+                  [] { return cross_entropy(bad_inputs::zeros({2, 3}), bad_inputs::one_d({0, 1}), {.label_smoothing = 1.5}); },
+                  {"cross_entropy", "label_smoothing 1.5"}),
+      error_input<ValueError>("cross_entropy_label_smoothing_nan", "`cross_entropy`", "label_smoothing NaN",
+                  [] { return cross_entropy(bad_inputs::zeros({2, 3}), bad_inputs::one_d({0, 1}), {.label_smoothing = bad_inputs::nan}); },
+                  {"cross_entropy", "label_smoothing nan"}),
+      error_input<ValueError>("cross_entropy_batchmean_reduction", "`cross_entropy`", "Reduction::BatchMean",
+                  [] { return cross_entropy(bad_inputs::zeros({2, 3}), bad_inputs::one_d({0, 1}), {.reduction = Reduction::BatchMean}); },
+                  {"cross_entropy", "reduction", "BatchMean"}),
+      error_input<ValueError>("cross_entropy_undefined_logits", "`cross_entropy`", "undefined logits",
+                  [] { return cross_entropy(bad_inputs::undefined(), bad_inputs::one_d({0})); },
+                  {"cross_entropy", "'logits'", "undefined"}),
+      error_input<ShapeError>("cross_entropy_weight_wrong_length", "`cross_entropy`", "weight [4] for 3 classes",
+                  [] { return cross_entropy(bad_inputs::zeros({2, 3}), bad_inputs::indices({2}, 0), {.weight = bad_inputs::zeros({4})}); },
+                  {"cross_entropy", "weight [4]", "[3]", "logits [2,3]"}),
+      error_input<ValueError>("cross_entropy_weight_requires_grad", "`cross_entropy`", "a weight requiring a gradient, recording (PyTorch refuses it too)",
+                  [] { return [] {
+                GradientTape tape;
+                cross_entropy(bad_inputs::zeros({2, 3}), bad_inputs::indices({2}, 0), {.weight = bad_inputs::leaf({3})});
+              }(); },
+                  {"cross_entropy", "weight [3]", "requires a gradient", "weight.detach()"}),
+      error_input<ShapeError>("cross_entropy_probabilities_shape", "`cross_entropy`", "target probabilities [2,2] for logits [2,3]",
+                  [] { return cross_entropy(bad_inputs::zeros({2, 3}), bad_inputs::zeros({2, 2})); },
+                  {"cross_entropy", "target probabilities [2,2]", "logits [2,3]"}),
+      error_input<ValueError>("cross_entropy_probabilities_ignore_index", "`cross_entropy`", "ignore_index 0 with probabilities (PyTorch refuses it too)",
+                  [] { return cross_entropy(bad_inputs::zeros({2, 3}), bad_inputs::zeros({2, 3}), {.ignore_index = 0}); },
+                  {"cross_entropy", "ignore_index 0", "probabilities", "[2,3]"}),
+      error_input<ValueError>("cross_entropy_probabilities_label_smoothing_nan", "`cross_entropy`", "label_smoothing NaN with probabilities (PyTorch ignores it)",
+                  [] { return cross_entropy(bad_inputs::zeros({2, 3}), bad_inputs::zeros({2, 3}), {.label_smoothing = bad_inputs::nan}); },
+                  {"cross_entropy", "label_smoothing nan", "[2,3]"}),
+      error_input<ShapeError>("cross_entropy_probabilities_weight_wrong_length", "`cross_entropy`", "weight [2] for 3 classes",
+                  [] { return cross_entropy(bad_inputs::zeros({2, 3}), bad_inputs::zeros({2, 3}), {.weight = bad_inputs::zeros({2})}); },
+                  {"cross_entropy", "weight [2]", "[3]"}),
+  };
+  s.pytorch = {
+      {"nn.functional.cross_entropy",
+       [](Call& c) -> Outputs {
+         CrossEntropyOptions<double> options;
+         options.weight = weight_arg(c);
+         options.reduction = reduction_mode(c);
+         if (const Value* v = c.kwarg("ignore_index")) options.ignore_index = c.integer(*v);
+         if (const Value* v = c.kwarg("label_smoothing")) options.label_smoothing = c.number(*v);
+         const T logits = c.tensor(c.input());
+         const Value& target = c.arg(0);
+         if (is_probabilities(target)) return {cross_entropy(logits, c.tensor(target), options)};
+         return {cross_entropy(logits, c.indices(target), options)};
+       }},
+  };
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(nll_loss) {
+  OpSpec s("nll_loss", "loss");
+  s.remark = "weight, ignore_index";
+  s.samples = {
+      // nll_loss: linear in log_probs, so of a square.
+      {"nll_loss_mean_ignore",
+       [](const auto& x) { return nll_loss(mul(x[0], x[0]), IndexArray{1, kIgnore, 0}); },
+       [] { return V{leaf({3, 3}, 350)}; }},
+      {"nll_loss_none_spatial",
+       [](const auto& x) {
+         return nll_loss(mul(x[0], x[0]), IndexArray{{0, 2}, {1, 1}}, {.reduction = Reduction::None});
+       },
+       [] { return V{leaf({2, 3, 2}, 351)}; }},
+      {"nll_loss_sum_times_leaf",
+       [](const auto& x) { return mul(nll_loss(x[0], IndexArray{2, 0}, {.reduction = Reduction::Sum}), x[1]); },
+       [] { return V{leaf({2, 3}, 352), leaf({2}, 353)}; }},
+      {"nll_loss_weight_classes_only",
+       [](const auto& x) { return nll_loss(mul(x[0], x[0]), IndexArray(Index{1}), {.weight = x[1]}); },
+       [] { return V{leaf({3}, 611), constant({3}, 612, 0.2, 2.0)}; }},
+      {"nll_loss_weight_ignore_mean",
+       [](const auto& x) { return nll_loss(mul(x[0], x[0]), IndexArray{1, kIgnore, 0}, {.weight = x[1]}); },
+       [] { return V{leaf({3, 3}, 613), constant({3}, 614, 0.2, 2.0)}; }},
+      {"nll_loss_weight_spatial_none",
+       [](const auto& x) {
+         return nll_loss(mul(x[0], x[0]), IndexArray{{{0, 2}, {kIgnore, 1}}, {{2, 2}, {0, 1}}},
+                         {.weight = x[1], .reduction = Reduction::None});
+       },
+       [] { return V{leaf({2, 3, 2, 2}, 615), constant({3}, 616, 0.2, 2.0)}; }},
+  };
+  s.errors = {
+      error_input<ValueError>("nll_loss_target_out_of_range", "`nll_loss`", "target 5 of 3 classes",
+                  [] { return nll_loss(bad_inputs::zeros({2, 3}), bad_inputs::one_d({5, 0})); },
+                  {"nll_loss", "target 5", "position [0]"}),
+      error_input<ShapeError>("nll_loss_target_shape", "`nll_loss`", "targets [2,3] for [2,3,4]",
+                  [] { return nll_loss(bad_inputs::zeros({2, 3, 4}), bad_inputs::indices({2, 3}, 0)); },
+                  {"nll_loss", "targets [2,3]", "[2,3,4]"}),
+      error_input<ValueError>("nll_loss_batchmean_reduction", "`nll_loss`", "Reduction::BatchMean",
+                  [] { return nll_loss(bad_inputs::zeros({2, 3}), bad_inputs::indices({2}, 0), {.reduction = Reduction::BatchMean}); },
+                  {"nll_loss", "BatchMean", "[2,3]"}),
+      error_input<ShapeError>("nll_loss_weight_not_1d", "`nll_loss`", "weight [1,3]",
+                  [] { return nll_loss(bad_inputs::zeros({2, 3}), bad_inputs::indices({2}, 0), {.weight = bad_inputs::zeros({1, 3})}); },
+                  {"nll_loss", "weight [1,3]", "[3]", "log_probs [2,3]"}),
+  };
+  s.pytorch = {
+      {"nn.functional.nll_loss",
+       [](Call& c) -> Outputs {
+         NllLossOptions<double> options;
+         options.weight = weight_arg(c);
+         options.reduction = reduction_mode(c);
+         if (const Value* v = c.kwarg("ignore_index")) options.ignore_index = c.integer(*v);
+         const T log_probs = c.tensor(c.input());
+         return {nll_loss(log_probs, c.indices(c.arg(0)), options)};
+       }},
+  };
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(kl_div) {
+  OpSpec s("kl_div", "loss");
+  s.remark = "log_target";
+  s.samples = {
+      // kl_div: both arguments, every reduction; zero targets (held constant: the loss is not
+      // differentiable in a target at 0).
+      OpCase("kl_div_mean", [](const auto& x) { return kl_div(x[0], x[1]); },
+       [] { return V{leaf({2, 3}, 360), leaf({2, 3}, 361, 0.1, 1.0)}; }).at_scale([] { return V{leaf({301, 200}, 922), leaf({301, 200}, 923, 0.1, 1.0)}; }),
+      {"kl_div_none", [](const auto& x) { return kl_div(x[0], x[1], Reduction::None); },
+       [] { return V{leaf({3, 2}, 362), leaf({3, 2}, 363, 0.1, 1.0)}; }},
+      {"kl_div_sum", [](const auto& x) { return kl_div(x[0], x[1], Reduction::Sum); },
+       [] { return V{leaf({4}, 364), leaf({4}, 365, 0.1, 1.0)}; }},
+      {"kl_div_batchmean_squared_input", [](const auto& x) { return kl_div(mul(x[0], x[0]), x[1], Reduction::BatchMean); },
+       [] { return V{leaf({3, 2}, 366), leaf({3, 2}, 367, 0.1, 1.0)}; }},
+      {"kl_div_zero_targets",
+       [](const auto& x) { return kl_div(mul(x[0], x[0]), x[1], Reduction::None); },
+       [] {
+         Tensor<double> target = constant({2, 3}, 368, 0.1, 1.0);
+         target.mutable_value()(0, 1) = 0.0;
+         target.mutable_value()(1, 2) = 0.0;
+         return V{leaf({2, 3}, 369), target};
+       }},
+      // kl_div with log targets: both arguments, a 0-d pair, and a -inf target held constant.
+      {"kl_div_log_target_batchmean", [](const auto& x) { return kl_div(x[0], x[1], Reduction::BatchMean, true); },
+       [] { return V{leaf({3, 2}, 632, -2.0, 0.0), leaf({3, 2}, 633, -2.0, 0.0)}; }},
+      {"kl_div_log_target_0d", [](const auto& x) { return kl_div(x[0], x[1], Reduction::Mean, true); },
+       [] { return V{leaf({}, 634, -2.0, 0.0), leaf({}, 635, -2.0, 0.0)}; }},
+      {"kl_div_log_target_minus_inf_none",
+       [](const auto& x) { return kl_div(mul(x[0], x[0]), x[1], Reduction::None, true); },
+       [] {
+         Tensor<double> target = constant({2, 3}, 636, -2.0, 0.0);
+         target.mutable_value()(1, 0) = -std::numeric_limits<double>::infinity();
+         return V{leaf({2, 3}, 637), target};
+       }},
+  };
+  s.errors = {
+      error_input<ShapeError>("kl_div_shape_mismatch", "`kl_div`", "[2,3] and [3,2]",
+                  [] { return kl_div(bad_inputs::zeros({2, 3}), bad_inputs::zeros({3, 2})); },
+                  {"kl_div", "[2,3]", "[3,2]"}),
+      error_input<ShapeError>("kl_div_log_target_shape_mismatch", "`kl_div`", "log_target with target [2,1] for [2,3] (PyTorch would broadcast)",
+                  [] { return kl_div(bad_inputs::zeros({2, 3}), bad_inputs::zeros({2, 1}), Reduction::Mean, true); },
+                  {"kl_div", "log_input [2,3]", "target [2,1]"}),
+  };
+  s.pytorch = {
+      {"nn.functional.kl_div",
+       [](Call& c) -> Outputs {
+         const Value* log_target = c.kwarg("log_target");
+         const T log_input = c.tensor(c.input());
+         return {kl_div(log_input, c.tensor(c.arg(0)), reduction_mode(c), log_target && c.boolean(*log_target))};
+       }},
+  };
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(mse_loss) {
+  OpSpec s("mse_loss", "loss");
+  s.samples = {
+      // mse_loss: both arguments, every reduction.
+      {"mse_loss_mean", [](const auto& x) { return mse_loss(x[0], x[1]); },
+       [] { return V{leaf({2, 3}, 370), leaf({2, 3}, 371)}; }},
+      OpCase("mse_loss_none", [](const auto& x) { return mse_loss(x[0], x[1], Reduction::None); },
+       [] { return V{leaf({3, 2}, 372), leaf({3, 2}, 373)}; }).at_scale([] { return V{leaf({301, 200}, 920), leaf({301, 200}, 921)}; }),
+      {"mse_loss_sum_constant_target", [](const auto& x) { return mse_loss(x[0], x[1], Reduction::Sum); },
+       [] { return V{leaf({4}, 374), constant({4}, 375)}; }},
+  };
+  s.errors = {
+      error_input<ValueError>("mse_loss_batchmean_reduction", "`mse_loss`", "Reduction::BatchMean",
+                  [] { return mse_loss(bad_inputs::zeros({2}), bad_inputs::zeros({2}), Reduction::BatchMean); },
+                  {"mse_loss", "BatchMean", "[2]"}),
+      error_input<ShapeError>("mse_loss_shape_mismatch", "`mse_loss`", "[2,3] and [3]",
+                  [] { return mse_loss(bad_inputs::zeros({2, 3}), bad_inputs::zeros({3})); },
+                  {"mse_loss", "[2,3]", "[3]"}),
+      error_input<ValueError>("mse_loss_undefined_target", "`mse_loss`", "undefined target",
+                  [] { return mse_loss(bad_inputs::zeros({2}), bad_inputs::undefined()); },
+                  {"mse_loss", "'target'", "undefined"}),
+  };
+  s.pytorch = {
+      {"nn.functional.mse_loss",
+       [](Call& c) -> Outputs {
+         const T input = c.tensor(c.input());
+         return {mse_loss(input, c.tensor(c.arg(0)), reduction_mode(c))};
+       }},
+  };
+  return s;
+}
+
+}  // namespace
+}  // namespace testing
 }  // namespace tapegrad

@@ -11,6 +11,10 @@
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/shape.h"
 #include "autograd/core/tape.h"
+#include "tests/ops/op_spec.h"
+#include "tests/pytorch_samples/rows.h"
+#include "tests/bad_inputs/inputs.h"
+#include "autograd/ops/all.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {
@@ -369,4 +373,136 @@ TEST(Dropout, BadProbabilityThrowsNamingP) {
 }
 
 }  // namespace
+
+// ---- specs ------------------------------------------------------------------------------------
+
+namespace testing {
+namespace {
+
+using namespace pytorch_samples;  // the PyTorch calls' building blocks (rows.h)
+using T = Tensor<double>;
+using V = std::vector<Tensor<double>>;
+
+// Rows 0 and 2 in part, row 1 fully masked.
+const Mask kRowMask{{false, true, false, false}, {true, true, true, true}, {false, false, false, true}};
+const Mask kMask{{true, false, false}, {false, true, false}};
+// A uint8 fill mask (nonzero = fill), broadcast over rows. masked_fill takes no uint8 mask (its
+// overload is deleted): the polarity is spelled out, as masking.h says to.
+const Mask kByteMask(xt::not_equal(xt::xarray<std::uint8_t>{0, 3, 0, 1}, std::uint8_t{0}));
+
+// masked_fill and dropout are linear where differentiable: composed with a product so the second
+// derivative is not zero.
+TAPEGRAD_OP_SPEC(masked_fill) {
+  OpSpec s("masked_fill", "masking");
+  s.remark = "a scalar or 0-d tensor value";
+  s.samples = {
+      // masked_fill: full-size and broadcast masks, one made from bytes, a finite fill value.
+      {"masked_fill_times_input", [](const auto& x) { return mul(masked_fill(x[0], kRowMask, 0.5), x[0]); },
+       [] { return V{leaf({3, 4}, 335)}; }},
+      OpCase("masked_fill_broadcast_of_square",
+       [](const auto& x) { return masked_fill(mul(x[0], x[0]), Mask{{true, false, true}}, -2.0); },
+       [] { return V{leaf({2, 4, 3}, 336)}; }).at_scale([] { return V{leaf({200, 101, 3}, 913)}; }),
+      {"masked_fill_bytes_as_fill_mask_times_other",
+       [](const auto& x) { return mul(masked_fill(x[0], kByteMask, 1.0), x[1]); },
+       [] { return V{leaf({2, 4}, 337), leaf({2, 4}, 338)}; }},
+      // masked_fill with a 0-d tensor value: its gradient, and an input broadcast up to the mask.
+      OpCase("masked_fill_tensor_value_times_input",
+       [](const auto& x) { return mul(masked_fill(x[0], Mask{{true, false, true}}, x[1]), x[0]); },
+       [] { return V{leaf({2, 4, 3}, 341), leaf({}, 342)}; }).at_scale([] { return V{leaf({200, 101, 3}, 915), leaf({}, 916)}; }),
+      {"masked_fill_tensor_value_broadcast_input_of_product",
+       [](const auto& x) { return masked_fill(x[0], Mask{{true, false, true}, {false, true, true}}, mul(x[1], x[1])); },
+       [] { return V{leaf({3}, 343), leaf({}, 344)}; }},
+      {"masked_fill_input_broadcast_to_mask",
+       [](const auto& x) { return mul(masked_fill(x[0], kMask, scalar_of(x, 0.5)), x[1]); },
+       [] { return V{leaf({3}, 712), leaf({2, 3}, 713)}; }},
+      {"masked_fill_both_broadcast",
+       [](const auto& x) { return mul(masked_fill(x[0], Mask{true, false, true}, scalar_of(x, -1.0)), x[0]); },
+       [] { return V{leaf({2, 1}, 714)}; }},
+  };
+  s.errors = {
+      error_input<ShapeError>("masked_fill_mask_does_not_broadcast", "`masked_fill`", "mask [2] for [2,3]",
+                  [] { return masked_fill(bad_inputs::zeros({2, 3}), bad_inputs::mask_of({2}), 0.0); },
+                  {"masked_fill", "[2]", "[2,3]"}),
+      error_input<ShapeError>("masked_fill_input_and_mask_do_not_broadcast", "`masked_fill`", "input [3], mask [2,2] (an input broadcast up to the mask is fine)",
+                  [] { return masked_fill(bad_inputs::zeros({3}), bad_inputs::mask_of({2, 2}), 0.0); },
+                  {"masked_fill", "[3]", "[2,2]"}),
+      error_input<ValueError>("masked_fill_undefined", "`masked_fill`", "undefined a",
+                  [] { return masked_fill(bad_inputs::undefined(), bad_inputs::mask_of({2}), 0.0); },
+                  {"masked_fill", "'a'", "undefined"}),
+      error_input<ShapeError>("masked_fill_value_not_0d", "`masked_fill(a, mask, value)`", "a [1] value tensor (PyTorch also takes only 0-d)",
+                  [] { return masked_fill(bad_inputs::zeros({2, 3}), Mask::from_shape({2, 3}), bad_inputs::zeros({1})); },
+                  {"masked_fill", "value", "0-d", "[1]", "[2,3]"}),
+      error_input<ValueError>("masked_fill_undefined_value", "`masked_fill(a, mask, value)`", "undefined value tensor",
+                  [] { return masked_fill(bad_inputs::zeros({2, 3}), Mask::from_shape({2, 3}), bad_inputs::undefined()); },
+                  {"masked_fill", "'value'", "undefined"}),
+  };
+  s.pytorch = {
+      {"masked_fill",
+       [](Call& c) -> Outputs {
+         const T x = c.tensor(c.input());
+         const Value& value = c.arg(1);
+         if (value.kind == Value::Kind::tensor) return {masked_fill(x, c.mask(c.arg(0)), c.tensor(value))};
+         return {masked_fill(x, c.mask(c.arg(0)), c.number(value))};
+       }},
+  };
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(dropout) {
+  OpSpec s("dropout", "masking");
+  s.samples = {
+      // dropout: the generator is reseeded on every call, so every call drops the same elements.
+      OpCase("dropout_training_of_square",
+       [](const auto& x) {
+         Generator gen(339);  // drops 7 of the 20
+         return dropout(mul(x[0], x[0]), 0.4, true, gen);
+       },
+       [] { return V{leaf({4, 5}, 340)}; }).at_scale([] { return V{leaf({211, 300}, 914)}; }),
+      {"dropout_training_times_input",
+       [](const auto& x) {
+         Generator gen(348);  // drops 2 of the 9
+         return mul(dropout(x[0], 0.25, true, gen), x[0]);
+       },
+       [] { return V{leaf({3, 3}, 342)}; }},
+      {"dropout_eval_times_input",
+       [](const auto& x) {
+         Generator gen(343);
+         return mul(dropout(x[0], 0.5, false, gen), x[0]);
+       },
+       [] { return V{leaf({2, 3}, 344)}; }},
+      {"dropout_p_one_training",
+       [](const auto& x) {
+         Generator gen(710);  // p = 1 draws nothing
+         return add(dropout(mul(x[0], x[0]), 1.0, true, gen), mul(x[0], x[0]));
+       },
+       [] { return V{leaf({2, 3}, 711)}; }},
+  };
+  s.errors = {
+      error_input<ValueError>("dropout_p_above_one", "`dropout`", "p 1.5 (p 1 is allowed: zeros)",
+                  [] { return dropout(bad_inputs::zeros({2}), 1.5, true, bad_inputs::gen()); },
+                  {"dropout", "[0, 1]", "1.5"}),
+      error_input<ValueError>("dropout_negative_p", "`dropout`", "p -0.1",
+                  [] { return dropout(bad_inputs::zeros({2}), -0.1, true, bad_inputs::gen()); },
+                  {"dropout", "p", "-0.1"}),
+      error_input<ValueError>("dropout_nan_p", "`dropout`", "p NaN (even in eval)",
+                  [] { return dropout(bad_inputs::zeros({2}), bad_inputs::nan, false, bad_inputs::gen()); },
+                  {"dropout", "p", "nan"}),
+      error_input<ValueError>("dropout_undefined", "`dropout`", "undefined a",
+                  [] { return dropout(bad_inputs::undefined(), 0.5, true, bad_inputs::gen()); },
+                  {"dropout", "'a'", "undefined"}),
+  };
+  s.pytorch = {
+      {"nn.functional.dropout",
+       [](Call& c) -> Outputs {
+         const Value* p = c.kwarg("p");
+         const Value* training = c.kwarg("training");
+         Generator gen(0);
+         return {dropout(c.tensor(c.input()), p ? c.number(*p) : 0.5, training ? c.boolean(*training) : true, gen)};
+       }},
+  };
+  return s;
+}
+
+}  // namespace
+}  // namespace testing
 }  // namespace tapegrad

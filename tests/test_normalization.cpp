@@ -4,6 +4,10 @@
 #include "autograd/kernels/parallel.h"
 #include "autograd/ops/normalization.h"
 #include "autograd/core/tape.h"
+#include "tests/ops/op_spec.h"
+#include "tests/pytorch_samples/rows.h"
+#include "tests/bad_inputs/inputs.h"
+#include "autograd/ops/all.h"
 #include "tests/support/reference.h"
 #include "tests/support/thread_count.h"
 
@@ -188,4 +192,87 @@ TEST(LayerNorm, BadEpsOrUndefinedInputThrows) {
 }
 
 }  // namespace
+
+// ---- specs ------------------------------------------------------------------------------------
+
+namespace testing {
+namespace {
+
+using namespace pytorch_samples;  // the PyTorch calls' building blocks (rows.h)
+using T = Tensor<double>;
+using V = std::vector<Tensor<double>>;
+
+TAPEGRAD_OP_SPEC(layer_norm) {
+  OpSpec s("layer_norm", "normalization");
+  s.samples = {
+      // layer_norm: with and without weight and bias, one and two normalized axes.
+      OpCase("layer_norm_x_only", [](const auto& x) { return layer_norm(x[0], {4}); }, [] { return V{leaf({3, 4}, 301)}; }).at_scale([] { return V{leaf({4001, 4}, 918)}; }),
+      {"layer_norm_vector", [](const auto& x) { return layer_norm(x[0], {6}); }, [] { return V{leaf({6}, 302)}; }},
+      OpCase("layer_norm_weight_bias", [](const auto& x) { return layer_norm(x[0], {4}, x[1], x[2]); },
+       [] { return V{leaf({2, 3, 4}, 303), leaf({4}, 304), leaf({4}, 305)}; }).at_scale([] { return V{leaf({61, 97, 4}, 915), leaf({4}, 916), leaf({4}, 917)}; }),
+      {"layer_norm_weight_only", [](const auto& x) { return layer_norm(x[0], {5}, x[1]); },
+       [] { return V{leaf({3, 5}, 306), leaf({5}, 307)}; }},
+      {"layer_norm_bias_only", [](const auto& x) { return mul(layer_norm(x[0], {5}, {}, x[1]), x[0]); },
+       [] { return V{leaf({3, 5}, 308), leaf({5}, 309)}; }},
+      {"layer_norm_two_axes", [](const auto& x) { return layer_norm(x[0], {3, 2}, x[1], x[2]); },
+       [] { return V{leaf({2, 3, 2}, 310), leaf({3, 2}, 311), leaf({3, 2}, 312)}; }},
+      {"layer_norm_squared",
+       [](const auto& x) {
+         const auto y = layer_norm(x[0], {4}, x[1], x[2]);
+         return mul(y, y);
+       },
+       [] { return V{leaf({3, 4}, 313), leaf({4}, 314), leaf({4}, 315)}; }},
+      {"layer_norm_constant_x",
+       [](const auto& x) {
+         const auto y = layer_norm(x[0], {4}, x[1], x[2]);
+         return mul(y, y);
+       },
+       [] { return V{constant({3, 4}, 316), leaf({4}, 317), leaf({4}, 318)}; }},
+  };
+  s.errors = {
+      error_input<ShapeError>("layer_norm_empty_normalized_shape", "`layer_norm`", "normalized_shape []",
+                  [] { return layer_norm(bad_inputs::zeros({2, 3}), {}); },
+                  {"layer_norm", "normalized_shape []", "[2,3]"}),
+      error_input<ShapeError>("layer_norm_not_trailing_dims", "`layer_norm`", "normalized_shape [2] for [2,3]",
+                  [] { return layer_norm(bad_inputs::zeros({2, 3}), {2}); },
+                  {"layer_norm", "normalized_shape [2]", "[2,3]"}),
+      error_input<ShapeError>("layer_norm_longer_than_input", "`layer_norm`", "normalized_shape [2,3] for [3]",
+                  [] { return layer_norm(bad_inputs::zeros({3}), {2, 3}); },
+                  {"layer_norm", "normalized_shape [2,3]", "[3]"}),
+      error_input<ShapeError>("layer_norm_weight_shape", "`layer_norm`", "weight [2] for normalized_shape [3]",
+                  [] { return layer_norm(bad_inputs::zeros({2, 3}), {3}, bad_inputs::zeros({2})); },
+                  {"layer_norm", "weight", "[2]", "[3]"}),
+      error_input<ShapeError>("layer_norm_bias_shape", "`layer_norm`", "bias [3,1]",
+                  [] { return layer_norm(bad_inputs::zeros({2, 3}), {3}, bad_inputs::zeros({3}), bad_inputs::zeros({3, 1})); },
+                  {"layer_norm", "bias", "[3,1]", "[3]"}),
+      error_input<ValueError>("layer_norm_zero_eps", "`layer_norm`", "eps 0",
+                  [] { return layer_norm(bad_inputs::zeros({2, 3}), {3}, {}, {}, 0.0); },
+                  {"layer_norm", "eps", "0"}),
+      error_input<ValueError>("layer_norm_nan_eps", "`layer_norm`", "eps NaN",
+                  [] { return layer_norm(bad_inputs::zeros({2, 3}), {3}, {}, {}, bad_inputs::nan); },
+                  {"layer_norm", "eps", "nan"}),
+      error_input<ValueError>("layer_norm_infinite_eps", "`layer_norm`", "eps inf (the module's rule too: check_layer_norm_eps)",
+                  [] { return layer_norm(bad_inputs::zeros({2, 3}), {3}, {}, {}, bad_inputs::inf); },
+                  {"layer_norm", "eps", "inf"}),
+      error_input<ValueError>("layer_norm_undefined_x", "`layer_norm`", "undefined x",
+                  [] { return layer_norm(bad_inputs::undefined(), {3}); },
+                  {"layer_norm", "'x'", "undefined"}),
+  };
+  s.pytorch = {
+      {"nn.functional.layer_norm",
+       [](Call& c) -> Outputs {
+         const T x = c.tensor(c.input());
+         Shape normalized;
+         for (Index s : c.integers(c.arg(0))) normalized.push_back(std::size_t(s));
+         const T weight = c.has_arg(1) ? c.tensor(c.arg(1)) : T();
+         const T bias = c.has_arg(2) ? c.tensor(c.arg(2)) : T();
+         const Value* eps = c.kwarg("eps");
+         return {layer_norm(x, normalized, weight, bias, eps ? c.number(*eps) : 1e-5)};
+       }},
+  };
+  return s;
+}
+
+}  // namespace
+}  // namespace testing
 }  // namespace tapegrad

@@ -7,6 +7,10 @@
 #include "autograd/ops/operators.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/core/tape.h"
+#include "tests/ops/op_spec.h"
+#include "tests/pytorch_samples/rows.h"
+#include "tests/bad_inputs/inputs.h"
+#include "autograd/ops/all.h"
 #include "tests/support/reference.h"
 #include "tests/support/thread_count.h"
 
@@ -344,4 +348,144 @@ TEST(Reduce, UndefinedInputThrowsNamingOp) {
 }
 
 }  // namespace
+
+// ---- specs ------------------------------------------------------------------------------------
+
+namespace testing {
+namespace {
+
+using namespace pytorch_samples;  // the PyTorch calls' building blocks (rows.h)
+using T = Tensor<double>;
+using V = std::vector<Tensor<double>>;
+
+// A reduction of a linear op has a zero second derivative; squaring first (or multiplying by an
+// input) gives each sample a non-zero one, so gradgradcheck has something to check. Axis 0 / -1
+// of 0-d tensors and empty axis lists too; max / min along a dim stay away from ties.
+TAPEGRAD_OP_SPEC(sum) {
+  OpSpec s("sum", "reduce");
+  s.samples = {
+      {"sum_all", [](const auto& x) { return sum(mul(x[0], x[0])); }, [] { return V{leaf({2, 3}, 101)}; }},
+      OpCase("sum_axes", [](const auto& x) { return sum(mul(x[0], x[0]), {0, 2}); }, [] { return V{leaf({2, 3, 2}, 102)}; }).at_scale([] { return V{leaf({40, 301, 17}, 924)}; }),
+      {"sum_keepdims", [](const auto& x) { return mul(sum(x[0], {1}, true), x[0]); }, [] { return V{leaf({3, 4}, 103)}; }},
+      {"sum_0d_axis_0", [](const auto& x) { return mul(sum(x[0], {0}), x[0]); }, [] { return V{leaf({}, 701)}; }},
+      {"sum_empty_axes_keepdims", [](const auto& x) { return mul(sum(x[0], {}, true), x[0]); },
+       [] { return V{leaf({2, 3}, 704)}; }},
+  };
+  s.errors = {
+      error_input<ValueError>("sum_axis_out_of_range", "`sum(a, axes)`", "axis 2 of [2,3]",
+                  [] { return sum(bad_inputs::zeros({2, 3}), {2}); },
+                  {"sum", "axis 2", "[2,3]"}),
+      error_input<ValueError>("sum_axis_named_twice", "`sum(a, axes)`", "axes {1, -1} of [2,3]",
+                  [] { return sum(bad_inputs::zeros({2, 3}), {1, -1}); },
+                  {"sum", "axis 1", "twice"}),
+      error_input<ValueError>("sum_axis_1_of_0d", "`sum(a, axes)`", "axis 1 of a 0-d tensor (0 and -1 are allowed)",
+                  [] { return sum(bad_inputs::zeros({}), {1}); },
+                  {"sum", "axis 1", "[-1, 0]", "[]"}),
+      error_input<ValueError>("sum_undefined", "`sum`", "undefined a",
+                  [] { return sum(bad_inputs::undefined()); },
+                  {"sum", "'a'", "undefined"}),
+  };
+  s.pytorch = {
+      {"sum", reduction([](const T& x) { return sum(x); }, [](const T& x, const Axes& d, bool k) { return sum(x, d, k); })},
+  };
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(mean) {
+  OpSpec s("mean", "reduce");
+  s.samples = {
+      OpCase("mean_all", [](const auto& x) { return mean(mul(x[0], x[0])); }, [] { return V{leaf({2, 3}, 104)}; }).at_scale([] { return V{leaf({301, 200}, 925)}; }),
+      {"mean_axes_keepdims", [](const auto& x) { return mul(mean(x[0], {-1}, true), x[0]); },
+       [] { return V{leaf({2, 5}, 105)}; }},
+      {"mean_0d_axis_minus_1_keepdims", [](const auto& x) { return mul(mean(x[0], {-1}, true), x[0]); },
+       [] { return V{leaf({}, 702)}; }},
+      {"mean_empty_axes", [](const auto& x) { return mul(mean(x[0], {}), x[0]); }, [] { return V{leaf({2, 3}, 705)}; }},
+  };
+  s.errors = {
+      error_input<ValueError>("mean_negative_axis_out_of_range", "`mean(a, axes)`", "axis -3 of [2,3]",
+                  [] { return mean(bad_inputs::zeros({2, 3}), {-3}); },
+                  {"mean", "axis -3", "[2,3]"}),
+      error_input<ValueError>("mean_axes_of_0d_named_twice", "`mean(a, axes)`", "axes {0, -1} of a 0-d tensor (one position, named twice)",
+                  [] { return mean(bad_inputs::zeros({}), {0, -1}); },
+                  {"mean", "axis 0", "twice", "[]"}),
+  };
+  s.pytorch = {
+      {"mean", reduction([](const T& x) { return mean(x); }, [](const T& x, const Axes& d, bool k) { return mean(x, d, k); })},
+  };
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(max) {
+  OpSpec s("max", "reduce");
+  s.samples = {
+      {"max_all", [](const auto& x) { return mul(max(x[0]), x[0]); }, [] { return V{leaf({2, 3}, 106)}; }},
+      OpCase("max_axes", [](const auto& x) { return mul(max(x[0], {1}, true), x[0]); }, [] { return V{leaf({3, 4}, 107)}; }).at_scale([] { return V{leaf({301, 401}, 926)}; }),
+      {"max_0d_axis_0", [](const auto& x) { return mul(max(x[0], {0}), x[0]); }, [] { return V{leaf({}, 703)}; }},
+      {"max_empty_axes", [](const auto& x) { return mul(max(x[0], {}), x[0]); }, [] { return V{leaf({3, 2}, 706)}; }},
+      {"max_along_dim", [](const auto& x) { return mul(max(x[0], 1).values, x[1]); },
+       [] { return V{leaf({3, 4}, 727), leaf({3}, 728)}; }},
+      {"max_along_dim_0_keepdim", [](const auto& x) { return mul(max(x[0], 0, true).values, x[0]); },
+       [] { return V{leaf({3, 2, 2}, 729)}; }},
+  };
+  s.errors = {
+      error_input<ValueError>("max_of_empty_tensor", "`max(a)`", "a [0,3] tensor",
+                  [] { return max(bad_inputs::zeros({0, 3})); },
+                  {"max", "zero elements", "[0,3]"}),
+      error_input<ValueError>("max_over_empty_axis", "`max(a, axes)`", "axis 1 of [2,0]",
+                  [] { return max(bad_inputs::zeros({2, 0}), {1}); },
+                  {"max", "zero elements", "[2,0]"}),
+      error_input<ValueError>("max_axis_out_of_range", "`max(a, axes, keepdims)`", "axis 1 of [2]",
+                  [] { return max(bad_inputs::zeros({2}), {1}, true); },
+                  {"max", "axis 1", "[2]"}),
+      error_input<ValueError>("max_dim_over_empty_axis", "`max(a, dim)`", "dim 1 of a [2,0] tensor",
+                  [] { return max(bad_inputs::zeros({2, 0}), 1); },
+                  {"max", "axis 1", "[2,0]", "size 0"}),
+  };
+  s.pytorch = {
+      {"amax", reduction([](const T& x) { return max(x); }, [](const T& x, const Axes& d, bool k) { return max(x, d, k); })},
+      {"max.reduction_no_dim", unary([](const T& x) { return max(x); })},
+      {"max.reduction_with_dim", extreme_along_dim<true>},
+  };
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(min) {
+  OpSpec s("min", "reduce");
+  s.samples = {
+      OpCase("min_all", [](const auto& x) { return mul(min(x[0]), x[0]); }, [] { return V{leaf({2, 3}, 1401)}; })
+          .at_scale([] { return V{leaf({301, 401}, 1402)}; }),
+      {"min_along_last_dim_keepdim", [](const auto& x) { return mul(min(x[0], -1, true).values, x[0]); },
+       [] { return V{leaf({2, 3, 4}, 730)}; }},
+      {"min_0d", [](const auto& x) { return mul(min(x[0], 0).values, x[0]); }, [] { return V{leaf({}, 731)}; }},
+  };
+  s.errors = {
+      error_input<ValueError>("min_dim_out_of_range", "`min(a, dim)`", "dim 2 of a [2,3] tensor",
+                  [] { return min(bad_inputs::zeros({2, 3}), 2); },
+                  {"min", "axis 2", "[2,3]"}),
+      error_input<ValueError>("min_of_empty_tensor", "`min(a)`", "a [0,3] tensor",
+                  [] { return min(bad_inputs::zeros({0, 3})); },
+                  {"min", "zero elements", "[0,3]"}),
+  };
+  s.pytorch = {
+      {"min.reduction_no_dim", unary([](const T& x) { return min(x); })},
+      {"min.reduction_with_dim", extreme_along_dim<false>},
+  };
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(sum_to) {
+  OpSpec s("sum_to", "reduce");
+  s.no_pytorch = "not yet mapped to OpInfo sum_to_size (x.sum_to_size(*shape))";
+  s.errors = {error_input<ShapeError>("sum_to_shape_does_not_broadcast", "`sum_to`", "[4] for a [2,3]",
+                                      [] { return sum_to(bad_inputs::zeros({2, 3}), {4}); },
+                                      {"sum_to", "[4]", "[2,3]"})};
+  s.samples = {
+      {"sum_to", [](const auto& x) { return mul(sum_to(x[0], {1, 3}), x[1]); },
+       [] { return V{leaf({2, 3}, 108), leaf({1, 3}, 109)}; }},
+  };
+  return s;
+}
+
+}  // namespace
+}  // namespace testing
 }  // namespace tapegrad

@@ -6,6 +6,10 @@
 
 #include "autograd/ops/selection.h"
 #include "autograd/core/tape.h"
+#include "tests/ops/op_spec.h"
+#include "tests/pytorch_samples/rows.h"
+#include "tests/bad_inputs/inputs.h"
+#include "autograd/ops/all.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {
@@ -105,7 +109,8 @@ TEST(Clamp, BadInputs) {
   EXPECT_TRUE(throws_with<ValueError>([&] { clamp(x, kNan, 1.0); }, {"clamp", "min is nan", "[2,3]"}));
   EXPECT_TRUE(throws_with<ValueError>([&] { clamp(x, Tensor<double>(), Tensor<double>()); }, {"clamp", "[2,3]"}));
   EXPECT_TRUE(throws_with<ShapeError>([&] { clamp(x, Tensor<double>::zeros({4}), Tensor<double>()); },
-                                      {"clamp", "a [2,3]", "min [4]", "max []"}));
+                                      // clamp(x, min, max) with tensor bounds, either None.
+      {"clamp", "a [2,3]", "min [4]", "max []"}));
 }
 
 TEST(Where, PicksAndRoutesGradientsWithBroadcasting) {
@@ -134,7 +139,8 @@ TEST(Where, Gradcheck) {
 TEST(Where, BadInputs) {
   const auto x = Tensor<double>::zeros({2, 3});
   EXPECT_TRUE(throws_with<ShapeError>([&] { tapegrad::where(Mask{true, false}, x, x); },
-                                      {"where", "condition [2]", "a [2,3]", "b [2,3]"}));
+                                      // OpInfo's where is (a, condition, b).
+      {"where", "condition [2]", "a [2,3]", "b [2,3]"}));
   EXPECT_TRUE(throws_with<ValueError>([&] { tapegrad::where(Mask{true}, x, Tensor<double>()); }, {"where", "'b'", "undefined"}));
 }
 
@@ -220,4 +226,143 @@ TEST(TopK, BadInputs) {
 }
 
 }  // namespace
+
+// ---- specs ------------------------------------------------------------------------------------
+
+namespace testing {
+namespace {
+
+using namespace pytorch_samples;  // the PyTorch calls' building blocks (rows.h)
+using T = Tensor<double>;
+using V = std::vector<Tensor<double>>;
+
+// clamp, where and topk pass each element from one input, so they are linear where differentiable:
+// composed with a product, so that the second derivative is not zero. Inputs stay away from the
+// bounds, where the derivative jumps.
+
+TAPEGRAD_OP_SPEC(clamp) {
+  OpSpec s("clamp", "selection");
+  s.samples = {
+      OpCase("clamp_scalar_bounds_times_input", [](const auto& x) { return mul(clamp(x[0], -0.5, 0.55), x[0]); },
+             [] { return V{leaf({3, 4}, 1001)}; })
+          .at_scale([] { return V{leaf({5, 97, 131}, 1002)}; }),
+      {"clamp_min_only_of_square", [](const auto& x) { return clamp(mul(x[0], x[0]), 0.3, std::nullopt); },
+       [] { return V{leaf({2, 5}, 1003)}; }},
+      {"clamp_max_only_times_input", [](const auto& x) { return mul(clamp(x[0], std::nullopt, 0.1), x[0]); },
+       [] { return V{leaf({4}, 1004)}; }},
+      OpCase("clamp_tensor_bounds_broadcast",
+             [](const auto& x) { return mul(clamp(x[0], x[1], x[2]), x[0]); },
+             [] { return V{leaf({2, 3}, 1005), leaf({3}, 1006, -1.0, -0.3), leaf({2, 1}, 1007, 0.3, 1.0)}; })
+          .at_scale([] { return V{leaf({211, 300}, 1008), leaf({300}, 1009, -1.0, -0.3), leaf({211, 1}, 1010, 0.3, 1.0)}; }),
+      {"clamp_tensor_min_only_times_min",
+       [](const auto& x) {
+         using T = ElementOf<decltype(x)>;
+         return mul(clamp(x[0], x[1], Tensor<T>()), x[1]);
+       },
+       [] { return V{leaf({3, 2}, 1011), leaf({3, 1}, 1012)}; }},
+  };
+  s.errors = {
+      error_input<ValueError>("clamp_no_bound", "`clamp(a, min, max)`", "both bounds std::nullopt",
+                  [] { return clamp(bad_inputs::zeros({2, 3}), std::nullopt, std::nullopt); },
+                  {"clamp", "'min'", "'max'", "[2,3]"}),
+      error_input<ValueError>("clamp_nan_bound", "`clamp(a, min, max)`", "min NaN (PyTorch 1.13 treats a NaN bound inconsistently)",
+                  [] { return clamp(bad_inputs::zeros({2, 3}), bad_inputs::nan, 1.0); },
+                  {"clamp", "min is nan", "[2,3]"}),
+      error_input<ValueError>("clamp_tensor_bounds_both_undefined", "`clamp(a, min tensor, max tensor)`", "both bounds undefined tensors",
+                  [] { return clamp(bad_inputs::zeros({2, 3}), bad_inputs::undefined(), bad_inputs::undefined()); },
+                  {"clamp", "'min'", "'max'", "[2,3]"}),
+      error_input<ShapeError>("clamp_tensor_bound_does_not_broadcast", "`clamp(a, min tensor, max tensor)`", "min [4] for a [2,3]",
+                  [] { return clamp(bad_inputs::zeros({2, 3}), bad_inputs::zeros({4}), bad_inputs::undefined()); },
+                  {"clamp", "a [2,3]", "min [4]"}),
+      error_input<ValueError>("clamp_undefined", "`clamp`", "undefined a",
+                  [] { return clamp(bad_inputs::undefined(), 0.0, 1.0); },
+                  {"clamp", "'a'", "undefined"}),
+  };
+  s.pytorch = {
+      {"clamp",
+     [](Call& c) -> Outputs {
+       const auto bound = [&c](std::size_t i) {
+         return !c.has_arg(i) || c.arg(i).kind == Value::Kind::none ? T() : c.tensor(c.arg(i));
+       };
+       const T x = c.tensor(c.input());
+       return {clamp(x, bound(0), bound(1))};
+     }},
+  };
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(where) {
+  OpSpec s("where", "selection");
+  s.samples = {
+      OpCase("where_broadcast_of_products",
+             [](const auto& x) {
+               Mask condition{true, false, true};  // a column: {{true}, {false}, {true}} is ambiguous to xtensor
+               condition.reshape({3, 1});
+               return tapegrad::where(condition, mul(x[0], x[0]), mul(x[1], x[0]));
+             },
+             [] { return V{leaf({3, 4}, 1013), leaf({4}, 1014)}; })
+          .at_scale([] { return V{leaf({3, 40001}, 1015), leaf({40001}, 1016)}; }),
+      {"where_0d_b_times_a", [](const auto& x) { return mul(tapegrad::where(Mask{true, false, false}, x[0], x[1]), x[0]); },
+       [] { return V{leaf({2, 3}, 1017), leaf({}, 1018)}; }},
+  };
+  s.errors = {
+      error_input<ShapeError>("where_condition_does_not_broadcast", "`where(condition, a, b)`", "condition [2], a [2,3], b [3]",
+                  [] { return tapegrad::where(bad_inputs::mask_of({2}), bad_inputs::zeros({2, 3}), bad_inputs::zeros({3})); },
+                  {"where", "condition [2]", "a [2,3]", "b [3]"}),
+      error_input<ValueError>("where_undefined_b", "`where`", "undefined b",
+                  [] { return tapegrad::where(bad_inputs::mask_of({2}), bad_inputs::zeros({2}), bad_inputs::undefined()); },
+                  {"where", "'b'", "undefined"}),
+  };
+  s.pytorch = {
+      {"where",
+     [](Call& c) -> Outputs {
+       const T a = c.tensor(c.input());
+       return {tapegrad::where(c.mask(c.arg(0)), a, c.tensor(c.arg(1)))};
+     }},
+  };
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(topk) {
+  OpSpec s("topk", "selection");
+  s.samples = {
+      // topk: random inputs have no ties, so the selection is stable under gradcheck's steps.
+      OpCase("topk_last_axis_times_other", [](const auto& x) { return mul(topk(x[0], 2).values, x[1]); },
+             [] { return V{leaf({3, 5}, 1019), leaf({3, 2}, 1020)}; })
+          .at_scale([] { return V{leaf({4000, 33}, 1021), leaf({4000, 2}, 1022)}; }),
+      {"topk_dim_0_smallest_unsorted_squared",
+       [](const auto& x) {
+         const auto v = topk(x[0], 2, 0, false, false).values;
+         return mul(v, v);
+       },
+       [] { return V{leaf({4, 2, 3}, 1023)}; }},
+      OpCase("topk_middle_axis_all_broadcast",
+             [](const auto& x) { return mul(topk(x[0], 3, -2).values, x[1]); },
+             [] { return V{leaf({2, 3, 2}, 1024), leaf({2}, 1025)}; })
+          .at_scale([] { return V{leaf({50, 40, 30}, 1026), leaf({30}, 1027)}; }),
+      {"topk_0d_times_input", [](const auto& x) { return mul(topk(x[0], 1, 0).values, x[0]); },
+       [] { return V{leaf({}, 1028)}; }},
+  };
+  s.errors = {
+      error_input<ValueError>("topk_k_above_size", "`topk`", "k 5 along dim -1 of [2,4]",
+                  [] { return topk(bad_inputs::zeros({2, 4}), 5); },
+                  {"topk", "k = 5", "[0, 4]", "dim -1", "[2,4]"}),
+      error_input<ValueError>("topk_negative_k", "`topk`", "k -1 along dim 0 of [2,4]",
+                  [] { return topk(bad_inputs::zeros({2, 4}), -1, 0); },
+                  {"topk", "k = -1", "[0, 2]", "dim 0", "[2,4]"}),
+      error_input<ValueError>("topk_dim_out_of_range", "`topk`", "dim 2 of [2,4]",
+                  [] { return topk(bad_inputs::zeros({2, 4}), 1, 2); },
+                  {"topk", "axis 2", "[2,4]"}),
+      error_input<ValueError>("topk_0d_k_above_one", "`topk`", "k 2 of a 0-d tensor (one element)",
+                  [] { return topk(bad_inputs::zeros({}), 2); },
+                  {"topk", "k = 2", "[0, 1]", "[]"}),
+  };
+  s.pytorch = {
+      {"topk", topk_row},
+  };
+  return s;
+}
+
+}  // namespace
+}  // namespace testing
 }  // namespace tapegrad

@@ -8,6 +8,10 @@
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/shape.h"
 #include "autograd/core/tape.h"
+#include "tests/ops/op_spec.h"
+#include "tests/pytorch_samples/rows.h"
+#include "tests/bad_inputs/inputs.h"
+#include "autograd/ops/all.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {
@@ -576,4 +580,323 @@ TEST(ShapeOps, FloatInstantiationsWork) {
 }
 
 }  // namespace
+
+// ---- specs ------------------------------------------------------------------------------------
+
+namespace testing {
+namespace {
+
+using namespace pytorch_samples;  // the PyTorch calls' building blocks (rows.h)
+using T = Tensor<double>;
+using V = std::vector<Tensor<double>>;
+
+// The shape ops are linear: each sample multiplies by an input (or squares), so that the second
+// derivative is not zero.
+TAPEGRAD_OP_SPEC(reshape) {
+  OpSpec s("reshape", "shape");
+  s.samples = {
+      {"reshape", [](const auto& x) { return mul(reshape(x[0], {3, -1}), x[1]); },
+       [] { return V{leaf({2, 3}, 112), leaf({3, 2}, 113)}; }},
+  };
+  s.errors = {
+      error_input<ShapeError>("reshape_element_count_mismatch", "`reshape`", "[2,3] to [4,2]",
+                  [] { return reshape(bad_inputs::zeros({2, 3}), {4, 2}); },
+                  {"reshape", "[2,3]", "[4,2]"}),
+      error_input<ValueError>("reshape_two_inferred_sizes", "`reshape`", "[-1,-1]",
+                  [] { return reshape(bad_inputs::zeros({2, 3}), {-1, -1}); },
+                  {"reshape", "only one -1", "[-1,-1]"}),
+      error_input<ShapeError>("reshape_inferred_next_to_zero", "`reshape`", "[0,3] to [0,-1]",
+                  [] { return reshape(bad_inputs::zeros({0, 3}), {0, -1}); },
+                  {"reshape", "[0,3]", "[0,-1]"}),
+  };
+  s.pytorch = {
+      {"reshape", [](Call& c) -> Outputs { return {reshape(c.tensor(c.input()), c.integers(c.arg(0)))}; }},
+  };
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(view) {
+  OpSpec s("view", "shape");
+  s.samples = {
+      {"view_flatten", [](const auto& x) { return mul(view(x[0], {-1}), x[1]); },
+       [] { return V{leaf({2, 3}, 131), leaf({6}, 132)}; }},
+  };
+  s.errors = {
+      error_input<ValueError>("reshape_negative_size", "`view`", "[-2,3]",
+                  [] { return view(bad_inputs::zeros({2, 3}), {-2, 3}); },
+                  {"reshape", "size -2", "[2,3]"}),
+  };
+  s.pytorch = {
+      {"view", [](Call& c) -> Outputs { return {view(c.tensor(c.input()), c.integers(c.arg(0)))}; }},
+  };
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(permute) {
+  OpSpec s("permute", "shape");
+  s.samples = {
+      OpCase("permute", [](const auto& x) { return mul(permute(x[0], {2, 0, 1}), x[1]); },
+       [] { return V{leaf({2, 3, 4}, 114), leaf({4, 2, 3}, 115)}; }).at_scale([] { return V{leaf({20, 31, 47}, 927), leaf({47, 20, 31}, 928)}; }),
+  };
+  s.errors = {
+      error_input<ShapeError>("permute_wrong_length", "`permute`", "dims {1,0} for [2,3,4]",
+                  [] { return permute(bad_inputs::zeros({2, 3, 4}), {1, 0}); },
+                  {"permute", "[1,0]", "[2,3,4]"}),
+      error_input<ValueError>("permute_repeated_axis", "`permute`", "dims {0,-2} (axis 0 twice)",
+                  [] { return permute(bad_inputs::zeros({2, 3}), {0, -2}); },
+                  {"permute", "not a permutation", "axis 0"}),
+      error_input<ValueError>("permute_axis_out_of_range", "`permute`", "dims {0,2} for [2,3]",
+                  [] { return permute(bad_inputs::zeros({2, 3}), {0, 2}); },
+                  {"permute", "axis 2", "[2,3]"}),
+  };
+  s.pytorch = {
+      {"permute", [](Call& c) -> Outputs { return {permute(c.tensor(c.input()), c.integers(c.arg(0)))}; }},
+  };
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(transpose) {
+  OpSpec s("transpose", "shape");
+  s.samples = {
+      {"transpose", [](const auto& x) { return mul(transpose(x[0], 0, 1), x[0].template to<ElementOf<decltype(x)>>()); },
+       [] { return V{leaf({3, 3}, 116)}; }},
+      {"transpose_squeeze_index_select_0d",
+       [](const auto& x) {
+         return mul(mul(transpose(x[0], 0, -1), squeeze(x[0], -1)), index_select(x[0], 0, IndexArray{0}));
+       },
+       [] { return V{leaf({}, 709)}; }},
+  };
+  s.errors = {
+      error_input<ValueError>("transpose_axis_out_of_range", "`transpose`", "axes 0, 5 of [2,3]",
+                  [] { return transpose(bad_inputs::zeros({2, 3}), 0, 5); },
+                  {"transpose", "axis 5", "[2,3]"}),
+      error_input<ValueError>("transpose_axis_1_of_0d", "`transpose`", "dims 0 and 1 of a 0-d tensor",
+                  [] { return transpose(bad_inputs::zeros({}), 0, 1); },
+                  {"transpose", "axis 1", "[-1, 0]"}),
+  };
+  s.pytorch = {
+      {"transpose",
+       [](Call& c) -> Outputs { return {transpose(c.tensor(c.input()), c.integer(c.arg(0)), c.integer(c.arg(1)))}; }},
+  };
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(unsqueeze) {
+  OpSpec s("unsqueeze", "shape");
+  s.samples.push_back({"unsqueeze_middle_times_other", [](const auto& x) { return mul(unsqueeze(x[0], 1), x[1]); },
+                       [] { return V{leaf({2, 3}, 130), leaf({2, 4, 3}, 131)}; }});
+  s.errors = {
+      error_input<ValueError>("unsqueeze_axis_out_of_range", "`unsqueeze`", "axis 4 of [2,3]",
+                  [] { return unsqueeze(bad_inputs::zeros({2, 3}), 4); },
+                  {"unsqueeze", "axis 4", "[-3, 2]"}),
+  };
+  s.pytorch = {
+      {"unsqueeze", [](Call& c) -> Outputs { return {unsqueeze(c.tensor(c.input()), c.integer(c.arg(0)))}; }},
+  };
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(squeeze) {
+  OpSpec s("squeeze", "shape");
+  s.samples = {
+      {"unsqueeze_squeeze", [](const auto& x) { return mul(squeeze(unsqueeze(x[0], 1)), x[0]); },
+       [] { return V{leaf({4}, 117)}; }},
+  };
+  s.errors = {
+      error_input<ValueError>("squeeze_axis_1_of_0d", "`squeeze(a, axis)`", "axis 1 of a 0-d tensor (0 and -1 are allowed)",
+                  [] { return squeeze(bad_inputs::zeros({}), 1); },
+                  {"squeeze", "axis 1", "[-1, 0]", "[]"}),
+      error_input<ValueError>("squeeze_axis_out_of_range", "`squeeze(a, axis)`", "axis 2 of [2,1]",
+                  [] { return squeeze(bad_inputs::zeros({2, 1}), 2); },
+                  {"squeeze", "axis 2", "[2,1]"}),
+  };
+  s.pytorch = {
+      {"squeeze",
+       [](Call& c) -> Outputs {
+         const T x = c.tensor(c.input());
+         return {c.has_arg(0) ? squeeze(x, c.integer(c.arg(0))) : squeeze(x)};
+       }},
+  };
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(expand) {
+  OpSpec s("expand", "shape");
+  s.samples = {
+      {"expand", [](const auto& x) { return mul(expand(x[0], {2, 3, 4}), x[1]); },
+       [] { return V{leaf({3, 1}, 110), leaf({2, 3, 4}, 111)}; }},
+  };
+  s.errors = {
+      error_input<ShapeError>("expand_to_fewer_dims", "`expand`", "[2,3] to [3]",
+                  [] { return expand(bad_inputs::zeros({2, 3}), {3}); },
+                  {"expand", "[2,3]", "fewer"}),
+      error_input<ShapeError>("expand_non_singleton_axis", "`expand`", "[2,3] to [2,4]",
+                  [] { return expand(bad_inputs::zeros({2, 3}), {2, 4}); },
+                  {"expand", "axis 1", "size 3", "4"}),
+      error_input<ValueError>("expand_inferred_new_axis", "`expand`", "[3] to [-1,3]",
+                  [] { return expand(bad_inputs::zeros({3}), {-1, 3}); },
+                  {"expand", "size -1", "axis 0"}),
+      error_input<ValueError>("expand_to_huge_shape", "`expand`", "[1] to [2^40, 2^40]",
+                  [] { return expand(bad_inputs::zeros({1}), {Index{1} << 40, Index{1} << 40}); },
+                  {"expand", "[1099511627776,1099511627776]", "fit in memory"}),
+  };
+  s.pytorch = {
+      {"expand", [](Call& c) -> Outputs { return {expand(c.tensor(c.input()), c.integers(c.arg(0)))}; }},
+  };
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(slice) {
+  OpSpec s("slice", "shape");
+  s.no_pytorch = "not yet mapped to OpInfo slice (aten.slice.Tensor)";
+  s.samples = {
+      {"slice_step", [](const auto& x) { return mul(slice(x[0], 1, 1, 5, 2), slice(x[0], 1, 0, 2)); },
+       [] { return V{leaf({2, 5}, 118)}; }},
+  };
+  s.errors = {
+      error_input<ValueError>("slice_zero_step", "`slice`", "step 0",
+                  [] { return slice(bad_inputs::zeros({5}), 0, 0, 5, 0); },
+                  {"slice", "step", "0"}),
+      error_input<ValueError>("slice_axis_out_of_range", "`slice`", "axis 1 of [5]",
+                  [] { return slice(bad_inputs::zeros({5}), 1, 0, 5); },
+                  {"slice", "axis 1", "[5]"}),
+  };
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(narrow) {
+  OpSpec s("narrow", "shape");
+  s.samples = {
+      {"narrow", [](const auto& x) { return mul(narrow(x[0], 0, 1, 2), x[1]); }, [] { return V{leaf({4, 2}, 119), leaf({2, 2}, 120)}; }},
+  };
+  s.errors = {
+      error_input<ValueError>("narrow_past_the_end", "`narrow`", "start 3, length 4 of [5]",
+                  [] { return narrow(bad_inputs::zeros({5}), 0, 3, 4); },
+                  {"narrow", "start 3", "length 4", "[5]"}),
+      error_input<ValueError>("narrow_negative_length", "`narrow`", "length -1",
+                  [] { return narrow(bad_inputs::zeros({5}), 0, 1, -1); },
+                  {"narrow", "length -1", "[5]"}),
+  };
+  s.pytorch = {
+      {"narrow",
+       [](Call& c) -> Outputs {
+         return {narrow(c.tensor(c.input()), c.integer(c.arg(0)), c.integer(c.arg(1)), c.integer(c.arg(2)))};
+       }},
+  };
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(concat) {
+  OpSpec s("concat", "shape");
+  s.aliases = {"cat"};
+  s.samples = {
+      {"concat_with_constant", [](const auto& x) { return mul(concat({x[0], x[1], x[2]}, 1), concat({x[1], x[0], x[2]}, 1)); },
+       [] { return V{leaf({2, 3}, 123), leaf({2, 3}, 124), constant({2, 1}, 125)}; }},
+  };
+  s.errors = {
+      error_input<ValueError>("concat_empty_list", "`concat`", "no tensors",
+                  [] { return concat(std::vector<Tensor<double>>{}); },
+                  {"concat", "at least one"}),
+      error_input<ShapeError>("concat_0d_tensors", "`concat`", "two 0-d tensors",
+                  [] { return concat({bad_inputs::zeros({}), bad_inputs::zeros({})}); },
+                  {"concat", "[]", "0-d"}),
+      error_input<ShapeError>("concat_rank_mismatch", "`concat`", "[2,3] with [3]",
+                  [] { return concat({bad_inputs::zeros({2, 3}), bad_inputs::zeros({3})}); },
+                  {"concat", "tensors[1]", "[3]", "[2,3]"}),
+      error_input<ShapeError>("concat_size_mismatch_off_axis", "`concat`", "[2,3] with [2,4] along axis 0",
+                  [] { return concat({bad_inputs::zeros({2, 3}), bad_inputs::zeros({2, 4})}, 0); },
+                  {"concat", "tensors[1]", "[2,4]", "axis 1"}),
+      error_input<ValueError>("concat_axis_out_of_range", "`concat`", "axis 1 of [2] tensors",
+                  [] { return concat({bad_inputs::zeros({2}), bad_inputs::zeros({2})}, 1); },
+                  {"concat", "axis 1", "[2]"}),
+      error_input<ValueError>("concat_undefined_member", "`cat`", "an undefined tensor in the list",
+                  [] { return cat({bad_inputs::zeros({2}), bad_inputs::undefined()}); },
+                  {"concat", "tensors[1]", "undefined"}),
+  };
+  s.pytorch = {
+      {"cat", [](Call& c) -> Outputs { return {cat(c.tensors(c.input()), dim_arg(c, 0, 0))}; }},
+  };
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(chunk) {
+  OpSpec s("chunk", "shape");
+  s.samples = {
+      {"chunk_pieces", [](const auto& x) { const auto p = chunk(x[0], 2, 0); return mul(p[0], p[1]); },
+       [] { return V{leaf({4, 3}, 122)}; }},
+  };
+  s.errors = {
+      error_input<ValueError>("chunk_zero_chunks", "`chunk`", "0 chunks",
+                  [] { return chunk(bad_inputs::zeros({4}), 0); },
+                  {"chunk", "chunks", "0", "[4]"}),
+      error_input<ValueError>("chunk_axis_out_of_range", "`chunk`", "axis 1 of [4]",
+                  [] { return chunk(bad_inputs::zeros({4}), 2, 1); },
+                  {"chunk", "axis 1", "[4]"}),
+  };
+  s.pytorch = {
+      {"chunk",
+       [](Call& c) -> Outputs {
+         const T x = c.tensor(c.input());
+         return chunk(x, std::size_t(c.integer(c.arg(0))), dim_arg(c, 1, 0));
+       }},
+  };
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(split) {
+  OpSpec s("split", "shape");
+  s.samples = {
+      {"split_pieces", [](const auto& x) { const auto p = split(x[0], 2, 1); return mul(p[0], p[1]); },
+       [] { return V{leaf({3, 4}, 121)}; }},
+  };
+  s.errors = {
+      error_input<ValueError>("split_zero_size", "`split(a, split_size)`", "split_size 0 of a non-empty axis",
+                  [] { return split(bad_inputs::zeros({4}), std::size_t{0}); },
+                  {"split", "split_size", "size 4"}),
+      error_input<ValueError>("split_sizes_do_not_sum", "`split(a, sizes)`", "sizes {1,2} for an axis of 4",
+                  [] { return split(bad_inputs::zeros({4}), std::vector<std::size_t>{1, 2}); },
+                  {"split", "[1,2]", "sum to 3", "4"}),
+  };
+  s.pytorch = {
+      {"split", split_row},
+      {"split.list_args", split_row},
+      {"split_with_sizes", split_row},
+  };
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(index_select) {
+  OpSpec s("index_select", "shape");
+  s.samples = {
+      {"index_select_repeats", [](const auto& x) { return mul(index_select(x[0], 1, IndexArray{2, 0, 2}), x[1]); },
+       [] { return V{leaf({2, 3, 2}, 126), leaf({2, 3, 2}, 127)}; }},
+  };
+  s.errors = {
+      error_input<ValueError>("index_select_0d_index_not_zero", "`index_select`", "index [1] for a 0-d tensor",
+                  [] { return index_select(bad_inputs::zeros({}), 0, bad_inputs::one_d({1})); },
+                  {"index_select", "0-d", "[0]", "holding 1"}),
+      error_input<ShapeError>("index_select_2d_index", "`index_select`", "a [1,1] index",
+                  [] { return index_select(bad_inputs::zeros({4, 2}), 0, bad_inputs::indices({1, 1}, 0)); },
+                  {"index_select", "1-D", "[1,1]", "[4,2]"}),
+      error_input<ValueError>("index_select_out_of_range", "`index_select`", "index 4 of an axis of 4",
+                  [] { return index_select(bad_inputs::zeros({4, 2}), 0, bad_inputs::one_d({0, 4})); },
+                  {"index_select", "index 4", "position 1", "[4,2]"}),
+      error_input<ValueError>("index_select_negative_index", "`index_select`", "index -1",
+                  [] { return index_select(bad_inputs::zeros({4, 2}), 1, bad_inputs::one_d({-1})); },
+                  {"index_select", "index -1", "position 0", "[4,2]"}),
+      error_input<ValueError>("index_select_axis_out_of_range", "`index_select`", "axis 1 of [4]",
+                  [] { return index_select(bad_inputs::zeros({4}), 1, bad_inputs::one_d({0})); },
+                  {"index_select", "axis 1", "[4]"}),
+  };
+  s.pytorch = {
+      {"index_select",
+       [](Call& c) -> Outputs {
+         return {index_select(c.tensor(c.input()), c.integer(c.arg(0)), c.indices(c.arg(1)))};
+       }},
+  };
+  return s;
+}
+
+}  // namespace
+}  // namespace testing
 }  // namespace tapegrad

@@ -10,6 +10,10 @@
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/softmax.h"
 #include "autograd/core/tape.h"
+#include "tests/ops/op_spec.h"
+#include "tests/pytorch_samples/rows.h"
+#include "tests/bad_inputs/inputs.h"
+#include "autograd/ops/all.h"
 #include "tests/support/reference.h"
 #include "tests/support/thread_count.h"
 
@@ -384,4 +388,98 @@ TEST(Softmax, BadAxisThrowsNamingOpAxisAndShape) {
 }
 
 }  // namespace
+
+// ---- specs ------------------------------------------------------------------------------------
+
+namespace testing {
+namespace {
+
+using namespace pytorch_samples;  // the PyTorch calls' building blocks (rows.h)
+using T = Tensor<double>;
+using V = std::vector<Tensor<double>>;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Row 1 fully masked (its softmax is all zeros, its log_softmax all -inf), the others in part.
+const Mask kRowMask{{false, true, false, false}, {true, true, true, true}, {false, false, false, true}};
+// Broadcast over [2, 2, 3, 4] scores: batch 0 masks keys 1 and 3, batch 1 every key (each of its
+// lanes over the last axis is fully masked).
+const Mask kKeyMask{{{{false, true, false, true}}}, {{{true, true, true, true}}}};
+
+// softmax / log_softmax of x with the masked entries at -inf; log_softmax's -inf outputs are
+// zeroed after it (as a masked loss would), where finite differences are undefined.
+auto masked_softmax(const Mask& mask, Index axis) {
+  return [mask, axis](const auto& x) { return softmax(masked_fill(x[0], mask, -kInf), axis); };
+}
+auto masked_log_softmax(const Mask& mask, Index axis) {
+  return [mask, axis](const auto& x) { return masked_fill(log_softmax(masked_fill(x[0], mask, -kInf), axis), mask, 0.0); };
+}
+
+// The last axis (one contiguous row per lane) and the others (lanes across rows), 0-d tensors,
+// fully and partly masked rows.
+TAPEGRAD_OP_SPEC(softmax) {
+  OpSpec s("softmax", "softmax");
+  s.samples = {
+      // Softmax: the last axis (one contiguous row per lane) and the others (lanes across rows).
+      OpCase("softmax_last_axis", [](const auto& x) { return softmax(x[0], -1); }, [] { return V{leaf({3, 4}, 318, -2.0, 2.0)}; }).at_scale([] { return V{leaf({64, 517}, 908, -2.0, 2.0)}; }),
+      OpCase("softmax_axis_0", [](const auto& x) { return softmax(x[0], 0); }, [] { return V{leaf({3, 4}, 319, -2.0, 2.0)}; }).at_scale([] { return V{leaf({307, 71}, 909, -2.0, 2.0)}; }),
+      OpCase("softmax_middle_axis", [](const auto& x) { return softmax(x[0], 1); },
+       [] { return V{leaf({2, 3, 4}, 320, -2.0, 2.0)}; }).at_scale([] { return V{leaf({3, 301, 47}, 910, -2.0, 2.0)}; }),
+      {"softmax_1d", [](const auto& x) { return softmax(x[0], 0); }, [] { return V{leaf({5}, 321, -2.0, 2.0)}; }},
+      {"softmax_of_product", [](const auto& x) { return softmax(mul(x[0], x[1]), -1); },
+       [] { return V{leaf({2, 5}, 322, -2.0, 2.0), leaf({5}, 323, -2.0, 2.0)}; }},
+      {"softmax_masked_rows", masked_softmax(kRowMask, -1), [] { return V{leaf({3, 4}, 324, -2.0, 2.0)}; }},
+      {"softmax_masked_columns", masked_softmax(kRowMask, 0), [] { return V{leaf({3, 4}, 325, -2.0, 2.0)}; }},
+      {"softmax_broadcast_mask", masked_softmax(kKeyMask, -1), [] { return V{leaf({2, 2, 3, 4}, 326, -2.0, 2.0)}; }},
+      {"softmax_0d", [](const auto& x) { return mul(softmax(x[0], 0), x[0]); }, [] { return V{leaf({}, 707)}; }},
+  };
+  s.errors = {
+      error_input<ValueError>("softmax_axis_out_of_range", "`softmax`", "axis 2 of [2,3]",
+                  [] { return softmax(bad_inputs::zeros({2, 3}), 2); },
+                  {"softmax", "axis 2", "[2,3]"}),
+      error_input<ValueError>("softmax_axis_1_of_0d", "`softmax`", "axis 1 of a 0-d tensor (0 and -1 are allowed)",
+                  [] { return softmax(bad_inputs::zeros({}), 1); },
+                  {"softmax", "axis 1", "[-1, 0]", "[]"}),
+      error_input<ValueError>("softmax_undefined", "`softmax`", "undefined a",
+                  [] { return softmax(bad_inputs::undefined(), -1); },
+                  {"softmax", "'a'", "undefined"}),
+  };
+  s.pytorch = {
+      {"softmax", softmax_like([](const T& x, Index d) { return softmax(x, d); })},
+      {"softmax.with_dtype", softmax_like([](const T& x, Index d) { return softmax(x, d); })},
+  };
+  return s;
+}
+
+TAPEGRAD_OP_SPEC(log_softmax) {
+  OpSpec s("log_softmax", "softmax");
+  s.samples = {
+      OpCase("log_softmax_last_axis", [](const auto& x) { return log_softmax(x[0], -1); },
+       [] { return V{leaf({3, 4}, 327, -2.0, 2.0)}; }).at_scale([] { return V{leaf({64, 517}, 911, -2.0, 2.0)}; }),
+      {"log_softmax_axis_0", [](const auto& x) { return log_softmax(x[0], 0); }, [] { return V{leaf({3, 4}, 328, -2.0, 2.0)}; }},
+      OpCase("log_softmax_middle_axis", [](const auto& x) { return log_softmax(x[0], 1); },
+       [] { return V{leaf({2, 3, 4}, 329, -2.0, 2.0)}; }).at_scale([] { return V{leaf({3, 301, 47}, 912, -2.0, 2.0)}; }),
+      {"log_softmax_of_product", [](const auto& x) { return log_softmax(mul(x[0], x[1]), 0); },
+       [] { return V{leaf({4, 3}, 330, -2.0, 2.0), leaf({4, 1}, 331, -2.0, 2.0)}; }},
+      {"log_softmax_masked_rows", masked_log_softmax(kRowMask, -1), [] { return V{leaf({3, 4}, 332, -2.0, 2.0)}; }},
+      {"log_softmax_masked_columns", masked_log_softmax(kRowMask, 0), [] { return V{leaf({3, 4}, 333, -2.0, 2.0)}; }},
+      {"log_softmax_broadcast_mask", masked_log_softmax(kKeyMask, -1),
+       [] { return V{leaf({2, 2, 3, 4}, 334, -2.0, 2.0)}; }},
+      {"log_softmax_0d", [](const auto& x) { return add(log_softmax(x[0], -1), mul(x[0], x[0])); },
+       [] { return V{leaf({}, 708)}; }},
+  };
+  s.errors = {
+      error_input<ValueError>("log_softmax_axis_out_of_range", "`log_softmax`", "axis -3 of [2,3]",
+                  [] { return log_softmax(bad_inputs::zeros({2, 3}), -3); },
+                  {"log_softmax", "axis -3", "[2,3]"}),
+  };
+  s.pytorch = {
+      {"log_softmax", softmax_like([](const T& x, Index d) { return log_softmax(x, d); })},
+      {"log_softmax.dtype", softmax_like([](const T& x, Index d) { return log_softmax(x, d); })},
+  };
+  return s;
+}
+
+}  // namespace
+}  // namespace testing
 }  // namespace tapegrad

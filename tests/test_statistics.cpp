@@ -151,7 +151,7 @@ template <class Fn> PyTorchCall variance_like(Fn fn) {
 
 // Over one axis, several, all, with keepdims, and of a product (so an input reaches them twice).
 TAPEGRAD_OP_SPEC(logsumexp) {
-  OpSpec s{.name = "logsumexp", .family = "statistics"};
+  OpSpec s("logsumexp", "statistics");
   s.samples = {
       OpCase("logsumexp_last_axis", [](const auto& x) { return logsumexp(x[0], {-1}); }, [] { return V{leaf({3, 4}, 1201)}; })
           .at_scale([] { return V{leaf({64, 517}, 1202)}; }),
@@ -171,7 +171,7 @@ TAPEGRAD_OP_SPEC(logsumexp) {
 }
 
 TAPEGRAD_OP_SPEC(var) {
-  OpSpec s{.name = "var", .family = "statistics"};
+  OpSpec s("var", "statistics");
   s.samples = {
       OpCase("var_axis_0", [](const auto& x) { return var(x[0], {0}); }, [] { return V{leaf({4, 3}, 1206)}; })
           .at_scale([] { return V{leaf({307, 71}, 1207)}; }),
@@ -187,7 +187,7 @@ TAPEGRAD_OP_SPEC(var) {
 }
 
 TAPEGRAD_OP_SPEC(std) {
-  OpSpec s{.name = "std", .family = "statistics"};
+  OpSpec s("std", "statistics");
   s.samples = {
       OpCase("std_last_axis", [](const auto& x) { return std(x[0], {-1}); }, [] { return V{leaf({3, 5}, 1211)}; })
           .at_scale([] { return V{leaf({64, 517}, 1212)}; }),

@@ -78,7 +78,7 @@ template <class Fn> PyTorchCall triangle(Fn fn) {
 
 // tril and triu are linear: composed with a product, so that the second derivative is not zero.
 TAPEGRAD_OP_SPEC(tril) {
-  OpSpec s{.name = "tril", .family = "triangular"};
+  OpSpec s("tril", "triangular");
   s.samples = {OpCase("tril_times_input", [](const auto& x) { return mul(tril(x[0]), x[0]); },
                       [] { return V{leaf({3, 4}, 1308)}; })
                    .at_scale([] { return V{leaf({4, 301, 307}, 1309)}; })};
@@ -89,7 +89,7 @@ TAPEGRAD_OP_SPEC(tril) {
 }
 
 TAPEGRAD_OP_SPEC(triu) {
-  OpSpec s{.name = "triu", .family = "triangular"};
+  OpSpec s("triu", "triangular");
   s.samples = {{"triu_batch_of_product", [](const auto& x) { return triu(mul(x[0], x[1]), -1); },
                 [] { return V{leaf({2, 4, 3}, 1310), leaf({3}, 1311)}; }}};
   s.errors = {error_input<ShapeError>("triu_of_0d", "`triu`", "a 0-d tensor", [] { return triu(zeros({}), 1); },

@@ -1,6 +1,8 @@
 #pragma once
 // Small inputs the row files build their bad calls from.
+#include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 
 #include "autograd/ops/masking.h"
@@ -21,6 +23,12 @@ inline Generator& gen() {
 }
 // A mask of a shape, all true.
 inline Mask mask_of(const Shape& shape) { return Mask(xt::ones<bool>(shape)); }
+// A 1-D index array of the given values.
+inline IndexArray one_d(std::initializer_list<Index> values) {
+  IndexArray a = IndexArray::from_shape({values.size()});
+  std::copy(values.begin(), values.end(), a.begin());
+  return a;
+}
 // Integer indices of a shape, all equal to value.
 inline IndexArray indices(const Shape& shape, Index value) {
   IndexArray a = IndexArray::from_shape(shape);

@@ -45,23 +45,25 @@ std::string declarations_of(const std::string& text) {
 std::vector<std::string> ops_declared_in(const std::string& header_text) {
   const std::string text = declarations_of(header_text);
   std::vector<std::string> names;
-  const std::string marker = "CallSite where";
-  for (std::size_t at = text.find(marker); at != std::string::npos; at = text.find(marker, at + 1)) {
-    // Back to the '(' that opens the parameter list holding `where`, then the name before it.
-    std::size_t open = at;
-    for (int depth = 0; open-- > 0;) {
-      if (text[open] == ')') ++depth;
-      if (text[open] == '(' && depth-- == 0) break;
+  for (const std::string marker : {"CallSite ", "Tensor<"}) {
+    for (std::size_t at = text.find(marker); at != std::string::npos; at = text.find(marker, at + 1)) {
+      // Back to the '(' that opens the parameter list holding the marker (none for a return
+      // type), then the name before it.
+      std::size_t open = at;
+      for (int depth = 0; open-- > 0;) {
+        if (text[open] == ')') ++depth;
+        if (text[open] == '(' && depth-- == 0) break;
+      }
+      if (open == std::string::npos) continue;
+      std::size_t end = open;
+      while (end > 0 && std::isspace(static_cast<unsigned char>(text[end - 1]))) --end;
+      std::size_t begin = end;
+      while (begin > 0 && (std::isalnum(static_cast<unsigned char>(text[begin - 1])) || text[begin - 1] == '_')) --begin;
+      const std::string name = text.substr(begin, end - begin);
+      if (!name.empty() && std::islower(static_cast<unsigned char>(name[0])) &&
+          std::find(names.begin(), names.end(), name) == names.end())
+        names.push_back(name);
     }
-    if (open == std::string::npos) continue;
-    std::size_t end = open;
-    while (end > 0 && std::isspace(static_cast<unsigned char>(text[end - 1]))) --end;
-    std::size_t begin = end;
-    while (begin > 0 && (std::isalnum(static_cast<unsigned char>(text[begin - 1])) || text[begin - 1] == '_')) --begin;
-    const std::string name = text.substr(begin, end - begin);
-    if (!name.empty() && std::islower(static_cast<unsigned char>(name[0])) &&
-        std::find(names.begin(), names.end(), name) == names.end())
-      names.push_back(name);
   }
   return names;
 }

@@ -1,7 +1,8 @@
 #pragma once
 // The ops autograd/ops/all.h declares, read from its headers: every function outside a detail
-// namespace that takes a `CallSite where` (CONTRIBUTING.md: every op's last parameter), and the
-// rows of the pointwise table, whose declarations a macro writes.
+// namespace that takes a CallSite (CONTRIBUTING.md: every recorded op's last parameter) or a
+// tensor (argmax, which records nothing), and the rows of the pointwise table, whose declarations
+// a macro writes.
 #include <string>
 #include <vector>
 
@@ -15,7 +16,7 @@ struct DeclaredOp {
 // In the order all.h includes the headers, each op once (at its first declaration).
 std::vector<DeclaredOp> declared_ops();
 
-// The names of the functions taking a `CallSite where` in `header_text` (a header's contents).
+// The names of the functions taking a CallSite or a tensor in `header_text` (a header's contents).
 std::vector<std::string> ops_declared_in(const std::string& header_text);
 
 }  // namespace tapegrad::testing

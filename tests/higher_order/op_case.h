@@ -1,10 +1,8 @@
 #pragma once
-// The cases of ops not yet in an op spec (tests/ops/op_spec.h, whose samples are OpCases too) and
-// of the nn modules: one OpCase per op and form, as tests/test_higher_order.cpp checks
-// every op: gradcheck, gradgradcheck, the same first derivative bit for bit with and without
-// create_graph, jvp against vjp, float32 against float64, and the same bits at any thread count.
-// Each op family lists its cases in its own file here (higher_order/<family>_cases.cpp); cover
-// several shapes, broadcast and masked forms, and every differentiable argument.
+// One function under test and its inputs: a sample of an op spec (tests/ops/op_spec.h) or an nn
+// module (module_cases.cpp). tests/test_higher_order.cpp checks each: gradcheck, gradgradcheck,
+// the same first derivative bit for bit with and without create_graph, jvp against vjp, float32
+// against float64, and the same bits at any thread count.
 //
 // Write an op's function once, as a generic lambda (`[](const auto& x) { return exp(x[0]); }`,
 // locals `auto`): it is compiled for double and for float. Module cases (module_cases.cpp) hold
@@ -55,35 +53,19 @@ inline void PrintTo(const OpCase& c, std::ostream* os) { *os << c.name; }
 // The element type of a case function's argument, for the casts a generic lambda spells out.
 template <class Inputs> using ElementOf = typename std::remove_cvref_t<Inputs>::value_type::value_type;
 
+// A constant of x's element type (a case's function is compiled for float too).
+template <class X> auto scalar_of(const X& x, double value) {
+  return static_cast<typename std::decay_t<decltype(x[0])>::value_type>(value);
+}
+
 // A leaf of `shape` with uniform values in [low, high) from its own seed, requiring a gradient.
 Tensor<double> leaf(const Shape& shape, std::uint64_t seed, double low = -1.0, double high = 1.0);
 // The same, not requiring a gradient (an input held constant).
 Tensor<double> constant(const Shape& shape, std::uint64_t seed, double low = -1.0, double high = 1.0);
 
-// The ops, family by family.
-std::vector<OpCase> elementwise_cases();
-std::vector<OpCase> pointwise_cases();
-std::vector<OpCase> reduce_and_shape_cases();
-std::vector<OpCase> linalg_cases();
-// einsum in torch's grammar: ellipsis, implicit output, size-1 broadcasting (einsum_cases.cpp).
-std::vector<OpCase> einsum_cases();
-std::vector<OpCase> norm_attention_loss_cases();
-std::vector<OpCase> activation_softmax_masking_cases();
-// 0-d axes, empty axis lists, dropout p = 1, broadcast masked_fill, rounding div, maximum /
-// minimum, pow of a scalar base, max / min along a dim (zero_dim_and_edge_cases.cpp).
-std::vector<OpCase> zero_dim_and_edge_cases();
-// gather, scatter_add, index_fill (indexing_cases.cpp).
-std::vector<OpCase> indexing_cases();
-// binary_cross_entropy, binary_cross_entropy_with_logits (bce_cases.cpp).
-std::vector<OpCase> bce_cases();
-// Every family above and every sample of the op specs (tests/ops/op_spec.h), in one list
-// (test_higher_order.cpp).
+// Every sample of every op spec (tests/ops/op_spec.h), with its spec's flags (test_higher_order.cpp).
 std::vector<OpCase> op_cases();
 // Every nn module, its inputs followed by all its parameters (module_cases.cpp).
 std::vector<OpCase> module_cases();
-// clamp, where, topk (selection_cases.cpp).
-std::vector<OpCase> selection_cases();
-// The losses' class weights, probability targets and log targets (loss_options_cases.cpp).
-std::vector<OpCase> loss_options_cases();
 
 }  // namespace tapegrad::testing

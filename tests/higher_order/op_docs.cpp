@@ -9,7 +9,6 @@
 #include <sstream>
 
 #include "higher_order/declared_ops.h"
-#include "higher_order/op_coverage.h"
 #include "tests/bad_inputs/row.h"
 #include "tests/ops/op_spec.h"
 
@@ -28,7 +27,7 @@ const char* const kRewrite = "TAPEGRAD_WRITE_DOCS=1 build/tests/test_higher_orde
   const std::string text = whole.str();
   const std::size_t open = text.find("\n" + begin);
   const std::size_t from = open == std::string::npos ? open : text.find('\n', open + 1) + 1;
-  const std::size_t to = open == std::string::npos ? open : text.find("\n" + end + "\n", from);
+  const std::size_t to = open == std::string::npos ? open : text.find("\n" + end + "\n", from - 1);
   if (to == std::string::npos)
     return ::testing::AssertionFailure() << path << " lacks the lines \"" << begin << "...\" and \"" << end << "\"";
   const std::string block = text.substr(from, to + 1 - from);
@@ -46,8 +45,11 @@ std::string family_title(const std::string& family) {
 }
 
 TEST(OpDocs, OpsListIsTheDeclaredOps) {
-  std::map<std::string, std::string> remarks(awaiting_spec().begin(), awaiting_spec().end());
-  for (const OpSpec& spec : op_specs()) remarks[spec.name] = spec.remark;
+  std::map<std::string, std::string> remarks;
+  for (const OpSpec& spec : op_specs()) {
+    remarks[spec.name] = spec.remark;
+    for (const auto& alias : spec.aliases) remarks[alias] = spec.name + "'s other name";
+  }
   std::ostringstream list;
   std::string family;
   for (const auto& op : declared_ops()) {

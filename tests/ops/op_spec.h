@@ -63,6 +63,8 @@ struct PyTorchName {
 enum class Differentiable { no, once, twice };
 
 struct OpSpec {
+  OpSpec(std::string name, std::string family) : name(std::move(name)), family(std::move(family)) {}
+
   std::string name;    // the function autograd/ops/all.h declares
   std::string family;  // its header in autograd/ops/, without .h
   std::string remark;  // a remark docs/ops.md prints beside the name, or ""

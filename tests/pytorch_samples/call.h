@@ -1,5 +1,5 @@
 #pragma once
-// A sample's arguments as a dispatch row (dispatch.cpp) reads them: each read marks the argument
+// A sample's arguments as an op spec's PyTorch call reads them: each read marks the argument
 // used, so that a sample with an argument no row understood is reported as needing it instead
 // of being run without it.
 #include <map>

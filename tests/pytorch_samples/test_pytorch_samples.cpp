@@ -39,7 +39,7 @@ const Sweep& sweep() {
     s.differences = load_differences(DIFFERENCES_FILE);
     for (const Sample& sample : s.file.samples) {
       const auto row = dispatch_table().find(sample.op);
-      Outcome outcome = row == dispatch_table().end() ? Outcome{false, "no row in dispatch.cpp for " + sample.op}
+      Outcome outcome = row == dispatch_table().end() ? Outcome{false, "no op spec maps the PyTorch name " + sample.op}
                                                       : run_sample(sample, row->second);
       const Difference* listed = nullptr;
       for (const Difference& d : s.differences) {
@@ -129,7 +129,7 @@ TEST(PyTorchSamples, EveryLineOfDifferencesMatchesASample) {
 TEST(PyTorchSamples, EveryOpHasARow) {
   for (const Sample& sample : sweep().file.samples) {
     ASSERT_TRUE(dispatch_table().count(sample.op)) << "generate_samples.py's op " << sample.op
-                                                   << " has no row in dispatch.cpp";
+                                                   << " is mapped by no op spec";
   }
 }
 
