@@ -1,14 +1,12 @@
 #pragma once
-// The pointwise ops of autograd/ops/pointwise_table.h, whose row gives each one's formula,
-// derivative and domain.
-//   Unary:  neg, exp, expm1, log, log1p, sqrt, rsqrt, reciprocal, sin, cos, abs, sign; each
-//           template <class T> Tensor<T> name(const Tensor<T>& a, CallSite where = current call site)
+// The pointwise ops: one for each row of autograd/ops/pointwise_table.h, which gives its formula,
+// derivative and domain (docs/ops.md lists them).
+//   Unary:  template <class T> Tensor<T> name(const Tensor<T>& a, CallSite where = current call site)
 //           gives an output of a's shape.
-//   Binary: add, sub, mul, div, pow, maximum, minimum, div_trunc, div_floor; each
-//           template <class T> Tensor<T> name(const Tensor<T>& a, const Tensor<T>& b, CallSite where = ...)
+//   Binary: template <class T> Tensor<T> name(const Tensor<T>& a, const Tensor<T>& b, CallSite where = ...)
 //           broadcasts a and b (ShapeError naming both shapes when they do not) and sums each
 //           input's gradient back to its shape.
-//   With a scalar: add, mul, rsub (s - a), rdiv (s / a), pow (a^s), rpow (s^a); each
+//   With a scalar (add, mul, rsub: s - a, rdiv: s / a, pow: a^s, rpow: s^a):
 //           template <class T> Tensor<T> name(const Tensor<T>& a, Scalar<T> s, CallSite where = ...)
 //           gives an output of a's shape (Scalar<T> is T, not deduced, so `mul(x, 2.0)` works
 //           for float).
