@@ -239,7 +239,7 @@ using T = Tensor<double>;
 using V = std::vector<Tensor<double>>;
 
 TAPEGRAD_OP_SPEC(cast) {
-  OpSpec s("cast", "elementwise");
+  OpSpec s("cast", "operators");
   s.no_pytorch = "a dtype conversion (OpInfo 'to' samples devices and dtypes); the samples are float64 only";
   s.errors = {error_input<ValueError>("cast_undefined", "`cast<float>`", "undefined a",
                                       [] { return cast<float>(bad_inputs::undefined()); }, {"cast", "'a'", "undefined"})};

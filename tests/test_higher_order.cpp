@@ -1,7 +1,8 @@
-// Every case of the registry (higher_order/op_case.h): gradcheck; gradgradcheck against central
-// differences of the first derivative; the first derivative the same, bit for bit, whether or not
-// the backward is recorded (GradientOptions::create_graph); jvp against vjp. Every op (modules
-// aside) also: float32 against float64, and the same bits at one and two threads.
+// Every sample of every op spec (tests/ops/op_spec.h) and every nn module (module_cases.cpp):
+// gradcheck; gradgradcheck against central differences of the first derivative; the first
+// derivative the same, bit for bit, whether or not the backward is recorded
+// (GradientOptions::create_graph); jvp against vjp. Every op (modules aside) also: float32
+// against float64, and the same bits at one and two threads.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -14,7 +15,7 @@
 #include "autograd/ops/functional.h"
 #include "autograd/kernels/parallel.h"
 #include "autograd/core/tape.h"
-#include "higher_order/op_case.h"
+#include "tests/ops/op_case.h"
 #include "tests/ops/op_spec.h"
 #include "tests/support/thread_count.h"
 

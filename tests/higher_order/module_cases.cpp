@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "autograd/ops/loss.h"
-#include "higher_order/op_case.h"
+#include "tests/ops/op_case.h"
 #include "nn/activation.h"
 #include "nn/containers.h"
 #include "nn/dropout.h"

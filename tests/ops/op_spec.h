@@ -16,9 +16,12 @@
 #include <string>
 #include <vector>
 
-#include "higher_order/op_case.h"
-#include "tests/pytorch_samples/call.h"
+#include "tests/ops/op_case.h"
 #include "tests/support/reference.h"
+
+namespace tapegrad::pytorch_samples {
+class Call;  // a PyTorch sample's arguments (tests/pytorch_samples/call.h)
+}  // namespace tapegrad::pytorch_samples
 
 namespace tapegrad::testing {
 

@@ -1,11 +1,11 @@
 #pragma once
 // One function under test and its inputs: a sample of an op spec (tests/ops/op_spec.h) or an nn
-// module (module_cases.cpp). tests/test_higher_order.cpp checks each: gradcheck, gradgradcheck,
+// module (tests/higher_order/module_cases.cpp). tests/test_higher_order.cpp checks each: gradcheck, gradgradcheck,
 // the same first derivative bit for bit with and without create_graph, jvp against vjp, float32
 // against float64, and the same bits at any thread count.
 //
 // Write an op's function once, as a generic lambda (`[](const auto& x) { return exp(x[0]); }`,
-// locals `auto`): it is compiled for double and for float. Module cases (module_cases.cpp) hold
+// locals `auto`): it is compiled for double and for float. Module cases hold
 // float64 parameters and so run in float64 only.
 #include <functional>
 #include <ostream>
