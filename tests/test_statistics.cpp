@@ -10,6 +10,7 @@
 #include "autograd/core/tape.h"
 #include "tests/bad_inputs/inputs.h"
 #include "tests/ops/op_spec.h"
+#include "tests/pytorch_samples/rows.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {
