@@ -3,7 +3,7 @@
 //
 //   [deliberate]                             tapegrad chooses otherwise on purpose
 //   *alpha=* | why ...
-//   [not yet supported (issue 13 part 3)]    features under way; delete lines as they land
+//   [not yet supported]                      features under way; delete lines as they land
 //   maximum#* | maximum
 //   [not supported, no plan]                 arguments tapegrad lacks, with no plan to add them
 //   [bug]                                    tapegrad is wrong; fix it and delete the line
@@ -17,7 +17,7 @@
 namespace tapegrad::pytorch_samples {
 
 // The sections, in the order the test's table shows them.
-inline constexpr const char* difference_sections[] = {"deliberate", "not yet supported (issue 13 part 3)",
+inline constexpr const char* difference_sections[] = {"deliberate", "not yet supported",
                                                      "not supported, no plan", "bug"};
 
 struct Difference {
