@@ -1,7 +1,7 @@
 #pragma once
-// The check of a multi-head attention forward's query, key and value, shared by the three seed
+// The check of a multi-head attention forward's query, key and value, shared by the three reference
 // families. They check the same things but lay the inputs out differently (labml seq-first,
-// mha and transformer batch-first) and word their messages as their seeds name the inputs
+// mha and transformer batch-first) and word their messages as their reference designs name the inputs
 // (query/key/value one at a time; transformer's q, k and v together), which users and
 // docs/bad-inputs.md quote, so each family keeps its wording.
 #include <cstddef>

@@ -1,5 +1,5 @@
 #pragma once
-// The width of one attention head, d_k = d_model / heads, shared by the three seed families'
+// The width of one attention head, d_k = d_model / heads, shared by the three reference families'
 // MultiHeadAttention constructors. Each reference design names the head count differently (labml `heads`,
 // mha `n_heads`, transformer `h`), so the error message uses the caller's name for it.
 #include <cstddef>

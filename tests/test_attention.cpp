@@ -34,19 +34,19 @@ Tensor<double> composed(const Tensor<double>& x, const std::optional<AttendMask>
   return softmax(scaled, -1);
 }
 
-struct Case {
+struct AttentionCase {
   Shape scores;
   std::optional<Shape> mask;
 };
 
 // No mask, a full mask, masks broadcast along queries, batch and keys, a 0-dim mask, a vector.
-const std::vector<Case> kCases = {
+const std::vector<AttentionCase> kAttentionCases = {
     {{2, 3, 4}, std::nullopt}, {{2, 3, 4}, Shape{2, 3, 4}}, {{2, 3, 4}, Shape{2, 1, 4}}, {{2, 3, 4}, Shape{3, 4}},
     {{2, 3, 4}, Shape{2, 3, 1}}, {{2, 3, 4}, Shape{}},      {{5}, Shape{5}},             {{3, 1, 2, 6}, Shape{1, 2, 6}},
 };
 
 TEST(AttentionSoftmax, ForwardAndBackwardEqualTheComposition) {
-  for (const Case& c : kCases) {
+  for (const AttentionCase& c : kAttentionCases) {
     SCOPED_TRACE(format_shape(c.scores) + (c.mask ? " mask " + format_shape(*c.mask) : " no mask"));
     const std::optional<AttendMask> mask = c.mask ? std::optional<AttendMask>(random_mask(*c.mask, 7)) : std::nullopt;
     const auto x = random_tensor(c.scores, 1, true, -3.0, 3.0);
@@ -69,7 +69,7 @@ TEST(AttentionSoftmax, ForwardAndBackwardEqualTheComposition) {
 }
 
 TEST(AttentionSoftmax, Gradcheck) {
-  for (const Case& c : kCases) {
+  for (const AttentionCase& c : kAttentionCases) {
     SCOPED_TRACE(format_shape(c.scores) + (c.mask ? " mask " + format_shape(*c.mask) : " no mask"));
     const std::optional<AttendMask> mask = c.mask ? std::optional<AttendMask>(random_mask(*c.mask, 8)) : std::nullopt;
     EXPECT_TRUE(passes_gradcheck([&](const Inputs& v) { return attention_softmax(v[0], mask, 1.7); },

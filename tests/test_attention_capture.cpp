@@ -169,7 +169,7 @@ TEST(AttentionCapture, TransformerFamilyRecordIsItsAttentionWeights) {
   EXPECT_EQ(r.weights_grad, *map.grad);
   EXPECT_EQ(r.scores(0, 1, 0, 2), std::numeric_limits<double>::lowest());  // this family's fill value
   EXPECT_EQ(r.check.fully_masked_rows, 2u);                                  // one per head
-  EXPECT_NEAR(r.weights(1, 0, 2, 1), 1.0 / 3.0, 1e-15);                      // uniform, as the seed
+  EXPECT_NEAR(r.weights(1, 0, 2, 1), 1.0 / 3.0, 1e-15);                      // uniform, as the reference code
   expect_consistent(r);
   expect_scores_grad_is_finite_difference(mha, run, r);
 }

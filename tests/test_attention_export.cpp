@@ -37,7 +37,7 @@ using testing_support::TempDir;
 
 // A two-layer Transformer (d_model 4, 2 heads) with dropout, so that a capture left in training
 // mode would both change the maps and advance the dropout streams training draws from.
-struct TinyTransformer {
+struct DropoutTransformer {
   Generator gen{91};
   nn::transformer::Transformer<double> model{5, 5, 10, 0, 4, 2, 8, 2, 0.1, 1e-5, gen};
   Tensor<double> w = random_tensor({2, 2, 5}, 92, false);
@@ -84,7 +84,7 @@ TEST(AttentionSnapshots, DoublingScheduleEndsWithTheLastStep) {
 }
 
 TEST(AttentionSnapshots, SnapshotOfHoldsEveryRecordInForwardOrder) {
-  TinyTransformer t;
+  DropoutTransformer t;
   t.model.eval();
   const auto capture = nn::capture_attention(t.model, t.probe);
   const nn::AttentionSnapshot s = nn::snapshot_of(capture, 7);
@@ -101,7 +101,7 @@ TEST(AttentionSnapshots, SnapshotOfHoldsEveryRecordInForwardOrder) {
 // The snapshot is the eval-mode capture of the probe batch, the same every time it is taken, and
 // the model's mode and gradients (present or absent) come back bit for bit.
 TEST(AttentionSnapshots, TakeSnapshotUsesEvalModeAndRestoresModeAndGradients) {
-  TinyTransformer t;
+  DropoutTransformer t;
   std::vector<Tensor<double>> params = t.model.parameters();
   for (std::size_t i = 0; i < params.size(); i += 2) params[i].set_grad(xt::ones<double>(params[i].shape()) * double(i));
   const nn::AttentionSnapshot first = nn::take_snapshot(t.model, t.probe, 3);
@@ -127,7 +127,7 @@ TEST(AttentionSnapshots, TakeSnapshotUsesEvalModeAndRestoresModeAndGradients) {
 // same run without snapshots.
 TEST(AttentionSnapshots, TrainingWithSnapshotsIsBitIdenticalToTrainingWithout) {
   const auto train = [](bool snapshots) {
-    TinyTransformer t;
+    DropoutTransformer t;
     optim::SGD<double> sgd(t.model.named_parameters(), {.lr = 0.1});
     const std::vector<std::size_t> schedule = nn::doubling_schedule(6);
     std::vector<nn::AttentionSnapshot> taken;
@@ -156,7 +156,7 @@ TEST(AttentionSnapshots, TrainingWithSnapshotsIsBitIdenticalToTrainingWithout) {
 }
 
 TEST(AttentionSnapshots, SaveLoadRoundTripsBitForBit) {
-  TinyTransformer t;
+  DropoutTransformer t;
   std::vector<nn::AttentionSnapshot> saved{nn::take_snapshot(t.model, t.probe, 0),
                                            nn::take_snapshot(t.model, t.probe, 16)};
   saved[1].loss = 0.1;  // not a float: the loss must round-trip as a double
@@ -190,13 +190,13 @@ std::map<std::string, xt::xarray<double>> expected_arrays(const nn::AttentionCap
   return out;
 }
 
-nn::AttentionCapture<double> tiny_capture(TinyTransformer& t) {
+nn::AttentionCapture<double> tiny_capture(DropoutTransformer& t) {
   t.model.eval();
   return nn::capture_attention(t.model, t.probe);
 }
 
 TEST(AttentionExport, SafetensorsLoadsInPyTorchBitForBit) {
-  TinyTransformer t;
+  DropoutTransformer t;
   const auto capture = tiny_capture(t);
   const nn::NamedArrays<double> extras{{"rollout", xt::xarray<double>{{0.25, 0.75}, {1.0, 0.0}}}};
   TempDir dir;
@@ -215,7 +215,7 @@ TEST(AttentionExport, SafetensorsLoadsInPyTorchBitForBit) {
 }
 
 TEST(AttentionExport, NpyFilesLoadWithTheirShapesAndValues) {
-  TinyTransformer t;
+  DropoutTransformer t;
   const auto capture = tiny_capture(t);
   TempDir dir;
   nn::save_attention_npy(dir.path() / "npy", capture, {{"flow", xt::xarray<double>{1.0, 2.0, 3.0}}});
@@ -232,7 +232,7 @@ TEST(AttentionExport, NpyFilesLoadWithTheirShapesAndValues) {
 }
 
 TEST(AttentionExport, BertvizJsonHasTheHeadViewStructure) {
-  TinyTransformer t;
+  DropoutTransformer t;
   const auto capture = tiny_capture(t);
   TempDir dir;
   const std::vector<std::string> src{"<s>", "a", "b"}, tgt{"a", "b"};
@@ -275,7 +275,7 @@ TEST(AttentionExport, BertvizJsonHasTheHeadViewStructure) {
 // A failed export names the function and the path and leaves nothing behind. The "directory"
 // is a regular file, so the write fails even for root.
 TEST(AttentionExport, UnwritablePathLeavesNothingHalfWritten) {
-  TinyTransformer t;
+  DropoutTransformer t;
   const auto capture = tiny_capture(t);
   TempDir dir;
   const fs::path file = dir.path() / "file";

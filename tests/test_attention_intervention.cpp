@@ -26,7 +26,7 @@ using LossFn = std::function<Tensor<double>()>;
 const std::string kCross = "decoder.decoder_layers.0.src_tgt_attention";
 
 // A two-layer Transformer (d_model 4, 2 heads) on a padded batch of two.
-struct TinyTransformer {
+struct PaddedTransformer {
   Generator gen{81};
   nn::transformer::Transformer<double> model{5, 5, 10, 0, 4, 2, 8, 2, 0.0, 1e-5, gen};
   IndexArray src{{1, 2, 3}, {4, 1, 0}}, tgt{{2, 3}, {1, 0}};
@@ -38,7 +38,7 @@ struct TinyTransformer {
 };
 
 TEST(AttentionIntervention, GradientFlowsThroughAScaledHead) {
-  TinyTransformer t;
+  PaddedTransformer t;
   EXPECT_TRUE(passes_gradcheck(
       [&](const Inputs& in) {
         nn::AttentionInterventions<double> edits(t.model);
@@ -62,7 +62,7 @@ TEST(AttentionIntervention, GradientFlowsThroughAReplacedScoresHead) {
 }
 
 TEST(AttentionIntervention, AblatingAHeadChangesTheLossAndScalingByOneDoesNot) {
-  TinyTransformer t;
+  PaddedTransformer t;
   const auto ablate = [&](nn::Ablation kind) {
     return nn::loss_change<double>(t.model, t.run, [&](auto& e) { e.ablate(kCross, 0, kind); });
   };
@@ -76,7 +76,7 @@ TEST(AttentionIntervention, AblatingAHeadChangesTheLossAndScalingByOneDoesNot) {
 }
 
 TEST(AttentionIntervention, CaptureSeesTheAblatedWeights) {
-  TinyTransformer t;
+  PaddedTransformer t;
   nn::AttentionInterventions<double> edits(t.model);
   edits.ablate(kCross, 1, nn::Ablation::kMean);
   edits.ablate("encoder.encoder_layers.0.multi_head_attention", 0, nn::Ablation::kZero);
@@ -90,7 +90,7 @@ TEST(AttentionIntervention, CaptureSeesTheAblatedWeights) {
 }
 
 TEST(AttentionIntervention, HeadAblationTableHasEveryModuleAndHeadInForwardOrder) {
-  TinyTransformer t;
+  PaddedTransformer t;
   const auto table = nn::head_ablation_table<double>(t.model, t.run);
   EXPECT_EQ(table.clean_loss, t.run().item());
   ASSERT_EQ(table.rows.size(), 12u);  // 6 modules x 2 heads
@@ -103,7 +103,7 @@ TEST(AttentionIntervention, HeadAblationTableHasEveryModuleAndHeadInForwardOrder
 }
 
 TEST(AttentionIntervention, BadPathsHeadsAndShapesAreNamed) {
-  TinyTransformer t;
+  PaddedTransformer t;
   nn::AttentionInterventions<double> edits(t.model);
   EXPECT_TRUE(throws_with<ValueError>([&] { edits.ablate("encoder.nope", 0); },
                                       {"AttentionInterventions::ablate", "'encoder.nope'", "'" + kCross + "'"}));
@@ -143,7 +143,7 @@ static_assert(!std::is_copy_constructible_v<nn::labml::MultiHeadAttention<double
 
 // Two edits of one head compose in the order they were made.
 TEST(AttentionIntervention, TwoScalesOfOneHeadMultiply) {
-  TinyTransformer t;
+  PaddedTransformer t;
   const double twice = nn::loss_change<double>(t.model, t.run, [&](auto& e) {
     e.scale(kCross, 0, 0.5);
     e.scale(kCross, 0, 0.5);

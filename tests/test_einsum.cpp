@@ -97,13 +97,13 @@ Inputs random_inputs(const std::vector<Shape>& shapes, std::uint64_t seed) {
   return xs;
 }
 
-struct Case {
+struct EinsumCase {
   std::string subscripts;
   std::vector<Shape> shapes;
 };
 
 // The reference designs' strings (attention scores and values, per-head projections) and the listed ones.
-const std::vector<Case> kSeedCases = {
+const std::vector<EinsumCase> kReferenceCases = {
     {"ibhd,jbhd->ijbh", {{3, 2, 2, 4}, {5, 2, 2, 4}}},
     {"ijbh,jbhd->ibhd", {{3, 5, 2, 2}, {5, 2, 2, 4}}},
     {"hijk,hkl->hijl", {{2, 3, 2, 4}, {2, 4, 3}}},
@@ -121,7 +121,7 @@ const std::vector<Case> kSeedCases = {
 
 // Other shapes of the same machinery: implicit outputs, size-1 axes, a scalar operand, Hadamard
 // products, transposed contractions, diagonals next to a GEMM, four operands.
-const std::vector<Case> kMoreCases = {
+const std::vector<EinsumCase> kMoreCases = {
     {"ij,jk", {{2, 3}, {3, 4}}},
     {"ij,jk,kl", {{2, 3}, {3, 1}, {1, 2}}},
     {"ba", {{2, 3}}},
@@ -145,11 +145,11 @@ const std::vector<Case> kMoreCases = {
 // letters repeat within and across operands), sizes 2-3 (sometimes 1), an output that keeps a
 // random subset of the letters in a random order (the others are summed away), sometimes in
 // implicit form.
-Case random_case(Generator& gen) {
+EinsumCase random_case(Generator& gen) {
   const std::string alphabet = "abcdE";
   std::map<char, std::size_t> size;
   for (char c : alphabet) size[c] = gen.randint(0, 4) == 0 ? 1 : static_cast<std::size_t>(gen.randint(2, 4));
-  Case c;
+  EinsumCase c;
   const auto num_operands = gen.randint(0, 3) == 0 ? 1 : 2;
   std::string all;
   std::vector<std::string> operands;
@@ -175,14 +175,14 @@ Case random_case(Generator& gen) {
   return c;
 }
 
-std::vector<Case> random_cases() {
+std::vector<EinsumCase> random_cases() {
   Generator gen(2024);
-  std::vector<Case> cases;
+  std::vector<EinsumCase> cases;
   for (int i = 0; i < 40; ++i) cases.push_back(random_case(gen));
   return cases;
 }
 
-std::string describe(const Case& c) {
+std::string describe(const EinsumCase& c) {
   std::string s = "\"";
   s += c.subscripts;
   s += '"';
@@ -193,8 +193,8 @@ std::string describe(const Case& c) {
   return s;
 }
 
-void expect_matches_naive(const std::vector<Case>& cases) {
-  for (const Case& c : cases) {
+void expect_matches_naive(const std::vector<EinsumCase>& cases) {
+  for (const EinsumCase& c : cases) {
     SCOPED_TRACE(describe(c));
     const Inputs xs = random_inputs(c.shapes, 7);
     const auto got = einsum(c.subscripts, xs).value();
@@ -202,8 +202,8 @@ void expect_matches_naive(const std::vector<Case>& cases) {
   }
 }
 
-void expect_gradcheck(const std::vector<Case>& cases) {
-  for (const Case& c : cases) {
+void expect_gradcheck(const std::vector<EinsumCase>& cases) {
+  for (const EinsumCase& c : cases) {
     SCOPED_TRACE(describe(c));
     const std::string s = c.subscripts;
     EXPECT_TRUE(passes_gradcheck([s](const Inputs& x) { return einsum(s, x); }, random_inputs(c.shapes, 11)));
@@ -225,7 +225,7 @@ TEST(Einsum, NaiveReferenceSelfCheck) {
             (xt::xarray<double>{{3, 4, 5}, {6, 8, 10}}));
 }
 
-TEST(Einsum, SeedStringsMatchNaiveReference) { expect_matches_naive(kSeedCases); }
+TEST(Einsum, SeedStringsMatchNaiveReference) { expect_matches_naive(kReferenceCases); }
 TEST(Einsum, MoreStringsMatchNaiveReference) { expect_matches_naive(kMoreCases); }
 // Permutations with two axes of 16 or more, one contiguous in the source and one in the result:
 // the strided pass copies these in tiles (a transpose; the labml scores' GEMM result [bh, i, j]
@@ -244,7 +244,7 @@ TEST(Einsum, RandomStringsMatchNaiveReference) { expect_matches_naive(random_cas
 // product per index (chunks of at least two products, so 3 indices stay whole), and a pass whose
 // chunks must keep 16-element rows (4 chunks of 8 indices would write rows of 8, so 2 chunks of 4).
 TEST(Einsum, ChunkedProductsMatchNaiveReference) {
-  const std::vector<std::pair<Case, std::size_t>> cases = {
+  const std::vector<std::pair<EinsumCase, std::size_t>> cases = {
       {{"ibhd,jbhd->ijbh", {{40, 13, 16, 2}, {40, 13, 16, 2}}}, 2},
       {{"ijbh,jbhd->ibhd", {{40, 40, 13, 16}, {40, 13, 16, 2}}}, 2},
       {{"bij,bjk->ikb", {{9, 180, 2}, {9, 2, 180}}}, 2},
@@ -258,7 +258,7 @@ TEST(Einsum, ChunkedProductsMatchNaiveReference) {
   }
 }
 
-TEST(Einsum, GradcheckSeedStrings) { expect_gradcheck(kSeedCases); }
+TEST(Einsum, GradcheckSeedStrings) { expect_gradcheck(kReferenceCases); }
 TEST(Einsum, GradcheckMoreStrings) { expect_gradcheck(kMoreCases); }
 TEST(Einsum, GradcheckRandomStrings) { expect_gradcheck(random_cases()); }
 
@@ -321,7 +321,7 @@ TEST(EinsumTorchForms, MatchSpelledOutReference) {
 }
 
 TEST(EinsumTorchForms, Gradcheck) {
-  std::vector<Case> cases;
+  std::vector<EinsumCase> cases;
   for (const TorchForm& f : kTorchForms) cases.push_back({f.subscripts, f.shapes});
   expect_gradcheck(cases);
 }

@@ -145,7 +145,7 @@ PairGrads run_pair(Tensor<double> (*op)(const Tensor<double>&, const Tensor<doub
 }
 
 // Bits, so that -0. and 0. differ and NaN equals NaN.
-bool same_bits(const xt::xarray<double>& x, const xt::xarray<double>& y) {
+bool same_bits_or_nan(const xt::xarray<double>& x, const xt::xarray<double>& y) {
   if (x.shape() != y.shape()) return false;
   for (std::size_t i = 0; i < x.size(); ++i) {
     if (std::isnan(x.data()[i]) ? !std::isnan(y.data()[i]) : std::bit_cast<std::uint64_t>(x.data()[i]) != std::bit_cast<std::uint64_t>(y.data()[i]))
@@ -162,11 +162,11 @@ TEST(MaximumMinimum, PropagateNaNKeepTheFirstAtTiesAndSplitTheGradientThere) {
   const xt::xarray<double> w = thrice({1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0});
   // torch.maximum(a, b): [2, 2, 3, nan, nan, -0., 0.]; a.grad [0, 1, 3, 4, 5, 3, 3.5], b.grad [1, 1, 0, 4, 5, 3, 3.5].
   const PairGrads mx = run_pair(&maximum<double>, a, b, w);
-  EXPECT_TRUE(same_bits(mx.y, thrice({2.0, 2.0, 3.0, nan, nan, -0.0, 0.0})));
+  EXPECT_TRUE(same_bits_or_nan(mx.y, thrice({2.0, 2.0, 3.0, nan, nan, -0.0, 0.0})));
   EXPECT_EQ(mx.da, thrice({0.0, 1.0, 3.0, 4.0, 5.0, 3.0, 3.5}));
   EXPECT_EQ(mx.db, thrice({1.0, 1.0, 0.0, 4.0, 5.0, 3.0, 3.5}));
   const PairGrads mn = run_pair(&minimum<double>, a, b, w);
-  EXPECT_TRUE(same_bits(mn.y, thrice({1.0, 2.0, 1.0, nan, nan, -0.0, 0.0})));
+  EXPECT_TRUE(same_bits_or_nan(mn.y, thrice({1.0, 2.0, 1.0, nan, nan, -0.0, 0.0})));
   EXPECT_EQ(mn.da, thrice({1.0, 1.0, 0.0, 4.0, 5.0, 3.0, 3.5}));
   EXPECT_EQ(mn.db, thrice({0.0, 1.0, 3.0, 4.0, 5.0, 3.0, 3.5}));
   // Broadcast, with ties: torch.maximum([[1], [2]], [1, 2, 3]) gives a.grad [[0.5], [1.5]], b.grad [0.5, 1.5, 2].
@@ -190,15 +190,15 @@ TEST(DivRoundingMode, TruncAndFloorMatchPyTorchWithZeroGradient) {
     return div(x, y, RoundingMode::floor, where);
   };
   const PairGrads t = run_pair(+trunc, a, b, ones);
-  EXPECT_TRUE(same_bits(t.y, xt::xarray<double>{3.0, -3.0, -3.0, 3.0, 11.0, -0.0, -0.0, -0.0, 10.0, inf, -2.0}));
+  EXPECT_TRUE(same_bits_or_nan(t.y, xt::xarray<double>{3.0, -3.0, -3.0, 3.0, 11.0, -0.0, -0.0, -0.0, 10.0, inf, -2.0}));
   EXPECT_EQ(t.da, xt::zeros<double>({a.size()}));
   EXPECT_EQ(t.db, xt::zeros<double>({a.size()}));
   // Python's //: 1.0 // 0.1 is 9 (a / b rounds to 10.0 first); -1 // inf is -1.
   const PairGrads f = run_pair(+floor, a, b, ones);
-  EXPECT_TRUE(same_bits(f.y, xt::xarray<double>{3.0, -4.0, -4.0, 3.0, 11.0, -1.0, -1.0, -1.0, 9.0, inf, -2.0}));
+  EXPECT_TRUE(same_bits_or_nan(f.y, xt::xarray<double>{3.0, -4.0, -4.0, 3.0, 11.0, -1.0, -1.0, -1.0, 9.0, inf, -2.0}));
   EXPECT_EQ(f.da, xt::zeros<double>({a.size()}));
   EXPECT_EQ(f.db, xt::zeros<double>({a.size()}));
-  EXPECT_TRUE(same_bits(div(Tensor<double>(xt::xarray<double>{-0.0, inf}), Tensor<double>(xt::xarray<double>{3.0, 2.0}),
+  EXPECT_TRUE(same_bits_or_nan(div(Tensor<double>(xt::xarray<double>{-0.0, inf}), Tensor<double>(xt::xarray<double>{3.0, 2.0}),
                             RoundingMode::floor).value(),
                         xt::xarray<double>{-0.0, std::nan("")}));
   const Tensor<double> x = random_tensor({2, 3}, 31), y = random_tensor({3}, 32, true, 0.5, 1.5);

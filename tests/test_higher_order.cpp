@@ -18,6 +18,7 @@
 #include "tests/ops/op_case.h"
 #include "tests/ops/op_spec.h"
 #include "tests/support/thread_count.h"
+#include "tests/ops/values.h"
 
 namespace tapegrad::testing {
 
@@ -210,9 +211,6 @@ TEST_P(EveryOpInFloat32AndAtAnyThreadCount, Float32AgreesWithFloat64) {
   }
 }
 
-bool same_bits(const xt::xarray<double>& a, const xt::xarray<double>& b) {
-  return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
-}
 
 // Kernels split their work in fixed blocks, so the thread count never changes a bit.
 TEST_P(EveryOpInFloat32AndAtAnyThreadCount, SameBitsAtOneAndTwoThreads) {
@@ -350,7 +348,6 @@ void expect_elements(const xt::xarray<double>& actual, const std::vector<double>
   }
 }
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kUnchecked = std::numeric_limits<double>::quiet_NaN();
 
 // pow(a, b) at a zero base under the exponents 0, 1, 2, 0.5 and 3, both sides differentiated

@@ -12,16 +12,11 @@
 #include "tests/bad_inputs/inputs.h"
 #include "autograd/ops/all.h"
 #include "tests/support/reference.h"
+#include "tests/ops/values.h"
 
 namespace tapegrad {
 namespace {
 
-// 0, 1, 2, ... laid out in `shape`.
-Tensor<double> iota(const Shape& shape, bool requires_grad = false) {
-  xt::xarray<double> v = xt::xarray<double>::from_shape(shape);
-  std::iota(v.begin(), v.end(), 0.0);
-  return Tensor<double>(std::move(v), requires_grad);
-}
 
 // Indices / values laid out in `shape` (a braced list of one-element rows is ambiguous in xtensor).
 IndexArray shaped(std::initializer_list<Index> values, const Shape& shape) {

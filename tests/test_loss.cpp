@@ -18,11 +18,11 @@
 #include "autograd/ops/all.h"
 #include "tests/support/reference.h"
 #include "tests/support/thread_count.h"
+#include "tests/ops/values.h"
 
 namespace tapegrad {
 namespace {
 
-constexpr Index kIgnore = -100;
 
 // Logits shapes in PyTorch's class-axis convention: [C], [N, C], size-1 axes, [N, C, L], [N, C, d1, d2].
 // {3, 37}: rows long enough for the xsimd passes of the last-axis kernel (batches and a tail).
@@ -253,7 +253,6 @@ const IndexArray kMaskedTargets = {0, 1, 0, 0, 1};
 struct PyTorchRows {
   xt::xarray<double> loss, grad;
 };
-constexpr double kInf = std::numeric_limits<double>::infinity();
 template <class T>
 PyTorchRows pytorch_masked_rows(double s) {
   if constexpr (std::is_same_v<T, float>) {
@@ -651,7 +650,6 @@ using namespace pytorch_samples;  // the PyTorch calls' building blocks (rows.h)
 using T = Tensor<double>;
 using V = std::vector<Tensor<double>>;
 
-constexpr Index kIgnore = -100;
 
 // A leaf whose entry `at` (flat) is -inf: a masked logit.
 Tensor<double> with_minus_inf(Tensor<double> t, std::size_t at) {

@@ -7,11 +7,11 @@
 #include "autograd/ops/all.h"
 #include "autograd/core/tape.h"
 #include "tests/support/reference.h"
+#include "tests/ops/values.h"
 
 namespace tapegrad {
 namespace {
 
-constexpr Index kIgnore = -100;
 
 // [N, C] or [N, C, L] logits with targets cycling through the classes, one in three ignored.
 struct ClassCase {

@@ -16,11 +16,11 @@
 #include "tests/bad_inputs/inputs.h"
 #include "autograd/ops/all.h"
 #include "tests/support/reference.h"
+#include "tests/ops/values.h"
 
 namespace tapegrad {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // (input shape, mask shape) pairs: same shape, broadcast over leading, middle and trailing axes,
 // a 0-d mask, and the [batch, 1, 1, keys]-style padding mask over a 4-D input.
@@ -31,7 +31,7 @@ const std::vector<std::pair<Shape, Shape>> kMaskShapes = {
     {{2, 1, 3}, {1, 3}}, {{3, 2, 2, 4}, {3, 1, 1, 4}},
 };
 
-Mask random_mask(const Shape& shape, std::uint64_t seed) {
+Mask random_fill_mask(const Shape& shape, std::uint64_t seed) {
   return Mask(xt::greater(random_tensor(shape, seed, false, 0.0, 1.0).value(), 0.5));
 }
 
@@ -66,7 +66,7 @@ TEST(MaskedFill, BroadcastMasksMatchNaiveLoops) {
   for (const auto& [shape, mask_shape] : kMaskShapes) {
     SCOPED_TRACE(format_shape(shape) + " mask " + format_shape(mask_shape));
     const auto a = random_tensor(shape, seed++);
-    const Mask mask = random_mask(mask_shape, seed++);
+    const Mask mask = random_fill_mask(mask_shape, seed++);
     const auto y = masked_fill(a, mask, -kInf);
     ASSERT_EQ(y.shape(), shape);
     for (std::size_t i = 0; i < a.numel(); ++i) {
@@ -80,7 +80,7 @@ TEST(MaskedFill, GradientIsZeroWhereFilled) {
   for (const auto& [shape, mask_shape] : kMaskShapes) {
     SCOPED_TRACE(format_shape(shape) + " mask " + format_shape(mask_shape));
     const auto a = random_tensor(shape, seed++);
-    const Mask mask = random_mask(mask_shape, seed++);
+    const Mask mask = random_fill_mask(mask_shape, seed++);
     const xt::xarray<double> g = random_tensor(shape, seed++, false).value();
     GradientTape tape;
     tape.backward(masked_fill(a, mask, -kInf), g);
@@ -93,7 +93,7 @@ TEST(MaskedFill, GradcheckOverBroadcastMasks) {
   std::uint64_t seed = 200;
   for (const auto& [shape, mask_shape] : kMaskShapes) {
     SCOPED_TRACE(format_shape(shape) + " mask " + format_shape(mask_shape));
-    const Mask mask = random_mask(mask_shape, seed++);
+    const Mask mask = random_fill_mask(mask_shape, seed++);
     EXPECT_TRUE(passes_gradcheck([mask](const Inputs& x) { return masked_fill(x[0], mask, 2.5); },
                                  {random_tensor(shape, seed++)}));
   }
@@ -118,7 +118,7 @@ TEST(MaskedFill, InputBroadcastsToTheMasksShapeAndItsGradientSumsBack) {
   EXPECT_EQ(masked_fill(column, Mask{true, false, true}, 0.0).value(), (xt::xarray<double>{{0.0, 1.0, 0.0}, {0.0, 2.0, 0.0}}));
   for (const auto& [shape_a, shape_mask] : std::vector<std::pair<Shape, Shape>>{{{3}, {2, 3}}, {{2, 1}, {3}}, {{}, {2, 2}}}) {
     SCOPED_TRACE(format_shape(shape_a) + " under " + format_shape(shape_mask));
-    const Mask mask = random_mask(shape_mask, 305);
+    const Mask mask = random_fill_mask(shape_mask, 305);
     EXPECT_TRUE(passes_gradcheck([mask](const Inputs& x) { return masked_fill(x[0], mask, 0.5); },
                                  {random_tensor(shape_a, 306)}));
   }
@@ -168,7 +168,7 @@ TEST(MaskedFill, ZeroDTensorValueUnderABroadcastInputCountsEveryFilledCopy) {
 TEST(MaskedFill, ZeroDTensorValueGradcheckOverBroadcastMasks) {
   for (const auto& [shape_a, shape_mask] : kMaskShapes) {
     SCOPED_TRACE(format_shape(shape_a) + " under " + format_shape(shape_mask));
-    const Mask mask = random_mask(shape_mask, 307);
+    const Mask mask = random_fill_mask(shape_mask, 307);
     EXPECT_TRUE(passes_gradcheck([mask](const Inputs& x) { return masked_fill(x[0], mask, x[1]); },
                                  {random_tensor(shape_a, 308), random_tensor({}, 309)}));
   }

@@ -214,7 +214,7 @@ struct ReferenceOptions {
 };
 
 
-// Seed 003's corrected forward in plain loops over the module's own parameter values.
+// The batch-first review's corrected forward in plain loops over the module's own parameter values.
 Reference naive_mha(const MultiHeadAttention<double>& m, const Array& query, const Array& key, const Array& value,
                     const std::optional<AttendMask>& mask, const ReferenceOptions& options = {}) {
   const auto state = m.state_dict();
@@ -298,7 +298,7 @@ TEST(BatchFirstMultiHeadAttention, ParameterCountIsTheClosedForm) {
 }
 
 TEST(BatchFirstMultiHeadAttention, SeedShapeExamples) {
-  // Seed 002: batch 2, seq 8, d_model 64, 4 heads -> output [2, 8, 64], weights [2, 4, 8, 8].
+  // The batch-first package: batch 2, seq 8, d_model 64, 4 heads -> output [2, 8, 64], weights [2, 4, 8, 8].
   Generator gen(0);
   MultiHeadAttention<float> mha(64, 4, gen);
   const auto x = Tensor<float>::randn({2, 8, 64}, gen);
@@ -431,9 +431,9 @@ TEST(BatchFirstMultiHeadAttention, DropoutIsActiveInTrainingAndIdentityInEval) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Seed 003's six bugs: each test fails on a module that has that bug.
+// The batch-first review's six bugs: each test fails on a module that has that bug.
 
-class BatchFirstSeed003Bugs : public ::testing::Test {
+class BatchFirstReviewedBugs : public ::testing::Test {
  protected:
   // seq_q 4 and seq_k 5 differ from d_k 3, so a 1/sqrt(S) scale cannot pass for 1/sqrt(d_k).
   Case c{"cross, padding mask", 2, 4, 5, nn::create_padding_mask(IndexArray{{1, 2, 3, 0, 0}, {4, 5, 6, 7, 0}})};
@@ -448,7 +448,7 @@ class BatchFirstSeed003Bugs : public ::testing::Test {
   }
 };
 
-TEST_F(BatchFirstSeed003Bugs, A_QueryKeyValueProjectionsAreApplied) {
+TEST_F(BatchFirstReviewedBugs, A_QueryKeyValueProjectionsAreApplied) {
   // Without the projections the output would not move when their weights do.
   for (const std::string name : {"query.weight", "key.weight", "value.weight"}) {
     SCOPED_TRACE(name);
@@ -461,7 +461,7 @@ TEST_F(BatchFirstSeed003Bugs, A_QueryKeyValueProjectionsAreApplied) {
   }
 }
 
-TEST_F(BatchFirstSeed003Bugs, B_ScaleIsOneOverSqrtDkNotSqrtSeqLen) {
+TEST_F(BatchFirstReviewedBugs, B_ScaleIsOneOverSqrtDkNotSqrtSeqLen) {
   const Array weights = run().attention_weights.value();
   EXPECT_LT(max_abs_diff(weights, reference().attn), 1e-12);
   for (double wrong : {1.0 / std::sqrt(4.0), 1.0 / std::sqrt(5.0), 1.0}) {
@@ -469,7 +469,7 @@ TEST_F(BatchFirstSeed003Bugs, B_ScaleIsOneOverSqrtDkNotSqrtSeqLen) {
   }
 }
 
-TEST_F(BatchFirstSeed003Bugs, C_MaskedKeysGetExactlyZeroWeightNotAMultipliedScore) {
+TEST_F(BatchFirstReviewedBugs, C_MaskedKeysGetExactlyZeroWeightNotAMultipliedScore) {
   // mask * scores would leave masked keys a weight of exp(0) / sum > 0.
   const Array weights = run().attention_weights.value();
   std::size_t masked = 0;
@@ -484,7 +484,7 @@ TEST_F(BatchFirstSeed003Bugs, C_MaskedKeysGetExactlyZeroWeightNotAMultipliedScor
   EXPECT_EQ(masked, (2u + 1u) * kHeads * 4);
 }
 
-TEST_F(BatchFirstSeed003Bugs, D_OutputProjectionIsApplied) {
+TEST_F(BatchFirstReviewedBugs, D_OutputProjectionIsApplied) {
   const Array before = run().output.value();
   parameter(mha, "proj.weight").mutable_value() *= -0.5;
   const Array after = run().output.value();
@@ -492,7 +492,7 @@ TEST_F(BatchFirstSeed003Bugs, D_OutputProjectionIsApplied) {
   EXPECT_LT(max_abs_diff(after, reference().out), 1e-12);
 }
 
-TEST_F(BatchFirstSeed003Bugs, E_AttentionDropoutIsAppliedInTraining) {
+TEST_F(BatchFirstReviewedBugs, E_AttentionDropoutIsAppliedInTraining) {
   // Replays the attn_drop stream: one float uniform draw per weight, row-major; a weight is kept when
   // u >= p and then scaled by 1/(1-p) (the dropout op's documented contract).
   Generator gen2(33);
@@ -514,7 +514,7 @@ TEST_F(BatchFirstSeed003Bugs, E_AttentionDropoutIsAppliedInTraining) {
   EXPECT_GT(max_abs_diff(result.output.value(), train(x.query, x.key, x.value, c.mask).output.value()), 1e-6);
 }
 
-TEST_F(BatchFirstSeed003Bugs, F_SoftmaxIsOverTheKeyAxisOnly) {
+TEST_F(BatchFirstReviewedBugs, F_SoftmaxIsOverTheKeyAxisOnly) {
   // Each [b, h, i, :] row sums to 1; a softmax over dims (2, 3) would make each [b, h] plane sum to 1.
   const Array weights = run().attention_weights.value();
   for (std::size_t b = 0; b < 2; ++b)

@@ -181,7 +181,7 @@ TEST(LabmlMultiHeadAttention, ParameterNamesFollowTheSeed) {
   EXPECT_EQ(names_of(mha), (std::vector<std::string>{"query.linear.weight", "query.linear.bias", "key.linear.weight",
                                                      "key.linear.bias", "value.linear.weight", "value.linear.bias",
                                                      "output.weight", "output.bias"}));
-  // bias = false drops the query and key biases only: value always has one, as in the seed.
+  // bias = false drops the query and key biases only: value always has one, as in labml's code.
   MultiHeadAttention<double> no_bias(kHeads, kDModel, gen, 0.1, /*bias=*/false);
   EXPECT_EQ(names_of(no_bias), (std::vector<std::string>{"query.linear.weight", "key.linear.weight",
                                                          "value.linear.weight", "value.linear.bias", "output.weight",
@@ -359,9 +359,9 @@ TEST(LabmlMultiHeadAttention, DropoutIsActiveInTrainingAndIdentityInEval) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Seed 003's six bugs, each of which one of these tests would catch in this module.
+// The batch-first review's six bugs, each of which one of these tests would catch in this module.
 
-class LabmlSeed003Bugs : public ::testing::Test {
+class LabmlReviewedBugs : public ::testing::Test {
  protected:
   // seq_q 4 and seq_k 5 differ from d_k 3, so a 1/sqrt(seq) scale cannot pass for 1/sqrt(d_k).
   Case c{"cross, mask", 4, 5, 2, random_mask({4, 5, 2}, 30)};
@@ -376,7 +376,7 @@ class LabmlSeed003Bugs : public ::testing::Test {
   }
 };
 
-TEST_F(LabmlSeed003Bugs, A_QueryKeyValueProjectionsAreApplied) {
+TEST_F(LabmlReviewedBugs, A_QueryKeyValueProjectionsAreApplied) {
   for (const std::string name : {"query.linear.weight", "key.linear.weight", "value.linear.weight"}) {
     SCOPED_TRACE(name);
     const Array before = run();
@@ -388,7 +388,7 @@ TEST_F(LabmlSeed003Bugs, A_QueryKeyValueProjectionsAreApplied) {
   }
 }
 
-TEST_F(LabmlSeed003Bugs, B_ScaleIsOneOverSqrtDkNotSqrtSeqLen) {
+TEST_F(LabmlReviewedBugs, B_ScaleIsOneOverSqrtDkNotSqrtSeqLen) {
   run();
   EXPECT_DOUBLE_EQ(mha.scale(), 1.0 / std::sqrt(3.0));
   EXPECT_LT(max_abs_diff(mha.attention().value(), reference().attn), 1e-12);
@@ -397,7 +397,7 @@ TEST_F(LabmlSeed003Bugs, B_ScaleIsOneOverSqrtDkNotSqrtSeqLen) {
   }
 }
 
-TEST_F(LabmlSeed003Bugs, C_MaskedKeysGetExactlyZeroWeightNotAMultipliedScore) {
+TEST_F(LabmlReviewedBugs, C_MaskedKeysGetExactlyZeroWeightNotAMultipliedScore) {
   run();
   const Array& a = mha.attention().value();
   std::size_t masked = 0;
@@ -410,7 +410,7 @@ TEST_F(LabmlSeed003Bugs, C_MaskedKeysGetExactlyZeroWeightNotAMultipliedScore) {
   EXPECT_GT(masked, 0u);
 }
 
-TEST_F(LabmlSeed003Bugs, D_OutputProjectionIsApplied) {
+TEST_F(LabmlReviewedBugs, D_OutputProjectionIsApplied) {
   const Array before = run();
   parameter(mha, "output.weight").mutable_value() *= -0.5;
   const Array after = run();
@@ -418,7 +418,7 @@ TEST_F(LabmlSeed003Bugs, D_OutputProjectionIsApplied) {
   EXPECT_LT(max_abs_diff(after, reference().out), 1e-12);
 }
 
-TEST_F(LabmlSeed003Bugs, E_AttentionDropoutIsAppliedInTraining) {
+TEST_F(LabmlReviewedBugs, E_AttentionDropoutIsAppliedInTraining) {
   // Replays the dropout stream: one float uniform draw per attention element, row-major; an element is
   // kept when u >= p and then scaled by 1/(1-p) (the dropout op's documented contract).
   Generator gen2(33);
@@ -443,7 +443,7 @@ TEST_F(LabmlSeed003Bugs, E_AttentionDropoutIsAppliedInTraining) {
   EXPECT_GT(max_abs_diff(out, train(x.query, x.key, x.value, c.mask).value()), 1e-6);
 }
 
-TEST_F(LabmlSeed003Bugs, F_SoftmaxIsOverTheKeyAxisOnly) {
+TEST_F(LabmlReviewedBugs, F_SoftmaxIsOverTheKeyAxisOnly) {
   run();
   const Array& a = mha.attention().value();
   // Each [i, :, b, h] row sums to 1 (the mask leaves every row of this case at least one key);

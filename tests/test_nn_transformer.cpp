@@ -237,7 +237,7 @@ TEST(MultiHeadAttention, SelfAttentionMatchesNaivePerHeadLoopWithMask) {
 }
 
 TEST(MultiHeadAttention, CrossAttentionUsesEachTensorsOwnSequenceLength) {
-  // The seed views k and v with q's seq_len; with seq_q = 2 != seq_k = 3 that is wrong or fails.
+  // The reference code views k and v with q's seq_len; with seq_q = 2 != seq_k = 3 that is wrong or fails.
   Generator gen(1);
   tf::MultiHeadAttention<double> mha(6, 3, gen);
   const auto q = random_tensor({2, 2, 6}, 1), kv = random_tensor({2, 3, 6}, 2), v = random_tensor({2, 3, 6}, 3);
@@ -255,7 +255,7 @@ TEST(MultiHeadAttention, CrossAttentionUsesEachTensorsOwnSequenceLength) {
 }
 
 TEST(MultiHeadAttention, NoRepeatEinsumEqualsTheSeedsRepeatedEinsum) {
-  // The seed: q.repeat(h, 1, 1, 1) then einsum("hijk,hkl->hijl"); ours: einsum("ijk,hkl->hijl").
+  // The reference code: q.repeat(h, 1, 1, 1) then einsum("hijk,hkl->hijl"); ours: einsum("ijk,hkl->hijl").
   auto x = random_tensor({2, 3, 4}, 1), W = random_tensor({2, 4, 2}, 2);
   GradientTape tape(/*persistent=*/true);
   const auto seed_way = einsum("hijk,hkl->hijl", expand(unsqueeze(x, 0), {2, 2, 3, 4}), W);
@@ -332,7 +332,7 @@ TEST(MultiHeadAttention, ParameterNamesShapesCountAndInitialisation) {
 }
 
 TEST(MultiHeadAttention, SeedShapesD512EightHeads) {
-  // Seed 004: d_model 512, 8 heads of d_k = 64; outputs keep d_model.
+  // The annotated encoder-decoder: d_model 512, 8 heads of d_k = 64; outputs keep d_model.
   Generator gen(5);
   tf::MultiHeadAttention<float> mha(512, 8, gen);
   EXPECT_EQ(mha.W_v().shape(), (Shape{8, 512, 64}));

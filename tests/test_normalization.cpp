@@ -14,15 +14,15 @@
 namespace tapegrad {
 namespace {
 
-struct Case {
+struct NormCase {
   Shape x, normalized;
 };
 
 // k = 1 and 2 trailing axes, size-1 axes, a row count spanning several gradient chunks (32 rows
 // each) and one large enough to run in parallel.
-const std::vector<Case> kCases = {{{2, 3, 4}, {4}},    {{2, 3, 4}, {3, 4}}, {{5}, {5}},        {{3, 1}, {1}},
+const std::vector<NormCase> kNormCases = {{{2, 3, 4}, {4}},    {{2, 3, 4}, {3, 4}}, {{5}, {5}},        {{3, 1}, {1}},
                                   {{2, 1, 3}, {1, 3}}, {{70, 3}, {3}},      {{64, 130}, {130}}};
-const std::vector<Case> kGradcheckCases = {{{3, 4}, {4}}, {{2, 3, 4}, {3, 4}}, {{2, 2, 3}, {3}}, {{4}, {4}},
+const std::vector<NormCase> kNormGradcheckCases = {{{3, 4}, {4}}, {{2, 3, 4}, {3, 4}}, {{2, 2, 3}, {3}}, {{4}, {4}},
                                            {{1, 3}, {3}}, {{2, 1, 3}, {1, 3}}, {{70, 3}, {3}}};
 
 // Which of weight and bias a case passes.
@@ -54,7 +54,7 @@ xt::xarray<double> naive_layer_norm(const xt::xarray<double>& x, std::size_t n, 
   return y;
 }
 
-std::string describe(const Case& c, const Affine& a) {
+std::string describe(const NormCase& c, const Affine& a) {
   return "x " + format_shape(c.x) + " normalized " + format_shape(c.normalized) + (a.weight ? " +weight" : "") +
          (a.bias ? " +bias" : "");
 }
@@ -74,7 +74,7 @@ TEST(LayerNorm, ForwardMatchesHandComputed) {
 }
 
 TEST(LayerNorm, ForwardMatchesNaiveLoops) {
-  for (const Case& c : kCases) {
+  for (const NormCase& c : kNormCases) {
     for (const Affine& a : kAffine) {
       SCOPED_TRACE(describe(c, a));
       const auto x = random_tensor(c.x, 1, false, -3.0, 3.0);
@@ -97,7 +97,7 @@ TEST(LayerNorm, FloatForwardMatchesDoubleReference) {
 }
 
 TEST(LayerNorm, GradcheckWithAndWithoutWeightAndBias) {
-  for (const Case& c : kGradcheckCases) {
+  for (const NormCase& c : kNormGradcheckCases) {
     for (const Affine& a : kAffine) {
       SCOPED_TRACE(describe(c, a));
       Inputs inputs{random_tensor(c.x, 5, true, -2.0, 2.0)};

@@ -25,6 +25,7 @@
 #include "tests/support/pointwise_domain.h"
 #include "tests/support/reference.h"
 #include "tests/support/thread_count.h"
+#include "tests/ops/values.h"
 
 namespace tapegrad {
 namespace {
@@ -57,11 +58,6 @@ std::vector<std::size_t> lengths() {
   return n;
 }
 
-// The same bits, element for element. (memcmp must not be given the null data of an empty array,
-// even for 0 bytes: UBSan stops on it.)
-bool same_bits(const xt::xarray<double>& a, const xt::xarray<double>& b) {
-  return a.size() == b.size() && (a.size() == 0 || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
-}
 
 // xsimd's vector math is within a few ulp of the standard library's, not bit-equal to it.
 template <class T>

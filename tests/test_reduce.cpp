@@ -19,13 +19,13 @@ namespace {
 
 using Reduction = Tensor<double> (*)(const Tensor<double>&, const Axes&, bool);
 
-struct Case {
+struct ReduceCase {
   Shape shape;
   Axes axes;
 };
 
 // Axis lists every reduction is checked over: single axes, several, negative, size-1 axes, all.
-const std::vector<Case> kCases = {
+const std::vector<ReduceCase> kReduceCases = {
     {{5}, {0}},        {{2, 3}, {0}},      {{2, 3}, {1}},         {{2, 3}, {-1}},   {{2, 3}, {0, 1}},
     {{2, 3, 4}, {1}},  {{2, 3, 4}, {0, 2}}, {{2, 3, 4}, {-1, -3}}, {{2, 1, 3}, {1}}, {{2, 1, 3}, {2, 0}},
     {{3, 1}, {-2}},    {{1}, {0}},
@@ -75,7 +75,7 @@ const auto kMax = [](double acc, double v) { return std::max(acc, v); };
 constexpr double kLowest = -std::numeric_limits<double>::infinity();
 
 TEST(Reduce, ForwardMatchesNaiveLoopsOverAxes) {
-  for (const auto& [shape, axes] : kCases) {
+  for (const auto& [shape, axes] : kReduceCases) {
     for (const bool keepdims : {false, true}) {
       SCOPED_TRACE(format_shape(shape) + " axes " + format_shape(Shape(axes.begin(), axes.end())) +
                    (keepdims ? " keepdims" : ""));
@@ -121,7 +121,7 @@ TEST(Reduce, GradcheckOverAxesAndKeepdims) {
       {"mean", [](const Tensor<double>& a, const Axes& axes, bool keep) { return mean(a, axes, keep); }},
       {"max", [](const Tensor<double>& a, const Axes& axes, bool keep) { return max(a, axes, keep); }}};
   for (const auto& [name, op] : ops) {
-    for (const auto& [shape, axes] : kCases) {
+    for (const auto& [shape, axes] : kReduceCases) {
       for (const bool keepdims : {false, true}) {
         SCOPED_TRACE(std::string(name) + " " + format_shape(shape) + " axes " +
                      format_shape(Shape(axes.begin(), axes.end())) + (keepdims ? " keepdims" : ""));

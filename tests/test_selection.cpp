@@ -11,13 +11,13 @@
 #include "tests/bad_inputs/inputs.h"
 #include "autograd/ops/all.h"
 #include "tests/support/reference.h"
+#include "tests/ops/values.h"
 
 namespace tapegrad {
 namespace {
 
 using X = xt::xarray<double>;
 
-constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 
 Tensor<double> leaf(X values) { return Tensor<double>(std::move(values), true); }
 
@@ -29,13 +29,6 @@ std::vector<X> grads_of_sum(GradientTape& tape, const Tensor<double>& y, const s
   return out;
 }
 
-void expect_same(const X& actual, const X& expected) {
-  ASSERT_EQ(actual.shape(), expected.shape());
-  for (std::size_t i = 0; i < actual.size(); ++i) {
-    if (std::isnan(expected.data()[i])) EXPECT_TRUE(std::isnan(actual.data()[i])) << "element " << i;
-    else EXPECT_EQ(actual.data()[i], expected.data()[i]) << "element " << i;
-  }
-}
 
 TEST(Clamp, ScalarBoundsIncludeTheBoundariesInTheGradient) {
   GradientTape tape(true);  // records every op below; each backward starts at its own output

@@ -16,11 +16,11 @@
 #include "autograd/ops/all.h"
 #include "tests/support/reference.h"
 #include "tests/support/thread_count.h"
+#include "tests/ops/values.h"
 
 namespace tapegrad {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 using SoftmaxOp = Tensor<double> (*)(const Tensor<double>&, Index);
 const std::vector<std::pair<const char*, SoftmaxOp>> kOps = {
@@ -398,7 +398,6 @@ using namespace pytorch_samples;  // the PyTorch calls' building blocks (rows.h)
 using T = Tensor<double>;
 using V = std::vector<Tensor<double>>;
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Row 1 fully masked (its softmax is all zeros, its log_softmax all -inf), the others in part.
 const Mask kRowMask{{false, true, false, false}, {true, true, true, true}, {false, false, false, true}};

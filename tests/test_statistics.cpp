@@ -12,14 +12,13 @@
 #include "tests/ops/op_spec.h"
 #include "tests/pytorch_samples/rows.h"
 #include "tests/support/reference.h"
+#include "tests/ops/values.h"
 
 namespace tapegrad {
 namespace {
 
 using X = xt::xarray<double>;
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 
 // A [n,1] column ({{a}, {b}} is ambiguous to xtensor).
 X column(std::initializer_list<double> values) {
@@ -33,16 +32,6 @@ X grad_of_sum(GradientTape& tape, const Tensor<double>& y, const Tensor<double>&
   return x.grad();
 }
 
-// Equal element by element, NaN matching NaN; `close` allows a few ulps for transcendental values.
-void expect_same(const X& actual, const X& expected, double close = 0.0) {
-  ASSERT_EQ(actual.shape(), expected.shape());
-  for (std::size_t i = 0; i < actual.size(); ++i) {
-    const double a = actual.data()[i], e = expected.data()[i];
-    if (std::isnan(e)) EXPECT_TRUE(std::isnan(a)) << "element " << i << ": " << a;
-    else if (std::isinf(e) || close == 0.0) EXPECT_EQ(a, e) << "element " << i;
-    else EXPECT_NEAR(a, e, close) << "element " << i;
-  }
-}
 
 TEST(Logsumexp, InfiniteRowsAsPyTorch) {
   GradientTape tape(true);  // records every op below; each backward starts at its own output

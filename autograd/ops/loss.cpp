@@ -222,7 +222,7 @@ struct ClassWeights {
 // log_sum = log sum_c exp(x_c - m), so that p_c = exp((x_c - m) - log_sum). They are kept apart
 // because m + log_sum rounds: with logits near 1e7 in float the sum loses log_sum entirely.
 template <class T>
-struct RowStats {
+struct ShiftAndLogSum {
   T* shift;
   T* log_sum;
 };
@@ -292,7 +292,7 @@ T weighted_row_loss(T x_t_shifted, T w_t, T sum_exp, T weighted_shifted, T log_s
 template <class T, class Stride, class Width>
 void cross_entropy_lanes(const T* x, std::size_t offset, Stride stride, Width width, std::size_t classes,
                          std::size_t first_row, const Index* targets, Index ignore_index, T smoothing,
-                         const ClassWeights<T>& weights, T* loss, RowStats<T> stats) {
+                         const ClassWeights<T>& weights, T* loss, ShiftAndLogSum<T> stats) {
   T shift[kernels::kLaneBlock], sum_exp[kernels::kLaneBlock], sum_shifted[kernels::kLaneBlock];
   if constexpr (std::is_same_v<Width, kernels::One>) {  // one contiguous row: xsimd passes
     const T* row = x + offset;
@@ -347,7 +347,7 @@ void cross_entropy_lanes(const T* x, std::size_t offset, Stride stride, Width wi
 template <class T, class Stride, class Width>
 void cross_entropy_backward_lanes(const T* x, T* dx, std::size_t offset, Stride stride, Width width,
                                   std::size_t classes, std::size_t first_row, const Index* targets, Index ignore_index,
-                                  T smoothing, const ClassWeights<T>& weights, RowStats<const T> stats,
+                                  T smoothing, const ClassWeights<T>& weights, ShiftAndLogSum<const T> stats,
                                   const Upstream<T>& upstream) {
   constexpr T minus_inf = -std::numeric_limits<T>::infinity();
   const T uniform = smoothing / static_cast<T>(classes);
@@ -404,7 +404,7 @@ using Targets = std::shared_ptr<const IndexArray>;
 template <class T>
 Tensor<T> cross_entropy_backward(const Tensor<T>& g, const Tensor<T>& logits, const Targets& targets,
                                  const ClassAxis& axis, Index ignore, T smoothing, const Tensor<T>& weight,
-                                 RowStats<const T> stats, Reduction reduction, T divisor,
+                                 ShiftAndLogSum<const T> stats, Reduction reduction, T divisor,
                                  CallSite where = std::source_location::current()) {
   const Upstream<T> upstream(g.value(), reduction, divisor);
   const ClassWeights<T> weights = ClassWeights<T>::of(weight);
@@ -587,7 +587,7 @@ Tensor<T> cross_entropy(const Tensor<T>& logits, const IndexArray& targets, cons
     const T* x = logits.value().data();
     kernels::for_each_lane_block(axis.layout, [&](std::size_t offset, auto stride, auto width) {
       cross_entropy_lanes(x, offset, stride, width, axis.layout.n, axis.row_of(offset), targets.data(), ignore,
-                          smoothing, weights, losses.data(), RowStats<T>{shift.data(), log_sum.data()});
+                          smoothing, weights, losses.data(), ShiftAndLogSum<T>{shift.data(), log_sum.data()});
     });
   }
   const T divisor = class_divisor(options.reduction, axis, targets, ignore, options.weight);
@@ -597,7 +597,7 @@ Tensor<T> cross_entropy(const Tensor<T>& logits, const IndexArray& targets, cons
        shift = std::move(shift), log_sum = std::move(log_sum), reduction = options.reduction,
        divisor](const Tensor<T>& g) {
         accumulate(logits, cross_entropy_backward(g, logits, targets, axis, ignore, smoothing, weight,
-                                                  RowStats<const T>{shift.data(), log_sum.data()}, reduction, divisor));
+                                                  ShiftAndLogSum<const T>{shift.data(), log_sum.data()}, reduction, divisor));
       });
 }
 

@@ -45,14 +45,14 @@ void check_layer_norm(const Shape& x, const Shape& normalized, const Shape* weig
 
 // Per-row statistics, saved by the forward for the backward.
 template <class T>
-struct RowStats {
+struct RowMoments {
   xt::xarray<T> mean, rstd;  // [rows]; rstd = 1 / sqrt(var + eps), var biased
 };
 
 // y = (x - mean) * rstd * w + b over rows of n elements; w and b may be null (1 and 0).
 template <class T>
-RowStats<T> layer_norm_forward(const T* x, T* y, std::size_t rows, std::size_t n, const T* w, const T* b, T eps) {
-  RowStats<T> stats{xt::xarray<T>::from_shape({rows}), xt::xarray<T>::from_shape({rows})};
+RowMoments<T> layer_norm_forward(const T* x, T* y, std::size_t rows, std::size_t n, const T* w, const T* b, T eps) {
+  RowMoments<T> stats{xt::xarray<T>::from_shape({rows}), xt::xarray<T>::from_shape({rows})};
   T* mean = stats.mean.data();
   T* rstd = stats.rstd.data();
   kernels::parallel_items(rows, n, [&](std::size_t begin, std::size_t end) {
@@ -78,7 +78,7 @@ RowStats<T> layer_norm_forward(const T* x, T* y, std::size_t rows, std::size_t n
 //   dx = rstd * (h - mean_c(h) - xhat * mean_c(h * xhat)),  dw = sum_rows g * xhat,  db = sum_rows g.
 // Any of dx, dw, db may be null (not wanted). dw and db have n elements and are overwritten.
 template <class T>
-void layer_norm_backward_kernel(const T* g, const T* x, const RowStats<T>& stats, std::size_t rows, std::size_t n,
+void layer_norm_backward_kernel(const T* g, const T* x, const RowMoments<T>& stats, std::size_t rows, std::size_t n,
                                 const T* w, T* dx, T* dw, T* db) {
   const T* mean = stats.mean.data();
   const T* rstd = stats.rstd.data();
@@ -154,7 +154,7 @@ struct LayerNormGrads {
 
 template <class T>
 LayerNormGrads<T> layer_norm_backward(const Tensor<T>& g, const Tensor<T>& x, const Tensor<T>& weight,
-                                      const Shape& normalized, const RowStats<T>& stats, double eps, bool want_x,
+                                      const Shape& normalized, const RowMoments<T>& stats, double eps, bool want_x,
                                       bool want_w, bool want_b, CallSite where = std::source_location::current()) {
   const std::size_t rows = stats.mean.size();
   const std::size_t n = shape_product(normalized);
@@ -232,7 +232,7 @@ Tensor<T> layer_norm(const Tensor<T>& x, const Shape& normalized_shape, const Te
   const T* w = weight.defined() ? weight.value().data() : nullptr;
   const T* b = bias.defined() ? bias.value().data() : nullptr;
   auto y = xt::xarray<T>::from_shape(x_shape);
-  RowStats<T> stats = layer_norm_forward(x.value().data(), y.data(), rows, n, w, b, static_cast<T>(eps));
+  RowMoments<T> stats = layer_norm_forward(x.value().data(), y.data(), rows, n, w, b, static_cast<T>(eps));
 
   return make_result("layer_norm", where, std::move(y), should_record(x, weight, bias),
                      [x, weight, bias = detail::edge(bias), normalized_shape, stats = std::move(stats), eps](const Tensor<T>& g) {

@@ -24,13 +24,13 @@ struct Difference {
 };
 
 // The function and the shape of its result at the inputs as given, which every difference must keep.
-struct Probe {
+struct FloatProbe {
   const GradcheckFunction32& fn;
   const std::vector<Tensor<float>>& inputs;
   Shape out_shape;
 };
 
-Difference difference(const Probe& p, std::size_t input, std::size_t element, double h) {
+Difference difference(const FloatProbe& p, std::size_t input, std::size_t element, double h) {
   float& x = p.inputs[input].node()->value.data()[element];
   const float original = x;
   const float plus = static_cast<float>(original + h), minus = static_cast<float>(original - h);
@@ -70,7 +70,7 @@ struct Column {
   xt::xarray<double> error;
 };
 
-Column column(const Probe& p, std::size_t input, std::size_t element) {
+Column column(const FloatProbe& p, std::size_t input, std::size_t element) {
   const double x = p.inputs[input].value().data()[element];
   // cbrt(epsilon) balances truncation (~h^2) against rounding (~epsilon / h) for a central difference.
   const double h0 = std::cbrt(kFloatEpsilon) * std::max(1.0, std::abs(x));
@@ -110,7 +110,7 @@ GradcheckResult gradcheck(const GradcheckFunction32& fn, const std::vector<Tenso
                      format_number(options.tolerance_factor));
   }
   if (auto failure = detail::check_accumulation_and_integrity(fn, inputs)) return {false, *failure, std::nullopt};
-  const Probe probe{fn, inputs, detail::deterministic_output_shape(fn, inputs)};
+  const FloatProbe probe{fn, inputs, detail::deterministic_output_shape(fn, inputs)};
   detail::require_jacobian_fits(probe.out_shape, inputs);
 
   detail::NumericJacobian numeric(inputs.size());

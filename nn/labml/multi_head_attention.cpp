@@ -25,7 +25,7 @@ MultiHeadAttention<T>::MultiHeadAttention(std::size_t heads, std::size_t d_model
   };
   query_ = this->register_module("query", prepare(bias));
   key_ = this->register_module("key", prepare(bias));
-  value_ = this->register_module("value", prepare(true));  // value always has a bias, as in the seed
+  value_ = this->register_module("value", prepare(true));  // value always has a bias, as in labml's code
   softmax_ = this->register_module("softmax", std::make_shared<Softmax<T>>(1));
   output_ = this->register_module("output", std::make_shared<Linear<T>>(d_model, d_model, gen));
   dropout_ = this->register_module("dropout", std::make_shared<Dropout<T>>(gen, dropout_prob));

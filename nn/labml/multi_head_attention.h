@@ -19,7 +19,7 @@
 // attention row (tapegrad's softmax of an all -inf row; PyTorch would give NaN), so its output row
 // is exactly output.bias and no gradient flows into that row's scores.
 //
-// Children, named as in the seed so that parameter names match PyTorch: query, key, value
+// Children, named as in labml's code so that parameter names match PyTorch: query, key, value
 // (PrepareForMultiHeadAttention; value always has a bias, query and key only with bias = true),
 // softmax, output (Linear(d_model, d_model)), dropout. Parameters: query.linear.weight,
 // query.linear.bias, key.linear.weight, key.linear.bias, value.linear.weight, value.linear.bias,

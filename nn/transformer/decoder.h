@@ -5,7 +5,7 @@
 //   forward(tgt [batch, seq_t, d_model], src [batch, seq_s, d_model] (the encoder's output),
 //           mask_src_tgt [batch or 1, seq_t or 1, seq_s], mask_self [batch or 1, seq_t, seq_t])
 //   -> [batch, seq_t, d_model]
-//   post-LN (default, as the seed):
+//   post-LN (default, as the annotated encoder-decoder):
 //     tgt = layer_norm_self_attention(tgt + dropout_self_attention(self_attention(tgt, tgt, tgt, mask_self)))
 //     x   = layer_norm_src_tgt_attention(tgt + dropout_src_tgt_attention(src_tgt_attention(tgt, src, src, mask_src_tgt)))
 //     x   = layer_norm_ffn(x + dropout_ffn(ffn(x)))

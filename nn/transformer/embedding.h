@@ -2,7 +2,7 @@
 // The reference Transformer's Embedding(vocab_size, d_model, pad_idx): token ids [batch, seq] -> [batch, seq,
 // d_model] through its child embedding_layer, an nn::Embedding with padding_idx = pad_idx (N(0, 1)
 // rows, the pad row zero and never updated). The wrapper exists so parameter names read
-// "embedding.embedding_layer.weight", as in the PyTorch code. Like the seed (and unlike The
+// "embedding.embedding_layer.weight", as in the PyTorch code. Like the reference code (and unlike The
 // Annotated Transformer) it does not scale by sqrt(d_model).
 #include <memory>
 

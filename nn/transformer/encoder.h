@@ -3,7 +3,7 @@
 //
 // TransformerEncoderLayer(d_model, d_ff, heads_num, dropout_rate, layer_norm_eps, gen, norm_first):
 //   x [batch, seq, d_model], mask [batch or 1, seq or 1, seq] -> [batch, seq, d_model]
-//   post-LN (default, as the seed):
+//   post-LN (default, as the annotated encoder-decoder):
 //     x = layer_norm_self_attention(dropout_self_attention(multi_head_attention(x, x, x, mask)) + x)
 //     x = layer_norm_ffn(dropout_ffn(ffn(x)) + x)
 //   pre-LN (norm_first = true):

@@ -12,16 +12,16 @@
 //   output = linear(A)                                [batch, seq_q, d_model]
 //
 // Differences from the reference Transformer's code, each deliberate:
-// - The seed repeats q, k, v over the heads and runs einsum("hijk,hkl->hijl"); "ijk,hkl->hijl"
+// - The reference code repeats q, k, v over the heads and runs einsum("hijk,hkl->hijl"); "ijk,hkl->hijl"
 //   without the repeat gives the same values and gradients (tested) with no h-fold copy.
-// - The seed views k and v with q's seq_len, which breaks cross-attention when seq_q != seq_k;
+// - The reference code views k and v with q's seq_len, which breaks cross-attention when seq_q != seq_k;
 //   here each tensor is viewed with its own length.
-// - The seed leaves W_q, W_k, W_v uninitialised (torch.Tensor(...)); here each head's
+// - The reference code leaves W_q, W_k, W_v uninitialised (torch.Tensor(...)); here each head's
 //   [d_model, d_k] matrix is xavier_uniform: U(-b, b), b = sqrt(6 / (d_model + d_k)).
 //
 // MASK POLARITY: true/1 = "may attend" (masked_fill where the mask is 0), the opposite of the
-// seed's masked_fill_(mask, ...), enforced by the AttendMask type (AttendMask::blocking takes the
-// seed's). See scaled_dot_product_attention.h. mask_3d is
+// reference code's masked_fill_(mask, ...), enforced by the AttendMask type (AttendMask::blocking takes the
+// reference code's). See scaled_dot_product_attention.h. mask_3d is
 // [batch or 1, seq_q or 1, seq_k or 1] (e.g. a padding mask [batch, 1, seq_k], a causal mask
 // [batch, seq_q, seq_q]); it is repeated over the heads head-major, as mask_3d.repeat(h, 1, 1).
 //

@@ -1,6 +1,6 @@
 #pragma once
 // Named options for the reference Transformer's modules, as AdamOptions is for Adam: the positional
-// constructors follow the seed and take up to eleven arguments, four adjacent size_t that swap
+// constructors follow the reference code and take up to eleven arguments, four adjacent size_t that swap
 // silently. With designated initialisers (fields in declaration order, any of them left out):
 //   Transformer<float> model({.src_vocab_size = 11, .tgt_vocab_size = 11, .N = 2,
 //                             .layer = {.d_model = 32, .d_ff = 64, .heads_num = 4}}, gen);

@@ -6,18 +6,18 @@
 //   weights = softmax(scores, dim 2)                   [batch, seq_q, seq_k]
 //   output  = weights v                                [batch, seq_q, d_v]
 //
-// MASK POLARITY — THE OPPOSITE OF THE SEED'S CODE. Here, as in every tapegrad nn module, a mask
-// value of true/1 means "may attend" and the score is filled where the mask is false/0. Seed 004
+// MASK POLARITY — THE OPPOSITE OF THE REFERENCE CODE'S. Here, as in every tapegrad nn module, a mask
+// value of true/1 means "may attend" and the score is filled where the mask is false/0. The annotated encoder-decoder
 // calls masked_fill_(mask, ...), which fills where its mask is TRUE. The AttendMask type enforces
 // the polarity: a mask ported from that code comes in as AttendMask::blocking(mask), and a plain
 // Mask does not convert.
 //
-// The mask must have the scores' rank (3; the seed raises ValueError otherwise, we throw
+// The mask must have the scores' rank (3; the reference code raises ValueError otherwise, we throw
 // ShapeError naming both ranks and shapes) and broadcast to [batch, seq_q, seq_k], e.g. a padding
 // mask [batch, 1, seq_k]. Masked scores become std::numeric_limits<T>::lowest() (the reference Transformer's
 // -torch.finfo.max): the most negative finite value, so a masked weight underflows to exactly 0
 // after softmax, and a row whose every key is masked gets uniform weights instead of NaN (as in
-// the seed). The scale, mask and softmax run as one fused op (attention_softmax) with that result.
+// the reference code). The scale, mask and softmax run as one fused op (attention_softmax) with that result.
 //
 // With a probe step (MultiHeadAttention's attention probes, nn/attention_probe.h) the forward runs
 // the unfused composition instead, masked_fill(scores * scale, blocked, lowest) then softmax, and

@@ -209,7 +209,7 @@ BAD_INPUT_ROW(Nn, mha_mask_does_not_broadcast, ShapeError,
               (batch_first_mha()(zeros({1, 3, 4}), zeros({1, 3, 4}), zeros({1, 3, 4}), attend_mask({2, 2}))),
               "MultiHeadAttention(d_model=4, n_heads=2)", "mask [2,2]", "[1,2,3,3]")
 
-// ---- transformer (seed 004) ----------------------------------------------------------------
+// ---- transformer (the annotated encoder-decoder) ----------------------------------------------------------------
 BAD_INPUT_ROW(Nn, transformer_sdpa_zero_d_k, ValueError, (tf::ScaledDotProductAttention<double>(0)),
               "ScaledDotProductAttention", "d_k")
 BAD_INPUT_ROW(Nn, transformer_sdpa_2d_query, ShapeError,

@@ -125,7 +125,7 @@ AttendMask labml_self_mask() {
 }
 // labml cross [1, seq_k, batch]: key 1 of batch 0 and key 0 of batch 1 masked for every query.
 AttendMask labml_cross_mask() { return mask_from({1, 3, 2}, {1, 0, 0, 1, 1, 1}); }
-// seed 004's [batch, seq_q, seq_k]: batch 0 causal, batch 1 with query 2 fully masked (uniform
+// the annotated encoder-decoder's [batch, seq_q, seq_k]: batch 0 causal, batch 1 with query 2 fully masked (uniform
 // weights there: the module fills with the lowest finite value, not -inf).
 AttendMask transformer_self_mask() {
   return mask_from({2, 3, 3}, {1, 0, 0, 1, 1, 0, 1, 1, 1, /**/ 1, 0, 1, 0, 1, 1, 0, 0, 0});
@@ -230,7 +230,7 @@ std::vector<OpCase> layer_cases() {
 std::vector<OpCase> attention_cases() {
   using BatchFirst = nn::mha::MultiHeadAttention<double>;
   using Labml = nn::labml::MultiHeadAttention<double>;
-  using Seed004 = tf::MultiHeadAttention<double>;
+  using AnnotatedMha = tf::MultiHeadAttention<double>;
   // Batch-first [batch 2, seq 3, d_model]; sequence-first for labml, [seq 3, batch 2, d_model].
   const auto self_input = [](std::uint64_t seed) { return input({2, 3, 4}, seed); };
   const auto labml_self_input = [](std::uint64_t seed) { return input({3, 2, 4}, seed); };
@@ -278,12 +278,12 @@ std::vector<OpCase> attention_cases() {
                        }),
                   on_x, labml_self_input(579)),
 
-      module_case("mha_transformer_self", make(580, false, built<Seed004>(kDModel, kHeads)), self, self_input(581)),
-      module_case("mha_transformer_self_masked", make(582, false, built<Seed004>(kDModel, kHeads)),
+      module_case("mha_transformer_self", make(580, false, built<AnnotatedMha>(kDModel, kHeads)), self, self_input(581)),
+      module_case("mha_transformer_self_masked", make(582, false, built<AnnotatedMha>(kDModel, kHeads)),
                   [](auto& m, const V& x) { return m(x[0], x[0], x[0], transformer_self_mask()); }, self_input(583)),
-      module_case("mha_transformer_cross", make(584, false, built<Seed004>(kDModel, kHeads)), cross,
+      module_case("mha_transformer_cross", make(584, false, built<AnnotatedMha>(kDModel, kHeads)), cross,
                   cross_inputs(585, false)),
-      module_case("mha_transformer_cross_masked", make(588, false, built<Seed004>(kDModel, kHeads)),
+      module_case("mha_transformer_cross_masked", make(588, false, built<AnnotatedMha>(kDModel, kHeads)),
                   [](auto& m, const V& x) { return m(x[0], x[1], x[2], transformer_cross_mask()); },
                   cross_inputs(589, false)),
       module_case("transformer_ScaledDotProductAttention_masked",
@@ -293,7 +293,7 @@ std::vector<OpCase> attention_cases() {
   };
 }
 
-// Seed 004's layers and stacks (one layer each), post-LN in training (dropout 0.1, rewound) and
+// The annotated encoder-decoder's layers and stacks (one layer each), post-LN in training (dropout 0.1, rewound) and
 // pre-LN in eval. The stacks read kTokens, without padding: the padding row of their randomised
 // embeddings is not read.
 template <class Layer>

@@ -58,7 +58,7 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, q, k, v, mask):
         b = q.size(0)
-        # Seed 004: repeat over heads, then einsum "hijk,hkl->hijl"; each tensor keeps its own length.
+        # The annotated encoder-decoder: repeat over heads, then einsum "hijk,hkl->hijl"; each tensor keeps its own length.
         q = torch.einsum("hijk,hkl->hijl", q.repeat(self.h, 1, 1, 1), self.W_q).reshape(self.h * b, q.size(1), self.d_k)
         k = torch.einsum("hijk,hkl->hijl", k.repeat(self.h, 1, 1, 1), self.W_k).reshape(self.h * b, k.size(1), self.d_k)
         v = torch.einsum("hijk,hkl->hijl", v.repeat(self.h, 1, 1, 1), self.W_v).reshape(self.h * b, v.size(1), self.d_k)

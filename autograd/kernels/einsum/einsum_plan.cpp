@@ -21,7 +21,6 @@ namespace {
 // (varying sequence lengths) starts over rather than growing without bound.
 constexpr std::size_t kMaxCachedPlans = 1024;
 
-bool contains(const std::string& s, char c) { return s.find(c) != std::string::npos; }
 
 std::string quoted(std::string_view subscripts) { return "einsum(\"" + std::string(subscripts) + "\")"; }
 
@@ -29,7 +28,7 @@ std::string quoted(std::string_view subscripts) { return "einsum(\"" + std::stri
 std::string unique_letters(const std::string& s) {
   std::string out;
   for (char c : s)
-    if (!contains(out, c)) out.push_back(c);
+    if (!has_letter(out, c)) out.push_back(c);
   return out;
 }
 
@@ -139,7 +138,7 @@ StridedPass strided_pass(const std::string& src_letters, const Shape& src_shape,
     pass.outer_src.push_back(src.count(c) ? src.at(c) : 0);
     pass.outer_dst.push_back(dst.at(c));
   }
-  for (char c : select(src_letters, [&](char c) { return !contains(out_letters, c); })) {
+  for (char c : select(src_letters, [&](char c) { return !has_letter(out_letters, c); })) {
     pass.inner.push_back(sizes.at(c));
     pass.inner_src.push_back(src.at(c));
   }
@@ -154,7 +153,7 @@ StridedPass strided_pass(const std::string& src_letters, const Shape& src_shape,
 std::optional<MatrixLayout> as_matrices(const std::string& own, const Shape& shape, const std::string& batch,
                                         const std::string& rows, const std::string& cols, const EinsumSizes& sizes) {
   const auto own_batch =
-      static_cast<std::size_t>(std::count_if(batch.begin(), batch.end(), [&](char c) { return contains(own, c); }));
+      static_cast<std::size_t>(std::count_if(batch.begin(), batch.end(), [&](char c) { return has_letter(own, c); }));
   if (own.size() != own_batch + rows.size() + cols.size()) return std::nullopt;
   auto strides = letter_strides(own, shape);
   for (char c : batch) strides.emplace(c, 0);
@@ -187,7 +186,7 @@ std::string broadcast_batch_letters(const std::string& l, const std::string& r, 
   std::string letters;
   int side = 0;  // 0: none yet, 1: free letters of l, 2: free letters of r
   for (char c : out) {
-    const bool in_l = contains(l, c), in_r = contains(r, c);
+    const bool in_l = has_letter(l, c), in_r = has_letter(r, c);
     if (in_l != in_r) {
       const int own_side = in_l ? 1 : 2;
       if (side != 0 && side != own_side) break;
@@ -210,12 +209,12 @@ EinsumPlan plan_pair(const EinsumEquation& eq, const std::vector<Shape>& shapes,
   const Shape& r_shape = shapes[swap ? 0 : 1];
   const std::string& out = eq.output;
   const std::string extra = broadcast_batch ? broadcast_batch_letters(l, r, out) : std::string();
-  const auto in_batch = [&](char c) { return (contains(l, c) && contains(r, c)) || contains(extra, c); };
+  const auto in_batch = [&](char c) { return (has_letter(l, c) && has_letter(r, c)) || has_letter(extra, c); };
   const std::string batch = select(out, in_batch);
-  const std::string m = select(out, [&](char c) { return contains(l, c) && !in_batch(c); });
-  const std::string n = select(out, [&](char c) { return contains(r, c) && !in_batch(c); });
+  const std::string m = select(out, [&](char c) { return has_letter(l, c) && !in_batch(c); });
+  const std::string n = select(out, [&](char c) { return has_letter(r, c) && !in_batch(c); });
   const std::string k = select(k_order_from_right ? r : l, [&](char c) {
-    return contains(l, c) && contains(r, c) && !contains(out, c);
+    return has_letter(l, c) && has_letter(r, c) && !has_letter(out, c);
   });
   EinsumPlan plan;
   plan.swap = swap;
@@ -403,7 +402,7 @@ std::shared_ptr<const EinsumPlan> find_plan(const EinsumEquation& eq, const std:
   for (const Shape& s : shapes) key += format_shape(s);
   for (char c : eq.output) {
     const bool in_operand = std::any_of(eq.operands.begin(), eq.operands.end(),
-                                        [c](const std::string& s) { return contains(s, c); });
+                                        [c](const std::string& s) { return has_letter(s, c); });
     const auto it = output_only.find(c);
     if (!in_operand) key += std::string(1, c) + (it == output_only.end() ? "?" : std::to_string(it->second));
   }

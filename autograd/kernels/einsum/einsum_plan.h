@@ -40,6 +40,9 @@
 
 namespace tapegrad::kernels {
 
+// Whether `letters` (an operand's or the output's subscripts) holds the letter c.
+inline bool has_letter(const std::string& letters, char c) { return letters.find(c) != std::string::npos; }
+
 // An equation in explicit form: the letters of each operand and of the output (no ellipsis).
 struct EinsumEquation {
   std::vector<std::string> operands;

@@ -13,7 +13,6 @@ constexpr char kEllipsis = '.';
 constexpr std::string_view kAllLetters = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
 bool is_letter(char c) { return kAllLetters.find(c) != std::string_view::npos; }
-bool contains(const std::string& s, char c) { return s.find(c) != std::string::npos; }
 
 // A group of subscripts as the user wrote it: the '.' marker shown as "...".
 std::string as_written(const std::string& letters) {
@@ -48,7 +47,7 @@ EinsumEquation parse(std::string_view subscripts, std::size_t num_operands, cons
     } else if (c == '.') {
       if (subscripts.substr(pos, 3) != "...")
         throw ValueError(where + ": '.' at position " + std::to_string(pos) + " is not part of an ellipsis \"...\"");
-      if (contains(group, kEllipsis)) {
+      if (has_letter(group, kEllipsis)) {
         throw ValueError(where + ": " +
                          (has_arrow ? std::string("the output") : "operand " + std::to_string(eq.operands.size() - 1)) +
                          " has a second ellipsis \"...\" at position " + std::to_string(pos) + "; one may stand "
@@ -73,7 +72,7 @@ EinsumEquation parse(std::string_view subscripts, std::size_t num_operands, cons
   }
   std::string all;
   for (const auto& s : eq.operands) all += s;
-  if (contains(all, kEllipsis)) eq.output.push_back(kEllipsis);
+  if (has_letter(all, kEllipsis)) eq.output.push_back(kEllipsis);
   std::string once;
   for (char c : all)
     if (c != kEllipsis && std::count(all.begin(), all.end(), c) == 1) once.push_back(c);
@@ -91,7 +90,7 @@ std::string expand_ellipses(EinsumEquation& eq, const std::vector<Shape>& shapes
   for (std::size_t k = 0; k < shapes.size(); ++k) {
     const std::string& own = eq.operands[k];
     used += own;
-    const bool has_ellipsis = contains(own, kEllipsis);
+    const bool has_ellipsis = has_letter(own, kEllipsis);
     const std::size_t named = own.size() - (has_ellipsis ? 1 : 0), rank = shapes[k].size();
     if (has_ellipsis ? rank < named : rank != named) {
       throw ShapeError(where + ": operand " + std::to_string(k) + " has " + std::to_string(rank) + " dims " +
@@ -103,7 +102,7 @@ std::string expand_ellipses(EinsumEquation& eq, const std::vector<Shape>& shapes
   const std::size_t rank = *std::max_element(covered.begin(), covered.end());
   std::string fresh;
   for (char c : kAllLetters)
-    if (fresh.size() < rank && !contains(used, c)) fresh.push_back(c);
+    if (fresh.size() < rank && !has_letter(used, c)) fresh.push_back(c);
   if (fresh.size() < rank) {
     throw ValueError(where + ": the ellipsis covers " + std::to_string(rank) + " dims, more than the " +
                      std::to_string(fresh.size()) + " letters the subscripts leave unused; einsum names at most " +
@@ -147,7 +146,7 @@ EinsumSizes broadcast_sizes(const EinsumEquation& eq, const std::vector<Shape>& 
         continue;
       }
       const std::size_t j = sized_by[c];
-      if (contains(ellipsis_dims, c)) {
+      if (has_letter(ellipsis_dims, c)) {
         throw ShapeError(where + ": the dims \"...\" covers do not broadcast (aligned from the right): dim " +
                          std::to_string(eq.operands[j].find(c)) + " of " + operand_name(j, shapes) + " has size " +
                          std::to_string(it->second) + " but dim " + std::to_string(d) + " of " +
