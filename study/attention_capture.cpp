@@ -9,7 +9,7 @@
 #include "autograd/base/checks.h"
 #include "study/attention_sites.h"
 
-namespace tapegrad::nn {
+namespace tapegrad::study {
 
 namespace {
 
@@ -130,19 +130,19 @@ bool AttentionCapture<T>::checks_passed() const {
 }
 
 template <class T>
-AttentionCapture<T> capture_attention(Module<T>& model, const RunLoss<T>& run_loss) {
+AttentionCapture<T> capture_attention(nn::Module<T>& model, const RunLoss<T>& run_loss) {
   AttentionCapture<T> capture;
   std::vector<Pending<T>> pending;
   std::map<std::string, std::size_t> latest;  // module path -> index of its latest record
   {
     AttentionProbesGuard<T> probes;
     for (auto& [path, module] : named_attention_modules(model)) {
-      probes.attach(*module, [&, path = path](AttentionStage stage, const Tensor<T>& x,
+      probes.attach(*module, [&, path = path](nn::AttentionStage stage, const Tensor<T>& x,
                                               const Mask& may_attend) -> std::optional<Tensor<T>> {
         // Keep the canonical tensor's gradient: the module continues from this very tensor.
         Tensor<T> kept = x;
         if (kept.requires_grad()) kept.retain_grad();
-        if (stage == AttentionStage::kScores) {
+        if (stage == nn::AttentionStage::kScores) {
           AttentionRecord<T> r;
           const auto [it, first] = latest.try_emplace(path, capture.records.size());
           r.call = first ? 0 : capture.records[it->second].call + 1;
@@ -152,7 +152,7 @@ AttentionCapture<T> capture_attention(Module<T>& model, const RunLoss<T>& run_lo
           r.may_attend = may_attend;
           capture.records.push_back(std::move(r));
           pending.push_back({kept, {}});
-        } else if (stage == AttentionStage::kWeights) {
+        } else if (stage == nn::AttentionStage::kWeights) {
           pending[latest.at(path)].weights = kept;
         } else {
           capture.records[latest.at(path)].dropped_weights = x.value();
@@ -183,8 +183,8 @@ AttentionCapture<T> capture_attention(Module<T>& model, const RunLoss<T>& run_lo
   template SoftmaxBackwardCheck check_softmax_backward(const xt::xarray<T>&, const xt::xarray<T>&,            \
                                                        const xt::xarray<T>&, const Mask&);                    \
   template struct AttentionCapture<T>;                                                                        \
-  template AttentionCapture<T> capture_attention(Module<T>&, const RunLoss<T>&);
+  template AttentionCapture<T> capture_attention(nn::Module<T>&, const RunLoss<T>&);
 TAPEGRAD_INSTANTIATE_CAPTURE(float)
 TAPEGRAD_INSTANTIATE_CAPTURE(double)
 
-}  // namespace tapegrad::nn
+}  // namespace tapegrad::study

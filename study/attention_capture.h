@@ -3,7 +3,7 @@
 // module of a model (the three MultiHeadAttention families), its scores S, weights A and both
 // gradients dL/dS and dL/dA, with the softmax-backward identity checked, not assumed.
 //
-//   auto capture = nn::capture_attention<float>(model, [&] { return copy_task::batch_loss(model, batch); });
+//   auto capture = study::capture_attention<float>(model, [&] { return copy_task::batch_loss(model, batch); });
 //   for (const auto& r : capture.records) ...  // r.name, r.weights, r.scores_grad, r.check.passed
 //
 // Every array is [batch, heads, seq_q, seq_k] (the probes' canonical layout, nn/attention_probe.h)
@@ -18,7 +18,7 @@
 #include "autograd/core/tensor.h"
 #include "nn/module.h"
 
-namespace tapegrad::nn {
+namespace tapegrad::study {
 
 // The softmax-backward checks of one attention call. A row is a (batch, head, query) triple.
 //   identity_error: max over cells of |dS - A ⊙ (dA - rowsum(A ⊙ dA))| / R, R the row's scale
@@ -88,9 +88,9 @@ struct AttentionCapture {
 // must depend on what run_loss ran on the capture's tape). Under a NoGradGuard it works as
 // anywhere: the capture's own tape records (a tape made inside a guard does, autograd/core/tape.h).
 template <class T>
-AttentionCapture<T> capture_attention(Module<T>& model, const RunLoss<T>& run_loss);
+AttentionCapture<T> capture_attention(nn::Module<T>& model, const RunLoss<T>& run_loss);
 
 extern template struct AttentionCapture<float>;
 extern template struct AttentionCapture<double>;
 
-}  // namespace tapegrad::nn
+}  // namespace tapegrad::study

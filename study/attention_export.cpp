@@ -10,7 +10,7 @@
 #include "nn/io/atomic_file.h"
 #include "nn/io/checkpoint.h"
 
-namespace tapegrad::nn {
+namespace tapegrad::study {
 
 namespace fs = std::filesystem;
 
@@ -90,7 +90,7 @@ void write_bertviz(const std::string& op, const fs::path& path, const std::vecto
   const FloatJson params = {{"attention", entries},          {"default_filter", "0"},
                             {"root_div_id", "bertviz-tapegrad"}, {"layer", nullptr},
                             {"heads", nullptr},               {"include_layers", include_layers}};
-  write_file_atomic(path, params.dump(), op);
+  nn::write_file_atomic(path, params.dump(), op);
 }
 
 template <class T>
@@ -129,13 +129,14 @@ template <class T>
 void save_attention_safetensors(const fs::path& path, const AttentionCapture<T>& capture, const NamedArrays<T>& extras) {
   const std::string op = "save_attention_safetensors";
   require_records(op, path, capture);
-  StateDict<T> tensors;
+  nn::StateDict<T> tensors;
   for (auto& [name, array] : attention_arrays(capture, extras, op + "('" + path.string() + "')")) {
     tensors.emplace(name, std::move(array));
   }
   nlohmann::json records = nlohmann::json::array();
   for (const AttentionRecord<T>& r : capture.records) records.push_back(r.name);
-  renamed(op, path, [&] { save_safetensors(path, tensors, {{"loss", exact(capture.loss)}, {"records", records.dump()}}); });
+  renamed(op, path,
+          [&] { nn::save_safetensors(path, tensors, {{"loss", exact(capture.loss)}, {"records", records.dump()}}); });
 }
 
 template <class T>
@@ -154,7 +155,7 @@ void save_attention_npy(const fs::path& dir, const AttentionCapture<T>& capture,
   for (const auto& [name, array] : arrays) {
     const fs::path file = dir / (name + ".npy");
     const auto& values = array;  // clang 14 (the fuzzers' compiler) cannot capture a structured binding
-    renamed(op, dir, [&] { save_npy(file, values); });
+    renamed(op, dir, [&] { nn::save_npy(file, values); });
   }
 }
 
@@ -211,4 +212,4 @@ void save_bertviz_json(const fs::path& path, const AttentionCapture<T>& capture,
 TAPEGRAD_INSTANTIATE_ATTENTION_EXPORT(float)
 TAPEGRAD_INSTANTIATE_ATTENTION_EXPORT(double)
 
-}  // namespace tapegrad::nn
+}  // namespace tapegrad::study

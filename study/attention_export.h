@@ -19,7 +19,7 @@
 
 #include "study/attention_capture.h"
 
-namespace tapegrad::nn {
+namespace tapegrad::study {
 
 template <class T>
 using NamedArrays = std::vector<std::pair<std::string, xt::xarray<T>>>;
@@ -65,4 +65,4 @@ template <class T>
 void save_bertviz_json(const std::filesystem::path& path, const AttentionCapture<T>& capture,
                        const std::vector<std::string>& tokens, std::size_t batch = 0);
 
-}  // namespace tapegrad::nn
+}  // namespace tapegrad::study

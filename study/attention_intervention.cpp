@@ -8,7 +8,7 @@
 #include "autograd/core/tape.h"
 #include "autograd/base/checks.h"
 
-namespace tapegrad::nn {
+namespace tapegrad::study {
 
 namespace {
 
@@ -43,10 +43,11 @@ Tensor<T> uniform_over_allowed(const Mask& may_attend) {
 
 template <class T>
 void AttentionInterventions<T>::edit(const std::string& who, const std::string& module, std::size_t head,
-                                     AttentionStage stage, HeadEdit f) {
-  ProbedAttention<T>& site = attention_head_at(model_, module, head, who);
+                                     nn::AttentionStage stage, HeadEdit f) {
+  nn::ProbedAttention<T>& site = attention_head_at(model_, module, head, who);
   const std::size_t heads = site.attention_heads();
-  probes_.attach(site, [=](AttentionStage at, const Tensor<T>& x, const Mask& may_attend) -> std::optional<Tensor<T>> {
+  probes_.attach(site, [=](nn::AttentionStage at, const Tensor<T>& x,
+                           const Mask& may_attend) -> std::optional<Tensor<T>> {
     if (at != stage) return std::nullopt;
     std::vector<Tensor<T>> pieces = chunk(x, heads, 1);  // heads pieces [batch, 1, seq_q, seq_k]
     pieces[head] = f(pieces[head], may_attend);
@@ -57,17 +58,17 @@ void AttentionInterventions<T>::edit(const std::string& who, const std::string& 
 template <class T>
 void AttentionInterventions<T>::ablate(const std::string& module, std::size_t head, Ablation kind) {
   if (kind == Ablation::kZero) {
-    edit("AttentionInterventions::ablate", module, head, AttentionStage::kWeights,
+    edit("AttentionInterventions::ablate", module, head, nn::AttentionStage::kWeights,
          [](const Tensor<T>& a, const Mask&) { return a * T(0); });
   } else {
-    edit("AttentionInterventions::ablate", module, head, AttentionStage::kWeights,
+    edit("AttentionInterventions::ablate", module, head, nn::AttentionStage::kWeights,
          [](const Tensor<T>&, const Mask& may_attend) { return uniform_over_allowed<T>(may_attend); });
   }
 }
 
 template <class T>
 void AttentionInterventions<T>::scale(const std::string& module, std::size_t head, const Tensor<T>& factor,
-                                      AttentionStage stage) {
+                                      nn::AttentionStage stage) {
   require_defined(factor, "AttentionInterventions::scale", "factor");
   if (factor.ndim() != 0) {
     throw ShapeError("AttentionInterventions::scale: factor must be a 0-d tensor, got " + factor.describe());
@@ -78,20 +79,20 @@ void AttentionInterventions<T>::scale(const std::string& module, std::size_t hea
 
 template <class T>
 void AttentionInterventions<T>::scale(const std::string& module, std::size_t head, double factor,
-                                      AttentionStage stage) {
+                                      nn::AttentionStage stage) {
   scale(module, head, Tensor<T>(xt::xarray<T>(static_cast<T>(factor))), stage);
 }
 
 template <class T>
 void AttentionInterventions<T>::replace(const std::string& module, std::size_t head, const Tensor<T>& replacement,
-                                        AttentionStage stage) {
+                                        nn::AttentionStage stage) {
   require_defined(replacement, "AttentionInterventions::replace", "replacement");
   edit("AttentionInterventions::replace", module, head, stage,
        [=](const Tensor<T>& x, const Mask&) {
          const Shape wanted{x.size(0), x.size(2), x.size(3)};
          if (replacement.shape() != wanted) {
            throw ShapeError("AttentionInterventions::replace: the replacement of head " + std::to_string(head) +
-                            " of '" + module + "' (" + stage_name(stage) + ") is " + replacement.describe() +
+                            " of '" + module + "' (" + nn::stage_name(stage) + ") is " + replacement.describe() +
                             " but must be [batch, seq_q, seq_k] = " + format_shape(wanted));
          }
          return reshape(replacement, {static_cast<Index>(x.size(0)), 1, static_cast<Index>(x.size(2)),
@@ -100,7 +101,7 @@ void AttentionInterventions<T>::replace(const std::string& module, std::size_t h
 }
 
 template <class T>
-double loss_change(Module<T>& model, const RunLoss<T>& run_loss,
+double loss_change(nn::Module<T>& model, const RunLoss<T>& run_loss,
                    const std::type_identity_t<std::function<void(AttentionInterventions<T>&)>>& edit) {
   const double clean = run_without_tape<T>(run_loss, "loss_change");
   AttentionInterventions<T> edits(model);
@@ -109,17 +110,17 @@ double loss_change(Module<T>& model, const RunLoss<T>& run_loss,
 }
 
 template <class T>
-HeadAblationTable head_ablation_table(Module<T>& model, const RunLoss<T>& run_loss, Ablation kind) {
+HeadAblationTable head_ablation_table(nn::Module<T>& model, const RunLoss<T>& run_loss, Ablation kind) {
   HeadAblationTable table;
   // The clean run also finds the modules run_loss reaches, in forward order, and their head counts.
   std::vector<std::pair<std::string, std::size_t>> reached;
   {
     AttentionProbesGuard<T> probes;
     for (auto& [path, module] : named_attention_modules(model)) {
-      probes.attach(*module, [&reached, path = path](AttentionStage stage, const Tensor<T>& x,
+      probes.attach(*module, [&reached, path = path](nn::AttentionStage stage, const Tensor<T>& x,
                                                      const Mask&) -> std::optional<Tensor<T>> {
         const bool seen = std::any_of(reached.begin(), reached.end(), [&](const auto& r) { return r.first == path; });
-        if (stage == AttentionStage::kScores && !seen) reached.emplace_back(path, x.size(1));
+        if (stage == nn::AttentionStage::kScores && !seen) reached.emplace_back(path, x.size(1));
         return std::nullopt;
       });
     }
@@ -136,12 +137,12 @@ HeadAblationTable head_ablation_table(Module<T>& model, const RunLoss<T>& run_lo
   return table;
 }
 
-#define TAPEGRAD_INSTANTIATE_INTERVENTIONS(T)                                                                      \
-  template class AttentionInterventions<T>;                                                                       \
-  template double loss_change(Module<T>&, const RunLoss<T>&,                                      \
-                              const std::type_identity_t<std::function<void(AttentionInterventions<T>&)>>&);                            \
-  template HeadAblationTable head_ablation_table(Module<T>&, const RunLoss<T>&, Ablation);
+#define TAPEGRAD_INSTANTIATE_INTERVENTIONS(T)                                                                \
+  template class AttentionInterventions<T>;                                                                  \
+  template double loss_change(nn::Module<T>&, const RunLoss<T>&,                                             \
+                              const std::type_identity_t<std::function<void(AttentionInterventions<T>&)>>&); \
+  template HeadAblationTable head_ablation_table(nn::Module<T>&, const RunLoss<T>&, Ablation);
 TAPEGRAD_INSTANTIATE_INTERVENTIONS(float)
 TAPEGRAD_INSTANTIATE_INTERVENTIONS(double)
 
-}  // namespace tapegrad::nn
+}  // namespace tapegrad::study

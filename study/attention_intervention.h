@@ -3,9 +3,9 @@
 // head's weights A (or scores S) in every forward while the AttentionInterventions object lives,
 // with gradients flowing through the replacement; and the change in loss they cause.
 //
-//   nn::AttentionInterventions<float> edits(model);
+//   study::AttentionInterventions<float> edits(model);
 //   edits.ablate("encoder.encoder_layers.0.multi_head_attention", 1);   // A[:, 1] := 0
-//   const double dL = nn::loss_change<float>(model, run_loss, [](auto& e) { e.scale("...", 0, 0.5); });
+//   const double dL = study::loss_change<float>(model, run_loss, [](auto& e) { e.scale("...", 0, 0.5); });
 //
 // Module paths and heads are those of study/attention_sites.h and the canonical layout
 // [batch, heads, seq_q, seq_k] (nn/attention_probe.h). An edit applies to every call of its
@@ -26,7 +26,7 @@
 #include "study/attention_capture.h"
 #include "study/attention_sites.h"
 
-namespace tapegrad::nn {
+namespace tapegrad::study {
 
 // kZero: A_h := 0 (the head contributes nothing). kMean: A_h := uniform weights over the
 // may-attend keys of each query, 1/(number of them), the head's average behaviour without its
@@ -36,7 +36,7 @@ enum class Ablation { kZero, kMean };
 template <class T>
 class AttentionInterventions {
  public:
-  explicit AttentionInterventions(Module<T>& model) : model_(model) {}
+  explicit AttentionInterventions(nn::Module<T>& model) : model_(model) {}
 
   // Each: ValueError naming the function, the path and the known paths for an unknown module,
   // or the head and the module's head count for a head out of range.
@@ -44,28 +44,28 @@ class AttentionInterventions {
   // x_h := factor * x_h, x the weights (or the scores, stage kScores). factor is a 0-d tensor: a
   // leaf that requires grad gets dL/dfactor. ShapeError naming scale and factor's shape otherwise.
   void scale(const std::string& module, std::size_t head, const Tensor<T>& factor,
-             AttentionStage stage = AttentionStage::kWeights);
+             nn::AttentionStage stage = nn::AttentionStage::kWeights);
   void scale(const std::string& module, std::size_t head, double factor,
-             AttentionStage stage = AttentionStage::kWeights);
+             nn::AttentionStage stage = nn::AttentionStage::kWeights);
   // x_h := replacement [batch, seq_q, seq_k] (gradients flow into it when it requires grad).
   // ShapeError naming replace, the module, the head and both shapes when, in a forward, it is not
   // the head's [batch, seq_q, seq_k].
   void replace(const std::string& module, std::size_t head, const Tensor<T>& replacement,
-               AttentionStage stage = AttentionStage::kWeights);
+               nn::AttentionStage stage = nn::AttentionStage::kWeights);
 
  private:
   // f(head's piece [batch, 1, seq_q, seq_k], may_attend) -> its replacement
   using HeadEdit = std::function<Tensor<T>(const Tensor<T>&, const Mask&)>;
-  void edit(const std::string& who, const std::string& module, std::size_t head, AttentionStage stage, HeadEdit f);
+  void edit(const std::string& who, const std::string& module, std::size_t head, nn::AttentionStage stage, HeadEdit f);
 
-  Module<T>& model_;
+  nn::Module<T>& model_;
   AttentionProbesGuard<T> probes_;
 };
 
 // loss(run_loss with edit's interventions) - loss(run_loss), both run with no gradient recorded.
 // run_loss returns the single-element loss (ValueError otherwise).
 template <class T>
-double loss_change(Module<T>& model, const RunLoss<T>& run_loss,
+double loss_change(nn::Module<T>& model, const RunLoss<T>& run_loss,
                    const std::type_identity_t<std::function<void(AttentionInterventions<T>&)>>& edit);
 
 struct HeadAblation {
@@ -82,10 +82,10 @@ struct HeadAblationTable {
 
 // Every (module, head) of the attention modules run_loss reaches, ablated one at a time.
 template <class T>
-HeadAblationTable head_ablation_table(Module<T>& model, const RunLoss<T>& run_loss,
+HeadAblationTable head_ablation_table(nn::Module<T>& model, const RunLoss<T>& run_loss,
                                       Ablation kind = Ablation::kZero);
 
 extern template class AttentionInterventions<float>;
 extern template class AttentionInterventions<double>;
 
-}  // namespace tapegrad::nn
+}  // namespace tapegrad::study

@@ -2,30 +2,30 @@
 
 #include <unordered_set>
 
-namespace tapegrad::nn {
+namespace tapegrad::study {
 
 namespace {
 
 template <class T>
-void collect(Module<T>& m, const std::string& path, std::unordered_set<const Module<T>*>& seen,
-             std::vector<std::pair<std::string, ProbedAttention<T>*>>& out) {
+void collect(nn::Module<T>& m, const std::string& path, std::unordered_set<const nn::Module<T>*>& seen,
+             std::vector<std::pair<std::string, nn::ProbedAttention<T>*>>& out) {
   if (!seen.insert(&m).second) return;
-  if (auto* site = dynamic_cast<ProbedAttention<T>*>(&m)) out.emplace_back(path, site);
+  if (auto* site = dynamic_cast<nn::ProbedAttention<T>*>(&m)) out.emplace_back(path, site);
   for (const auto& [name, child] : m.named_children()) collect(*child, path.empty() ? name : path + "." + name, seen, out);
 }
 
 }  // namespace
 
 template <class T>
-std::vector<std::pair<std::string, ProbedAttention<T>*>> named_attention_modules(Module<T>& root) {
-  std::vector<std::pair<std::string, ProbedAttention<T>*>> out;
-  std::unordered_set<const Module<T>*> seen;
+std::vector<std::pair<std::string, nn::ProbedAttention<T>*>> named_attention_modules(nn::Module<T>& root) {
+  std::vector<std::pair<std::string, nn::ProbedAttention<T>*>> out;
+  std::unordered_set<const nn::Module<T>*> seen;
   collect(root, "", seen, out);
   return out;
 }
 
 template <class T>
-ProbedAttention<T>& attention_module_at(Module<T>& root, const std::string& path, const std::string& who) {
+nn::ProbedAttention<T>& attention_module_at(nn::Module<T>& root, const std::string& path, const std::string& who) {
   const auto modules = named_attention_modules(root);
   std::string known;
   for (const auto& [name, site] : modules) {
@@ -37,9 +37,9 @@ ProbedAttention<T>& attention_module_at(Module<T>& root, const std::string& path
 }
 
 template <class T>
-ProbedAttention<T>& attention_head_at(Module<T>& root, const std::string& path, std::size_t head,
-                                      const std::string& who) {
-  ProbedAttention<T>& site = attention_module_at(root, path, who);
+nn::ProbedAttention<T>& attention_head_at(nn::Module<T>& root, const std::string& path, std::size_t head,
+                                          const std::string& who) {
+  nn::ProbedAttention<T>& site = attention_module_at(root, path, who);
   if (head >= site.attention_heads()) {
     throw ValueError(who + ": head " + std::to_string(head) + " is out of range for '" + path + "', which has " +
                      std::to_string(site.attention_heads()) + " heads (0 to " +
@@ -56,17 +56,17 @@ AttentionProbesGuard<T>::~AttentionProbesGuard() {
 }
 
 template <class T>
-void AttentionProbesGuard<T>::attach(ProbedAttention<T>& module, AttentionProbe<T> probe) {
+void AttentionProbesGuard<T>::attach(nn::ProbedAttention<T>& module, nn::AttentionProbe<T> probe) {
   attached_.push_back({&module, module.lifetime(), module.register_attention_probe(std::move(probe))});
 }
 
-#define TAPEGRAD_INSTANTIATE_ATTENTION_SITES(T)                                                              \
-  template std::vector<std::pair<std::string, ProbedAttention<T>*>> named_attention_modules(Module<T>&);    \
-  template ProbedAttention<T>& attention_module_at(Module<T>&, const std::string&, const std::string&);     \
-  template ProbedAttention<T>& attention_head_at(Module<T>&, const std::string&, std::size_t,               \
-                                                 const std::string&);                                       \
+#define TAPEGRAD_INSTANTIATE_ATTENTION_SITES(T)                                                                  \
+  template std::vector<std::pair<std::string, nn::ProbedAttention<T>*>> named_attention_modules(nn::Module<T>&); \
+  template nn::ProbedAttention<T>& attention_module_at(nn::Module<T>&, const std::string&, const std::string&);  \
+  template nn::ProbedAttention<T>& attention_head_at(nn::Module<T>&, const std::string&, std::size_t,            \
+                                                     const std::string&);                                        \
   template class AttentionProbesGuard<T>;
 TAPEGRAD_INSTANTIATE_ATTENTION_SITES(float)
 TAPEGRAD_INSTANTIATE_ATTENTION_SITES(double)
 
-}  // namespace tapegrad::nn
+}  // namespace tapegrad::study

@@ -10,22 +10,22 @@
 #include "nn/attention_probe.h"
 #include "nn/module.h"
 
-namespace tapegrad::nn {
+namespace tapegrad::study {
 
 // Every attention module (a ProbedAttention: the three MultiHeadAttention families) under root,
 // by dotted module path, depth first in registration order; root itself is "" when it is one. A
 // module registered under two paths is listed once, under its first.
 template <class T>
-std::vector<std::pair<std::string, ProbedAttention<T>*>> named_attention_modules(Module<T>& root);
+std::vector<std::pair<std::string, nn::ProbedAttention<T>*>> named_attention_modules(nn::Module<T>& root);
 
 // The module at `path` among named_attention_modules(root); ValueError naming `who`, the path and
 // the known paths when there is none. When head is given, ValueError naming the path, the head and
 // the module's head count unless head < attention_heads().
 template <class T>
-ProbedAttention<T>& attention_module_at(Module<T>& root, const std::string& path, const std::string& who);
+nn::ProbedAttention<T>& attention_module_at(nn::Module<T>& root, const std::string& path, const std::string& who);
 template <class T>
-ProbedAttention<T>& attention_head_at(Module<T>& root, const std::string& path, std::size_t head,
-                                      const std::string& who);
+nn::ProbedAttention<T>& attention_head_at(nn::Module<T>& root, const std::string& path, std::size_t head,
+                                          const std::string& who);
 
 // Probes attached for the lifetime of this object (detached by the destructor, so also when an
 // exception unwinds through the scope). Either may be destroyed first: the destructor detaches
@@ -38,11 +38,11 @@ class AttentionProbesGuard {
   AttentionProbesGuard(const AttentionProbesGuard&) = delete;
   AttentionProbesGuard& operator=(const AttentionProbesGuard&) = delete;
 
-  void attach(ProbedAttention<T>& module, AttentionProbe<T> probe);
+  void attach(nn::ProbedAttention<T>& module, nn::AttentionProbe<T> probe);
 
  private:
   struct Attached {
-    ProbedAttention<T>* module;
+    nn::ProbedAttention<T>* module;
     std::weak_ptr<const void> module_alive;
     std::uint64_t id;
   };
@@ -52,4 +52,4 @@ class AttentionProbesGuard {
 extern template class AttentionProbesGuard<float>;
 extern template class AttentionProbesGuard<double>;
 
-}  // namespace tapegrad::nn
+}  // namespace tapegrad::study

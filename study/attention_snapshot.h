@@ -9,7 +9,7 @@
 #include "autograd/memory/array_allocator.h"  // before xtensor: it sets xt::xarray's allocator
 #include <xtensor/xarray.hpp>
 
-namespace tapegrad::nn {
+namespace tapegrad::study {
 
 struct AttentionSnapshot {
   std::size_t step = 0;  // optimiser steps taken when it was made
@@ -20,4 +20,4 @@ struct AttentionSnapshot {
   std::vector<xt::xarray<float>> weights, weights_grad;
 };
 
-}  // namespace tapegrad::nn
+}  // namespace tapegrad::study

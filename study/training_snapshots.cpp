@@ -13,7 +13,7 @@
 #include "autograd/base/errors.h"
 #include "nn/io/checkpoint.h"
 
-namespace tapegrad::nn {
+namespace tapegrad::study {
 
 namespace fs = std::filesystem;
 
@@ -38,7 +38,7 @@ std::string exact(double value) {
 template <class T>
 class GradientsRestored {
  public:
-  explicit GradientsRestored(const Module<T>& model) {
+  explicit GradientsRestored(const nn::Module<T>& model) {
     for (Tensor<T>& p : model.parameters()) {
       saved_.emplace_back(p, p.has_grad() ? std::optional<xt::xarray<T>>(p.grad()) : std::nullopt);
     }
@@ -85,10 +85,10 @@ AttentionSnapshot snapshot_of(const AttentionCapture<T>& capture, std::size_t st
 }
 
 template <class T>
-AttentionSnapshot take_snapshot(Module<T>& model, const RunLoss<T>& probe_loss, std::size_t step) {
+AttentionSnapshot take_snapshot(nn::Module<T>& model, const RunLoss<T>& probe_loss, std::size_t step) {
   const bool was_training = model.is_training();
   struct ModeRestored {
-    Module<T>& model;
+    nn::Module<T>& model;
     bool training;
     ~ModeRestored() { model.train(training); }
   } mode{model, was_training};
@@ -100,8 +100,8 @@ AttentionSnapshot take_snapshot(Module<T>& model, const RunLoss<T>& probe_loss, 
 void save_snapshots(const fs::path& path, const std::vector<AttentionSnapshot>& snapshots) {
   constexpr const char* op = "save_snapshots";
   if (snapshots.empty()) fail(op, path, "no snapshots to save");
-  StateDict<float> tensors;
-  Metadata metadata{{"format", kFormat}};
+  nn::StateDict<float> tensors;
+  nn::Metadata metadata{{"format", kFormat}};
   std::string steps;
   std::set<std::size_t> seen;
   for (const AttentionSnapshot& s : snapshots) {
@@ -125,7 +125,7 @@ void save_snapshots(const fs::path& path, const std::vector<AttentionSnapshot>& 
   }
   metadata["steps"] = steps;
   try {
-    save_safetensors(path, tensors, metadata);
+    nn::save_safetensors(path, tensors, metadata);
   } catch (const ValueError& e) {
     fail(op, path, e.what());
   }
@@ -133,7 +133,7 @@ void save_snapshots(const fs::path& path, const std::vector<AttentionSnapshot>& 
 
 std::vector<AttentionSnapshot> load_snapshots(const fs::path& path) {
   constexpr const char* op = "load_snapshots";
-  SafetensorsFile<float> file = load_safetensors<float>(path);
+  nn::SafetensorsFile<float> file = nn::load_safetensors<float>(path);
   const auto meta = [&](const std::string& key) -> const std::string& {
     const auto it = file.metadata.find(key);
     if (it == file.metadata.end()) fail(op, path, "no __metadata__ '" + key + "' (not a save_snapshots file)");
@@ -172,7 +172,7 @@ std::vector<AttentionSnapshot> load_snapshots(const fs::path& path) {
 
 template AttentionSnapshot snapshot_of(const AttentionCapture<float>&, std::size_t);
 template AttentionSnapshot snapshot_of(const AttentionCapture<double>&, std::size_t);
-template AttentionSnapshot take_snapshot(Module<float>&, const RunLoss<float>&, std::size_t);
-template AttentionSnapshot take_snapshot(Module<double>&, const RunLoss<double>&, std::size_t);
+template AttentionSnapshot take_snapshot(nn::Module<float>&, const RunLoss<float>&, std::size_t);
+template AttentionSnapshot take_snapshot(nn::Module<double>&, const RunLoss<double>&, std::size_t);
 
-}  // namespace tapegrad::nn
+}  // namespace tapegrad::study

@@ -3,11 +3,11 @@
 // optimiser steps on a FIXED probe batch, so maps of different steps show the same sequences
 // and can be compared cell by cell, and the file that holds them.
 //
-//   const auto steps = nn::doubling_schedule(total_steps);          // 0, 1, 2, 4, ..., total
+//   const auto steps = study::doubling_schedule(total_steps);          // 0, 1, 2, 4, ..., total
 //   auto probe = [&] { return copy_task::batch_loss(model, probe_batch); };
-//   snapshots.push_back(nn::take_snapshot(model, probe, 0));        // before training
+//   snapshots.push_back(study::take_snapshot(model, probe, 0));        // before training
 //   ... after optimiser step s: if (std::binary_search(steps.begin(), steps.end(), s)) push_back(take_snapshot(...))
-//   nn::save_snapshots(out / "snapshots.safetensors", snapshots);
+//   study::save_snapshots(out / "snapshots.safetensors", snapshots);
 #include <cstddef>
 #include <filesystem>
 #include <vector>
@@ -15,7 +15,7 @@
 #include "study/attention_capture.h"
 #include "study/attention_snapshot.h"
 
-namespace tapegrad::nn {
+namespace tapegrad::study {
 
 // 0, 1, 2, 4, 8, ... (doubling while below last_step), then last_step. Attention changes fastest
 // early (the copy task's diagonal forms in the first few dozen steps) and slowly later, so
@@ -35,7 +35,7 @@ AttentionSnapshot snapshot_of(const AttentionCapture<T>& capture, std::size_t st
 // are restored afterwards, also when the capture throws, since the capture's backward adds into
 // grad() and an optimiser step after it must see only the training batch's gradient.
 template <class T>
-AttentionSnapshot take_snapshot(Module<T>& model, const RunLoss<T>& probe_loss, std::size_t step);
+AttentionSnapshot take_snapshot(nn::Module<T>& model, const RunLoss<T>& probe_loss, std::size_t step);
 
 // One safetensors file (nn/io/checkpoint.h's writer, F32). Not float16: in the copy task's default
 // run a part of the non-zero dL/dA cells lie below float16's smallest normal 6e-5 (down to 4e-9),
@@ -53,4 +53,4 @@ void save_snapshots(const std::filesystem::path& path, const std::vector<Attenti
 // path for a file that is not one (load_safetensors' checks, a missing format or entry).
 std::vector<AttentionSnapshot> load_snapshots(const std::filesystem::path& path);
 
-}  // namespace tapegrad::nn
+}  // namespace tapegrad::study

@@ -43,7 +43,7 @@ Array softmax_last(const Array& s) {
 
 // The loss with S of `module` replaced by S + delta (a constant [batch, heads, seq_q, seq_k]).
 double loss_with_scores_shift(nn::ProbedAttention<double>& module, const LossFn& run_loss, const Array& delta) {
-  nn::AttentionProbesGuard<double> probes;
+  study::AttentionProbesGuard<double> probes;
   probes.attach(module, [&](nn::AttentionStage stage, const Tensor<double>& s, const Mask&) -> std::optional<Tensor<double>> {
     if (stage != nn::AttentionStage::kScores) return std::nullopt;
     return s + Tensor<double>(delta);
@@ -54,7 +54,7 @@ double loss_with_scores_shift(nn::ProbedAttention<double>& module, const LossFn&
 // dL/dS of the record against central differences of the loss through a replacement probe, at
 // every may-attend cell (a masked score, -inf or lowest(), absorbs any step).
 void expect_scores_grad_is_finite_difference(nn::ProbedAttention<double>& module, const LossFn& run_loss,
-                                             const nn::AttentionRecord<double>& r) {
+                                             const study::AttentionRecord<double>& r) {
   const double eps = 1e-6;
   const auto& s = r.scores.shape();
   for (std::size_t e = 0; e < r.scores.size(); ++e) {
@@ -70,7 +70,7 @@ void expect_scores_grad_is_finite_difference(nn::ProbedAttention<double>& module
 
 // What every family's record must satisfy: the softmax of S is A, the checks pass, and the
 // norms are those of the arrays over may-attend cells.
-void expect_consistent(const nn::AttentionRecord<double>& r) {
+void expect_consistent(const study::AttentionRecord<double>& r) {
   EXPECT_LT(max_abs_diff(softmax_last(r.scores), r.weights), 1e-12);
   EXPECT_TRUE(r.check.passed) << "identity " << r.check.identity_error << " masked " << r.check.masked_grad
                               << " row sum " << r.check.row_sum_error;
@@ -103,7 +103,7 @@ struct Labml {
 TEST(AttentionCapture, LabmlRecordIsItsAttentionMapInTheCanonicalLayout) {
   Labml m;
   const LossFn run = [&] { return m.loss(); };
-  const auto capture = nn::capture_attention<double>(m.mha, run);
+  const auto capture = study::capture_attention<double>(m.mha, run);
   ASSERT_EQ(capture.records.size(), 1u);
   const auto& r = capture.at("");
   // attention() is [seq_q, seq_k, batch, heads]; the record [batch, heads, seq_q, seq_k].
@@ -123,9 +123,9 @@ TEST(AttentionCapture, LabmlRecordIsItsAttentionMapInTheCanonicalLayout) {
 TEST(AttentionCapture, UnderNoGradGuardTheCapturesOwnTapeRecordsTheSameRecord) {
   Labml m;
   const LossFn run = [&] { return m.loss(); };
-  const auto expected = nn::capture_attention<double>(m.mha, run);
+  const auto expected = study::capture_attention<double>(m.mha, run);
   const NoGradGuard paused;
-  const auto under_guard = nn::capture_attention<double>(m.mha, run);
+  const auto under_guard = study::capture_attention<double>(m.mha, run);
   ASSERT_EQ(under_guard.records.size(), 1u);
   EXPECT_EQ(under_guard.at("").weights, expected.at("").weights);
   EXPECT_EQ(under_guard.at("").weights_grad, expected.at("").weights_grad);
@@ -145,7 +145,7 @@ TEST(AttentionCapture, MhaRecordIsItsAttentionWeights) {
     weights = out.attention_weights;
     return sum(out.output * w);
   };
-  const auto capture = nn::capture_attention<double>(mha, run);
+  const auto capture = study::capture_attention<double>(mha, run);
   const auto& r = capture.at("");
   EXPECT_EQ(r.weights, weights.value());
   EXPECT_EQ(r.weights_grad, weights.grad());
@@ -161,7 +161,7 @@ TEST(AttentionCapture, TransformerFamilyRecordIsItsAttentionWeights) {
   // Causal, and in batch 1 query 2 may attend to nothing.
   const AttendMask mask = testing::mask_from({2, 3, 3}, {1, 0, 0, 1, 1, 0, 1, 1, 1, 1, 0, 0, 1, 1, 0, 0, 0, 0});
   const LossFn run = [&] { return sum(mha(x, x, x, mask) * w); };
-  const auto capture = nn::capture_attention<double>(mha, run);
+  const auto capture = study::capture_attention<double>(mha, run);
   const auto& r = capture.at("");
   const auto map = mha.attention_weights();
   EXPECT_EQ(r.weights, map.weights);
@@ -179,7 +179,7 @@ TEST(AttentionCapture, TransformerRecordsComeInForwardOrderByPath) {
   nn::transformer::Transformer<double> model(5, 5, 10, 0, 4, 2, 8, 2, 0.0, 1e-5, gen);
   const IndexArray src{{1, 2, 3}, {4, 1, 0}}, tgt{{2, 3}, {1, 0}};
   const Tensor<double> w = random_tensor({2, 2, 5}, 42, false);
-  const auto capture = nn::capture_attention<double>(model, [&] {
+  const auto capture = study::capture_attention<double>(model, [&] {
     return sum(model.generator(model(src, tgt, nn::transformer::make_src_mask(src, 0),
                                      nn::transformer::make_tgt_mask(tgt, 0))) * w);
   });
@@ -213,7 +213,7 @@ TEST(AttentionCapture, ForwardOrderNotRegistrationOrderAndASecondCallIsNumbered)
   Generator gen(51);
   TwoCalls model(gen);
   const Tensor<double> x = random_tensor({1, 3, 4}, 52, false);
-  const auto capture = nn::capture_attention<double>(model, [&] { return sum(model.forward(x)); });
+  const auto capture = study::capture_attention<double>(model, [&] { return sum(model.forward(x)); });
   ASSERT_EQ(capture.records.size(), 3u);
   EXPECT_EQ(capture.records[0].name, "early");
   EXPECT_EQ(capture.records[1].name, "late");
@@ -226,30 +226,30 @@ TEST(AttentionCapture, ForwardOrderNotRegistrationOrderAndASecondCallIsNumbered)
 
 TEST(AttentionCapture, IdentityCheckFailsOnAWrongGradient) {
   Labml m;
-  const auto r = nn::capture_attention<double>(m.mha, [&] { return m.loss(); }).at("");
-  ASSERT_TRUE(nn::check_softmax_backward(r.weights, r.weights_grad, r.scores_grad, r.may_attend).passed);
+  const auto r = study::capture_attention<double>(m.mha, [&] { return m.loss(); }).at("");
+  ASSERT_TRUE(study::check_softmax_backward(r.weights, r.weights_grad, r.scores_grad, r.may_attend).passed);
   Array wrong = r.scores_grad;
   wrong(0, 1, 2, 0) += 1e-6;  // one allowed cell, off by far more than rounding
-  const auto perturbed = nn::check_softmax_backward(r.weights, r.weights_grad, wrong, r.may_attend);
+  const auto perturbed = study::check_softmax_backward(r.weights, r.weights_grad, wrong, r.may_attend);
   EXPECT_FALSE(perturbed.passed);
   EXPECT_GT(perturbed.identity_error, perturbed.tolerance);
   Array leaking = r.scores_grad;
   leaking(1, 0, 1, 2) = 1e-300;  // batch 1 may not attend to key 2: must be exactly 0
-  const auto masked = nn::check_softmax_backward(r.weights, r.weights_grad, leaking, r.may_attend);
+  const auto masked = study::check_softmax_backward(r.weights, r.weights_grad, leaking, r.may_attend);
   EXPECT_FALSE(masked.passed);
   EXPECT_EQ(masked.masked_grad, 1e-300);
   Array unnormalised = r.weights;
   unnormalised(0, 0, 0, 0) += 1e-3;
-  EXPECT_GT(nn::check_softmax_backward(unnormalised, r.weights_grad, r.scores_grad, r.may_attend).row_sum_error, 9e-4);
+  EXPECT_GT(study::check_softmax_backward(unnormalised, r.weights_grad, r.scores_grad, r.may_attend).row_sum_error, 9e-4);
   EXPECT_TRUE(throws_with<ShapeError>(
-      [&] { nn::check_softmax_backward(r.weights, r.weights_grad, r.scores_grad, Mask(xt::ones<bool>({2, 3}))); },
+      [&] { study::check_softmax_backward(r.weights, r.weights_grad, r.scores_grad, Mask(xt::ones<bool>({2, 3}))); },
       {"check_softmax_backward", "may_attend", "[2,3]", "[2,2,3,3]"}));
 }
 
 TEST(AttentionCapture, DropoutIsRecordedAndProbedInTraining) {
   Labml m;
   m.mha.train();
-  const auto capture = nn::capture_attention<double>(m.mha, [&] { return m.loss(); });
+  const auto capture = study::capture_attention<double>(m.mha, [&] { return m.loss(); });
   const auto& r = capture.at("");
   ASSERT_TRUE(r.dropped_weights.has_value());
   EXPECT_NE(*r.dropped_weights, r.weights);
@@ -258,13 +258,13 @@ TEST(AttentionCapture, DropoutIsRecordedAndProbedInTraining) {
 
 TEST(AttentionCapture, ProbesAreDetachedWhenRunLossThrows) {
   Labml m;
-  EXPECT_THROW(nn::capture_attention<double>(m.mha, [&]() -> Tensor<double> {
+  EXPECT_THROW(study::capture_attention<double>(m.mha, [&]() -> Tensor<double> {
                  m.loss();
                  throw ValueError("run_loss failed");
                }),
                ValueError);
   EXPECT_FALSE(m.mha.has_attention_probes());
-  EXPECT_TRUE(throws_with<ValueError>([&] { nn::capture_attention<double>(m.mha, [&] { return m.mha(m.x, m.x, m.x); }); },
+  EXPECT_TRUE(throws_with<ValueError>([&] { study::capture_attention<double>(m.mha, [&] { return m.mha(m.x, m.x, m.x); }); },
                                       {"capture_attention", "single-element", "[3,2,4]"}));
   EXPECT_FALSE(m.mha.has_attention_probes());
 }
@@ -304,7 +304,7 @@ TEST(AttentionProbe, BadProbesAndMasksAreNamed) {
   EXPECT_TRUE(throws_with<ValueError>([&] { m.mha.register_attention_probe({}); },
                                       {"MultiHeadAttention(heads=2, d_model=4)", "empty"}));
   EXPECT_TRUE(throws_with<ValueError>([&] { m.mha.remove_attention_probe(123456789); }, {"no probe with id 123456789"}));
-  nn::AttentionProbesGuard<double> probes;
+  study::AttentionProbesGuard<double> probes;
   probes.attach(m.mha, [](nn::AttentionStage, const Tensor<double>& x, const Mask&) {
     return std::optional<Tensor<double>>(sum(x, {0}));
   });
@@ -312,7 +312,7 @@ TEST(AttentionProbe, BadProbesAndMasksAreNamed) {
                                                           "[2,3,3]"}));
   Generator gen(71);
   nn::mha::MultiHeadAttention<double> mha(4, 2, gen, 0.0);
-  nn::AttentionProbesGuard<double> mha_probes;
+  study::AttentionProbesGuard<double> mha_probes;
   mha_probes.attach(mha, [](nn::AttentionStage, const Tensor<double>&, const Mask&) { return std::optional<Tensor<double>>(); });
   const Tensor<double> x = random_tensor({1, 3, 4}, 72, false);
   EXPECT_TRUE(throws_with<ValueError>([&] { mha(x, x, x, AttendMask(Mask(xt::ones<bool>({1, 2, 3, 3})))); },

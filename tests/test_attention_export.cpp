@@ -48,7 +48,7 @@ struct DropoutTransformer {
   }
   // The fixed probe batch (padded, so the masks are exercised).
   const IndexArray probe_src{{1, 2, 3}, {4, 1, 0}}, probe_tgt{{2, 3}, {1, 0}};
-  nn::RunLoss<double> probe = [this] { return loss(probe_src, probe_tgt); };
+  study::RunLoss<double> probe = [this] { return loss(probe_src, probe_tgt); };
 };
 
 template <class T>
@@ -77,17 +77,17 @@ std::optional<nlohmann::json> read_in_python(const std::string& kind, const fs::
 }
 
 TEST(AttentionSnapshots, DoublingScheduleEndsWithTheLastStep) {
-  EXPECT_EQ(nn::doubling_schedule(0), (std::vector<std::size_t>{0}));
-  EXPECT_EQ(nn::doubling_schedule(1), (std::vector<std::size_t>{0, 1}));
-  EXPECT_EQ(nn::doubling_schedule(8), (std::vector<std::size_t>{0, 1, 2, 4, 8}));
-  EXPECT_EQ(nn::doubling_schedule(300), (std::vector<std::size_t>{0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 300}));
+  EXPECT_EQ(study::doubling_schedule(0), (std::vector<std::size_t>{0}));
+  EXPECT_EQ(study::doubling_schedule(1), (std::vector<std::size_t>{0, 1}));
+  EXPECT_EQ(study::doubling_schedule(8), (std::vector<std::size_t>{0, 1, 2, 4, 8}));
+  EXPECT_EQ(study::doubling_schedule(300), (std::vector<std::size_t>{0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 300}));
 }
 
 TEST(AttentionSnapshots, SnapshotOfHoldsEveryRecordInForwardOrder) {
   DropoutTransformer t;
   t.model.eval();
-  const auto capture = nn::capture_attention(t.model, t.probe);
-  const nn::AttentionSnapshot s = nn::snapshot_of(capture, 7);
+  const auto capture = study::capture_attention(t.model, t.probe);
+  const study::AttentionSnapshot s = study::snapshot_of(capture, 7);
   EXPECT_EQ(s.step, 7u);
   EXPECT_EQ(s.loss, capture.loss);
   ASSERT_EQ(s.names.size(), 6u);  // 2 encoder self, 2 x (decoder self, cross)
@@ -104,7 +104,7 @@ TEST(AttentionSnapshots, TakeSnapshotUsesEvalModeAndRestoresModeAndGradients) {
   DropoutTransformer t;
   std::vector<Tensor<double>> params = t.model.parameters();
   for (std::size_t i = 0; i < params.size(); i += 2) params[i].set_grad(xt::ones<double>(params[i].shape()) * double(i));
-  const nn::AttentionSnapshot first = nn::take_snapshot(t.model, t.probe, 3);
+  const study::AttentionSnapshot first = study::take_snapshot(t.model, t.probe, 3);
   EXPECT_TRUE(t.model.is_training());
   for (std::size_t i = 0; i < params.size(); ++i) {
     ASSERT_EQ(params[i].has_grad(), i % 2 == 0) << i;
@@ -112,9 +112,9 @@ TEST(AttentionSnapshots, TakeSnapshotUsesEvalModeAndRestoresModeAndGradients) {
       EXPECT_TRUE(bit_equal(params[i].grad(), xt::xarray<double>(xt::ones<double>(params[i].shape()) * double(i))));
     }
   }
-  const nn::AttentionSnapshot second = nn::take_snapshot(t.model, t.probe, 3);
+  const study::AttentionSnapshot second = study::take_snapshot(t.model, t.probe, 3);
   t.model.eval();
-  const nn::AttentionSnapshot eval = nn::snapshot_of(nn::capture_attention(t.model, t.probe), 3);
+  const study::AttentionSnapshot eval = study::snapshot_of(study::capture_attention(t.model, t.probe), 3);
   for (std::size_t i = 0; i < first.names.size(); ++i) {
     EXPECT_TRUE(bit_equal(first.weights[i], second.weights[i]));
     EXPECT_TRUE(bit_equal(first.weights_grad[i], second.weights_grad[i]));
@@ -129,8 +129,8 @@ TEST(AttentionSnapshots, TrainingWithSnapshotsIsBitIdenticalToTrainingWithout) {
   const auto train = [](bool snapshots) {
     DropoutTransformer t;
     optim::SGD<double> sgd(t.model.named_parameters(), {.lr = 0.1});
-    const std::vector<std::size_t> schedule = nn::doubling_schedule(6);
-    std::vector<nn::AttentionSnapshot> taken;
+    const std::vector<std::size_t> schedule = study::doubling_schedule(6);
+    std::vector<study::AttentionSnapshot> taken;
     for (std::size_t step = 0; step < 6; ++step) {
       const Index k = static_cast<Index>(step);  // a different batch every step
       const IndexArray src{{1, 2 + k % 3, 3}, {4, 1 + k % 4, 0}}, tgt{{2 + k % 2, 3}, {1 + k % 3, 0}};
@@ -139,13 +139,13 @@ TEST(AttentionSnapshots, TrainingWithSnapshotsIsBitIdenticalToTrainingWithout) {
         tape.backward(t.loss(src, tgt));
       }
       if (snapshots && std::binary_search(schedule.begin(), schedule.end(), step)) {
-        taken.push_back(nn::take_snapshot(t.model, t.probe, step));
+        taken.push_back(study::take_snapshot(t.model, t.probe, step));
       }
       sgd.step();
       sgd.zero_grad();
     }
     if (snapshots) {
-      taken.push_back(nn::take_snapshot(t.model, t.probe, 6));
+      taken.push_back(study::take_snapshot(t.model, t.probe, 6));
       EXPECT_EQ(taken.size(), schedule.size());
     }
     return t.model.state_dict();
@@ -157,12 +157,12 @@ TEST(AttentionSnapshots, TrainingWithSnapshotsIsBitIdenticalToTrainingWithout) {
 
 TEST(AttentionSnapshots, SaveLoadRoundTripsBitForBit) {
   DropoutTransformer t;
-  std::vector<nn::AttentionSnapshot> saved{nn::take_snapshot(t.model, t.probe, 0),
-                                           nn::take_snapshot(t.model, t.probe, 16)};
+  std::vector<study::AttentionSnapshot> saved{study::take_snapshot(t.model, t.probe, 0),
+                                              study::take_snapshot(t.model, t.probe, 16)};
   saved[1].loss = 0.1;  // not a float: the loss must round-trip as a double
   TempDir dir;
-  nn::save_snapshots(dir.path() / "snapshots.safetensors", saved);
-  const auto loaded = nn::load_snapshots(dir.path() / "snapshots.safetensors");
+  study::save_snapshots(dir.path() / "snapshots.safetensors", saved);
+  const auto loaded = study::load_snapshots(dir.path() / "snapshots.safetensors");
   ASSERT_EQ(loaded.size(), 2u);
   for (std::size_t s = 0; s < 2; ++s) {
     EXPECT_EQ(loaded[s].step, saved[s].step);
@@ -177,8 +177,8 @@ TEST(AttentionSnapshots, SaveLoadRoundTripsBitForBit) {
 
 // The arrays an export must hold, spelled out from the records (not through attention_arrays,
 // which the export uses): eval mode, so no dropped_weights.
-std::map<std::string, xt::xarray<double>> expected_arrays(const nn::AttentionCapture<double>& capture,
-                                                          const nn::NamedArrays<double>& extras) {
+std::map<std::string, xt::xarray<double>> expected_arrays(const study::AttentionCapture<double>& capture,
+                                                          const study::NamedArrays<double>& extras) {
   std::map<std::string, xt::xarray<double>> out(extras.begin(), extras.end());
   for (const auto& r : capture.records) {
     out[r.name + ".scores"] = r.scores;
@@ -190,17 +190,17 @@ std::map<std::string, xt::xarray<double>> expected_arrays(const nn::AttentionCap
   return out;
 }
 
-nn::AttentionCapture<double> tiny_capture(DropoutTransformer& t) {
+study::AttentionCapture<double> tiny_capture(DropoutTransformer& t) {
   t.model.eval();
-  return nn::capture_attention(t.model, t.probe);
+  return study::capture_attention(t.model, t.probe);
 }
 
 TEST(AttentionExport, SafetensorsLoadsInPyTorchBitForBit) {
   DropoutTransformer t;
   const auto capture = tiny_capture(t);
-  const nn::NamedArrays<double> extras{{"rollout", xt::xarray<double>{{0.25, 0.75}, {1.0, 0.0}}}};
+  const study::NamedArrays<double> extras{{"rollout", xt::xarray<double>{{0.25, 0.75}, {1.0, 0.0}}}};
   TempDir dir;
-  nn::save_attention_safetensors(dir.path() / "attention.safetensors", capture, extras);
+  study::save_attention_safetensors(dir.path() / "attention.safetensors", capture, extras);
   const auto read = read_in_python("safetensors", dir.path() / "attention.safetensors");
   if (!read) GTEST_SKIP() << "python3-torch is not installed";
   const auto arrays = expected_arrays(capture, extras);
@@ -218,7 +218,7 @@ TEST(AttentionExport, NpyFilesLoadWithTheirShapesAndValues) {
   DropoutTransformer t;
   const auto capture = tiny_capture(t);
   TempDir dir;
-  nn::save_attention_npy(dir.path() / "npy", capture, {{"flow", xt::xarray<double>{1.0, 2.0, 3.0}}});
+  study::save_attention_npy(dir.path() / "npy", capture, {{"flow", xt::xarray<double>{1.0, 2.0, 3.0}}});
   const auto read = read_in_python("npy", dir.path() / "npy");
   ASSERT_TRUE(read);  // plain Python: no skip
   const auto arrays = expected_arrays(capture, {{"flow", xt::xarray<double>{1.0, 2.0, 3.0}}});
@@ -236,7 +236,7 @@ TEST(AttentionExport, BertvizJsonHasTheHeadViewStructure) {
   const auto capture = tiny_capture(t);
   TempDir dir;
   const std::vector<std::string> src{"<s>", "a", "b"}, tgt{"a", "b"};
-  nn::save_bertviz_json(dir.path() / "bertviz.json", capture, src, tgt, 1);
+  study::save_bertviz_json(dir.path() / "bertviz.json", capture, src, tgt, 1);
   const auto read = read_in_python("bertviz", dir.path() / "bertviz.json");
   ASSERT_TRUE(read);  // plain Python: no skip
   EXPECT_EQ((*read)["keys"], nlohmann::json({"attention", "default_filter", "heads", "include_layers", "layer", "root_div_id"}));
@@ -263,8 +263,8 @@ TEST(AttentionExport, BertvizJsonHasTheHeadViewStructure) {
   Generator gen(94);
   nn::labml::MultiHeadAttention<double> mha(2, 4, gen, 0.0);
   const Tensor<double> x = random_tensor({3, 1, 4}, 95, false);
-  const auto single = nn::capture_attention(mha, [&] { return sum(mha(x, x, x)); });
-  nn::save_bertviz_json(dir.path() / "single.json", single, {"x", "y", "z"});
+  const auto single = study::capture_attention(mha, [&] { return sum(mha(x, x, x)); });
+  study::save_bertviz_json(dir.path() / "single.json", single, {"x", "y", "z"});
   const auto one = read_in_python("bertviz", dir.path() / "single.json");
   ASSERT_TRUE(one);
   ASSERT_EQ((*one)["entries"].size(), 1u);
@@ -288,12 +288,12 @@ TEST(AttentionExport, UnwritablePathLeavesNothingHalfWritten) {
       EXPECT_NE(std::string(e.what()).find(op + "('" + file.string() + "/"), std::string::npos) << e.what();
     }
   };
-  expect_named_failure([&] { nn::save_attention_safetensors(file / "a.safetensors", capture); },
+  expect_named_failure([&] { study::save_attention_safetensors(file / "a.safetensors", capture); },
                        "save_attention_safetensors");
-  expect_named_failure([&] { nn::save_bertviz_json(file / "b.json", capture, {"<s>", "a", "b"}, {"a", "b"}); },
+  expect_named_failure([&] { study::save_bertviz_json(file / "b.json", capture, {"<s>", "a", "b"}, {"a", "b"}); },
                        "save_bertviz_json");
-  expect_named_failure([&] { nn::save_attention_npy(file / "npy", capture); }, "save_attention_npy");
-  expect_named_failure([&] { nn::save_snapshots(file / "s.safetensors", {nn::snapshot_of(capture, 0)}); },
+  expect_named_failure([&] { study::save_attention_npy(file / "npy", capture); }, "save_attention_npy");
+  expect_named_failure([&] { study::save_snapshots(file / "s.safetensors", {study::snapshot_of(capture, 0)}); },
                        "save_snapshots");
   EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()), 1);  // only "file"
 }

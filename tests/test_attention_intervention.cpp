@@ -41,7 +41,7 @@ TEST(AttentionIntervention, GradientFlowsThroughAScaledHead) {
   PaddedTransformer t;
   EXPECT_TRUE(passes_gradcheck(
       [&](const Inputs& in) {
-        nn::AttentionInterventions<double> edits(t.model);
+        study::AttentionInterventions<double> edits(t.model);
         edits.scale(kCross, 1, in[0]);  // A[:, 1] := c A[:, 1]
         return t.run();
       },
@@ -54,7 +54,7 @@ TEST(AttentionIntervention, GradientFlowsThroughAReplacedScoresHead) {
   const Tensor<double> x = random_tensor({3, 2, 4}, 84, false), w = random_tensor({3, 2, 4}, 85, false);
   EXPECT_TRUE(passes_gradcheck(
       [&](const Inputs& in) {
-        nn::AttentionInterventions<double> edits(mha);
+        study::AttentionInterventions<double> edits(mha);
         edits.replace("", 0, in[0], nn::AttentionStage::kScores);  // S[:, 0] := R [batch, seq_q, seq_k]
         return sum(mha(x, x, x) * w);
       },
@@ -63,24 +63,24 @@ TEST(AttentionIntervention, GradientFlowsThroughAReplacedScoresHead) {
 
 TEST(AttentionIntervention, AblatingAHeadChangesTheLossAndScalingByOneDoesNot) {
   PaddedTransformer t;
-  const auto ablate = [&](nn::Ablation kind) {
-    return nn::loss_change<double>(t.model, t.run, [&](auto& e) { e.ablate(kCross, 0, kind); });
+  const auto ablate = [&](study::Ablation kind) {
+    return study::loss_change<double>(t.model, t.run, [&](auto& e) { e.ablate(kCross, 0, kind); });
   };
-  EXPECT_GT(std::abs(ablate(nn::Ablation::kZero)), 1e-6);
-  EXPECT_GT(std::abs(ablate(nn::Ablation::kMean)), 1e-6);
-  EXPECT_EQ(nn::loss_change<double>(t.model, t.run, [&](auto& e) { e.scale(kCross, 0, 1.0); }), 0.0);
-  EXPECT_EQ(nn::loss_change<double>(t.model, t.run,
-                                    [&](auto& e) { e.scale(kCross, 0, 1.0, nn::AttentionStage::kScores); }),
+  EXPECT_GT(std::abs(ablate(study::Ablation::kZero)), 1e-6);
+  EXPECT_GT(std::abs(ablate(study::Ablation::kMean)), 1e-6);
+  EXPECT_EQ(study::loss_change<double>(t.model, t.run, [&](auto& e) { e.scale(kCross, 0, 1.0); }), 0.0);
+  EXPECT_EQ(study::loss_change<double>(t.model, t.run,
+                                       [&](auto& e) { e.scale(kCross, 0, 1.0, nn::AttentionStage::kScores); }),
             0.0);
-  EXPECT_TRUE(nn::named_attention_modules(t.model)[0].second->has_attention_probes() == false);  // detached
+  EXPECT_TRUE(study::named_attention_modules(t.model)[0].second->has_attention_probes() == false);  // detached
 }
 
 TEST(AttentionIntervention, CaptureSeesTheAblatedWeights) {
   PaddedTransformer t;
-  nn::AttentionInterventions<double> edits(t.model);
-  edits.ablate(kCross, 1, nn::Ablation::kMean);
-  edits.ablate("encoder.encoder_layers.0.multi_head_attention", 0, nn::Ablation::kZero);
-  const auto capture = nn::capture_attention<double>(t.model, t.run);
+  study::AttentionInterventions<double> edits(t.model);
+  edits.ablate(kCross, 1, study::Ablation::kMean);
+  edits.ablate("encoder.encoder_layers.0.multi_head_attention", 0, study::Ablation::kZero);
+  const auto capture = study::capture_attention<double>(t.model, t.run);
   const auto& cross = capture.at(kCross);
   // Batch 1's source {4, 1, pad}: uniform 1/2 over keys 0 and 1 for every query.
   EXPECT_EQ(Array(xt::view(cross.weights, 1, 1)), (Array{{0.5, 0.5, 0.0}, {0.5, 0.5, 0.0}}));
@@ -91,20 +91,20 @@ TEST(AttentionIntervention, CaptureSeesTheAblatedWeights) {
 
 TEST(AttentionIntervention, HeadAblationTableHasEveryModuleAndHeadInForwardOrder) {
   PaddedTransformer t;
-  const auto table = nn::head_ablation_table<double>(t.model, t.run);
+  const auto table = study::head_ablation_table<double>(t.model, t.run);
   EXPECT_EQ(table.clean_loss, t.run().item());
   ASSERT_EQ(table.rows.size(), 12u);  // 6 modules x 2 heads
   EXPECT_EQ(table.rows[0].module, "encoder.encoder_layers.0.multi_head_attention");
   EXPECT_EQ(table.rows[7].module, "decoder.decoder_layers.0.src_tgt_attention");
   EXPECT_EQ(table.rows[7].head, 1u);
   EXPECT_EQ(table.rows[7].change,
-            nn::loss_change<double>(t.model, t.run, [&](auto& e) { e.ablate(kCross, 1); }));
+            study::loss_change<double>(t.model, t.run, [&](auto& e) { e.ablate(kCross, 1); }));
   EXPECT_EQ(table.rows[7].loss - table.clean_loss, table.rows[7].change);
 }
 
 TEST(AttentionIntervention, BadPathsHeadsAndShapesAreNamed) {
   PaddedTransformer t;
-  nn::AttentionInterventions<double> edits(t.model);
+  study::AttentionInterventions<double> edits(t.model);
   EXPECT_TRUE(throws_with<ValueError>([&] { edits.ablate("encoder.nope", 0); },
                                       {"AttentionInterventions::ablate", "'encoder.nope'", "'" + kCross + "'"}));
   EXPECT_TRUE(throws_with<ValueError>([&] { edits.scale(kCross, 2, 0.5); },
@@ -121,16 +121,16 @@ TEST(AttentionIntervention, DetachingIsSafeWhicheverOfTheModelAndTheIntervention
   const Tensor<double> x = random_tensor({3, 2, 4}, 89, false);
   auto model = std::make_unique<nn::labml::MultiHeadAttention<double>>(2, 4, gen, 0.0);
   const Array clean = (*model)(x, x, x).value();
-  auto edits = std::make_unique<nn::AttentionInterventions<double>>(*model);
+  auto edits = std::make_unique<study::AttentionInterventions<double>>(*model);
   edits->ablate("", 0);
   EXPECT_GT(max_abs_diff((*model)(x, x, x).value(), clean), 1e-6);
   edits.reset();  // interventions first: the model runs clean again
   EXPECT_FALSE(model->has_attention_probes());
   EXPECT_EQ((*model)(x, x, x).value(), clean);
 
-  edits = std::make_unique<nn::AttentionInterventions<double>>(*model);
+  edits = std::make_unique<study::AttentionInterventions<double>>(*model);
   edits->scale("", 1, 0.5);
-  nn::AttentionProbesGuard<double> probes;
+  study::AttentionProbesGuard<double> probes;
   probes.attach(*model, [](nn::AttentionStage, const Tensor<double>&, const Mask&) { return std::nullopt; });
   model.reset();  // the model first: destroying what was attached to it must not touch it
   edits.reset();
@@ -144,11 +144,11 @@ static_assert(!std::is_copy_constructible_v<nn::labml::MultiHeadAttention<double
 // Two edits of one head compose in the order they were made.
 TEST(AttentionIntervention, TwoScalesOfOneHeadMultiply) {
   PaddedTransformer t;
-  const double twice = nn::loss_change<double>(t.model, t.run, [&](auto& e) {
+  const double twice = study::loss_change<double>(t.model, t.run, [&](auto& e) {
     e.scale(kCross, 0, 0.5);
     e.scale(kCross, 0, 0.5);
   });
-  EXPECT_EQ(twice, nn::loss_change<double>(t.model, t.run, [&](auto& e) { e.scale(kCross, 0, 0.25); }));
+  EXPECT_EQ(twice, study::loss_change<double>(t.model, t.run, [&](auto& e) { e.scale(kCross, 0, 0.25); }));
   EXPECT_GT(std::abs(twice), 1e-6);
 }
 

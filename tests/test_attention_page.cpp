@@ -31,11 +31,11 @@ using attention_study::StudyResult;
 
 // Snapshot k of n: A moved from uniform over the may-attend keys towards the captured A, dL/dA
 // scaled likewise, so every snapshot differs from the capture and from the others.
-std::vector<nn::AttentionSnapshot> make_snapshots(const StudyResult& study, std::size_t n) {
-  std::vector<nn::AttentionSnapshot> out;
+std::vector<study::AttentionSnapshot> make_snapshots(const StudyResult& study, std::size_t n) {
+  std::vector<study::AttentionSnapshot> out;
   for (std::size_t k = 0; k < n; ++k) {
     const float t = float(k + 1) / float(n + 1);
-    nn::AttentionSnapshot s{.step = 10 * k, .loss = 2.0 / double(k + 1), .names = {}, .weights = {}, .weights_grad = {}};
+    study::AttentionSnapshot s{.step = 10 * k, .loss = 2.0 / double(k + 1), .names = {}, .weights = {}, .weights_grad = {}};
     for (const auto& maps : study.maps) {
       const xt::xarray<float> mask = xt::cast<float>(maps.may_attend.may_attend());  // [b, q, k]
       const xt::xarray<float> count = xt::sum(mask, {2}, xt::keep_dims);
@@ -51,7 +51,7 @@ std::vector<nn::AttentionSnapshot> make_snapshots(const StudyResult& study, std:
 
 struct StudyPage {
   StudyResult study;
-  std::vector<nn::AttentionSnapshot> snapshots;
+  std::vector<study::AttentionSnapshot> snapshots;
   fs::path html;
 };
 
@@ -206,7 +206,7 @@ TEST(AttentionPage, RejectsSnapshotsThatDoNotFitTheStudy) {
   const StudyPage& page = seq10_page();
   attention_study::RunInfo run;
   TempDir dir;
-  std::vector<nn::AttentionSnapshot> missing = page.snapshots;
+  std::vector<study::AttentionSnapshot> missing = page.snapshots;
   missing[1].names[2] = "no.such.module";
   EXPECT_THROW(
       {
@@ -220,7 +220,7 @@ TEST(AttentionPage, RejectsSnapshotsThatDoNotFitTheStudy) {
         }
       },
       ValueError);
-  std::vector<nn::AttentionSnapshot> other_shape = page.snapshots;
+  std::vector<study::AttentionSnapshot> other_shape = page.snapshots;
   other_shape[0].weights[0] = xt::zeros<float>({1, 2, 10, 10});
   EXPECT_THROW(attention_study::write_report(dir.path(), run, page.study, other_shape), ShapeError);
   EXPECT_FALSE(fs::exists(dir.path() / "index.html"));  // nothing written

@@ -43,7 +43,7 @@ xt::xarray<double> sequence(const xt::xarray<double>& batched, std::size_t b) {
 
 TEST(AttentionRollout, HandComputedTwoLayers) {
   // R = Â2 Â1 = [[.5·1 + .5·.25, .5·.75], [.25, .75]] = [[.625, .375], [.25, .75]]
-  const auto r = nn::attention_rollout<double>(Maps{kL1, kL2});
+  const auto r = study::attention_rollout<double>(Maps{kL1, kL2});
   ASSERT_EQ(r.shape(), (std::vector<std::size_t>{1, 2, 2}));
   EXPECT_LT(max_abs_diff(sequence(r, 0), xt::xarray<double>{{.625, .375}, {.25, .75}}), kExact) << r;
 }
@@ -51,16 +51,16 @@ TEST(AttentionRollout, HandComputedTwoLayers) {
 // Layers given in backward order (what a script that appends in backward hooks collects) give
 // Â1 Â2 = [[.5, .5], [.125, .875]]: a different, wrong answer. The API takes forward order.
 TEST(AttentionRollout, LayerOrderIsForwardOrder) {
-  const auto reversed = nn::attention_rollout<double>(Maps{kL2, kL1});
+  const auto reversed = study::attention_rollout<double>(Maps{kL2, kL1});
   EXPECT_LT(max_abs_diff(sequence(reversed, 0), xt::xarray<double>{{.5, .5}, {.125, .875}}), kExact) << reversed;
-  EXPECT_GT(max_abs_diff(reversed, nn::attention_rollout<double>(Maps{kL1, kL2})), 0.1);
+  EXPECT_GT(max_abs_diff(reversed, study::attention_rollout<double>(Maps{kL1, kL2})), 0.1);
 }
 
 // A after dropout: rows no longer sum to 1. A = [[0, 2], [0, 0]] gives .5 A + .5 I = [[.5, 1], [0, .5]]
 // with row sums 1.5 and .5, so Â = [[1/3, 2/3], [0, 1]]. The keepdim bug (dividing column j by
 // row j's sum) would give [[1/3, 2], [0, 1]], whose first row sums to 7/3.
 TEST(AttentionRollout, NormalisesEachRowByItsOwnSum) {
-  const auto r = nn::attention_rollout<double>(Maps{xt::xarray<double>{{{{0, 2}, {0, 0}}}}});
+  const auto r = study::attention_rollout<double>(Maps{xt::xarray<double>{{{{0, 2}, {0, 0}}}}});
   EXPECT_LT(max_abs_diff(sequence(r, 0), xt::xarray<double>{{1.0 / 3, 2.0 / 3}, {0, 1}}), kExact) << r;
 }
 
@@ -70,17 +70,17 @@ TEST(AttentionRollout, RowsSumToOneAndSequencesAreIndependent) {
     // Non-negative maps with rows that do not sum to 1 (normalisation must cope).
     layers.push_back(xt::abs(random_tensor({2, 3, 4, 4}, seed, false).value()));
   }
-  const auto r = nn::attention_rollout<double>(layers);
+  const auto r = study::attention_rollout<double>(layers);
   EXPECT_LT(max_abs_diff(xt::xarray<double>(xt::sum(r, {2})), xt::ones<double>({2, 4})), kExact);
   Maps second;
   for (const auto& l : layers) second.push_back(xt::xarray<double>(xt::view(l, xt::range(1, 2))));
-  EXPECT_LT(max_abs_diff(sequence(r, 1), sequence(nn::attention_rollout<double>(second), 0)), kExact);
+  EXPECT_LT(max_abs_diff(sequence(r, 1), sequence(study::attention_rollout<double>(second), 0)), kExact);
 }
 
 // The max-flow solver on CLRS's Figure 26.1 network (s = 0, t = 5): maximum flow 23, which needs
 // the residual (backward) edges to find.
 TEST(MaxFlow, TextbookNetwork) {
-  nn::detail::MaxFlow g(6);
+  study::detail::MaxFlow g(6);
   const double edges[][3] = {{0, 1, 16}, {0, 2, 13}, {1, 2, 10}, {2, 1, 4}, {1, 3, 12},
                              {3, 2, 9},  {2, 4, 14}, {4, 3, 7},  {3, 5, 20}, {4, 5, 4}};
   for (const auto& e : edges) g.add_edge(std::size_t(e[0]), std::size_t(e[1]), e[2]);
@@ -96,7 +96,7 @@ TEST(MaxFlow, TextbookNetwork) {
 // through the residual edge b -> a.
 TEST(MaxFlow, NeedsResidualEdges) {
   enum : std::size_t { s, a, b, c, d, t };
-  nn::detail::MaxFlow g(6);
+  study::detail::MaxFlow g(6);
   for (const auto& [from, to] : {std::pair{s, a}, {a, b}, {b, t}, {s, c}, {c, b}, {a, d}, {d, t}}) g.add_edge(from, to, 1.0);
   EXPECT_NEAR(g.max_flow(s, t), 2.0, kExact);
 }
@@ -107,9 +107,9 @@ TEST(MaxFlow, NeedsResidualEdges) {
 //   (z1, x0): x0->y1->z1 .25;                         (z1, x1): x1->y1->z1 .75
 // Normalised rows (Abnar & Zuidema's code): [[.6, .4], [.25, .75]].
 TEST(AttentionFlow, HandComputedTwoLayers) {
-  const auto f = nn::attention_flow<double>(Maps{kL1, kL2});
+  const auto f = study::attention_flow<double>(Maps{kL1, kL2});
   EXPECT_LT(max_abs_diff(sequence(f, 0), xt::xarray<double>{{.75, .5}, {.25, .75}}), kExact) << f;
-  const auto normalized = nn::attention_flow<double>(Maps{kL1, kL2}, true);
+  const auto normalized = study::attention_flow<double>(Maps{kL1, kL2}, true);
   EXPECT_LT(max_abs_diff(sequence(normalized, 0), xt::xarray<double>{{.6, .4}, {.25, .75}}), kExact) << normalized;
 }
 
@@ -119,9 +119,9 @@ TEST(AttentionFlow, WithinCapacities) {
   const Maps layers{xt::abs(random_tensor({2, 2, 5, 5}, 11, false).value()),
                     xt::abs(random_tensor({2, 2, 5, 5}, 12, false).value()),
                     xt::abs(random_tensor({2, 2, 5, 5}, 13, false).value())};
-  const auto f = nn::attention_flow<double>(layers);
-  const auto first = nn::attention_rollout<double>(Maps{layers[0]});  // Â_1 exactly
-  const auto one_layer = nn::attention_flow<double>(Maps{layers[0]});
+  const auto f = study::attention_flow<double>(layers);
+  const auto first = study::attention_rollout<double>(Maps{layers[0]});  // Â_1 exactly
+  const auto one_layer = study::attention_flow<double>(Maps{layers[0]});
   EXPECT_LT(max_abs_diff(one_layer, first), kExact);
   for (std::size_t b = 0; b < 2; ++b)
     for (std::size_t i = 0; i < 5; ++i)
@@ -137,18 +137,18 @@ TEST(GradientWeightedRollout, HandComputedTwoLayers) {
   // Â1 = rownorm(Ā1 + I) = rownorm([[2, .5], [.5, 1.5]]) = [[.8, .2], [.25, .75]]
   // Â2 = rownorm([[1, 1], [2, 1]]) = [[.5, .5], [2/3, 1/3]]
   // R = Â2 Â1 = [[.4 + .125, .1 + .375], [(1.6 + .25)/3, (.4 + .75)/3]] = [[.525, .475], [37/60, 23/60]]
-  const auto r = nn::gradient_weighted_rollout<double>(Maps{kA1, kA2}, Maps{kG1, kG2});
+  const auto r = study::gradient_weighted_rollout<double>(Maps{kA1, kA2}, Maps{kG1, kG2});
   EXPECT_LT(max_abs_diff(sequence(r, 0), xt::xarray<double>{{.525, .475}, {37.0 / 60, 23.0 / 60}}), kExact) << r;
 }
 
 // Gradients collected in backward order and so reversed (the known script bug) pair each
 // gradient with the wrong map; maps and gradients both reversed give Â1 Â2 = [[8/15, 7/15], [5/8, 3/8]].
 TEST(GradientWeightedRollout, LayerOrderIsForwardOrder) {
-  const auto forward = nn::gradient_weighted_rollout<double>(Maps{kA1, kA2}, Maps{kG1, kG2});
-  const auto reversed = nn::gradient_weighted_rollout<double>(Maps{kA2, kA1}, Maps{kG2, kG1});
+  const auto forward = study::gradient_weighted_rollout<double>(Maps{kA1, kA2}, Maps{kG1, kG2});
+  const auto reversed = study::gradient_weighted_rollout<double>(Maps{kA2, kA1}, Maps{kG2, kG1});
   EXPECT_LT(max_abs_diff(sequence(reversed, 0), xt::xarray<double>{{8.0 / 15, 7.0 / 15}, {.625, .375}}), kExact);
   EXPECT_GT(max_abs_diff(reversed, forward), 1e-3);  // 1/120 apart here
-  const auto gradients_reversed = nn::gradient_weighted_rollout<double>(Maps{kA1, kA2}, Maps{kG2, kG1});
+  const auto gradients_reversed = study::gradient_weighted_rollout<double>(Maps{kA1, kA2}, Maps{kG2, kG1});
   EXPECT_GT(max_abs_diff(gradients_reversed, forward), 1e-3);
   EXPECT_LT(max_abs_diff(xt::xarray<double>(xt::sum(forward, {2})), xt::ones<double>({1, 2})), kExact);
 }
@@ -157,10 +157,10 @@ TEST(CheferRelevance, SelfAttentionHandComputed) {
   // R = (I + Ā2)(I + Ā1) = [[1, 1], [2, 1]] [[2, .5], [.5, 1.5]] = [[2.5, 2], [4.5, 2.5]]; reversed
   // order (I + Ā1)(I + Ā2) = [[3, 2.5], [3.5, 2]].
   const Maps a{kA1, kA2}, g{kG1, kG2};
-  const auto r = nn::chefer_self_attention_relevance<double>({a, g});
+  const auto r = study::chefer_self_attention_relevance<double>({a, g});
   EXPECT_LT(max_abs_diff(sequence(r, 0), xt::xarray<double>{{2.5, 2}, {4.5, 2.5}}), kExact) << r;
   const Maps ar{kA2, kA1}, gr{kG2, kG1};
-  EXPECT_LT(max_abs_diff(sequence(nn::chefer_self_attention_relevance<double>({ar, gr}), 0),
+  EXPECT_LT(max_abs_diff(sequence(study::chefer_self_attention_relevance<double>({ar, gr}), 0),
                          xt::xarray<double>{{3, 2.5}, {3.5, 2}}),
             kExact);
 }
@@ -184,7 +184,7 @@ TEST(CheferRelevance, EncoderDecoderHandComputed) {
   const Maps dec_g{kG2, xt::xarray<double>{{{{1, 0}, {2, 2}}}}};
   const Maps cross_a{xt::xarray<double>{{{{.5, .5}, {1, 0}}}}, xt::xarray<double>{{{{0, 1}, {.5, .5}}}}};
   const Maps cross_g{xt::xarray<double>{{{{2, -1}, {1, 3}}}}, xt::xarray<double>{{{{3, 1}, {2, 2}}}}};
-  const auto r = nn::chefer_encoder_decoder_relevance<double>({enc_a, enc_g}, {dec_a, dec_g}, {cross_a, cross_g});
+  const auto r = study::chefer_encoder_decoder_relevance<double>({enc_a, enc_g}, {dec_a, dec_g}, {cross_a, cross_g});
   EXPECT_LT(max_abs_diff(sequence(r.encoder, 0), xt::xarray<double>{{2, .5}, {.5, 1.5}}), kExact) << r.encoder;
   EXPECT_LT(max_abs_diff(sequence(r.decoder, 0), xt::xarray<double>{{2, 2}, {5, 3}}), kExact) << r.decoder;
   EXPECT_LT(max_abs_diff(sequence(r.cross, 0), xt::xarray<double>{{373, 195}, {551, 225}} / 42.0), kExact) << r.cross;
@@ -197,7 +197,7 @@ TEST(CheferRelevance, EncoderDecoderHandComputed) {
 TEST(CheferRelevance, TokensWithoutContextKeepTheirIdentityRow) {
   const Maps a{kA1}, negative{-xt::abs(kG1)};
   const Maps cross_a{xt::xarray<double>{{{{.5, .5}, {1, 0}}}}}, cross_g{xt::xarray<double>{{{{2, -1}, {1, 3}}}}};
-  const auto r = nn::chefer_encoder_decoder_relevance<double>({a, negative}, {a, negative}, {cross_a, cross_g});
+  const auto r = study::chefer_encoder_decoder_relevance<double>({a, negative}, {a, negative}, {cross_a, cross_g});
   EXPECT_LT(max_abs_diff(sequence(r.cross, 0), xt::xarray<double>{{1, 0}, {1, 0}}), kExact) << r.cross;
 }
 
@@ -207,15 +207,15 @@ TEST(CheferRelevance, TokensWithoutContextKeepTheirIdentityRow) {
 TEST(IntegratedGradients, QuadraticClosedForm) {
   const xt::xarray<double> a{.25, .75, .5}, w{2, -1, 4};
   std::vector<double> alphas;
-  const nn::AttentionGradientAt<double> grad_at = [&](double alpha) {
+  const study::AttentionGradientAt<double> grad_at = [&](double alpha) {
     alphas.push_back(alpha);
     return xt::xarray<double>(2.0 * w * alpha * a);
   };
-  const auto attr = nn::integrated_gradients(a, grad_at, 4);
+  const auto attr = study::integrated_gradients(a, grad_at, 4);
   EXPECT_LT(max_abs_diff(attr, xt::xarray<double>{.15625, -.703125, 1.25}), kExact) << attr;
   EXPECT_EQ(alphas, (std::vector<double>{.25, .5, .75, 1.0}));
   // The default 20 steps: factor 21/20.
-  EXPECT_LT(max_abs_diff(nn::integrated_gradients(a, grad_at), xt::xarray<double>{.125, -.5625, 1} * 1.05), kExact);
+  EXPECT_LT(max_abs_diff(study::integrated_gradients(a, grad_at), xt::xarray<double>{.125, -.5625, 1} * 1.05), kExact);
 }
 
 // Completeness on a non-linear F of a [1, 2, 3, 3] attention map, its gradient from the tape:
@@ -224,14 +224,14 @@ TEST(IntegratedGradients, Completeness) {
   const auto a = xt::xarray<double>(xt::abs(random_tensor({1, 2, 3, 3}, 21, false).value()));
   const auto b = random_tensor({1, 2, 3, 3}, 22, false), c = random_tensor({1, 2, 3, 3}, 23, false);
   auto f = [&](const Tensor<double>& x) { return add(sum(mul(exp(x), b)), pow(sum(mul(x, c)), 3.0)); };
-  const nn::AttentionGradientAt<double> grad_at = [&](double alpha) {
+  const study::AttentionGradientAt<double> grad_at = [&](double alpha) {
     Tensor<double> x(xt::xarray<double>(alpha * a), true);
     GradientTape tape;
     return xt::xarray<double>(tape.gradient(f(x), {x})[0].value());
   };
   const double delta = f(Tensor<double>(a)).value()() - f(Tensor<double>(xt::zeros_like(a))).value()();
-  const double gap20 = std::abs(xt::sum(nn::integrated_gradients(a, grad_at))() - delta);
-  const double gap400 = std::abs(xt::sum(nn::integrated_gradients(a, grad_at, 400))() - delta);
+  const double gap20 = std::abs(xt::sum(study::integrated_gradients(a, grad_at))() - delta);
+  const double gap400 = std::abs(xt::sum(study::integrated_gradients(a, grad_at, 400))() - delta);
   EXPECT_LT(gap400, 1e-2 * std::abs(delta)) << delta;
   EXPECT_LT(gap400, gap20 / 10) << gap20 << " " << gap400;
 }
@@ -251,9 +251,9 @@ TEST(HeadImportance, HandComputed) {
       for (std::size_t b = 0; b < 2; ++b) grad(b, h, 1, 0) = cells[l][h][b];
     g.push_back(grad);
   }
-  EXPECT_LT(max_abs_diff(nn::head_importance<double>(a, g), xt::xarray<double>{{1, 1}, {2, 1.5}}), kExact);
+  EXPECT_LT(max_abs_diff(study::head_importance<double>(a, g), xt::xarray<double>{{1, 1}, {2, 1.5}}), kExact);
   const double r = 1 / std::sqrt(2.0);
-  EXPECT_LT(max_abs_diff(nn::head_importance<double>(a, g, true), xt::xarray<double>{{r, r}, {.8, .6}}), kExact);
+  EXPECT_LT(max_abs_diff(study::head_importance<double>(a, g, true), xt::xarray<double>{{r, r}, {.8, .6}}), kExact);
 }
 
 // ∂L/∂ξ_h = Σ A ⊙ dL/dA checked against a real head mask: o = ξ · A V, L = sum(o ⊙ W).
@@ -264,7 +264,7 @@ TEST(HeadImportance, EqualsTheHeadMaskGradient) {
   GradientTape tape;
   const auto loss = sum(mul(mul(matmul(a, v), xi), w));
   const auto grads = tape.gradient(loss, {a, xi});
-  const auto importance = nn::head_importance<double>(Maps{a.value()}, Maps{grads[0].value()});
+  const auto importance = study::head_importance<double>(Maps{a.value()}, Maps{grads[0].value()});
   EXPECT_NEAR(importance(0, 0), std::abs(grads[1].value()(0)), kExact);
 }
 
@@ -281,22 +281,22 @@ TEST(Attribution, NonFiniteEntriesAreErrorsNamingTheLayerAndTheHead) {
     SCOPED_TRACE(bad);
     const std::string where = "holds " + format_number(bad) + " at batch 0, head 1, query 1, key 0";
     const Maps bad_a{kA1, with(kA2, bad)}, bad_g{kG1, with(kG2, bad)}, a{kA1, kA2}, g{kG1, kG2};
-    EXPECT_TRUE(throws_with<ValueError>([&] { nn::attention_rollout<double>(bad_a); },
+    EXPECT_TRUE(throws_with<ValueError>([&] { study::attention_rollout<double>(bad_a); },
                                         {"attention_rollout: attention[1] " + where}));
-    EXPECT_TRUE(throws_with<ValueError>([&] { nn::attention_flow<double>(bad_a); },
+    EXPECT_TRUE(throws_with<ValueError>([&] { study::attention_flow<double>(bad_a); },
                                         {"attention_flow: attention[1] " + where}));
-    EXPECT_TRUE(throws_with<ValueError>([&] { nn::gradient_weighted_rollout<double>(a, bad_g); },
+    EXPECT_TRUE(throws_with<ValueError>([&] { study::gradient_weighted_rollout<double>(a, bad_g); },
                                         {"gradient_weighted_rollout: gradients[1] " + where}));
-    EXPECT_TRUE(throws_with<ValueError>([&] { nn::gradient_weighted_rollout<double>(bad_a, g); },
+    EXPECT_TRUE(throws_with<ValueError>([&] { study::gradient_weighted_rollout<double>(bad_a, g); },
                                         {"gradient_weighted_rollout: attention[1] " + where}));
-    EXPECT_TRUE(throws_with<ValueError>([&] { nn::chefer_self_attention_relevance<double>({a, bad_g}); },
+    EXPECT_TRUE(throws_with<ValueError>([&] { study::chefer_self_attention_relevance<double>({a, bad_g}); },
                                         {"chefer_self_attention_relevance: gradients[1] " + where}));
-    EXPECT_TRUE(throws_with<ValueError>([&] { nn::chefer_self_attention_relevance<double>({bad_a, g}); },
+    EXPECT_TRUE(throws_with<ValueError>([&] { study::chefer_self_attention_relevance<double>({bad_a, g}); },
                                         {"chefer_self_attention_relevance: attention[1] " + where}));
     EXPECT_TRUE(throws_with<ValueError>(
-        [&] { nn::chefer_encoder_decoder_relevance<double>({a, g}, {a, g}, {a, bad_g}); },
+        [&] { study::chefer_encoder_decoder_relevance<double>({a, g}, {a, g}, {a, bad_g}); },
         {"chefer_encoder_decoder_relevance: cross.gradients[1] " + where}));
-    EXPECT_TRUE(throws_with<ValueError>([&] { nn::head_importance<double>(a, bad_g); },
+    EXPECT_TRUE(throws_with<ValueError>([&] { study::head_importance<double>(a, bad_g); },
                                         {"head_importance: gradients[1] " + where}));
   }
 }
@@ -304,9 +304,9 @@ TEST(Attribution, NonFiniteEntriesAreErrorsNamingTheLayerAndTheHead) {
 // A map with no heads has no mean over heads (it used to be 0/0 = NaN everywhere).
 TEST(Attribution, AMapWithNoHeadsIsAShapeError) {
   const Maps none{xt::zeros<double>({1, 0, 2, 2})};
-  EXPECT_TRUE(throws_with<ShapeError>([&] { nn::attention_rollout<double>(none); },
+  EXPECT_TRUE(throws_with<ShapeError>([&] { study::attention_rollout<double>(none); },
                                       {"attention_rollout: attention[0] has no heads", "[1,0,2,2]"}));
-  EXPECT_TRUE(throws_with<ShapeError>([&] { nn::chefer_self_attention_relevance<double>({none, none}); },
+  EXPECT_TRUE(throws_with<ShapeError>([&] { study::chefer_self_attention_relevance<double>({none, none}); },
                                       {"chefer_self_attention_relevance: attention[0] has no heads"}));
 }
 
@@ -316,15 +316,15 @@ TEST(Attribution, AMapWithNoHeadsIsAShapeError) {
 TEST(Attribution, AllZeroHeadsAttendNowhereAndKeepResultsFinite) {
   xt::xarray<double> half_ablated = kL1;
   xt::view(half_ablated, 0, 1) = 0.0;
-  EXPECT_LT(max_abs_diff(sequence(nn::attention_rollout<double>(Maps{half_ablated}), 0),
+  EXPECT_LT(max_abs_diff(sequence(study::attention_rollout<double>(Maps{half_ablated}), 0),
                          xt::xarray<double>{{1, 0}, {1.0 / 3, 2.0 / 3}}),
             kExact);
   const Maps zero{xt::zeros<double>({1, 2, 2, 2}), xt::zeros<double>({1, 2, 2, 2})}, g{kG1, kG2};
   const xt::xarray<double> identity{{{1, 0}, {0, 1}}};
-  EXPECT_EQ(nn::attention_rollout<double>(zero), identity);
-  EXPECT_EQ(nn::gradient_weighted_rollout<double>(zero, g), identity);
-  EXPECT_EQ(nn::chefer_self_attention_relevance<double>({zero, g}), identity);
-  EXPECT_EQ(nn::attention_flow<double>(zero), identity);
+  EXPECT_EQ(study::attention_rollout<double>(zero), identity);
+  EXPECT_EQ(study::gradient_weighted_rollout<double>(zero, g), identity);
+  EXPECT_EQ(study::chefer_self_attention_relevance<double>({zero, g}), identity);
+  EXPECT_EQ(study::attention_flow<double>(zero), identity);
 }
 
 // Every method's float instantiation agrees with its double one on the gradient-weighted case.
@@ -335,16 +335,16 @@ TEST(Attribution, FloatMatchesDouble) {
   auto close = [](const xt::xarray<float>& f, const xt::xarray<double>& d) {
     return max_abs_diff(xt::cast<double>(f), d) < 1e-5;
   };
-  EXPECT_TRUE(close(nn::attention_rollout<float>(af), nn::attention_rollout<double>(a)));
-  EXPECT_TRUE(close(nn::attention_flow<float>(af), nn::attention_flow<double>(a)));
-  EXPECT_TRUE(close(nn::gradient_weighted_rollout<float>(af, gf), nn::gradient_weighted_rollout<double>(a, g)));
-  EXPECT_TRUE(close(nn::chefer_self_attention_relevance<float>({af, gf}),
-                    nn::chefer_self_attention_relevance<double>({a, g})));
-  EXPECT_TRUE(close(nn::chefer_encoder_decoder_relevance<float>({af, gf}, {af, gf}, {af, gf}).cross,
-                    nn::chefer_encoder_decoder_relevance<double>({a, g}, {a, g}, {a, g}).cross));
-  EXPECT_TRUE(close(nn::head_importance<float>(af, gf), nn::head_importance<double>(a, g)));
-  const nn::AttentionGradientAt<float> grad_at = [&](float alpha) { return xt::xarray<float>(alpha * gf[0]); };
-  EXPECT_TRUE(close(nn::integrated_gradients(af[0], grad_at), kA1 * kG1 * 0.525));  // (1/20) Σ k/20 = 21/40
+  EXPECT_TRUE(close(study::attention_rollout<float>(af), study::attention_rollout<double>(a)));
+  EXPECT_TRUE(close(study::attention_flow<float>(af), study::attention_flow<double>(a)));
+  EXPECT_TRUE(close(study::gradient_weighted_rollout<float>(af, gf), study::gradient_weighted_rollout<double>(a, g)));
+  EXPECT_TRUE(close(study::chefer_self_attention_relevance<float>({af, gf}),
+                    study::chefer_self_attention_relevance<double>({a, g})));
+  EXPECT_TRUE(close(study::chefer_encoder_decoder_relevance<float>({af, gf}, {af, gf}, {af, gf}).cross,
+                    study::chefer_encoder_decoder_relevance<double>({a, g}, {a, g}, {a, g}).cross));
+  EXPECT_TRUE(close(study::head_importance<float>(af, gf), study::head_importance<double>(a, g)));
+  const study::AttentionGradientAt<float> grad_at = [&](float alpha) { return xt::xarray<float>(alpha * gf[0]); };
+  EXPECT_TRUE(close(study::integrated_gradients(af[0], grad_at), kA1 * kG1 * 0.525));  // (1/20) Σ k/20 = 21/40
 }
 
 }  // namespace

@@ -191,7 +191,7 @@ TEST(DocSnippets, AttributionMethods) {
     attention.push_back(xt::xarray<double>(a / xt::eval(xt::sum(a, {3}, xt::keep_dims))));
     gradients.push_back(random_tensor({1, 2, 3, 3}, seed + 10, false).value());
   }
-  const nn::AttentionGradientAt<double> grad_at = [&](double alpha) {
+  const study::AttentionGradientAt<double> grad_at = [&](double alpha) {
     return xt::xarray<double>(2.0 * alpha * attention[0]);
   };
 #include "doc_snippets/attribution_methods.inc"

@@ -33,12 +33,13 @@ void write_exports(const std::filesystem::path& dir, const StudyResult& study, c
     }
   }
   const std::span<const xt::xarray<float>> A(weights), dA(grads);
-  const nn::NamedArrays<float> attributions{{"encoder.rollout", nn::attention_rollout(A)},
-                                            {"encoder.gradient_weighted_rollout", nn::gradient_weighted_rollout(A, dA)}};
-  nn::save_attention_safetensors(dir / "attention.safetensors", study.capture, attributions);
-  nn::save_attention_npy(dir / "npy", study.capture, attributions);
+  const study::NamedArrays<float> attributions{
+      {"encoder.rollout", study::attention_rollout(A)},
+      {"encoder.gradient_weighted_rollout", study::gradient_weighted_rollout(A, dA)}};
+  study::save_attention_safetensors(dir / "attention.safetensors", study.capture, attributions);
+  study::save_attention_npy(dir / "npy", study.capture, attributions);
   const copy_task::Batch batch = copy_task::make_batch(data);
-  nn::save_bertviz_json(dir / "bertviz.json", study.capture, labels(batch.src), labels(batch.tgt_in));
+  study::save_bertviz_json(dir / "bertviz.json", study.capture, labels(batch.src), labels(batch.tgt_in));
 }
 
 }  // namespace tapegrad::attention_study

@@ -50,7 +50,7 @@ int study(const tapegrad::copy_task::Config& config, const Options& options) {
   const IndexArray data = copy_task::random_sequences(options.sequences, config.seq_len, config.vocab, study_gen);
   attention_study::RunInfo run;
   run.config = config;
-  std::vector<nn::AttentionSnapshot> snapshots;  // while training, on the study batch
+  std::vector<study::AttentionSnapshot> snapshots;  // while training, on the study batch
   if (!options.checkpoint.empty()) {
     trainer.load(options.checkpoint);
     run.source = "loaded from " + options.checkpoint + " at step " + std::to_string(trainer.steps());
@@ -59,18 +59,18 @@ int study(const tapegrad::copy_task::Config& config, const Options& options) {
                 config.layers, config.d_model, config.d_ff, config.heads, options.steps, config.batch);
     const std::size_t every = std::max<std::size_t>(1, options.steps / 10);
     const copy_task::Batch probe_batch = copy_task::make_batch(data);
-    const nn::RunLoss<float> probe = [&] { return copy_task::batch_loss(trainer.model(), probe_batch); };
-    const std::vector<std::size_t> schedule = nn::doubling_schedule(options.steps);
-    if (options.snapshots) snapshots.push_back(nn::take_snapshot(trainer.model(), probe, 0));
+    const study::RunLoss<float> probe = [&] { return copy_task::batch_loss(trainer.model(), probe_batch); };
+    const std::vector<std::size_t> schedule = study::doubling_schedule(options.steps);
+    if (options.snapshots) snapshots.push_back(study::take_snapshot(trainer.model(), probe, 0));
     trainer.run_epoch([&](std::size_t step, double loss) {  // one epoch: step counts from the start
       run.losses.push_back(loss);
       if (step % every == 0 || step == options.steps) std::printf("  step %5zu  loss %.4f\n", step, loss);
       if (options.snapshots && std::binary_search(schedule.begin(), schedule.end(), step))
-        snapshots.push_back(nn::take_snapshot(trainer.model(), probe, step));
+        snapshots.push_back(study::take_snapshot(trainer.model(), probe, step));
     });
     if (options.snapshots) {
       std::filesystem::create_directories(options.out);
-      nn::save_snapshots(std::filesystem::path(options.out) / "snapshots.safetensors", snapshots);
+      study::save_snapshots(std::filesystem::path(options.out) / "snapshots.safetensors", snapshots);
     }
     run.source =
         "trained here for " + std::to_string(options.steps) + " steps (seed " + std::to_string(config.seed) + ")";

@@ -11,7 +11,7 @@ namespace tapegrad::attention_study {
 using nn::write_file_atomic;
 
 void write_report(const std::filesystem::path& dir, const RunInfo& run, const StudyResult& study,
-                  const std::vector<nn::AttentionSnapshot>& snapshots) {
+                  const std::vector<study::AttentionSnapshot>& snapshots) {
   // The page first: its data check the snapshots before any file is written.
   const std::string page = render_page(report_json(run, study, snapshots));
   std::filesystem::create_directories(dir);

@@ -29,6 +29,6 @@ struct RunInfo {
 // snapshots: A and dL/dA at training steps, recorded on the study batch (report_data.h says what
 // must match); the page shows a slider over them when there are two or more.
 void write_report(const std::filesystem::path& dir, const RunInfo& run, const StudyResult& study,
-                  const std::vector<nn::AttentionSnapshot>& snapshots);
+                  const std::vector<study::AttentionSnapshot>& snapshots);
 
 }  // namespace tapegrad::attention_study

@@ -64,7 +64,7 @@ const xt::xarray<float>& checked(const xt::xarray<float>& array, const Attention
   return array;
 }
 
-std::string snapshot_json(const nn::AttentionSnapshot& snapshot, const StudyResult& study) {
+std::string snapshot_json(const study::AttentionSnapshot& snapshot, const StudyResult& study) {
   std::vector<std::string> calls;
   for (const auto& maps : study.maps) {
     const auto at = std::find(snapshot.names.begin(), snapshot.names.end(), maps.module);
@@ -130,7 +130,7 @@ std::string token_label(Index token) {
 }
 
 std::string report_json(const RunInfo& run, const StudyResult& study,
-                        const std::vector<nn::AttentionSnapshot>& snapshots) {
+                        const std::vector<study::AttentionSnapshot>& snapshots) {
   std::vector<std::string> calls, snaps, attributions, losses;
   for (const auto& maps : study.maps) calls.push_back(call_json(maps));
   for (const auto& s : snapshots) snaps.push_back(snapshot_json(s, study));

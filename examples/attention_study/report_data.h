@@ -30,6 +30,6 @@ std::string token_label(Index token);
 // with the study's shapes (they are recorded on the study batch): ValueError naming the snapshot's
 // step and the missing call, ShapeError naming both shapes otherwise.
 std::string report_json(const RunInfo& run, const StudyResult& study,
-                        const std::vector<nn::AttentionSnapshot>& snapshots);
+                        const std::vector<study::AttentionSnapshot>& snapshots);
 
 }  // namespace tapegrad::attention_study

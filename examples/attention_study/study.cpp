@@ -18,7 +18,7 @@ namespace {
 
 // One captured attention module's maps, named and given its tokens (the capture holds each
 // module once: the copy task runs every module once per forward).
-AttentionMaps describe(const nn::AttentionRecord<float>& record, const copy_task::Batch& batch) {
+AttentionMaps describe(const study::AttentionRecord<float>& record, const copy_task::Batch& batch) {
   static const std::regex pattern(
       R"((encoder|decoder)\.\1_layers\.(\d+)\.(multi_head_attention|self_attention|src_tgt_attention))");
   std::smatch m;
@@ -97,11 +97,11 @@ void add_rollouts(const StudyResult& study, AttentionKind kind, std::vector<Attr
                  "Attention rollout (Abnar & Zuidema 2020): product over the " + layers +
                      " of 0.5 mean_heads(A) + 0.5 I, later layers on the left; row = output token, column = input "
                      "token.",
-                 nn::attention_rollout<float>(attention), tokens});
+                 study::attention_rollout<float>(attention), tokens});
   out.push_back({stack + " gradient-weighted rollout",
                  "Gradient-weighted rollout (Chefer et al. 2021): product over the " + layers +
                      " of mean_heads(max(A dL/dA, 0)) + I, rows normalised.",
-                 nn::gradient_weighted_rollout<float>(attention, gradients), tokens});
+                 study::gradient_weighted_rollout<float>(attention, gradients), tokens});
 }
 
 }  // namespace
@@ -126,8 +126,8 @@ StudyResult study_batch(nn::transformer::Transformer<float>& model, const IndexA
   const copy_task::Batch batch = copy_task::make_batch(data);
   model.eval();
   model.zero_grad();
-  const nn::RunLoss<float> run_loss = [&] { return copy_task::batch_loss(model, batch); };
-  nn::AttentionCapture<float> capture = nn::capture_attention(model, run_loss);
+  const study::RunLoss<float> run_loss = [&] { return copy_task::batch_loss(model, batch); };
+  study::AttentionCapture<float> capture = study::capture_attention(model, run_loss);
   StudyResult result;
   result.loss = capture.loss;
   result.checks_passed = capture.checks_passed();
@@ -157,7 +157,7 @@ StudyResult study_batch(nn::transformer::Transformer<float>& model, const IndexA
   }
   for (auto& s : result.sublayers) s.norm = std::sqrt(s.norm);
   // After the gradients are read: the ablation runs add none (no tape).
-  result.ablation = nn::head_ablation_table(model, run_loss);
+  result.ablation = study::head_ablation_table(model, run_loss);
   for (const AttentionKind kind : {AttentionKind::kEncoderSelf, AttentionKind::kDecoderSelf})
     add_rollouts(result, kind, result.attributions);
   result.capture = std::move(capture);

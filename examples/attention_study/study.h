@@ -1,9 +1,9 @@
 #pragma once
-// The measurement: one copy-task batch through the Transformer by nn::capture_attention (under
+// The measurement: one copy-task batch through the Transformer by study::capture_attention (under
 // a GradientTape), the loss L = mean cross-entropy over the batch's target tokens (the training
 // loss, without label smoothing), backward, then the attention maps A and their gradients dL/dA
 // of every attention module, gradient norms per head and per sublayer, and the head-ablation
-// table (nn::head_ablation_table: the loss with each head's A zeroed, minus the clean loss).
+// table (study::head_ablation_table: the loss with each head's A zeroed, minus the clean loss).
 //
 // Per head h of an attention module (the capture's norms, over the batch's sequences; "cells" are
 // the (query, key) pairs the mask lets attend, since a masked weight is exactly 0 and its dL/dA
@@ -79,13 +79,13 @@ struct StudyResult {
   std::vector<HeadGradNorms> heads;
   std::vector<SublayerGradNorm> sublayers;  // in parameter registration order
   bool checks_passed = false;               // the capture's softmax-backward checks, every module
-  nn::HeadAblationTable ablation;           // modules in forward order
+  study::HeadAblationTable ablation;        // modules in forward order
   // Rollout and gradient-weighted rollout over the encoder's self-attention layers and over the
   // decoder's self-attention layers (cross-attention maps are not square, so they do not chain).
   std::vector<AttributionMap> attributions;
   // The short name of the module at this dotted path (ValueError naming it when there is none).
   const std::string& short_name_of(const std::string& module) const;
-  nn::AttentionCapture<float> capture;      // all of it, for the exports (export.h)
+  study::AttentionCapture<float> capture;   // all of it, for the exports (export.h)
 };
 
 // data [batch, seq]: copy-task sequences (copy_task::random_sequences). Puts the model in eval

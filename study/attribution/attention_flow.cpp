@@ -8,7 +8,7 @@
 #include "study/attribution/layer_maps.h"
 #include "study/attribution/max_flow.h"
 
-namespace tapegrad::nn {
+namespace tapegrad::study {
 
 namespace {
 
@@ -60,4 +60,4 @@ xt::xarray<T> attention_flow(std::span<const xt::xarray<T>> attention, bool norm
 template xt::xarray<float> attention_flow<float>(std::span<const xt::xarray<float>>, bool);
 template xt::xarray<double> attention_flow<double>(std::span<const xt::xarray<double>>, bool);
 
-}  // namespace tapegrad::nn
+}  // namespace tapegrad::study

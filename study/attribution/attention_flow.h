@@ -25,9 +25,9 @@
 #include "autograd/memory/array_allocator.h"  // before xtensor: it sets xt::xarray's allocator
 #include <xtensor/xarray.hpp>
 
-namespace tapegrad::nn {
+namespace tapegrad::study {
 
 template <class T>
 xt::xarray<T> attention_flow(std::span<const xt::xarray<T>> attention, bool normalize_rows = false);
 
-}  // namespace tapegrad::nn
+}  // namespace tapegrad::study

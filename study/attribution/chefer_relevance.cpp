@@ -5,7 +5,7 @@
 #include "autograd/base/errors.h"
 #include "study/attribution/layer_maps.h"
 
-namespace tapegrad::nn {
+namespace tapegrad::study {
 
 namespace {
 
@@ -117,4 +117,4 @@ TAPEGRAD_CHEFER(float)
 TAPEGRAD_CHEFER(double)
 #undef TAPEGRAD_CHEFER
 
-}  // namespace tapegrad::nn
+}  // namespace tapegrad::study

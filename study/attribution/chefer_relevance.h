@@ -16,7 +16,7 @@
 #include "autograd/memory/array_allocator.h"  // before xtensor: it sets xt::xarray's allocator
 #include <xtensor/xarray.hpp>
 
-namespace tapegrad::nn {
+namespace tapegrad::study {
 
 // One kind of attention module's maps and their gradients, forward order, same count.
 template <class T>
@@ -63,4 +63,4 @@ EncoderDecoderRelevance<T> chefer_encoder_decoder_relevance(AttentionAndGradient
                                                             AttentionAndGradient<T> decoder_self,
                                                             AttentionAndGradient<T> cross);
 
-}  // namespace tapegrad::nn
+}  // namespace tapegrad::study

@@ -6,7 +6,7 @@
 #include "autograd/base/errors.h"
 #include "study/attribution/layer_maps.h"
 
-namespace tapegrad::nn {
+namespace tapegrad::study {
 
 template <class T>
 xt::xarray<T> head_importance(std::span<const xt::xarray<T>> attention, std::span<const xt::xarray<T>> gradients,
@@ -51,4 +51,4 @@ template xt::xarray<float> head_importance<float>(std::span<const xt::xarray<flo
 template xt::xarray<double> head_importance<double>(std::span<const xt::xarray<double>>,
                                                     std::span<const xt::xarray<double>>, bool);
 
-}  // namespace tapegrad::nn
+}  // namespace tapegrad::study

@@ -28,10 +28,10 @@
 #include "autograd/memory/array_allocator.h"  // before xtensor: it sets xt::xarray's allocator
 #include <xtensor/xarray.hpp>
 
-namespace tapegrad::nn {
+namespace tapegrad::study {
 
 template <class T>
 xt::xarray<T> head_importance(std::span<const xt::xarray<T>> attention, std::span<const xt::xarray<T>> gradients,
                               bool normalize_per_layer = false);
 
-}  // namespace tapegrad::nn
+}  // namespace tapegrad::study

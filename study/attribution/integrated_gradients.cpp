@@ -5,7 +5,7 @@
 #include "autograd/base/errors.h"
 #include "autograd/base/checks.h"
 
-namespace tapegrad::nn {
+namespace tapegrad::study {
 
 template <class T>
 xt::xarray<T> integrated_gradients(const xt::xarray<T>& attention, const AttentionGradientAt<T>& grad_at,
@@ -32,4 +32,4 @@ template xt::xarray<float> integrated_gradients<float>(const xt::xarray<float>&,
 template xt::xarray<double> integrated_gradients<double>(const xt::xarray<double>&,
                                                          const AttentionGradientAt<double>&, std::size_t);
 
-}  // namespace tapegrad::nn
+}  // namespace tapegrad::study

@@ -24,7 +24,7 @@
 #include "autograd/memory/array_allocator.h"  // before xtensor: it sets xt::xarray's allocator
 #include <xtensor/xarray.hpp>
 
-namespace tapegrad::nn {
+namespace tapegrad::study {
 
 template <class T>
 using AttentionGradientAt = std::function<xt::xarray<T>(T alpha)>;
@@ -33,4 +33,4 @@ template <class T>
 xt::xarray<T> integrated_gradients(const xt::xarray<T>& attention, const AttentionGradientAt<T>& grad_at,
                                    std::size_t steps = 20);
 
-}  // namespace tapegrad::nn
+}  // namespace tapegrad::study

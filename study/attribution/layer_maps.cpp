@@ -7,7 +7,7 @@
 #include "autograd/base/errors.h"
 #include "autograd/base/checks.h"
 
-namespace tapegrad::nn::detail {
+namespace tapegrad::study::detail {
 
 namespace {
 
@@ -162,4 +162,4 @@ TAPEGRAD_LAYER_MAPS(float)
 TAPEGRAD_LAYER_MAPS(double)
 #undef TAPEGRAD_LAYER_MAPS
 
-}  // namespace tapegrad::nn::detail
+}  // namespace tapegrad::study::detail

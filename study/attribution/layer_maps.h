@@ -25,7 +25,7 @@
 #include <xtensor/xarray.hpp>
 #include <xtensor/xtensor.hpp>
 
-namespace tapegrad::nn::detail {
+namespace tapegrad::study::detail {
 
 template <class T>
 using Matrix = xt::xtensor<T, 2>;
@@ -79,4 +79,4 @@ void normalize_rows(Matrix<T>& m, std::string_view function, std::size_t layer, 
 template <class T>
 void store_sequence(xt::xarray<T>& out, std::size_t b, const Matrix<T>& m);
 
-}  // namespace tapegrad::nn::detail
+}  // namespace tapegrad::study::detail

@@ -4,7 +4,7 @@
 #include <limits>
 #include <queue>
 
-namespace tapegrad::nn::detail {
+namespace tapegrad::study::detail {
 
 MaxFlow::MaxFlow(std::size_t nodes) : edges_(nodes), level_(nodes), next_edge_(nodes) {}
 
@@ -62,4 +62,4 @@ double MaxFlow::max_flow(std::size_t source, std::size_t sink, double tolerance)
   return total;
 }
 
-}  // namespace tapegrad::nn::detail
+}  // namespace tapegrad::study::detail

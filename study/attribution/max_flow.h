@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <vector>
 
-namespace tapegrad::nn::detail {
+namespace tapegrad::study::detail {
 
 class MaxFlow {
  public:
@@ -36,4 +36,4 @@ class MaxFlow {
   std::vector<std::size_t> next_edge_;  // Dinic's current-arc pointers
 };
 
-}  // namespace tapegrad::nn::detail
+}  // namespace tapegrad::study::detail

@@ -2,7 +2,7 @@
 
 #include "study/attribution/layer_maps.h"
 
-namespace tapegrad::nn {
+namespace tapegrad::study {
 
 namespace {
 
@@ -54,4 +54,4 @@ template xt::xarray<float> gradient_weighted_rollout<float>(std::span<const xt::
 template xt::xarray<double> gradient_weighted_rollout<double>(std::span<const xt::xarray<double>>,
                                                               std::span<const xt::xarray<double>>);
 
-}  // namespace tapegrad::nn
+}  // namespace tapegrad::study

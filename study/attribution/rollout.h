@@ -14,7 +14,7 @@
 #include "autograd/memory/array_allocator.h"  // before xtensor: it sets xt::xarray's allocator
 #include <xtensor/xarray.hpp>
 
-namespace tapegrad::nn {
+namespace tapegrad::study {
 
 // Abnar & Zuidema 2020, "Quantifying Attention Flow in Transformers", §3 (attention rollout):
 // per layer Â_l = 0.5 · mean_heads(A_l) + 0.5 · I (the residual connection as an identity
@@ -36,4 +36,4 @@ template <class T>
 xt::xarray<T> gradient_weighted_rollout(std::span<const xt::xarray<T>> attention,
                                         std::span<const xt::xarray<T>> gradients);
 
-}  // namespace tapegrad::nn
+}  // namespace tapegrad::study

@@ -1,4 +1,4 @@
-// Rows of docs/bad-inputs.md, section "nn: attention snapshots and export".
+// Rows of docs/bad-inputs.md, section "study: attention snapshots and export".
 #include "autograd/ops/reduce.h"
 #include "study/attention_export.h"
 #include "study/training_snapshots.h"
@@ -9,32 +9,30 @@
 namespace tapegrad::bad_inputs {
 namespace {
 
-using namespace tapegrad::nn;
-
 // The capture of one labml MultiHeadAttention (2 heads) over 3 positions: one record named "".
-AttentionCapture<double> one_record() {
-  labml::MultiHeadAttention<double> mha(2, 4, gen());
-  return capture_attention(mha, [&] { return sum(mha(zeros({3, 1, 4}), zeros({3, 1, 4}), zeros({3, 1, 4}))); });
+study::AttentionCapture<double> one_record() {
+  nn::labml::MultiHeadAttention<double> mha(2, 4, gen());
+  return study::capture_attention(mha, [&] { return sum(mha(zeros({3, 1, 4}), zeros({3, 1, 4}), zeros({3, 1, 4}))); });
 }
 
 BAD_INPUT_ROW(Nn, attention_export_empty_capture, ValueError,
-              (save_attention_safetensors<double>("unused.safetensors", AttentionCapture<double>{})),
+              (study::save_attention_safetensors<double>("unused.safetensors", study::AttentionCapture<double>{})),
               "save_attention_safetensors('unused.safetensors')", "no attention records")
 BAD_INPUT_ROW(Nn, attention_export_name_collision, ValueError,
-              (save_attention_npy<double>("unused_npy", one_record(), {{".weights", xt::zeros<double>({2})}})),
+              (study::save_attention_npy<double>("unused_npy", one_record(), {{".weights", xt::zeros<double>({2})}})),
               "save_attention_npy('unused_npy')", "two arrays are named '.weights'")
 BAD_INPUT_ROW(Nn, attention_export_unwritable_path, ValueError,
-              (save_attention_safetensors<double>("/dev/null/a.safetensors", one_record())),
+              (study::save_attention_safetensors<double>("/dev/null/a.safetensors", one_record())),
               "save_attention_safetensors('/dev/null/a.safetensors')", "cannot create the temp file",
               "Not a directory", "unchanged")
 BAD_INPUT_ROW(Nn, bertviz_tokens_wrong_length, ShapeError,
-              (save_bertviz_json<double>("unused.json", one_record(), {"a", "b"})),
+              (study::save_bertviz_json<double>("unused.json", one_record(), {"a", "b"})),
               "save_bertviz_json('unused.json')", "[1,2,3,3]", "need 3 tokens", "got 2")
-BAD_INPUT_ROW(Nn, snapshot_of_empty_capture, ValueError, (snapshot_of(AttentionCapture<float>{}, 0)),
+BAD_INPUT_ROW(Nn, snapshot_of_empty_capture, ValueError, (study::snapshot_of(study::AttentionCapture<float>{}, 0)),
               "snapshot_of", "no attention records")
 BAD_INPUT_ROW(Nn, save_snapshots_same_step_twice, ValueError, ([] {
-                const AttentionSnapshot s = snapshot_of(one_record(), 4);
-                save_snapshots("unused.safetensors", {s, s});
+                const study::AttentionSnapshot s = study::snapshot_of(one_record(), 4);
+                study::save_snapshots("unused.safetensors", {s, s});
               }()),
               "save_snapshots('unused.safetensors')", "two snapshots of step 4")
 
