@@ -4,7 +4,7 @@
 #include <unordered_map>
 
 #include "autograd/base/callback_ids.h"
-#include "autograd/ops/operators.h"
+#include "nn/hook_point.h"
 
 namespace tapegrad::nn {
 
@@ -54,7 +54,9 @@ void Module<T>::check_new_name(const std::string& name) const {
   const auto taken = [&](const auto& list) {
     return std::any_of(list.begin(), list.end(), [&](const auto& entry) { return entry.first == name; });
   };
-  if (taken(parameters_) || taken(children_)) throw ValueError(type_name() + ": name '" + name + "' is registered twice");
+  if (taken(parameters_) || taken(children_) || taken(hook_points_)) {
+    throw ValueError(type_name() + ": name '" + name + "' is registered twice");
+  }
 }
 
 template <class T>
@@ -250,32 +252,91 @@ void Module<T>::remove_hook(std::uint64_t id) {
 }
 
 template <class T>
+void Module<T>::register_hook_point(const std::string& name, HookPoint<T>& point) {
+  if (!name.starts_with("hook_")) {
+    throw ValueError(type_name() + ": hook point name '" + name + "' must start with 'hook_'");
+  }
+  check_new_name(name);
+  point.set_owner(type_name() + "." + name);
+  hook_points_.emplace_back(name, &point);
+}
+
+template <class T>
+void Module<T>::collect_modules(const std::string& path, std::vector<std::pair<std::string, Module*>>& out,
+                                std::unordered_set<const Module*>& seen) {
+  if (!seen.insert(this).second) return;
+  out.emplace_back(path, this);
+  for (auto& [name, child] : children_) child->collect_modules(path.empty() ? name : path + "." + name, out, seen);
+}
+
+template <class T>
+std::vector<std::pair<std::string, Module<T>*>> Module<T>::named_modules() {
+  std::vector<std::pair<std::string, Module*>> out;
+  std::unordered_set<const Module*> seen;
+  collect_modules("", out, seen);
+  return out;
+}
+
+template <class T>
+Module<T>& Module<T>::get_submodule(const std::string& path) {
+  Module* m = this;
+  std::string walked;
+  for (std::size_t begin = 0; !path.empty() && begin <= path.size();) {
+    const std::size_t end = std::min(path.find('.', begin), path.size());
+    const std::string step = path.substr(begin, end - begin);
+    const auto it = std::find_if(m->children_.begin(), m->children_.end(), [&](const auto& c) { return c.first == step; });
+    if (it == m->children_.end()) {
+      std::vector<std::string> names;
+      for (const auto& c : m->children_) names.push_back(c.first);
+      throw ValueError(type_name() + ": get_submodule('" + path + "'): " +
+                       (walked.empty() ? std::string("this module") : "'" + walked + "' (" + m->type_name() + ")") +
+                       " has no child '" + step + "'; its children: " + (names.empty() ? "none" : join(names)));
+    }
+    m = it->second.get();
+    walked += (walked.empty() ? "" : ".") + step;
+    begin = end + 1;
+  }
+  return *m;
+}
+
+template <class T>
+std::vector<std::pair<std::string, HookPoint<T>*>> Module<T>::named_hook_points() {
+  std::vector<std::pair<std::string, HookPoint<T>*>> out;
+  for (auto& [path, m] : named_modules()) {
+    for (auto& [name, point] : m->hook_points_) out.emplace_back(path.empty() ? name : path + "." + name, point);
+  }
+  return out;
+}
+
+template <class T>
+HookPoint<T>& Module<T>::hook_point(const std::string& path) {
+  const std::size_t dot = path.rfind('.');
+  const std::string module_path = dot == std::string::npos ? "" : path.substr(0, dot);
+  const std::string name = dot == std::string::npos ? path : path.substr(dot + 1);
+  Module& m = get_submodule(module_path);
+  for (auto& [point_name, point] : m.hook_points_) {
+    if (point_name == name) return *point;
+  }
+  std::vector<std::string> names;
+  for (const auto& p : m.hook_points_) names.push_back(p.first);
+  throw ValueError(type_name() + ": hook_point('" + path + "'): " + m.type_name() +
+                   (module_path.empty() ? "" : " at '" + module_path + "'") + " has no hook point '" + name +
+                   "'; its points: " + (names.empty() ? "none" : join(names)));
+}
+
+template <class T>
 Tensor<T> Module<T>::apply_hooks(std::span<const Tensor<T>> inputs, Tensor<T> output) {
-  // Copies, so a hook that registers or removes hooks does not invalidate the loops below.
+  // Copies, so a hook that registers or removes hooks does not invalidate the loop.
   const auto forward_hooks = forward_hooks_;
   const auto output_grad_hooks = output_grad_hooks_;
   for (std::size_t i = 0; i < forward_hooks.size(); ++i) {
     std::optional<Tensor<T>> replaced = forward_hooks[i].second(inputs, output);
-    if (!replaced) continue;
-    // A replacement of another shape would surface far away, in whatever consumes this output.
-    if (!replaced->defined() || replaced->shape() != output.shape()) {
-      const std::string what =
-          replaced->defined() ? "of shape " + format_shape(replaced->shape()) : std::string("that is undefined");
-      throw ShapeError(type_name() + ": forward hook " + std::to_string(i + 1) + " returned a replacement " + what +
-                       " for an output of shape " + format_shape(output.shape()) +
-                       "; a replacement must have the output's shape");
+    if (replaced) {
+      output = checked_replacement(type_name() + ": forward hook " + std::to_string(i + 1), "output", output,
+                                   std::move(*replaced));
     }
-    output = std::move(*replaced);
   }
-  if (output_grad_hooks.empty() || !output.defined() || !output.requires_grad()) return output;
-  // The output may be a tensor this call did not make (an input, the user's leaf a forward hook
-  // returned, a tensor made before the call): hooking it would add hooks to it at every call.
-  // A recorded copy (identical values, dL/dcopy passed through unchanged) belongs to this call
-  // alone, so the hooks run once per backward of this call and nobody else's tensor changes.
-  Tensor<T> own = output * T(1);
-  if (!own.requires_grad()) return output;  // nothing is recorded: no backward will reach a hook
-  for (const auto& [id, hook] : output_grad_hooks) own.register_hook(hook);
-  return own;
+  return with_gradient_hooks(output, output_grad_hooks);
 }
 
 template class Module<float>;

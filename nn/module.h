@@ -56,6 +56,7 @@
 
 #include "autograd/base/generator.h"
 #include "autograd/core/tensor.h"
+#include "nn/hook_point.h"
 
 namespace tapegrad::nn {
 
@@ -90,6 +91,18 @@ class Module {
   // Every generator a module draws from while running (dropout streams), by dotted name; a
   // checkpoint saves their states so a resumed run draws the same numbers.
   std::vector<std::pair<std::string, Generator*>> named_generators();
+  // This module (path "") and every descendant by dotted path, depth first in registration order
+  // (PyTorch's named_modules); a module registered in two places is listed once, at its first path.
+  std::vector<std::pair<std::string, Module*>> named_modules();
+  // The descendant at dotted `path` ("" is this module). ValueError naming the first step that is
+  // not a child and the children there.
+  Module& get_submodule(const std::string& path);
+  // Every hook point (nn/hook_point.h) of this module and its descendants by path: the module's
+  // dotted path, a dot, the point's name ("decoder.decoder_layers.0.src_tgt_attention.hook_z").
+  std::vector<std::pair<std::string, HookPoint<T>*>> named_hook_points();
+  // The point at `path`; ValueError naming the path and listing the points of the module it names
+  // (or saying which step is not a module).
+  HookPoint<T>& hook_point(const std::string& path);
   // Elements of the distinct parameters (a shared tensor counts once).
   std::size_t num_parameters() const;
 
@@ -147,6 +160,9 @@ class Module {
     return child;
   }
   void register_generator(const std::string& name, Generator* generator);
+  // Registers `point`, a member of this module, under `name`, which starts with "hook_" (ValueError
+  // otherwise, or when the name is taken by a parameter, child or point).
+  void register_hook_point(const std::string& name, HookPoint<T>& point);
 
  private:
   void add_child(const std::string& name, std::shared_ptr<Module> child);
@@ -156,6 +172,8 @@ class Module {
                           Seen* seen) const;
   bool contains(const Module* target, std::unordered_set<const Module*>& visited) const;
   void collect_generators(const std::string& prefix, std::vector<std::pair<std::string, Generator*>>& out);
+  void collect_modules(const std::string& path, std::vector<std::pair<std::string, Module*>>& out,
+                       std::unordered_set<const Module*>& seen);
   void append_summary(const std::string& name, std::size_t depth, std::string& out) const;
   Tensor<T> apply_hooks(std::span<const Tensor<T>> inputs, Tensor<T> output);
 
@@ -165,6 +183,7 @@ class Module {
   std::vector<Tensor<T>*> parameter_slots_;  // parameters_[i]'s slot (see register_parameter), or null
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   std::vector<std::pair<std::string, Generator*>> generators_;
+  std::vector<std::pair<std::string, HookPoint<T>*>> hook_points_;
   bool training_ = true;
   std::vector<std::pair<std::uint64_t, ForwardHook>> forward_hooks_;  // by id, in registration order
   std::vector<std::pair<std::uint64_t, GradHook<T>>> output_grad_hooks_;

@@ -17,6 +17,7 @@
 #include <optional>
 #include <stdexcept>
 #include <span>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -141,6 +142,21 @@ TEST(DocSnippets, HigherOrderAnomalyMode) {
   }
   EXPECT_NE(message.find("anomaly mode: the backward of sqrt (called at"), std::string::npos) << message;
   EXPECT_FALSE(is_anomaly_enabled());  // the guard ended with its scope
+}
+
+TEST(DocSnippets, HookPointsByPath) {
+  Generator gen(0);
+  nn::transformer::Transformer<float> model(11, 11, 16, 0, 8, 2, 16, 2, 0.0, 1e-5, gen);
+  const auto src = IndexArray({{1, 2, 3, 4}});
+  const auto before = model(src, src).value();
+  std::ostringstream printed;
+  std::streambuf* cout_buffer = std::cout.rdbuf(printed.rdbuf());
+#include "doc_snippets/hook_points_by_path.inc"
+  std::cout.rdbuf(cout_buffer);
+  EXPECT_NE(printed.str().find("decoder.decoder_layers.1.src_tgt_attention.hook_result\n"), std::string::npos);
+  EXPECT_EQ(layer.type_name(), "TransformerDecoderLayer");
+  // Head 1 of the first encoder layer is cut: the output changes.
+  EXPECT_FALSE(xt::allclose(model(src, src).value(), before));
 }
 
 TEST(DocSnippets, HooksTensorAndModule) {

@@ -29,6 +29,7 @@ MultiHeadAttention<T>::MultiHeadAttention(std::size_t heads, std::size_t d_model
   softmax_ = this->register_module("softmax", std::make_shared<Softmax<T>>(1));
   output_ = this->register_module("output", std::make_shared<Linear<T>>(d_model, d_model, gen));
   dropout_ = this->register_module("dropout", std::make_shared<Dropout<T>>(gen, dropout_prob));
+  for (auto [name, point] : points_.named()) this->register_hook_point(name, *point);
 }
 
 template <class T>
@@ -79,9 +80,13 @@ Tensor<T> MultiHeadAttention<T>::forward(const Tensor<T>& query, const Tensor<T>
   std::optional<AttendMask> keep;
   if (mask) keep = prepare_mask(*mask, query.shape(), key.shape());
 
-  const Tensor<T> q = (*query_)(query);  // [seq_q, batch_size, heads, d_k]
-  const Tensor<T> k = (*key_)(key);      // [seq_k, batch_size, heads, d_k]
-  const Tensor<T> v = (*value_)(value);  // [seq_k, batch_size, heads, d_k]
+  // [seq, batch_size, heads, d] <-> [batch_size, heads, seq, d], the hook points' layout.
+  const auto through = [](const HookPoint<T>& point, const Tensor<T>& x) {
+    return point.active() ? permute(point(permute(x, {1, 2, 0, 3})), {2, 0, 1, 3}) : x;
+  };
+  const Tensor<T> q = through(points_.q, (*query_)(query));  // [seq_q, batch_size, heads, d_k]
+  const Tensor<T> k = through(points_.k, (*key_)(key));      // [seq_k, batch_size, heads, d_k]
+  const Tensor<T> v = through(points_.v, (*value_)(value));  // [seq_k, batch_size, heads, d_k]
 
   Tensor<T> scores = get_score(q, k) * static_cast<T>(scale_);  // [seq_q, seq_k, batch_size, heads]
   if (keep) scores = masked_fill(scores, keep->blocked(), -std::numeric_limits<T>::infinity());
@@ -107,7 +112,11 @@ Tensor<T> MultiHeadAttention<T>::forward(const Tensor<T>& query, const Tensor<T>
 
   Tensor<T> dropped = (*dropout_)(attn);
   if (probed && dropout_->active()) dropped = probe(AttentionStage::kDropped, dropped);
-  const Tensor<T> x = einsum("ijbh,jbhd->ibhd", dropped, v);
+  const Tensor<T> x = through(points_.z, einsum("ijbh,jbhd->ibhd", dropped, v));  // [seq_q, batch_size, heads, d_k]
+  if (points_.result.active()) {
+    const Tensor<T> results = points_.result(head_results(permute(x, {1, 2, 0, 3}), *output_));
+    return permute(sum_of_head_results(results, *output_), {1, 0, 2});
+  }
   return (*output_)(reshape(x, {static_cast<Index>(query.size(0)), static_cast<Index>(query.size(1)), Index{-1}}));
 }
 

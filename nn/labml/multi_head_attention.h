@@ -33,11 +33,14 @@
 // Attention probes (nn/attention_probe.h) see S and A as [batch, heads, seq_q, seq_k] (a permute
 // of the layout above), and the dropped weights in training; what they return is permuted back.
 // A probe replacing A changes attention() too.
+//
+// Hook points: hook_q, hook_k, hook_v, hook_z, hook_result (nn/attention_hook_points.h).
 #include <memory>
 #include <optional>
 
 #include "autograd/ops/masking.h"
 #include "nn/activation.h"
+#include "nn/attention_hook_points.h"
 #include "nn/attention_probe.h"
 #include "nn/dropout.h"
 #include "nn/labml/prepare_for_multi_head_attention.h"
@@ -99,6 +102,7 @@ class MultiHeadAttention : public Module<T>, public ProbedAttention<T> {
   std::shared_ptr<Linear<T>> output_;
   std::shared_ptr<Dropout<T>> dropout_;
   Tensor<T> attn_;
+  AttentionHookPoints<T> points_;
 };
 
 extern template class MultiHeadAttention<float>;

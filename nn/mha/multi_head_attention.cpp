@@ -14,6 +14,7 @@ MultiHeadAttention<T>::MultiHeadAttention(std::size_t d_model, std::size_t n_hea
   value_ = this->register_module("value", std::make_shared<Linear<T>>(d_model, d_model, gen));
   proj_ = this->register_module("proj", std::make_shared<Linear<T>>(d_model, d_model, gen));
   attn_drop_ = this->register_module("attn_drop", std::make_shared<Dropout<T>>(gen, dropout));
+  for (auto [name, point] : points_.named()) this->register_hook_point(name, *point);
 }
 
 template <class T>
@@ -56,13 +57,18 @@ AttentionOutput<T> MultiHeadAttention<T>::forward(const Tensor<T>& query, const 
       return this->run_probes(stage, x, *may_attend);  // x is already [batch, n_heads, seq_q, seq_k]
     };
   }
-  auto heads = scaled_dot_product_attention(split_heads((*query_)(query)), split_heads((*key_)(key)),
-                                            split_heads((*value_)(value)), mask, *attn_drop_, describe(),
-                                            probe ? &*probe : nullptr);
+  // The heads are [batch, n_heads, seq, d], the hook points' layout.
+  auto heads = scaled_dot_product_attention(
+      points_.q(split_heads((*query_)(query))), points_.k(split_heads((*key_)(key))),
+      points_.v(split_heads((*value_)(value))), mask, *attn_drop_, describe(), probe ? &*probe : nullptr);
+  const Tensor<T> z = points_.z(heads.output);
+  if (points_.result.active()) {
+    return {sum_of_head_results(points_.result(head_results(z, *proj_)), *proj_), heads.attention_weights};
+  }
   // [batch, n_heads, seq_q, d_k] -> [batch, seq_q, d_model]
-  const Tensor<T> merged = reshape(transpose(heads.output, 1, 2), {static_cast<Index>(query.size(0)),
-                                                                   static_cast<Index>(query.size(1)),
-                                                                   static_cast<Index>(d_model_)});
+  const Tensor<T> merged = reshape(transpose(z, 1, 2), {static_cast<Index>(query.size(0)),
+                                                        static_cast<Index>(query.size(1)),
+                                                        static_cast<Index>(d_model_)});
   return {(*proj_)(merged), heads.attention_weights};
 }
 

@@ -32,9 +32,12 @@
 // family's own layout), and the dropped weights in training; a replacement of the last stage run
 // is what attention_weights returns. A probed forward takes a mask that is the same for every
 // head only (its heads axis of size 1), else ValueError naming the mask's shape.
+//
+// Hook points: hook_q, hook_k, hook_v, hook_z, hook_result (nn/attention_hook_points.h).
 #include <memory>
 #include <optional>
 
+#include "nn/attention_hook_points.h"
 #include "nn/linear.h"
 #include "nn/mha/scaled_dot_product_attention.h"
 
@@ -81,6 +84,7 @@ class MultiHeadAttention : public Module<T>, public ProbedAttention<T> {
   std::size_t d_model_, n_heads_, d_k_;
   std::shared_ptr<Linear<T>> query_, key_, value_, proj_;
   std::shared_ptr<Dropout<T>> attn_drop_;
+  AttentionHookPoints<T> points_;
 };
 
 extern template class MultiHeadAttention<float>;

@@ -53,6 +53,7 @@ MultiHeadAttention<T>::MultiHeadAttention(std::size_t d_model, std::size_t h, Ge
   scaled_dot_product_attention_ =
       this->register_module("scaled_dot_product_attention", std::make_shared<ScaledDotProductAttention<T>>(d_k_));
   linear_ = this->register_module("linear", std::make_shared<Linear<T>>(h * d_k_, d_model, gen));
+  for (auto [name, point] : points_.named()) this->register_hook_point(name, *point);
 }
 
 template <class T>
@@ -78,21 +79,28 @@ Tensor<T> MultiHeadAttention<T>::forward(const Tensor<T>& q, const Tensor<T>& k,
   const auto project = [&](const Tensor<T>& x, const Tensor<T>& W) {
     return view(einsum("ijk,hkl->hijl", x, W), {heads, static_cast<Index>(x.size(1)), d_k});
   };
+  // [h*batch, seq, d] (head-major) <-> [batch, h, seq, d], the layout of probes and hook points.
+  const auto split = [h = static_cast<Index>(h_), b = static_cast<Index>(batch)](const Tensor<T>& x) {
+    return permute(view(x, {h, b, static_cast<Index>(x.size(1)), static_cast<Index>(x.size(2))}), {1, 0, 2, 3});
+  };
+  const auto join = [heads](const Tensor<T>& x) {
+    return reshape(permute(x, {1, 0, 2, 3}), {heads, static_cast<Index>(x.size(2)), static_cast<Index>(x.size(3))});
+  };
   std::optional<ProbeStep<T>> probe;
   if (this->has_attention_probes()) {
-    // [h*batch, seq_q, seq_k] (head-major) <-> [batch, h, seq_q, seq_k] for the probes.
-    const auto h = static_cast<Index>(h_), b = static_cast<Index>(batch), sq = static_cast<Index>(seq_q),
-               sk = static_cast<Index>(seq_k);
-    probe = [this, h, b, sq, sk, may_attend = broadcast_may_attend(mask_3d ? &mask_3d->may_attend() : nullptr, batch,
-                                                                    seq_q, seq_k)](AttentionStage stage,
-                                                                                   const Tensor<T>& x) {
-      const Tensor<T> canonical = permute(view(x, {h, b, sq, sk}), {1, 0, 2, 3});
-      return reshape(permute(this->run_probes(stage, canonical, may_attend), {1, 0, 2, 3}), {h * b, sq, sk});
+    probe = [this, split, join, may_attend = broadcast_may_attend(mask_3d ? &mask_3d->may_attend() : nullptr, batch,
+                                                                  seq_q, seq_k)](AttentionStage stage, const Tensor<T>& x) {
+      return join(this->run_probes(stage, split(x), may_attend));
     };
   }
-  const Tensor<T> attention_output = (*scaled_dot_product_attention_)(
-      project(q, W_q_), project(k, W_k_), project(v, W_v_), heads_mask, probe ? &*probe : nullptr);
-  return (*linear_)(cat(chunk(attention_output, h_, 0), 2));
+  const auto through = [&](const HookPoint<T>& point, const Tensor<T>& x) {
+    return point.active() ? join(point(split(x))) : x;
+  };
+  const Tensor<T> z = through(points_.z, (*scaled_dot_product_attention_)(
+                                           through(points_.q, project(q, W_q_)), through(points_.k, project(k, W_k_)),
+                                           through(points_.v, project(v, W_v_)), heads_mask, probe ? &*probe : nullptr));
+  if (!points_.result.active()) return (*linear_)(cat(chunk(z, h_, 0), 2));
+  return sum_of_head_results(points_.result(head_results(split(z), *linear_)), *linear_);
 }
 
 template <class T>

@@ -28,6 +28,8 @@
 // Attention probes (nn/attention_probe.h) see S and A as [batch, h, seq_q, seq_k] (a view and a
 // permute of the [h*batch, seq_q, seq_k] heads); with one registered, the forward runs the
 // unfused composition (scaled_dot_product_attention.h). There is no attention dropout here.
+//
+// Hook points: hook_q, hook_k, hook_v, hook_z, hook_result (nn/attention_hook_points.h).
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,6 +37,7 @@
 #include <vector>
 
 #include "autograd/ops/masking.h"
+#include "nn/attention_hook_points.h"
 #include "nn/linear.h"
 #include "nn/module.h"
 #include "nn/transformer/scaled_dot_product_attention.h"
@@ -84,6 +87,7 @@ class MultiHeadAttention : public Module<T>, public ProbedAttention<T> {
   Tensor<T> W_k_, W_q_, W_v_;
   std::shared_ptr<ScaledDotProductAttention<T>> scaled_dot_product_attention_;
   std::shared_ptr<Linear<T>> linear_;
+  AttentionHookPoints<T> points_;
 };
 
 extern template class MultiHeadAttention<float>;

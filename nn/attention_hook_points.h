@@ -1,0 +1,42 @@
+#pragma once
+// The hook points every multi-head attention family has (nn/hook_point.h), per head, with the
+// heads on axis 1 whatever the family's own layout (TransformerLens's names in brackets):
+//   hook_q, hook_k, hook_v  the projected queries, keys, values       [batch, heads, seq, d_k]
+//   hook_z                  the heads' outputs A V                     [batch, heads, seq_q, d_k]
+//   hook_result             each head's contribution to the module's output (hook_result)
+//                                                                      [batch, heads, seq_q, d_model]
+// S and A are the attention probes' (nn/attention_probe.h).
+//
+// The families join the heads' outputs head-major (head h at features [h*d_k, (h+1)*d_k)) before
+// their output Linear, so head h's result is z_h times that block of the Linear's weight, and the
+// output is the sum of the results plus the bias. A family computes the output that way only
+// while hook_result is hooked: its output Linear is then not called, and its module hooks do not run.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nn/hook_point.h"
+#include "nn/linear.h"
+
+namespace tapegrad::nn {
+
+template <class T>
+struct AttentionHookPoints {
+  HookPoint<T> q, k, v, z, result;
+
+  // (name, point) in the order a module registers them.
+  std::vector<std::pair<std::string, HookPoint<T>*>> named() {
+    return {{"hook_q", &q}, {"hook_k", &k}, {"hook_v", &v}, {"hook_z", &z}, {"hook_result", &result}};
+  }
+};
+
+// z [batch, heads, seq_q, d_k] -> each head's result [batch, heads, seq_q, d_model] through
+// `projection` (in_features heads * d_k, out_features d_model).
+template <class T>
+Tensor<T> head_results(const Tensor<T>& z, const Linear<T>& projection);
+
+// results [batch, heads, seq_q, d_model] -> the output [batch, seq_q, d_model]: their sum plus the bias.
+template <class T>
+Tensor<T> sum_of_head_results(const Tensor<T>& results, const Linear<T>& projection);
+
+}  // namespace tapegrad::nn
