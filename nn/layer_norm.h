@@ -2,6 +2,11 @@
 // LayerNorm(normalized_shape, eps = 1e-5, elementwise_affine = true): normalises over the last
 // normalized_shape.size() axes, then scales by weight (ones) and shifts by bias (zeros), both of
 // shape normalized_shape, as torch.nn.LayerNorm.
+//
+// Hook point hook_scale (nn/hook_point.h): 1 / sqrt(var + eps) of each normalised group (var
+// biased), shaped as the input with the normalised axes of size 1 (TransformerLens's hook_scale,
+// [batch, seq, 1]). While it is hooked, forward computes (x - mean) * scale * weight + bias with
+// separate ops, equal to the fused layer_norm up to rounding.
 #include "nn/unary_module.h"
 
 namespace tapegrad::nn {
@@ -24,6 +29,7 @@ class LayerNorm : public UnaryModule<T> {
   Shape normalized_shape_;
   double eps_;
   Tensor<T> weight_, bias_;
+  HookPoint<T> hook_scale_;
 };
 
 extern template class LayerNorm<float>;

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "autograd/ops/operators.h"
 #include "autograd/ops/reduce.h"
 #include "nn/labml/multi_head_attention.h"
+#include "nn/layer_norm.h"
 #include "nn/mha/multi_head_attention.h"
 #include "nn/transformer/transformer.h"
 #include "tests/support/reference.h"
@@ -278,6 +280,7 @@ TEST(HookPoints, EachGradientHookSeesTheGradientOfTheLossAtItsPointInEveryFamily
       tape.backward(sum(c.output() * c.weights));
       p.remove_hook(id);
       ASSERT_EQ(seen.shape(), read_point(c, name).shape()) << c.family << " " << name;
+      EXPECT_GT(xt::amax(xt::abs(seen))(), 1e-3) << c.family << " " << name << ": the loss must depend on the point";
       const Array expected = central_differences(c, p, Shape(seen.shape().begin(), seen.shape().end()));
       EXPECT_TRUE(xt::allclose(seen, expected, 1e-7, 1e-8))
           << c.family << " " << name << ": largest difference " << xt::amax(xt::abs(seen - expected))();
@@ -309,12 +312,136 @@ TEST(HookPoints, PathsReachEveryAttentionModuleOfATransformer) {
   tf::Transformer<double> model(5, 5, 10, 0, 4, 2, 8, 2, 0.0, 1e-5, gen);
   std::vector<std::string> paths;
   for (const auto& [path, point] : model.named_hook_points()) paths.push_back(path);
+  const auto count = [&](const std::string& suffix) {
+    return std::count_if(paths.begin(), paths.end(), [&](const std::string& p) { return p.ends_with(suffix); });
+  };
   // 2 encoder layers with self-attention, 2 decoder layers with self- and cross-attention: 6 modules.
-  EXPECT_EQ(paths.size(), 6 * kPoints.size());
+  for (const std::string& name : kPoints) EXPECT_EQ(count("attention." + name), 6) << name;
+  EXPECT_EQ(count(".hook_resid_pre"), 4);
+  EXPECT_EQ(count(".hook_resid_after_ffn"), 4);
+  EXPECT_EQ(count(".hook_resid_after_src_tgt_attention"), 2);
+  EXPECT_EQ(count(".hook_scale"), 2 * 2 + 2 * 3);  // a LayerNorm per sublayer
   const std::string cross = "decoder.decoder_layers.1.src_tgt_attention";
   EXPECT_NE(std::find(paths.begin(), paths.end(), cross + ".hook_result"), paths.end());
   EXPECT_EQ(&model.hook_point(cross + ".hook_z"),
             &dynamic_cast<tf::MultiHeadAttention<double>&>(model.get_submodule(cross)).hook_point("hook_z"));
+}
+
+// A small Transformer and a loss weighting each of its output elements differently.
+struct SmallTransformer {
+  Generator gen{9};
+  tf::Transformer<double> model{6, 6, 10, 0, 4, 1, 8, 2, 0.0, 1e-5, gen};
+  IndexArray src = IndexArray({{1, 2, 3, 4}, {5, 4, 3, 2}}), tgt = IndexArray({{1, 5, 2}, {1, 3, 3}});
+  Tensor<double> weights = random_input({2, 3, 4}, 11);
+
+  Tensor<double> output() { return model(src, tgt); }
+  double loss() { return sum(output() * weights).item(); }
+};
+
+// What a point holds, read by a forward hook during a call of `run`.
+template <class Run>
+Array read_point_of(nn::Module<double>& model, const std::string& path, Run&& run) {
+  Array seen;
+  nn::HookPoint<double>& p = model.hook_point(path);
+  const auto id = p.add_forward_hook([&](const Tensor<double>& x) {
+    seen = x.value();
+    return std::nullopt;
+  });
+  run();
+  p.remove_hook(id);
+  return seen;
+}
+
+// What a module returned, read by a forward hook during a call of `run`.
+template <class Run>
+Array read_output_of(nn::Module<double>& model, const std::string& path, Run&& run) {
+  Array seen;
+  nn::Module<double>& m = model.get_submodule(path);
+  const auto id = m.register_forward_hook([&](std::span<const Tensor<double>>, const Tensor<double>& out) {
+    seen = out.value();
+    return std::nullopt;
+  });
+  run();
+  m.remove_hook(id);
+  return seen;
+}
+
+// Post-LN: the stream after a sublayer is its layer norm's output; the last is the layer's output;
+// the stream before the layer is the previous layer's (here the embedding's) output.
+TEST(HookPoints, ResidualStreamPointsHoldTheStreamBetweenSublayers) {
+  SmallTransformer t;
+  const auto run = [&] { t.output(); };
+  const std::string layer = "decoder.decoder_layers.0";
+  EXPECT_EQ(read_point_of(t.model, layer + ".hook_resid_after_self_attention", run),
+            read_output_of(t.model, layer + ".layer_norm_self_attention", run));
+  EXPECT_EQ(read_point_of(t.model, layer + ".hook_resid_after_src_tgt_attention", run),
+            read_output_of(t.model, layer + ".layer_norm_src_tgt_attention", run));
+  EXPECT_EQ(read_point_of(t.model, layer + ".hook_resid_after_ffn", run), read_output_of(t.model, layer, run));
+  EXPECT_EQ(read_point_of(t.model, "encoder.encoder_layers.0.hook_resid_pre", run),
+            read_output_of(t.model, "encoder.positional_encoding", run));
+}
+
+TEST(HookPoints, LayerNormScaleIsOneOverTheGroupsStandardDeviation) {
+  Generator gen(4);
+  nn::LayerNorm<double> norm(Shape{3, 4}, 1e-5);
+  const Tensor<double> x = random_input({2, 3, 4}, 12);
+  const Array plain = norm(x).value();
+  const Array scale = read_point_of(norm, "hook_scale", [&] { norm(x); });
+  ASSERT_EQ(scale.shape(), (Shape{2, 1, 1}));
+  for (std::size_t b = 0; b < 2; ++b) {
+    const double* group = x.value().data() + b * 12;
+    double mean = 0, var = 0;
+    for (std::size_t i = 0; i < 12; ++i) mean += group[i] / 12;
+    for (std::size_t i = 0; i < 12; ++i) var += (group[i] - mean) * (group[i] - mean) / 12;
+    EXPECT_NEAR(scale(b, 0, 0), 1.0 / std::sqrt(var + 1e-5), 1e-13);
+  }
+  nn::HookPoint<double>& p = norm.hook_point("hook_scale");
+  const auto keep = p.add_forward_hook([](const Tensor<double>&) { return std::nullopt; });
+  EXPECT_TRUE(xt::allclose(norm(x).value(), plain, 0.0, 1e-14));  // the unfused path, to rounding
+  p.remove_hook(keep);
+  // With weight 1 and bias 0 the output is (x - mean) * scale: a doubled scale doubles it.
+  const auto doubled = p.add_forward_hook([](const Tensor<double>& s) { return s * 2.0; });
+  EXPECT_TRUE(xt::allclose(norm(x).value(), 2.0 * plain, 0.0, 1e-14));
+  p.remove_hook(doubled);
+  // A bad input is refused in layer_norm's words, hooked or not.
+  EXPECT_TRUE(throws_with<ShapeError>([&] { norm(random_input({2, 4, 3}, 1)); }, {"layer_norm", "[2,4,3]"}));
+}
+
+// The gradient hooks of the residual stream and of LayerNorm's scale see dL/d(point) too.
+TEST(HookPoints, ResidualAndScaleGradientHooksSeeTheGradientOfTheLoss) {
+  for (const std::string path : {"encoder.encoder_layers.0.hook_resid_pre",
+                                 "encoder.encoder_layers.0.hook_resid_after_self_attention",
+                                 "decoder.decoder_layers.0.hook_resid_after_src_tgt_attention",
+                                 "decoder.decoder_layers.0.layer_norm_ffn.hook_scale"}) {
+    SmallTransformer t;
+    nn::HookPoint<double>& p = t.model.hook_point(path);
+    Array seen;
+    const auto id = p.add_gradient_hook([&](const Array& g) {
+      seen = g;
+      return std::nullopt;
+    });
+    GradientTape tape;
+    tape.backward(sum(t.output() * t.weights));
+    p.remove_hook(id);
+    Array expected = Array::from_shape(seen.shape());
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      double delta = 0;
+      const auto moved = p.add_forward_hook([&](const Tensor<double>& x) {
+        Array v = x.value();
+        v.data()[i] += delta;
+        return Tensor<double>(v);
+      });
+      delta = 1e-6;
+      const double plus = t.loss();
+      delta = -1e-6;
+      const double minus = t.loss();
+      p.remove_hook(moved);
+      expected.data()[i] = (plus - minus) / 2e-6;
+    }
+    EXPECT_GT(xt::amax(xt::abs(seen))(), 1e-3) << path << ": the loss must depend on the point";
+    EXPECT_TRUE(xt::allclose(seen, expected, 1e-6, 1e-8))
+        << path << ": largest difference " << xt::amax(xt::abs(seen - expected))();
+  }
 }
 
 TEST(HookPoints, NamedModulesListEachModuleOnceDepthFirst) {

@@ -17,8 +17,8 @@ template <class T>
 Tensor<T> TransformerDecoderLayer<T>::forward(const Tensor<T>& tgt, const Tensor<T>& src,
                                               const std::optional<AttendMask>& mask_src_tgt,
                                               const std::optional<AttendMask>& mask_self) {
-  const Tensor<T> x =
-      self_attention_residual_(tgt, [&](const Tensor<T>& y) { return (*self_attention_)(y, y, y, mask_self); });
+  const Tensor<T> x = self_attention_residual_(
+      this->resid_pre(tgt), [&](const Tensor<T>& y) { return (*self_attention_)(y, y, y, mask_self); });
   const Tensor<T> attended = src_tgt_attention_residual_(
       x, [&](const Tensor<T>& y) { return (*src_tgt_attention_)(y, src, src, mask_src_tgt); });
   return ffn_residual_(attended, [&](const Tensor<T>& y) { return (*ffn_)(y); });

@@ -12,8 +12,8 @@ TransformerEncoderLayer<T>::TransformerEncoderLayer(const LayerOptions& options,
 
 template <class T>
 Tensor<T> TransformerEncoderLayer<T>::forward(const Tensor<T>& x, const std::optional<AttendMask>& mask) {
-  const Tensor<T> attended =
-      self_attention_residual_(x, [&](const Tensor<T>& y) { return (*multi_head_attention_)(y, y, y, mask); });
+  const Tensor<T> attended = self_attention_residual_(
+      this->resid_pre(x), [&](const Tensor<T>& y) { return (*multi_head_attention_)(y, y, y, mask); });
   return ffn_residual_(attended, [&](const Tensor<T>& y) { return (*ffn_)(y); });
 }
 
