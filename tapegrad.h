@@ -46,3 +46,4 @@
 #include "study/attention_intervention.h"
 #include "study/training_snapshots.h"
 #include "study/attribution.h"
+#include "study/run_with_cache.h"

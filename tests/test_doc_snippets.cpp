@@ -184,6 +184,17 @@ TEST(DocSnippets, HooksTensorAndModule) {
   EXPECT_EQ(layer(x).value(), layer.forward(x).value());
 }
 
+TEST(DocSnippets, RunWithCachePoints) {
+  Generator gen(0);
+  nn::transformer::Transformer<float> model(11, 11, 16, 0, 8, 2, 16, 2, 0.0, 1e-5, gen);
+  const auto src = IndexArray({{1, 2, 3, 4}});
+  const std::function<Tensor<float>()> run_metric = [&] { return sum(model(src, src)); };
+#include "doc_snippets/run_with_cache_points.inc"
+  EXPECT_EQ(heads.shape(), (std::vector<std::size_t>{1, 2, 4, 4}));
+  EXPECT_EQ(dz.shape(), heads.shape());
+  EXPECT_GT(double(xt::amax(xt::abs(dz))()), 0.0);
+}
+
 TEST(DocSnippets, AttentionCaptureAndAblation) {
   Generator gen(0);
   nn::mha::MultiHeadAttention<float> mha(8, 2, gen);
