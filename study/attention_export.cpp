@@ -1,6 +1,5 @@
 #include "study/attention_export.h"
 
-#include <cstdio>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -9,6 +8,7 @@
 #include "autograd/base/errors.h"
 #include "nn/io/atomic_file.h"
 #include "nn/io/checkpoint.h"
+#include "study/exact_text.h"
 
 namespace tapegrad::study {
 
@@ -35,11 +35,6 @@ void renamed(const std::string& op, const fs::path& path, Write&& write) {
   }
 }
 
-std::string exact(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.17g", value);
-  return text;
-}
 
 // One bertviz entry: the listed records of batch element `batch` as [layers][heads][seq_q][seq_k].
 template <class T>
@@ -136,7 +131,7 @@ void save_attention_safetensors(const fs::path& path, const AttentionCapture<T>&
   nlohmann::json records = nlohmann::json::array();
   for (const AttentionRecord<T>& r : capture.records) records.push_back(r.name);
   renamed(op, path,
-          [&] { nn::save_safetensors(path, tensors, {{"loss", exact(capture.loss)}, {"records", records.dump()}}); });
+          [&] { nn::save_safetensors(path, tensors, {{"loss", exact_text(capture.loss)}, {"records", records.dump()}}); });
 }
 
 template <class T>

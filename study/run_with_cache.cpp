@@ -1,10 +1,10 @@
 #include "study/run_with_cache.h"
 
-#include <cstdint>
 #include <utility>
 
 #include "autograd/core/tape.h"
 #include "autograd/ops/operators.h"
+#include "study/scoped_point_hooks.h"
 
 namespace tapegrad::study {
 
@@ -20,24 +20,6 @@ const xt::xarray<T>& cached(const std::map<std::string, xt::xarray<T>>& entries,
   throw ValueError("ActivationCache::" + who + ": nothing cached at '" + path + "' (cached: " +
                    (known.empty() ? std::string("none") : known) + ")");
 }
-
-// The forward hooks run_with_cache adds, removed when it returns or throws.
-template <class T>
-class ScopedPointHooks {
- public:
-  ScopedPointHooks() = default;
-  ScopedPointHooks(const ScopedPointHooks&) = delete;
-  ScopedPointHooks& operator=(const ScopedPointHooks&) = delete;
-  ~ScopedPointHooks() {
-    for (auto& [point, id] : added_) point->remove_hook(id);
-  }
-  void add(nn::HookPoint<T>& point, typename nn::HookPoint<T>::ForwardHook hook) {
-    added_.emplace_back(&point, point.add_forward_hook(std::move(hook)));
-  }
-
- private:
-  std::vector<std::pair<nn::HookPoint<T>*, std::uint64_t>> added_;
-};
 
 // A tensor at a point, held until backward has run: its gradient is the point's.
 template <class T>

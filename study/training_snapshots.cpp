@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdio>
 #include <optional>
 #include <set>
 #include <string>
@@ -12,6 +11,7 @@
 
 #include "autograd/base/errors.h"
 #include "nn/io/checkpoint.h"
+#include "study/exact_text.h"
 
 namespace tapegrad::study {
 
@@ -27,12 +27,6 @@ constexpr const char* kFormat = "tapegrad.attention_snapshots.v1";
 
 std::string prefix(std::size_t step) { return "step" + std::to_string(step); }
 
-// The loss with 17 significant digits, so it reads back as the same double.
-std::string exact(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.17g", value);
-  return text;
-}
 
 // Every parameter's gradient as it was, put back when this goes out of scope.
 template <class T>
@@ -120,7 +114,7 @@ void save_snapshots(const fs::path& path, const std::vector<AttentionSnapshot>& 
       }
     }
     steps += (steps.empty() ? "" : ",") + std::to_string(s.step);
-    metadata[at + ".loss"] = exact(s.loss);
+    metadata[at + ".loss"] = exact_text(s.loss);
     metadata[at + ".names"] = nlohmann::json(s.names).dump();
   }
   metadata["steps"] = steps;

@@ -19,7 +19,7 @@ namespace {
 
 using Unary = std::function<Tensor<double>(const Tensor<double>&)>;
 
-const std::vector<Shape> kShapes = {{}, {5}, {2, 3}, {2, 1, 3}};
+const std::vector<Shape> kActivationShapes = {{}, {5}, {2, 3}, {2, 1, 3}};
 
 const std::vector<std::pair<const char*, Unary>> kActivations = {
     {"relu", [](const auto& a) { return relu(a); }},
@@ -129,7 +129,7 @@ TEST(Activation, ReluPassesTheGradientAtNaNAsPyTorch) {
 
 TEST(Activation, GradcheckOverShapes) {
   for (const auto& [name, op] : kActivations) {
-    for (const Shape& shape : kShapes) {
+    for (const Shape& shape : kActivationShapes) {
       SCOPED_TRACE(std::string(name) + " " + format_shape(shape));
       EXPECT_TRUE(passes_gradcheck([op = op](const Inputs& x) { return op(x[0]); }, {away_from_zero(shape, 22)}));
     }

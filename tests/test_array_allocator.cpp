@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "autograd/core/tensor.h"
+#include <xtensor/xtensor.hpp>  // after tensor.h, which sets xtensor's default allocator first
 #include "tests/support/reference.h"
 
 namespace tapegrad {

@@ -6,6 +6,7 @@
 #include "autograd/ops/all.h"
 #include "autograd/core/tape.h"
 #include "tests/support/reference.h"
+#include "tests/ops/values.h"
 
 namespace tapegrad {
 namespace {
@@ -40,8 +41,7 @@ xt::xarray<double> soft_cross_entropy(const xt::xarray<double>& x, const xt::xar
   return xt::xarray<double>(r == Reduction::Sum ? total : total / double(n_count * lanes));
 }
 
-const std::vector<Shape> kShapes = {{4}, {3, 4}, {2, 3, 2, 2}};
-const std::vector<Reduction> kReductions = {Reduction::None, Reduction::Sum, Reduction::Mean};
+const std::vector<Shape> kProbabilityShapes = {{4}, {3, 4}, {2, 3, 2, 2}};
 
 TEST(CrossEntropyProbabilities, KnownPyTorchValuesAndGradientsOfEveryArgument) {
   // PyTorch 1.13, float64: l = F.cross_entropy(x, q, weight=w, label_smoothing=0.1); l.backward().
@@ -62,14 +62,14 @@ TEST(CrossEntropyProbabilities, KnownPyTorchValuesAndGradientsOfEveryArgument) {
 }
 
 TEST(CrossEntropyProbabilities, ForwardMatchesDefinitionOverShapesSmoothingWeightsAndReductions) {
-  for (const Shape& shape : kShapes) {
+  for (const Shape& shape : kProbabilityShapes) {
     const std::size_t classes = shape.size() == 1 ? shape[0] : shape[1];
     const auto x = random_tensor(shape, 51, false, -3.0, 3.0);
     const auto target = random_tensor(shape, 52, false, 0.0, 1.0);
     const auto w = random_tensor({classes}, 53, false, -0.5, 2.0);
     const xt::xarray<double> ones = xt::ones<double>({classes});
     for (double s : {0.0, 0.3}) {
-      for (Reduction r : kReductions) {
+      for (Reduction r : kEveryReduction) {
         SCOPED_TRACE(format_shape(shape) + " s=" + std::to_string(s) + " r=" + std::to_string(int(r)));
         EXPECT_LT(max_abs_diff(cross_entropy(x, target, {.label_smoothing = s, .reduction = r}).value(),
                                soft_cross_entropy(x.value(), target.value(), ones, s, r)),
@@ -89,9 +89,9 @@ TEST(CrossEntropyProbabilities, OneHotTargetsGiveTheClassIndexLoss) {
 }
 
 TEST(CrossEntropyProbabilities, GradcheckInLogitsTargetAndWeight) {
-  for (const Shape& shape : kShapes) {
+  for (const Shape& shape : kProbabilityShapes) {
     const std::size_t classes = shape.size() == 1 ? shape[0] : shape[1];
-    for (Reduction r : kReductions) {
+    for (Reduction r : kEveryReduction) {
       SCOPED_TRACE(format_shape(shape) + " r=" + std::to_string(int(r)));
       EXPECT_TRUE(passes_gradcheck(
           [r](const Inputs& x) { return cross_entropy(x[0], x[1], {.weight = x[2], .label_smoothing = 0.2, .reduction = r}); },

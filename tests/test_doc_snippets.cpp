@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include <xtensor/xview.hpp>
+
 #include "tapegrad.h"
 #include "autograd/testing/gradcheck_gtest.h"
 #include "tests/support/reference.h"

@@ -342,29 +342,29 @@ TEST(EinsumTorchForms, ImplicitTraceAndOuterProduct) {
 }
 
 // `values` laid out as `shape` (xtensor's initializer lists are ambiguous with one element per row).
-xt::xarray<double> shaped(xt::xarray<double> values, const Shape& shape) {
+xt::xarray<double> values_shaped(xt::xarray<double> values, const Shape& shape) {
   values.reshape(shape);
   return values;
 }
 
 TEST(EinsumTorchForms, SizeOneIndexBroadcastsByHand) {
   // out[i,k] = sum_j a[i,0] b[j,k] = a[i] (9, 12).
-  const Tensor<double> a(shaped({2, 3}, {2, 1}), true);
+  const Tensor<double> a(values_shaped({2, 3}, {2, 1}), true);
   const Tensor<double> b(xt::xarray<double>{{1, 2}, {3, 4}, {5, 6}}, true);
   GradientTape tape;
   const auto out = einsum("ij,jk", a, b);
   EXPECT_EQ(out.value(), (xt::xarray<double>{{18, 24}, {27, 36}}));
   // d sum(out) / d a[i,0] = sum_{j,k} b[j,k] = 21; d / d b[j,k] = sum_i a[i,0] = 5.
   tape.backward(sum(out));
-  EXPECT_EQ(a.grad(), shaped({21, 21}, {2, 1}));
+  EXPECT_EQ(a.grad(), values_shaped({21, 21}, {2, 1}));
   EXPECT_EQ(b.grad(), (xt::xarray<double>{{5, 5}, {5, 5}, {5, 5}}));
 }
 
 TEST(EinsumTorchForms, BatchMatmulWithEllipsisByHand) {
   // Two batches of 1x2 times one shared 2x1: [[1,2]].[[1],[1]] = 3, [[3,4]].[[1],[1]] = 7.
   const Tensor<double> a(xt::xarray<double>{{{1, 2}}, {{3, 4}}});
-  const Tensor<double> b(shaped({1, 1}, {2, 1}));
-  EXPECT_EQ(einsum("...ij,...jk->...ik", a, b).value(), shaped({3, 7}, {2, 1, 1}));
+  const Tensor<double> b(values_shaped({1, 1}, {2, 1}));
+  EXPECT_EQ(einsum("...ij,...jk->...ik", a, b).value(), values_shaped({3, 7}, {2, 1, 1}));
 }
 
 TEST(Einsum, SameTensorTwiceAccumulates) {

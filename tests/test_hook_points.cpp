@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <xtensor/xview.hpp>
+
 #include "autograd/core/tape.h"
 #include "autograd/ops/linalg.h"
 #include "autograd/ops/operators.h"

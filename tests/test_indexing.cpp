@@ -19,13 +19,8 @@ namespace {
 
 
 // Indices / values laid out in `shape` (a braced list of one-element rows is ambiguous in xtensor).
-IndexArray shaped(std::initializer_list<Index> values, const Shape& shape) {
+IndexArray indices_shaped(std::initializer_list<Index> values, const Shape& shape) {
   IndexArray a = IndexArray::from_shape(shape);
-  std::copy(values.begin(), values.end(), a.begin());
-  return a;
-}
-xt::xarray<double> column(std::initializer_list<double> values) {
-  xt::xarray<double> a = xt::xarray<double>::from_shape({values.size(), 1});
   std::copy(values.begin(), values.end(), a.begin());
   return a;
 }
@@ -36,7 +31,7 @@ TEST(Gather, PicksAlongDim) {
   const auto x = iota({2, 3});  // [[0,1,2],[3,4,5]]
   EXPECT_EQ(gather(x, 1, IndexArray{{0, 0}, {1, 0}}).value(), (xt::xarray<double>{{0, 0}, {4, 3}}));
   EXPECT_EQ(gather(x, 0, IndexArray{{1, 0, 1}}).value(), (xt::xarray<double>{{3, 1, 5}}));
-  EXPECT_EQ(gather(x, -1, shaped({2, 1}, {2, 1})).value(), column({2, 4}));
+  EXPECT_EQ(gather(x, -1, indices_shaped({2, 1}, {2, 1})).value(), column({2, 4}));
 }
 
 TEST(Gather, ZeroDimAndEmpty) {
@@ -67,7 +62,7 @@ TEST(Gather, MatchesNaiveLoopAcrossParallelBlocks) {
 TEST(Gather, Gradcheck) {
   EXPECT_TRUE(passes_gradcheck([](const Inputs& x) { return gather(x[0], 1, IndexArray{{0, 0}, {2, 1}}); },
                                {random_tensor({2, 3}, 1)}));
-  EXPECT_TRUE(passes_gradcheck([](const Inputs& x) { return gather(x[0], 0, shaped({1, 0, 1, 1}, {2, 2, 1})); },
+  EXPECT_TRUE(passes_gradcheck([](const Inputs& x) { return gather(x[0], 0, indices_shaped({1, 0, 1, 1}, {2, 2, 1})); },
                                {random_tensor({2, 3, 2}, 2)}));
   EXPECT_TRUE(passes_gradcheck([](const Inputs& x) { return gather(x[0], 0, IndexArray{0, 0}); },
                                {random_tensor({}, 3)}));
@@ -75,12 +70,12 @@ TEST(Gather, Gradcheck) {
 
 TEST(Gather, BadInputsThrow) {
   const auto x = iota({2, 3});
-  EXPECT_TRUE(throws_with<ValueError>([&] { gather(x, 1, shaped({3}, {1, 1})); },
+  EXPECT_TRUE(throws_with<ValueError>([&] { gather(x, 1, indices_shaped({3}, {1, 1})); },
                                       {"gather", "index 3", "position [0,0]", "[0, 3)", "dim 1", "[2,3]"}));
-  EXPECT_TRUE(throws_with<ValueError>([&] { gather(x, 1, shaped({0, -1}, {2, 1})); }, {"gather", "index -1", "[1,0]"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { gather(x, 1, indices_shaped({0, -1}, {2, 1})); }, {"gather", "index -1", "[1,0]"}));
   EXPECT_TRUE(throws_with<ShapeError>([&] { gather(x, 1, IndexArray{0}); }, {"gather", "[1]", "[2,3]", "dims"}));
-  EXPECT_TRUE(throws_with<ShapeError>([&] { gather(x, 1, shaped({0, 0, 0}, {3, 1})); }, {"gather", "[3,1]", "[2,3]"}));
-  EXPECT_TRUE(throws_with<ValueError>([&] { gather(x, 2, shaped({0}, {1, 1})); }, {"gather", "axis 2", "[2,3]"}));
+  EXPECT_TRUE(throws_with<ShapeError>([&] { gather(x, 1, indices_shaped({0, 0, 0}, {3, 1})); }, {"gather", "[3,1]", "[2,3]"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { gather(x, 2, indices_shaped({0}, {1, 1})); }, {"gather", "axis 2", "[2,3]"}));
 }
 
 // ---- scatter_add ----
@@ -128,15 +123,15 @@ TEST(ScatterAdd, Gradcheck) {
 
 TEST(ScatterAdd, BadInputsThrow) {
   const auto self = iota({3, 3});
-  EXPECT_TRUE(throws_with<ValueError>([&] { scatter_add(self, 0, shaped({3}, {1, 1}), self); },
+  EXPECT_TRUE(throws_with<ValueError>([&] { scatter_add(self, 0, indices_shaped({3}, {1, 1}), self); },
                                       {"scatter_add", "index 3", "[0,0]", "[0, 3)", "self [3,3]"}));
   EXPECT_TRUE(throws_with<ShapeError>([&] { scatter_add(self, 0, IndexArray{{0, 1, 2, 0}}, self); },
                                       {"scatter_add", "[1,4]", "self [3,3]", "src [3,3]"}));
   EXPECT_TRUE(throws_with<ShapeError>([&] { scatter_add(self, 0, IndexArray{{0, 1, 2}}, iota({3, 2})); },
                                       {"scatter_add", "[1,3]", "src [3,2]"}));
-  EXPECT_TRUE(throws_with<ShapeError>([&] { scatter_add(self, 0, shaped({0}, {1, 1}), iota({3})); },
+  EXPECT_TRUE(throws_with<ShapeError>([&] { scatter_add(self, 0, indices_shaped({0}, {1, 1}), iota({3})); },
                                       {"scatter_add", "src [3]"}));
-  EXPECT_TRUE(throws_with<ValueError>([&] { scatter_add(self, 0, shaped({0}, {1, 1}), Tensor<double>()); },
+  EXPECT_TRUE(throws_with<ValueError>([&] { scatter_add(self, 0, indices_shaped({0}, {1, 1}), Tensor<double>()); },
                                       {"scatter_add", "'src'", "undefined"}));
 }
 
@@ -169,7 +164,7 @@ TEST(IndexFill, BadInputsThrow) {
   EXPECT_TRUE(throws_with<ValueError>([&] { index_fill(x, 1, IndexArray{0, 3}, 1.0); },
                                       {"index_fill", "index 3", "position 1", "[-3, 3)", "[2,3]"}));
   EXPECT_TRUE(throws_with<ValueError>([&] { index_fill(x, 1, IndexArray{-4}, 1.0); }, {"index_fill", "index -4"}));
-  EXPECT_TRUE(throws_with<ShapeError>([&] { index_fill(x, 1, shaped({0}, {1, 1}), 1.0); },
+  EXPECT_TRUE(throws_with<ShapeError>([&] { index_fill(x, 1, indices_shaped({0}, {1, 1}), 1.0); },
                                       {"index_fill", "0-d or 1-D", "[1,1]", "[2,3]"}));
 }
 

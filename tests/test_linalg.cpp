@@ -65,7 +65,7 @@ xt::xarray<double> naive_matmul(const xt::xarray<double>& a, const xt::xarray<do
 
 // Every torch.matmul case: vector/matrix combinations, batches on either side, broadcasting
 // (missing axes, size-1 axes, both operands broadcast along different axes), size-1 matrices.
-const std::vector<std::pair<Shape, Shape>> kShapes = {
+const std::vector<std::pair<Shape, Shape>> kMatmulShapes = {
     {{3}, {3}},          {{2, 3}, {3}},         {{3}, {3, 4}},          {{2, 3}, {3, 4}},
     {{2, 1, 3, 4}, {5, 4, 2}}, {{4, 2, 3}, {3, 5}}, {{2, 3}, {4, 3, 2}},  {{3}, {2, 3, 4}},
     {{2, 3, 4}, {4}},    {{2, 2, 3}, {2, 3, 2}}, {{3, 1, 2}, {1, 2, 4}}, {{1, 2, 3}, {4, 3, 2}},
@@ -87,7 +87,7 @@ TEST(Matmul, HandComputed) {
 }
 
 TEST(Matmul, MatchesNaiveReferenceOverAllShapeCases) {
-  for (const auto& [sa, sb] : kShapes) {
+  for (const auto& [sa, sb] : kMatmulShapes) {
     SCOPED_TRACE(format_shape(sa) + " x " + format_shape(sb));
     const auto a = random_tensor(sa, 1), b = random_tensor(sb, 2);
     const auto got = matmul(a, b).value();
@@ -96,7 +96,7 @@ TEST(Matmul, MatchesNaiveReferenceOverAllShapeCases) {
 }
 
 TEST(Matmul, GradcheckOverAllShapeCases) {
-  for (const auto& [sa, sb] : kShapes) {
+  for (const auto& [sa, sb] : kMatmulShapes) {
     SCOPED_TRACE(format_shape(sa) + " x " + format_shape(sb));
     EXPECT_TRUE(passes_gradcheck([](const Inputs& x) { return matmul(x[0], x[1]); },
                                  {random_tensor(sa, 3), random_tensor(sb, 4)}));

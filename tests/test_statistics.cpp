@@ -20,13 +20,6 @@ namespace {
 using X = xt::xarray<double>;
 
 
-// A [n,1] column ({{a}, {b}} is ambiguous to xtensor).
-X column(std::initializer_list<double> values) {
-  X c = X::from_shape({values.size(), 1});
-  std::copy(values.begin(), values.end(), c.begin());
-  return c;
-}
-
 X grad_of_sum(GradientTape& tape, const Tensor<double>& y, const Tensor<double>& x) {
   tape.backward(y, X(xt::ones<double>(y.shape())));
   return x.grad();

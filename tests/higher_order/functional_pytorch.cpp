@@ -110,12 +110,16 @@ void check_case(const nlohmann::json& c) {
 
   GradientTape outer;
   const Answer answer = apply(transform, f, inputs, vectors, {.create_graph = create_graph, .allow_unused = true});
-  if (!c["value"].is_null()) EXPECT_TRUE(close(answer.value, c["value"], "value"));
+  if (!c["value"].is_null()) {
+    EXPECT_TRUE(close(answer.value, c["value"], "value"));
+  }
   ASSERT_EQ(answer.results.size(), c["results"].size());
   for (std::size_t i = 0; i < answer.results.size(); ++i) {
     EXPECT_EQ(answer.results[i].shape(), c["results"][i]["shape"].get<Shape>()) << "result " << i;
     EXPECT_TRUE(close(answer.results[i], c["results"][i]["values"], "result " + std::to_string(i)));
-    if (!create_graph) EXPECT_FALSE(answer.results[i].requires_grad()) << "result " << i << " is not a constant";
+    if (!create_graph) {
+      EXPECT_FALSE(answer.results[i].requires_grad()) << "result " << i << " is not a constant";
+    }
   }
   if (!create_graph) return;
   Tensor<double> total;
