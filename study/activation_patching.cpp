@@ -7,24 +7,12 @@
 #include <utility>
 
 #include "autograd/core/tape.h"
+#include "study/metric_without_tape.h"
 #include "study/scoped_point_hooks.h"
 
 namespace tapegrad::study {
 
 namespace {
-
-// The single-element metric of run, recording nothing.
-template <class T>
-double metric_without_tape(const RunLoss<T>& run, const std::string& who) {
-  NoGradGuard no_grad;
-  const Tensor<T> metric = run();
-  require_defined(metric, who, "the metric run_target returned");
-  if (metric.numel() != 1) {
-    throw ValueError(who + ": run_target must return a single-element metric, got shape " +
-                     format_shape(metric.shape()));
-  }
-  return double(metric.item());
-}
 
 // x with slice `index` along `axis` taken from `source` (of x's shape).
 template <class T>
@@ -66,7 +54,7 @@ PatchTable patch_slices(nn::Module<T>& model, const RunLoss<T>& run_target, cons
   }
   PatchTable table;
   table.source_metric = source.metric;
-  table.target_metric = metric_without_tape<T>(run_target, who);
+  table.target_metric = metric_without_tape<T>(run_target, who, "run_target", "metric");
   for (std::size_t p = 0; p < points.size(); ++p) {
     const std::string& path = points[p];
     for (std::size_t index = 0; index < source.values.at(path).shape()[axis]; ++index) {
@@ -81,7 +69,7 @@ PatchTable patch_slices(nn::Module<T>& model, const RunLoss<T>& run_target, cons
         }
         return Tensor<T>(with_slice_from(x.value(), from, axis, index));
       });
-      table.rows.push_back({path, index, metric_without_tape<T>(run_target, who)});
+      table.rows.push_back({path, index, metric_without_tape<T>(run_target, who, "run_target", "metric")});
     }
   }
   return table;

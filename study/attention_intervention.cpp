@@ -7,22 +7,11 @@
 #include "autograd/ops/shape.h"
 #include "autograd/core/tape.h"
 #include "autograd/base/checks.h"
+#include "study/metric_without_tape.h"
 
 namespace tapegrad::study {
 
 namespace {
-
-// The single-element loss of run_loss, recording nothing.
-template <class T>
-double run_without_tape(const RunLoss<T>& run_loss, const std::string& who) {
-  NoGradGuard no_grad;
-  const Tensor<T> loss = run_loss();
-  require_defined(loss, who, "the loss run_loss returned");
-  if (loss.numel() != 1) {
-    throw ValueError(who + ": run_loss must return a single-element loss, got shape " + format_shape(loss.shape()));
-  }
-  return double(loss.item());
-}
 
 // Uniform weights over each query's may-attend keys, [batch, 1, seq_q, seq_k]; zeros for a fully masked row.
 template <class T>
@@ -103,10 +92,10 @@ void AttentionInterventions<T>::replace(const std::string& module, std::size_t h
 template <class T>
 double loss_change(nn::Module<T>& model, const RunLoss<T>& run_loss,
                    const std::type_identity_t<std::function<void(AttentionInterventions<T>&)>>& edit) {
-  const double clean = run_without_tape<T>(run_loss, "loss_change");
+  const double clean = metric_without_tape<T>(run_loss, "loss_change", "run_loss", "loss");
   AttentionInterventions<T> edits(model);
   edit(edits);
-  return run_without_tape<T>(run_loss, "loss_change") - clean;
+  return metric_without_tape<T>(run_loss, "loss_change", "run_loss", "loss") - clean;
 }
 
 template <class T>
@@ -124,13 +113,13 @@ HeadAblationTable head_ablation_table(nn::Module<T>& model, const RunLoss<T>& ru
         return std::nullopt;
       });
     }
-    table.clean_loss = run_without_tape<T>(run_loss, "head_ablation_table");
+    table.clean_loss = metric_without_tape<T>(run_loss, "head_ablation_table", "run_loss", "loss");
   }
   for (const auto& [path, heads] : reached) {
     for (std::size_t h = 0; h < heads; ++h) {
       AttentionInterventions<T> edits(model);
       edits.ablate(path, h, kind);
-      const double loss = run_without_tape<T>(run_loss, "head_ablation_table");
+      const double loss = metric_without_tape<T>(run_loss, "head_ablation_table", "run_loss", "loss");
       table.rows.push_back({path, h, loss, loss - table.clean_loss});
     }
   }
