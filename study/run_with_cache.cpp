@@ -1,5 +1,6 @@
 #include "study/run_with_cache.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "autograd/core/tape.h"
@@ -50,6 +51,7 @@ ActivationCache<T> run_with_cache(nn::Module<T>& model, const RunLoss<T>& run_me
   std::map<std::string, std::size_t> calls;
   ScopedPointHooks<T> hooks;
   for (std::size_t i = 0; i < points.size(); ++i) {
+    if (std::find(points.begin(), points.begin() + i, points[i]) != points.begin() + i) continue;  // named twice
     hooks.add(*found[i], [&, path = points[i]](const Tensor<T>& x) -> std::optional<Tensor<T>> {
       const std::size_t call = ++calls[path];
       const std::string name = call == 1 ? path : path + "#" + std::to_string(call);

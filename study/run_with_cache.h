@@ -37,7 +37,8 @@ struct ActivationCache {
 
 // Calls run_metric (the forward, returning a single-element metric: a loss, a logit, a logit
 // difference) on a tape of its own with forward hooks copying the tensors at `points` (paths as
-// Module::hook_point takes them; ValueError naming an unknown one before anything runs), then,
+// Module::hook_point takes them, each once however often named; ValueError naming an unknown one
+// before anything runs), then,
 // with CacheGradients::kYes, backward from the metric with gradient hooks copying d metric / d point
 // (zeros for a point the metric does not reach). As any backward, it adds into the parameters' grad().
 // ValueError when the metric has more than one element, or (with gradients) requires none.

@@ -70,6 +70,13 @@ TEST(RunWithCache, CachesWhatHooksOfOnesOwnSeeForwardAndBackward) {
     EXPECT_GT(xt::amax(xt::abs(cache.grad(path)))(), 0.0) << path;
   }
   EXPECT_EQ(cache.values.size(), 3u);
+  // A point named twice is cached once, as one call.
+  const auto twice = study::run_with_cache<double>(t.model, [&] { return t.metric(); }, {kZ, kZ},
+                                                   study::CacheGradients::kYes);
+  EXPECT_EQ(twice.values.size(), 1u);
+  EXPECT_EQ(twice.value(kZ), values.at(kZ));
+  // Without hook_scale hooked the layer norm is the fused op again: the gradient equal to rounding.
+  EXPECT_TRUE(xt::allclose(twice.grad(kZ), grads.at(kZ), 0.0, 1e-14));
 }
 
 TEST(RunWithCache, LeavesNoHookBehindAlsoWhenTheForwardThrows) {
