@@ -5,7 +5,10 @@
 //   hook_z                  the heads' outputs A V                     [batch, heads, seq_q, d_k]
 //   hook_result             each head's contribution to the module's output (hook_result)
 //                                                                      [batch, heads, seq_q, d_model]
-// S and A are the attention probes' (nn/attention_probe.h).
+//   hook_attn_scores        S, after the mask, before the softmax      [batch, heads, seq_q, seq_k]
+//   hook_pattern            A = softmax(S), before dropout            [batch, heads, seq_q, seq_k]
+// S and A are where the attention probes run (nn/attention_probe.h): a hook on either makes the
+// family compute them as a probe does, and sees them after the probes.
 //
 // The families join the heads' outputs head-major (head h at features [h*d_k, (h+1)*d_k)) before
 // their output Linear, so head h's result is z_h times that block of the Linear's weight, and the
@@ -15,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "nn/attention_probe.h"
 #include "nn/hook_point.h"
 #include "nn/linear.h"
 
@@ -29,6 +33,17 @@ struct AttentionHookPoints {
     return {{"hook_q", &q}, {"hook_k", &k}, {"hook_v", &v}, {"hook_z", &z}, {"hook_result", &result}};
   }
 };
+
+// Every point of an attention module, in the order of its forward, for the module to register:
+// `points`' q, k, v, then `maps`' S and A, then z and result.
+template <class T>
+std::vector<std::pair<std::string, HookPoint<T>*>> attention_hook_points(AttentionHookPoints<T>& points,
+                                                                         ProbedAttention<T>& maps) {
+  auto named = points.named();
+  const auto in_maps = maps.map_points();
+  named.insert(named.begin() + 3, in_maps.begin(), in_maps.end());
+  return named;
+}
 
 // z [batch, heads, seq_q, d_k] -> each head's result [batch, heads, seq_q, d_model] through
 // `projection` (in_features heads * d_k, out_features d_model).

@@ -49,6 +49,8 @@ Tensor<T> ProbedAttention<T>::run_probes(AttentionStage stage, Tensor<T> x, cons
     }
     x = std::move(*replacement);
   }
+  if (stage == AttentionStage::kScores) return scores_point_(std::move(x));
+  if (stage == AttentionStage::kWeights) return pattern_point_(std::move(x));
   return x;
 }
 

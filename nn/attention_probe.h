@@ -31,6 +31,7 @@
 
 #include "autograd/ops/masking.h"
 #include "autograd/core/tensor.h"
+#include "nn/hook_point.h"
 
 namespace tapegrad::nn {
 
@@ -65,6 +66,14 @@ class ProbedAttention {
   // ValueError naming the module when it has no probe with that id.
   void remove_attention_probe(std::uint64_t id);
   bool has_attention_probes() const { return !probes_.empty(); }
+  // ("hook_attn_scores", S) and ("hook_pattern", A): the maps as hook points, for the family to
+  // register (attention_hook_points.h).
+  std::vector<std::pair<std::string, HookPoint<T>*>> map_points() {
+    return {{"hook_attn_scores", &scores_point_}, {"hook_pattern", &pattern_point_}};
+  }
+  // Whether a forward must produce S and A in the canonical layout: a probe, or a hook on
+  // hook_attn_scores or hook_pattern.
+  bool maps_observed() const { return has_attention_probes() || scores_point_.active() || pattern_point_.active(); }
   // The number of heads (the canonical layout's axis 1).
   virtual std::size_t attention_heads() const = 0;
   // Expires when this module is destroyed: what holds a probe id (AttentionProbesGuard, and so
@@ -74,10 +83,12 @@ class ProbedAttention {
  protected:
   // "MultiHeadAttention(heads=2, d_model=8)": the module in messages.
   virtual std::string probe_owner() const = 0;
-  // Runs the probes on x (canonical) in registration order and returns the tensor to continue with.
+  // Runs the probes on x (canonical) in registration order, then the stage's hook point (S:
+  // hook_attn_scores, A: hook_pattern), and returns the tensor to continue with.
   Tensor<T> run_probes(AttentionStage stage, Tensor<T> x, const Mask& may_attend) const;
 
  private:
+  HookPoint<T> scores_point_, pattern_point_;
   std::vector<std::pair<std::uint64_t, AttentionProbe<T>>> probes_;
   std::shared_ptr<const void> lifetime_ = std::make_shared<const char>(0);
 };

@@ -38,12 +38,19 @@ struct PatchTable {
 };
 
 // ValueError naming patch_slices and the path for an unknown point or one the source did not
-// cache, or an axis the point's tensor does not have; ShapeError naming the point and both shapes
+// cache, or an axis the point's tensor does not have; ValueError naming the module when dropout is
+// active in the model (study/deterministic_forward.h); ShapeError naming the point and both shapes
 // when the target run's tensor is not the cached one's shape. run_target returns a single-element
 // metric (ValueError otherwise).
 template <class T>
 PatchTable patch_slices(nn::Module<T>& model, const RunLoss<T>& run_target, const ActivationCache<T>& source,
                         const std::vector<std::string>& points, std::size_t axis);
+
+// One row of patch_slices: the target run's metric with slice `index` along `axis` of `point` taken
+// from the source. The same errors, and ValueError for an index past the axis.
+template <class T>
+double patch_slice(nn::Module<T>& model, const RunLoss<T>& run_target, const ActivationCache<T>& source,
+                   const std::string& point, std::size_t axis, std::size_t index);
 
 // The mean, over runs, of the tensors at `points` (mean ablation's source; runs over a dataset,
 // each a forward returning its metric). ShapeError when two runs give a point different shapes;

@@ -1,6 +1,6 @@
 #pragma once
-// Forward hooks on hook points (nn/hook_point.h) for a scope: removed by the destructor, so also
-// when an exception unwinds through it. What run_with_cache and the patching functions share; the
+// Hooks on hook points (nn/hook_point.h) for a scope: removed by the destructor, so also when an
+// exception unwinds through it. What run_with_cache and the patching functions share; the
 // points must outlive the scope (they are the model's, which the caller holds).
 #include <cstdint>
 #include <utility>
@@ -22,6 +22,9 @@ class ScopedPointHooks {
 
   void add(nn::HookPoint<T>& point, typename nn::HookPoint<T>::ForwardHook hook) {
     added_.emplace_back(&point, point.add_forward_hook(std::move(hook)));
+  }
+  void add_gradient(nn::HookPoint<T>& point, GradHook<T> hook) {
+    added_.emplace_back(&point, point.add_gradient_hook(std::move(hook)));
   }
 
  private:

@@ -31,7 +31,8 @@ namespace tf = nn::transformer;
 using Array = xt::xarray<double>;
 
 constexpr std::size_t kBatch = 2, kSeqQ = 3, kSeqK = 4, kDModel = 4, kHeads = 2, kDk = 2;
-const std::vector<std::string> kPoints = {"hook_q", "hook_k", "hook_v", "hook_z", "hook_result"};
+const std::vector<std::string> kPoints = {"hook_q", "hook_k", "hook_v", "hook_attn_scores", "hook_pattern",
+                                          "hook_z", "hook_result"};
 
 Tensor<double> random_input(const Shape& shape, std::uint64_t seed) {
   Generator gen(seed);
@@ -131,6 +132,31 @@ TEST(HookPoints, QueriesAndKeysGiveTheScoresInEveryFamily) {
   }
 }
 
+// hook_attn_scores and hook_pattern hold what the probes see, and a replacement there is what the
+// rest of the forward uses, as a probe's is.
+TEST(HookPoints, ScoresAndPatternPointsAreTheProbesMapsInEveryFamily) {
+  for (CrossAttention c : families()) {
+    EXPECT_TRUE(xt::allclose(read_point(c, "hook_attn_scores"), read_stage(c, nn::AttentionStage::kScores), 0.0, 1e-14))
+        << c.family;
+    const Array A = read_point(c, "hook_pattern");
+    EXPECT_TRUE(xt::allclose(A, read_stage(c, nn::AttentionStage::kWeights), 0.0, 1e-14)) << c.family;
+    EXPECT_FALSE(c.probed->maps_observed()) << c.family << ": the points' hooks were removed";
+    const auto uniform = [](const Tensor<double>& x) { return Tensor<double>(xt::ones_like(x.value()) / double(kSeqK)); };
+    const auto id = c.point("hook_pattern").add_forward_hook(uniform);
+    const Array through_point = c.output().value();
+    c.point("hook_pattern").remove_hook(id);
+    const auto probe_id = c.probed->register_attention_probe(
+        [&](nn::AttentionStage s, const Tensor<double>& x, const Mask&) -> std::optional<Tensor<double>> {
+          if (s != nn::AttentionStage::kWeights) return std::nullopt;
+          return uniform(x);
+        });
+    const Array through_probe = c.output().value();
+    c.probed->remove_attention_probe(probe_id);
+    EXPECT_TRUE(xt::allclose(through_point, through_probe, 0.0, 0.0)) << c.family;
+    EXPECT_FALSE(xt::allclose(through_point, c.output().value(), 0.0, 1e-6)) << c.family << ": the replacement was used";
+  }
+}
+
 TEST(HookPoints, ZIsTheAttentionWeightsTimesTheValuesInEveryFamily) {
   for (CrossAttention c : families()) {
     const Array z = read_point(c, "hook_z"), v = read_point(c, "hook_v");
@@ -221,7 +247,9 @@ TEST(HookPoints, HooksThatKeepTheirTensorChangeNoBitInEveryFamily) {
       const Array hooked = c.output().value();
       const std::vector<Array> grads = parameter_gradients(c);
       ASSERT_EQ(grads.size(), plain_grads.size());
-      const double tolerance = name == "hook_result" ? 1e-14 : 0.0;
+      // nn::transformer computes S and A unfused while they are hooked (nn/attention_probe.h).
+      const bool unfused = c.family == "nn::transformer" && (name == "hook_attn_scores" || name == "hook_pattern");
+      const double tolerance = name == "hook_result" || unfused ? 1e-14 : 0.0;
       EXPECT_TRUE(xt::allclose(hooked, plain, 0.0, tolerance)) << c.family << " " << name;
       for (std::size_t i = 0; i < grads.size(); ++i)
         EXPECT_TRUE(xt::allclose(grads[i], plain_grads[i], 0.0, tolerance)) << c.family << " " << name << " " << i;
@@ -334,6 +362,9 @@ TEST(HookPoints, PathsReachEveryAttentionModuleOfATransformer) {
   EXPECT_EQ(count(".hook_resid_pre"), 4);
   EXPECT_EQ(count(".hook_resid_after_ffn"), 4);
   EXPECT_EQ(count(".hook_resid_after_src_tgt_attention"), 2);
+  EXPECT_EQ(count(".hook_ffn_out"), 4);
+  EXPECT_EQ(count(".hook_self_attention_out"), 4);
+  EXPECT_EQ(count(".hook_src_tgt_attention_out"), 2);
   EXPECT_EQ(count(".hook_scale"), 2 * 2 + 2 * 3);  // a LayerNorm per sublayer
   const std::string cross = "decoder.decoder_layers.1.src_tgt_attention";
   EXPECT_NE(std::find(paths.begin(), paths.end(), cross + ".hook_result"), paths.end());
@@ -394,6 +425,26 @@ TEST(HookPoints, ResidualStreamPointsHoldTheStreamBetweenSublayers) {
             read_output_of(t.model, "encoder.positional_encoding", run));
 }
 
+// A sublayer's out point holds what the sublayer module returned; the stream after it is
+// norm(before + out) in post-LN (dropout is off), so zeroing the out point leaves norm(before).
+TEST(HookPoints, SublayerOutPointsHoldWhatEachSublayerAddsToTheStream) {
+  SmallTransformer t;
+  const auto run = [&] { t.output(); };
+  const std::string layer = "decoder.decoder_layers.0";
+  EXPECT_EQ(read_point_of(t.model, layer + ".hook_self_attention_out", run),
+            read_output_of(t.model, layer + ".self_attention", run));
+  EXPECT_EQ(read_point_of(t.model, layer + ".hook_src_tgt_attention_out", run),
+            read_output_of(t.model, layer + ".src_tgt_attention", run));
+  EXPECT_EQ(read_point_of(t.model, layer + ".hook_ffn_out", run), read_output_of(t.model, layer + ".ffn", run));
+  const Array before = read_point_of(t.model, layer + ".hook_resid_after_self_attention", run);
+  nn::HookPoint<double>& out = t.model.hook_point(layer + ".hook_src_tgt_attention_out");
+  const auto id = out.add_forward_hook([](const Tensor<double>& x) { return Tensor<double>::zeros(x.shape()); });
+  const Array after = read_point_of(t.model, layer + ".hook_resid_after_src_tgt_attention", run);
+  out.remove_hook(id);
+  nn::LayerNorm<double>& norm = dynamic_cast<nn::LayerNorm<double>&>(t.model.get_submodule(layer + ".layer_norm_src_tgt_attention"));
+  EXPECT_TRUE(xt::allclose(after, norm(Tensor<double>(before)).value(), 0.0, 1e-14));
+}
+
 TEST(HookPoints, LayerNormScaleIsOneOverTheGroupsStandardDeviation) {
   Generator gen(4);
   nn::LayerNorm<double> norm(Shape{3, 4}, 1e-5);
@@ -424,6 +475,8 @@ TEST(HookPoints, LayerNormScaleIsOneOverTheGroupsStandardDeviation) {
 TEST(HookPoints, ResidualAndScaleGradientHooksSeeTheGradientOfTheLoss) {
   for (const std::string path : {"encoder.encoder_layers.0.hook_resid_pre",
                                  "encoder.encoder_layers.0.hook_resid_after_self_attention",
+                                 "encoder.encoder_layers.0.hook_ffn_out",
+                                 "decoder.decoder_layers.0.hook_src_tgt_attention_out",
                                  "decoder.decoder_layers.0.hook_resid_after_src_tgt_attention",
                                  "decoder.decoder_layers.0.layer_norm_ffn.hook_scale"}) {
     SmallTransformer t;
@@ -455,8 +508,8 @@ TEST(HookPoints, BadPathsNameTheStepAndWhatIsThere) {
                                       {"get_submodule('encoder.layers.0')", "'encoder'", "has no child 'layers'",
                                        "encoder_layers"}));
   EXPECT_TRUE(throws_with<ValueError>(
-      [&] { model.hook_point("encoder.encoder_layers.0.multi_head_attention.hook_pattern"); },
-      {"has no hook point 'hook_pattern'", "hook_q, hook_k, hook_v, hook_z, hook_result"}));
+      [&] { model.hook_point("encoder.encoder_layers.0.multi_head_attention.hook_mlp_out"); },
+      {"has no hook point 'hook_mlp_out'", "hook_q, hook_k, hook_v, hook_attn_scores, hook_pattern, hook_z, hook_result"}));
   EXPECT_TRUE(throws_with<ValueError>([&] { model.hook_point("encoder.hook_q"); },
                                       {"hook_point('encoder.hook_q')", "has no hook point 'hook_q'", "none"}));
 }

@@ -29,7 +29,7 @@ MultiHeadAttention<T>::MultiHeadAttention(std::size_t heads, std::size_t d_model
   softmax_ = this->register_module("softmax", std::make_shared<Softmax<T>>(1));
   output_ = this->register_module("output", std::make_shared<Linear<T>>(d_model, d_model, gen));
   dropout_ = this->register_module("dropout", std::make_shared<Dropout<T>>(gen, dropout_prob));
-  for (auto [name, point] : points_.named()) this->register_hook_point(name, *point);
+  for (auto [name, point] : attention_hook_points(points_, *this)) this->register_hook_point(name, *point);
 }
 
 template <class T>
@@ -92,7 +92,7 @@ Tensor<T> MultiHeadAttention<T>::forward(const Tensor<T>& query, const Tensor<T>
   if (keep) scores = masked_fill(scores, keep->blocked(), -std::numeric_limits<T>::infinity());
 
   // Probes see [batch, heads, seq_q, seq_k]: {2, 3, 0, 1} maps [i, j, b, h] there and back.
-  const bool probed = this->has_attention_probes();
+  const bool probed = this->maps_observed();
   std::optional<Mask> may_attend;  // made only when probed: a forward without probes allocates nothing more
   if (probed) {
     // [seq_q or 1, seq_k, batch or 1] -> [batch or 1, seq_q or 1, seq_k]

@@ -14,7 +14,7 @@ MultiHeadAttention<T>::MultiHeadAttention(std::size_t d_model, std::size_t n_hea
   value_ = this->register_module("value", std::make_shared<Linear<T>>(d_model, d_model, gen));
   proj_ = this->register_module("proj", std::make_shared<Linear<T>>(d_model, d_model, gen));
   attn_drop_ = this->register_module("attn_drop", std::make_shared<Dropout<T>>(gen, dropout));
-  for (auto [name, point] : points_.named()) this->register_hook_point(name, *point);
+  for (auto [name, point] : attention_hook_points(points_, *this)) this->register_hook_point(name, *point);
 }
 
 template <class T>
@@ -34,7 +34,7 @@ Mask MultiHeadAttention<T>::probe_mask(const std::optional<AttendMask>& mask, st
   if (!mask) return broadcast_may_attend(nullptr, batch, seq_q, seq_k);
   const Mask& m = mask->may_attend();
   if (m.dimension() > 4 || (m.dimension() == 4 && m.shape()[1] != 1)) {
-    throw ValueError(describe() + ": attention probes take a mask that is the same for every head, [batch or 1, 1, "
+    throw ValueError(describe() + ": attention probes and hook_attn_scores / hook_pattern take a mask that is the same for every head, [batch or 1, 1, "
                      "seq_q or 1, seq_k] or fewer axes; got mask " + format_shape(m.shape()));
   }
   // Left-pad to [batch, 1, seq_q, seq_k] (NumPy's broadcasting), then drop the heads axis.
@@ -50,7 +50,7 @@ AttentionOutput<T> MultiHeadAttention<T>::forward(const Tensor<T>& query, const 
                                                   const std::optional<AttendMask>& mask) {
   check_attention_inputs(AttentionFamily::kMha, d_model_, query, key, value, [this] { return describe(); });
   std::optional<ProbeStep<T>> probe;
-  if (this->has_attention_probes()) {
+  if (this->maps_observed()) {
     // The mask is made at the first stage, after scaled_dot_product_attention has checked its shape.
     probe = [this, &mask, may_attend = std::optional<Mask>()](AttentionStage stage, const Tensor<T>& x) mutable {
       if (!may_attend) may_attend = probe_mask(mask, x.size(0), x.size(2), x.size(3));

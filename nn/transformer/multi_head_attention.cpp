@@ -53,7 +53,7 @@ MultiHeadAttention<T>::MultiHeadAttention(std::size_t d_model, std::size_t h, Ge
   scaled_dot_product_attention_ =
       this->register_module("scaled_dot_product_attention", std::make_shared<ScaledDotProductAttention<T>>(d_k_));
   linear_ = this->register_module("linear", std::make_shared<Linear<T>>(h * d_k_, d_model, gen));
-  for (auto [name, point] : points_.named()) this->register_hook_point(name, *point);
+  for (auto [name, point] : attention_hook_points(points_, *this)) this->register_hook_point(name, *point);
 }
 
 template <class T>
@@ -87,7 +87,7 @@ Tensor<T> MultiHeadAttention<T>::forward(const Tensor<T>& q, const Tensor<T>& k,
     return reshape(permute(x, {1, 0, 2, 3}), {heads, static_cast<Index>(x.size(2)), static_cast<Index>(x.size(3))});
   };
   std::optional<ProbeStep<T>> probe;
-  if (this->has_attention_probes()) {
+  if (this->maps_observed()) {
     probe = [this, split, join, may_attend = broadcast_may_attend(mask_3d ? &mask_3d->may_attend() : nullptr, batch,
                                                                   seq_q, seq_k)](AttentionStage stage, const Tensor<T>& x) {
       return join(this->run_probes(stage, split(x), may_attend));

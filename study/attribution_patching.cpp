@@ -1,0 +1,266 @@
+#include "study/attribution_patching.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <utility>
+
+#include "autograd/core/tape.h"
+#include "autograd/ops/linalg.h"
+#include "autograd/ops/operators.h"
+#include "autograd/ops/reduce.h"
+#include "autograd/ops/shape.h"
+#include "autograd/ops/softmax.h"
+#include "study/deterministic_forward.h"
+#include "study/patch_source.h"
+#include "study/scoped_point_hooks.h"
+#include "study/slices.h"
+
+namespace tapegrad::study {
+
+namespace {
+
+// One call of a hooked point in the target run.
+template <class T>
+struct PointCall {
+  std::string name;     // "path", or "path#2", ... for a later call
+  xt::xarray<T> value;  // the tensor the point held
+  Tensor<T> zero;       // the leaf z the forward added to it (x + z)
+  Tensor<T> grad;       // d metric / d z = d metric / d point
+};
+
+template <class T>
+using CallsByPoint = std::map<std::string, std::vector<PointCall<T>>>;
+
+// "a.b.hook_q" -> ("a.b", "hook_q").
+std::pair<std::string, std::string> module_and_point(const std::string& path) {
+  const auto dot = path.rfind('.');
+  if (dot == std::string::npos) return {"", path};
+  return {path.substr(0, dot), path.substr(dot + 1)};
+}
+
+bool qk_point(const std::string& path) {
+  const std::string name = module_and_point(path).second;
+  return name == "hook_q" || name == "hook_k";
+}
+
+// The points the target run hooks: those asked for and, for the QK fix, the attention module's q,
+// k, S and A of each q or k point; each once.
+std::vector<std::string> hooked_points(const std::vector<std::string>& points, bool qk_fix) {
+  std::vector<std::string> hooked;
+  const auto add = [&](const std::string& path) {
+    if (std::find(hooked.begin(), hooked.end(), path) == hooked.end()) hooked.push_back(path);
+  };
+  for (const std::string& path : points) {
+    add(path);
+    if (!qk_fix || !qk_point(path)) continue;
+    const std::string prefix = module_and_point(path).first;
+    for (const char* name : {"hook_q", "hook_k", "hook_attn_scores", "hook_pattern"})
+      add(prefix.empty() ? name : prefix + "." + name);
+  }
+  return hooked;
+}
+
+// AtP*'s QK fix for call `call` of a q or k point moved by `delta` (the patch direction, its
+// shape): sum (A' - A) * dmetric/dA with A' = softmax(S + dS) exact.
+template <class T>
+double qk_fixed_estimate(const std::string& path, std::size_t call, const xt::xarray<T>& delta,
+                         const CallsByPoint<T>& calls) {
+  const std::string prefix = module_and_point(path).first;
+  const auto at = [&](const char* name) -> const PointCall<T>& {
+    return calls.at(prefix.empty() ? name : prefix + "." + name).at(call);
+  };
+  const PointCall<T>&q = at("hook_q"), &k = at("hook_k"), &S = at("hook_attn_scores"), &A = at("hook_pattern");
+  NoGradGuard no_grad;
+  const Tensor<T> moved = Tensor<T>(delta);
+  const Tensor<T> score_change = module_and_point(path).second == "hook_q"
+                                     ? matmul(moved, transpose(Tensor<T>(k.value), 2, 3))
+                                     : matmul(Tensor<T>(q.value), transpose(moved, 2, 3));
+  const T scale = T(1) / std::sqrt(T(q.value.shape()[3]));
+  const xt::xarray<T> patched = softmax(Tensor<T>(S.value) + score_change * scale, -1).value();
+  const xt::xarray<T>& grad = A.grad.value();
+  double sum = 0;
+  for (std::size_t i = 0; i < patched.size(); ++i)
+    sum += (double(patched.data()[i]) - double(A.value.data()[i])) * double(grad.data()[i]);
+  return sum;
+}
+
+// 1/2 d^T H d for the patch directions `directions` (one per call of the point), from the
+// recorded gradients: the gradient of <grad, d> with respect to the point's leaves, dotted with d.
+template <class T>
+double second_order_term(GradientTape& tape, const std::vector<PointCall<T>>& calls,
+                         const std::vector<xt::xarray<T>>& directions) {
+  Tensor<T> along;
+  std::vector<Tensor<T>> leaves;
+  for (std::size_t c = 0; c < calls.size(); ++c) {
+    const Tensor<T> term = sum(calls[c].grad * Tensor<T>(directions[c]));
+    along = along.defined() ? along + term : term;
+    leaves.push_back(calls[c].zero);
+  }
+  if (!along.defined() || !along.requires_grad()) return 0;  // the gradient is constant: no curvature
+  const std::vector<Tensor<T>> hv = tape.gradient(along, leaves);
+  double quadratic = 0;
+  for (std::size_t c = 0; c < calls.size(); ++c) {
+    const xt::xarray<T>& h = hv[c].value();
+    for (std::size_t i = 0; i < h.size(); ++i) quadratic += double(h.data()[i]) * double(directions[c].data()[i]);
+  }
+  return quadratic / 2;
+}
+
+}  // namespace
+
+double AttributedSlice::curvature_share() const {
+  const double total = std::abs(atp) + std::abs(second_order);
+  return total == 0 ? 0.0 : std::abs(second_order) / total;
+}
+
+template <class T>
+std::vector<std::vector<std::string>> layer_output_points(nn::Module<T>& model) {
+  std::vector<std::vector<std::string>> layers;
+  std::string current;
+  for (const auto& [path, point] : model.named_hook_points()) {
+    const auto [module, name] = module_and_point(path);
+    if (!name.starts_with("hook_") || !name.ends_with("_out")) continue;
+    if (layers.empty() || module != current) layers.emplace_back();
+    current = module;
+    layers.back().push_back(path);
+  }
+  return layers;
+}
+
+template <class T>
+AttributionTable attribution_patch(nn::Module<T>& model, const RunLoss<T>& run_target, const ActivationCache<T>& source,
+                                   const std::vector<std::string>& points, std::size_t axis,
+                                   const AttributionOptions& options) {
+  const std::string who = "attribution_patch";
+  require_deterministic_forward(model, who);
+  for (const std::string& path : points) patchable_point(model, source, path, axis, who);
+  const std::vector<std::string> hooked = hooked_points(points, options.qk_fix);
+  std::vector<nn::HookPoint<T>*> found;
+  for (const std::string& path : hooked) found.push_back(&model.hook_point(path));
+  const auto& layers = options.grad_drop_layers;
+  if (layers.size() == 1) throw ValueError(who + ": GradDrop needs two layers or more, got one");
+  std::vector<std::vector<nn::HookPoint<T>*>> layer_points;
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    if (layers[l].empty()) throw ValueError(who + ": GradDrop layer " + std::to_string(l) + " has no points");
+    layer_points.emplace_back();
+    for (const std::string& path : layers[l]) layer_points.back().push_back(&model.hook_point(path));
+  }
+
+  CallsByPoint<T> calls;
+  GradientTape tape(/*persistent=*/true);  // walked again per second-order slice and per GradDrop layer
+  Tensor<T> metric;
+  std::optional<std::size_t> dropped_layer;  // the GradDrop layer whose gradient the walk zeroes
+  ScopedPointHooks<T> gradient_hooks;
+  for (std::size_t l = 0; l < layer_points.size(); ++l) {
+    for (nn::HookPoint<T>* point : layer_points[l]) {
+      gradient_hooks.add_gradient(*point, [&dropped_layer, l](const xt::xarray<T>& g) -> std::optional<xt::xarray<T>> {
+        if (dropped_layer != l) return std::nullopt;
+        return xt::xarray<T>(xt::zeros<T>(g.shape()));
+      });
+    }
+  }
+  {
+    ScopedPointHooks<T> hooks;
+    for (std::size_t i = 0; i < hooked.size(); ++i) {
+      hooks.add(*found[i], [&, path = hooked[i]](const Tensor<T>& x) -> std::optional<Tensor<T>> {
+        std::vector<PointCall<T>>& list = calls[path];
+        const std::string name = list.empty() ? path : path + "#" + std::to_string(list.size() + 1);
+        list.push_back({name, x.value(), Tensor<T>::zeros(x.shape(), /*requires_grad=*/true), {}});
+        return x + list.back().zero;
+      });
+    }
+    metric = run_target();
+  }
+  require_defined(metric, who, "the metric run_target returned");
+  if (metric.numel() != 1) {
+    throw ValueError(who + ": run_target must return a single-element metric, got shape " +
+                     format_shape(metric.shape()));
+  }
+  if (!metric.requires_grad()) {
+    throw ValueError(who + ": the metric run_target returned (" + metric.describe() +
+                     ") requires no gradient: run_target must run the model's forward and compute the metric from "
+                     "its output, not under NoGradGuard and not detached");
+  }
+  std::vector<Tensor<T>> leaves;
+  for (const auto& [path, list] : calls)
+    for (const PointCall<T>& call : list) leaves.push_back(call.zero);
+  // d metric / d point into each call's grad, from one backward walk.
+  const auto take_gradients = [&](bool create_graph) {
+    GradientOptions gradient_options;
+    gradient_options.create_graph = create_graph;
+    const std::vector<Tensor<T>> grads = tape.gradient(metric, leaves, gradient_options);
+    std::size_t next = 0;
+    for (auto& [path, list] : calls)
+      for (PointCall<T>& call : list) call.grad = grads[next++];
+  };
+
+  // The patch direction of each call of `path` (source - target), checked against the source.
+  std::map<std::string, std::vector<xt::xarray<T>>> deltas;
+  for (const std::string& path : points) {
+    for (const PointCall<T>& call : calls[path]) {
+      const xt::xarray<T>& from = source.value(call.name);
+      if (from.shape() != call.value.shape()) {
+        throw ShapeError(who + ": '" + call.name + "' is " + format_shape(call.value.shape()) +
+                         " in the target run but " + format_shape(from.shape()) + " in the source");
+      }
+      deltas[path].push_back(from - call.value);
+    }
+  }
+  // Calls f(row, directions) for each slice of each point, with the slice's patch per call (zero
+  // off the slice), in patch_slices' order.
+  const auto for_each_slice = [&](const auto& f) {
+    std::size_t row = 0;
+    for (const std::string& path : points) {
+      for (std::size_t index = 0; index < source.values.at(path).shape()[axis]; ++index, ++row) {
+        std::vector<xt::xarray<T>> directions;
+        for (const xt::xarray<T>& delta : deltas[path])
+          directions.push_back(with_slice_from(xt::xarray<T>(xt::zeros_like(delta)), delta, axis, index));
+        f(row, path, index, directions);
+      }
+    }
+  };
+  // The first-order estimate from the gradients the last walk left in `calls`.
+  const auto first_order = [&](const std::string& path, std::size_t index, const std::vector<xt::xarray<T>>& directions) {
+    const bool fixed = options.qk_fix && qk_point(path);
+    double sum = 0;
+    for (std::size_t c = 0; c < directions.size(); ++c) {
+      sum += fixed ? qk_fixed_estimate(path, c, directions[c], calls)
+                   : slice_dot(deltas[path][c], calls[path][c].grad.value(), axis, index);
+    }
+    return sum;
+  };
+
+  AttributionTable table;
+  table.target_metric = double(metric.item());
+  table.source_metric = source.metric;
+  take_gradients(options.second_order);
+  for_each_slice([&](std::size_t, const std::string& path, std::size_t index, const std::vector<xt::xarray<T>>& directions) {
+    AttributedSlice row{path, index};
+    row.atp = first_order(path, index, directions);
+    if (options.second_order && !(options.qk_fix && qk_point(path)))
+      row.second_order = second_order_term(tape, calls[path], directions);
+    table.rows.push_back(std::move(row));
+  });
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    dropped_layer = l;
+    take_gradients(false);
+    for_each_slice([&](std::size_t row, const std::string& path, std::size_t index,
+                       const std::vector<xt::xarray<T>>& directions) {
+      table.rows[row].grad_drop += std::abs(first_order(path, index, directions)) / double(layers.size() - 1);
+    });
+  }
+  return table;
+}
+
+#define TAPEGRAD_INSTANTIATE_ATTRIBUTION_PATCHING(T)                                                          \
+  template AttributionTable attribution_patch(nn::Module<T>&, const RunLoss<T>&, const ActivationCache<T>&,  \
+                                              const std::vector<std::string>&, std::size_t,                   \
+                                              const AttributionOptions&);                                  \
+  template std::vector<std::vector<std::string>> layer_output_points(nn::Module<T>&);
+TAPEGRAD_INSTANTIATE_ATTRIBUTION_PATCHING(float)
+TAPEGRAD_INSTANTIATE_ATTRIBUTION_PATCHING(double)
+#undef TAPEGRAD_INSTANTIATE_ATTRIBUTION_PATCHING
+
+}  // namespace tapegrad::study

@@ -1,0 +1,45 @@
+#pragma once
+// How well an estimate of patching effects (attribution_patch's) agrees with exact patching
+// (patch_slices'): Pearson and Spearman correlation and top-k recall, over every slice or, where
+// exact patching of every slice costs too much, over the estimate's top k plus a random sample
+// (verify_attribution).
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "study/attribution_patching.h"
+
+namespace tapegrad::study {
+
+struct Agreement {
+  std::size_t compared = 0;  // slices compared
+  double pearson = 0;        // of the values (NaN when either side is constant)
+  double spearman = 0;       // Pearson of the ranks, ties at their mean rank
+  std::size_t k = 0;         // min(k asked, compared)
+  // The share of the k slices largest in |exact| that are among the k largest in |estimate|
+  // (ties broken by the earlier slice).
+  double top_k_recall = 0;
+};
+
+// estimates[i] and exact[i] are one slice's (effects on the metric: patched - target). ValueError
+// for lengths that differ, fewer than 2 slices, or k = 0.
+Agreement agreement(const std::vector<double>& estimates, const std::vector<double>& exact, std::size_t k);
+
+// The exact effects of `table`'s rows (patch_slices' metric - target_metric, in its row order).
+std::vector<double> exact_effects(const PatchTable& table);
+
+// Which number of an attributed row to judge: AttributedSlice::estimate (with the second-order
+// term) or a lambda reading atp.
+using EstimateOf = std::function<double(const AttributedSlice&)>;
+
+// Exactly patches the k rows of `table` largest in |estimate| and `sample` others drawn at random
+// (seeded), and gives the agreement over them (every row when k + sample covers the table): what
+// is checkable where a full exact sweep is not. The model, run and source are the ones `table`
+// came from (patch_slice's errors otherwise).
+template <class T>
+Agreement verify_attribution(nn::Module<T>& model, const RunLoss<T>& run_target, const ActivationCache<T>& source,
+                             const AttributionTable& table, std::size_t axis, const EstimateOf& estimate,
+                             std::size_t k, std::size_t sample, std::uint64_t seed);
+
+}  // namespace tapegrad::study

@@ -1,0 +1,338 @@
+// study::attribution_patch (study/attribution_patching.h) and the agreement measures
+// (study/patching_agreement.h): AtP exact where the metric is linear in the point and blind where a
+// saturated softmax hides a patch, the QK fix exact there, the second-order term exact for a
+// quadratic metric and equal to second differences of a real patch, agreement's textbook values,
+// and bad input.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "autograd/core/tape.h"
+#include "autograd/ops/operators.h"
+#include "autograd/ops/reduce.h"
+#include "nn/transformer/multi_head_attention.h"
+#include "nn/transformer/transformer.h"
+#include "study/attribution_patching.h"
+#include "study/patching_agreement.h"
+#include "study/slices.h"
+#include "tests/support/reference.h"
+
+namespace tapegrad {
+namespace {
+
+using Array = xt::xarray<double>;
+
+Tensor<double> uniform_input(const Shape& shape, std::uint64_t seed, double scale = 1.0) {
+  Generator gen(seed);
+  return (Tensor<double>::uniform(shape, gen) * 2.0 - 1.0) * scale;
+}
+
+// One attention module in a cross-attention call, queries from one input, keys and values from
+// another, with a metric linear in the output: m = sum(out * w). Patching a q or k slice changes
+// only A; the metric is linear in A, V, z and each head's result.
+struct AttentionPair {
+  Generator gen{43};
+  nn::transformer::MultiHeadAttention<double> mha{8, 4, gen};
+  Tensor<double> weights = uniform_input({2, 3, 8}, 3);
+  Tensor<double> clean_q, clean_kv, corrupted_q, corrupted_kv;
+
+  explicit AttentionPair(double scale)
+      : clean_q(uniform_input({2, 3, 8}, 1, scale)),
+        clean_kv(uniform_input({2, 5, 8}, 4, scale)),
+        corrupted_q(uniform_input({2, 3, 8}, 2, scale)),
+        corrupted_kv(uniform_input({2, 5, 8}, 5, scale)) {}
+
+  Tensor<double> output(const Tensor<double>& q, const Tensor<double>& kv) { return mha(q, kv, kv); }
+  Tensor<double> linear_metric(const Tensor<double>& q, const Tensor<double>& kv) { return sum(output(q, kv) * weights); }
+  study::RunLoss<double> clean() {
+    return [this] { return linear_metric(clean_q, clean_kv); };
+  }
+  study::RunLoss<double> corrupted() {
+    return [this] { return linear_metric(corrupted_q, corrupted_kv); };
+  }
+};
+
+std::vector<double> first_order_estimates(const study::AttributionTable& table) {
+  std::vector<double> out;
+  for (const study::AttributedSlice& row : table.rows) out.push_back(row.atp);
+  return out;
+}
+
+TEST(AttributionPatching, AtPIsExactPatchingWhenTheMetricIsLinearInThePoint) {
+  AttentionPair p(1.0);
+  const std::vector<std::string> points = {"hook_v", "hook_z", "hook_result"};
+  const auto clean = study::run_with_cache<double>(p.mha, p.clean(), points);
+  const auto exact = study::patch_slices<double>(p.mha, p.corrupted(), clean, points, 1);
+  const auto atp = study::attribution_patch<double>(p.mha, p.corrupted(), clean, points, 1, {.second_order = true});
+  ASSERT_EQ(atp.rows.size(), exact.rows.size());
+  ASSERT_EQ(atp.rows.size(), 12u);
+  EXPECT_NEAR(atp.target_metric, exact.target_metric, 1e-12);
+  EXPECT_EQ(atp.source_metric, clean.metric);
+  const std::vector<double> effects = study::exact_effects(exact);
+  double largest = 0;
+  for (std::size_t i = 0; i < atp.rows.size(); ++i) {
+    EXPECT_EQ(atp.rows[i].point, exact.rows[i].point);
+    EXPECT_EQ(atp.rows[i].index, exact.rows[i].index);
+    EXPECT_NEAR(atp.rows[i].atp, effects[i], 1e-12) << atp.rows[i].point << " head " << atp.rows[i].index;
+    EXPECT_NEAR(atp.rows[i].second_order, 0.0, 1e-12) << "linear: no curvature";
+    largest = std::max(largest, std::abs(effects[i]));
+  }
+  EXPECT_GT(largest, 0.1) << "the patches must move the metric for the comparison to mean anything";
+}
+
+// With scores of some hundreds the softmax is saturated: a patched query or key moves A from one
+// key to another, but the gradient through the softmax is ~0, so AtP reports almost nothing. The
+// QK fix recomputes A exactly, and with a metric linear in A it is then exact.
+TEST(AttributionPatching, ASaturatedSoftmaxHidesQueryAndKeyPatchesFromAtPAndTheQKFixFindsThem) {
+  AttentionPair p(30.0);
+  const std::vector<std::string> points = {"hook_q", "hook_k"};
+  const auto clean = study::run_with_cache<double>(p.mha, p.clean(), {"hook_q", "hook_k", "hook_pattern"});
+  const Array A = clean.value("hook_pattern");
+  EXPECT_GT(xt::amax(A)(), 1 - 1e-9) << "the softmax must be saturated for this test to mean anything";
+  const std::vector<double> effects = study::exact_effects(study::patch_slices<double>(p.mha, p.corrupted(), clean, points, 1));
+  const auto plain = study::attribution_patch<double>(p.mha, p.corrupted(), clean, points, 1);
+  const auto fixed = study::attribution_patch<double>(p.mha, p.corrupted(), clean, points, 1, {.qk_fix = true});
+  ASSERT_EQ(plain.rows.size(), 8u);
+  std::size_t missed = 0;
+  for (std::size_t i = 0; i < effects.size(); ++i) {
+    if (std::abs(effects[i]) < 0.1) continue;
+    missed += std::abs(plain.rows[i].atp) < 0.01 * std::abs(effects[i]);
+    EXPECT_NEAR(fixed.rows[i].atp, effects[i], 1e-9 * (1 + std::abs(effects[i])))
+        << plain.rows[i].point << " head " << plain.rows[i].index;
+  }
+  EXPECT_GE(missed, 4u) << "AtP through a saturated softmax should miss most large patches";
+}
+
+// m = sum(out * w) + sum(out^2 * u) is quadratic in z (out is linear in it): the first-order term
+// alone is off, and with 1/2 d^T H d the estimate is exact.
+TEST(AttributionPatching, TheSecondOrderTermMakesTheEstimateExactForAQuadraticMetric) {
+  AttentionPair p(1.0);
+  const Tensor<double> u = uniform_input({2, 3, 8}, 9);
+  const auto quadratic = [&](const Tensor<double>& q, const Tensor<double>& kv) {
+    const Tensor<double> out = p.output(q, kv);
+    return sum(out * p.weights) + sum(out * out * u);
+  };
+  const study::RunLoss<double> run_clean = [&] { return quadratic(p.clean_q, p.clean_kv); };
+  const study::RunLoss<double> run_corrupted = [&] { return quadratic(p.corrupted_q, p.corrupted_kv); };
+  const auto clean = study::run_with_cache<double>(p.mha, run_clean, {"hook_z"});
+  const std::vector<double> effects =
+      study::exact_effects(study::patch_slices<double>(p.mha, run_corrupted, clean, {"hook_z"}, 1));
+  const auto atp = study::attribution_patch<double>(p.mha, run_corrupted, clean, {"hook_z"}, 1, {.second_order = true});
+  double first_order_error = 0;
+  for (std::size_t i = 0; i < effects.size(); ++i) {
+    EXPECT_NEAR(atp.rows[i].estimate(), effects[i], 1e-12) << "head " << i;
+    first_order_error = std::max(first_order_error, std::abs(atp.rows[i].atp - effects[i]));
+    EXPECT_GE(atp.rows[i].curvature_share(), 0.0);
+    EXPECT_LE(atp.rows[i].curvature_share(), 1.0);
+  }
+  EXPECT_GT(first_order_error, 1e-3) << "the metric must be curved for this test to mean anything";
+}
+
+// A two-layer Transformer: clean and corrupted token batches, the metric a weighted sum of the decoder's output.
+struct PatchedTransformer {
+  Generator gen{61};
+  nn::transformer::Transformer<double> model{7, 7, 10, 0, 8, 2, 16, 2, 0.0, 1e-5, gen};
+  IndexArray clean_src = IndexArray({{1, 2, 3, 4, 5}, {6, 5, 4, 3, 2}});
+  IndexArray corrupted_src = IndexArray({{1, 2, 6, 4, 5}, {6, 1, 4, 3, 3}});
+  IndexArray tgt = IndexArray({{1, 2, 3}, {1, 6, 5}});
+  Tensor<double> weights = uniform_input({2, 3, 8}, 62);
+
+  PatchedTransformer() { model.eval(); }
+  study::RunLoss<double> run(const IndexArray& src) {
+    return [this, src] { return sum(model(src, tgt) * weights); };
+  }
+};
+
+const std::vector<std::string> kTransformerPoints = {
+    "encoder.encoder_layers.0.multi_head_attention.hook_z", "encoder.encoder_layers.1.multi_head_attention.hook_pattern",
+    "decoder.decoder_layers.0.src_tgt_attention.hook_result", "decoder.decoder_layers.1.hook_resid_pre"};
+
+// The first-order estimates are the slice sums of (source - target) * the gradient run_with_cache
+// reads with gradient hooks: two ways of taking d metric / d point agree.
+TEST(AttributionPatching, AtPIsTheSliceSumOfTheDifferenceTimesTheCachedGradient) {
+  PatchedTransformer t;
+  const auto clean = study::run_with_cache<double>(t.model, t.run(t.clean_src), kTransformerPoints);
+  const auto corrupted = study::run_with_cache<double>(t.model, t.run(t.corrupted_src), kTransformerPoints,
+                                                       study::CacheGradients::kYes);
+  t.model.zero_grad();
+  const auto atp = study::attribution_patch<double>(t.model, t.run(t.corrupted_src), clean, kTransformerPoints, 1);
+  for (const Tensor<double>& parameter : t.model.parameters())
+    EXPECT_FALSE(parameter.has_grad() && xt::any(xt::not_equal(parameter.grad(), 0.0))) << "no grad() changes";
+  for (const study::AttributedSlice& row : atp.rows) {
+    const Array difference = clean.value(row.point) - corrupted.value(row.point);
+    EXPECT_NEAR(row.atp, study::slice_dot(difference, corrupted.grad(row.point), 1, row.index), 1e-12)
+        << row.point << " " << row.index;
+  }
+}
+
+// 1/2 d^T H d is half the second derivative of m(t), the metric with t times the slice's patch
+// added at the point: against central second differences of m.
+TEST(AttributionPatching, TheSecondOrderTermIsHalfTheSecondDifferenceOfThePatch) {
+  PatchedTransformer t;
+  const auto clean = study::run_with_cache<double>(t.model, t.run(t.clean_src), kTransformerPoints);
+  const auto corrupted = study::run_with_cache<double>(t.model, t.run(t.corrupted_src), kTransformerPoints);
+  const auto atp = study::attribution_patch<double>(t.model, t.run(t.corrupted_src), clean, kTransformerPoints, 1,
+                                                    {.second_order = true});
+  double largest = 0;
+  for (const study::AttributedSlice& row : atp.rows) {
+    const Array difference = clean.value(row.point) - corrupted.value(row.point);
+    const Array direction = study::with_slice_from(Array(xt::zeros_like(difference)), difference, 1, row.index);
+    double step = 0;
+    nn::HookPoint<double>& point = t.model.hook_point(row.point);
+    const auto id = point.add_forward_hook([&](const Tensor<double>& x) { return Tensor<double>(x.value() + step * direction); });
+    const auto metric_at = [&](double s) {
+      step = s;
+      NoGradGuard no_grad;
+      return t.run(t.corrupted_src)().item();
+    };
+    constexpr double h = 1e-3;
+    const double second_difference = (metric_at(h) - 2 * metric_at(0) + metric_at(-h)) / (h * h);
+    point.remove_hook(id);
+    EXPECT_NEAR(row.second_order, second_difference / 2, 1e-6 * (1 + std::abs(second_difference)))
+        << row.point << " " << row.index;
+    largest = std::max(largest, std::abs(row.second_order));
+  }
+  EXPECT_GT(largest, 1e-3) << "some patch must be curved for this test to mean anything";
+}
+
+TEST(AttributionPatching, LayerOutputPointsGroupEachLayersSublayerOutputs) {
+  PatchedTransformer t;
+  const auto layers = study::layer_output_points(t.model);
+  ASSERT_EQ(layers.size(), 4u);  // 2 encoder and 2 decoder layers
+  EXPECT_EQ(layers[0], (std::vector<std::string>{"encoder.encoder_layers.0.hook_self_attention_out",
+                                                 "encoder.encoder_layers.0.hook_ffn_out"}));
+  EXPECT_EQ(layers[3], (std::vector<std::string>{"decoder.decoder_layers.1.hook_self_attention_out",
+                                                 "decoder.decoder_layers.1.hook_src_tgt_attention_out",
+                                                 "decoder.decoder_layers.1.hook_ffn_out"}));
+}
+
+// GradDrop against the same sum taken another way: per layer, gradient hooks of one's own zero the
+// layer's outputs' gradients in a run_with_cache backward, and |sum (source - target) * grad| is
+// averaged over L - 1.
+TEST(AttributionPatching, GradDropAveragesTheEstimatesWithEachLayersGradientDropped) {
+  PatchedTransformer t;
+  const auto layers = study::layer_output_points(t.model);
+  const auto clean = study::run_with_cache<double>(t.model, t.run(t.clean_src), kTransformerPoints);
+  const auto atp = study::attribution_patch<double>(t.model, t.run(t.corrupted_src), clean, kTransformerPoints, 1,
+                                                    {.grad_drop_layers = layers});
+  std::vector<double> expected(atp.rows.size(), 0.0);
+  for (const std::vector<std::string>& layer : layers) {
+    std::vector<std::pair<nn::HookPoint<double>*, std::uint64_t>> ids;
+    for (const std::string& path : layer) {
+      nn::HookPoint<double>& point = t.model.hook_point(path);
+      ids.emplace_back(&point, point.add_gradient_hook([](const Array& g) { return Array(xt::zeros_like(g)); }));
+    }
+    const auto dropped = study::run_with_cache<double>(t.model, t.run(t.corrupted_src), kTransformerPoints,
+                                                       study::CacheGradients::kYes);
+    for (auto [point, id] : ids) point->remove_hook(id);
+    for (std::size_t i = 0; i < atp.rows.size(); ++i) {
+      const study::AttributedSlice& row = atp.rows[i];
+      const Array difference = clean.value(row.point) - dropped.value(row.point);
+      expected[i] += std::abs(study::slice_dot(difference, dropped.grad(row.point), 1, row.index)) / double(layers.size() - 1);
+    }
+  }
+  double largest = 0;
+  for (std::size_t i = 0; i < atp.rows.size(); ++i) {
+    EXPECT_NEAR(atp.rows[i].grad_drop, expected[i], 1e-12) << atp.rows[i].point << " " << atp.rows[i].index;
+    largest = std::max(largest, expected[i]);
+  }
+  EXPECT_GT(largest, 1e-3);
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] {
+        study::attribution_patch<double>(t.model, t.run(t.corrupted_src), clean, kTransformerPoints, 1,
+                                         {.grad_drop_layers = {layers[0]}});
+      },
+      {"attribution_patch", "GradDrop needs two layers or more"}));
+}
+
+TEST(AttributionPatching, TrainingModeWithActiveDropoutIsRefused) {
+  Generator gen(3);
+  nn::transformer::Transformer<double> model(5, 5, 10, 0, 4, 1, 8, 2, /*dropout=*/0.1, 1e-5, gen);
+  const IndexArray src({{1, 2, 3}}), tgt({{1, 2}});
+  const study::RunLoss<double> run = [&] { return sum(model(src, tgt)); };
+  model.eval();
+  const auto clean = study::run_with_cache<double>(model, run, {kTransformerPoints[0]});
+  model.train();
+  for (const char* who : {"attribution_patch", "patch_slices"}) {
+    EXPECT_TRUE(throws_with<ValueError>(
+        [&] {
+          if (std::string(who) == "patch_slices") return void(study::patch_slices<double>(model, run, clean, {kTransformerPoints[0]}, 1));
+          study::attribution_patch<double>(model, run, clean, {kTransformerPoints[0]}, 1);
+        },
+        {who, "dropout is active in '", "model.eval()"}));
+  }
+}
+
+TEST(AttributionPatching, BadInputNamesTheFunctionAndWhatIsWrong) {
+  AttentionPair p(1.0);
+  const auto clean = study::run_with_cache<double>(p.mha, p.clean(), {"hook_z"});
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] { study::attribution_patch<double>(p.mha, p.corrupted(), clean, {"hook_q"}, 1); },
+      {"attribution_patch", "the source cached nothing at 'hook_q'"}));
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] { study::attribution_patch<double>(p.mha, p.corrupted(), clean, {"hook_z"}, 4); },
+      {"attribution_patch", "axis 4 is not an axis of 'hook_z'", "[2,4,3,2]"}));
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] { study::attribution_patch<double>(p.mha, [&] { return p.output(p.corrupted_q, p.corrupted_kv); }, clean, {"hook_z"}, 1); },
+      {"attribution_patch", "single-element metric", "[2,3,8]"}));
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] {
+        study::attribution_patch<double>(p.mha, [&] { return p.corrupted()().detach(); }, clean, {"hook_z"}, 1);
+      },
+      {"attribution_patch", "requires no gradient"}));
+  const auto other_shape = study::run_with_cache<double>(
+      p.mha, [&] { return sum(p.output(uniform_input({1, 3, 8}, 7), uniform_input({1, 5, 8}, 8))); }, {"hook_z"});
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [&] { study::attribution_patch<double>(p.mha, p.corrupted(), other_shape, {"hook_z"}, 1); },
+      {"attribution_patch", "'hook_z' is [2,4,3,2] in the target run but [1,4,3,2] in the source"}));
+}
+
+TEST(PatchingAgreement, HasTheTextbookValues) {
+  const study::Agreement same = study::agreement({1, 2, 3, 4}, {2, 4, 6, 8}, 2);
+  EXPECT_NEAR(same.pearson, 1.0, 1e-15);
+  EXPECT_NEAR(same.spearman, 1.0, 1e-15);
+  EXPECT_EQ(same.top_k_recall, 1.0);
+  // x = 1..4, y = 1, 3, 2, 4: covariance 4 / 4, variances 5 / 4 each: 0.8, for the ranks too.
+  // Top 2 by magnitude: estimates {3, 4} (indices 2, 3), exact {4, 3} (indices 3, 1): one shared.
+  const study::Agreement swapped = study::agreement({1, 2, 3, 4}, {1, 3, 2, 4}, 2);
+  EXPECT_NEAR(swapped.pearson, 0.8, 1e-15);
+  EXPECT_NEAR(swapped.spearman, 0.8, 1e-15);
+  EXPECT_EQ(swapped.top_k_recall, 0.5);
+  EXPECT_EQ(swapped.compared, 4u);
+  // Ties take their mean rank: ranks (1.5, 1.5, 3) and (1, 2, 3), Pearson sqrt(3) / 2.
+  EXPECT_NEAR(study::agreement({5, 5, 7}, {1, 2, 3}, 1).spearman, std::sqrt(3.0) / 2, 1e-15);
+  // The sign counts for correlation, not for recall (magnitudes).
+  const study::Agreement opposite = study::agreement({-1, -2, -3}, {1, 2, 3}, 1);
+  EXPECT_NEAR(opposite.pearson, -1.0, 1e-15);
+  EXPECT_EQ(opposite.top_k_recall, 1.0);
+  EXPECT_TRUE(std::isnan(study::agreement({1, 1, 1}, {1, 2, 3}, 1).pearson));
+  EXPECT_TRUE(throws_with<ValueError>([] { study::agreement({1, 2}, {1, 2, 3}, 1); }, {"agreement", "2 estimates", "3 exact"}));
+  EXPECT_TRUE(throws_with<ValueError>([] { study::agreement({1}, {1}, 1); }, {"agreement", "2 slices or more"}));
+  EXPECT_TRUE(throws_with<ValueError>([] { study::agreement({1, 2}, {1, 2}, 0); }, {"agreement", "k must be"}));
+}
+
+// Verifying on every row (k + sample covering the table) is the agreement with a full exact sweep;
+// on fewer rows it compares the estimate's top k and the sample only.
+TEST(PatchingAgreement, VerifyingEveryRowIsTheAgreementWithTheFullSweep) {
+  PatchedTransformer t;
+  const auto clean = study::run_with_cache<double>(t.model, t.run(t.clean_src), kTransformerPoints);
+  const auto atp = study::attribution_patch<double>(t.model, t.run(t.corrupted_src), clean, kTransformerPoints, 1);
+  const auto exact = study::patch_slices<double>(t.model, t.run(t.corrupted_src), clean, kTransformerPoints, 1);
+  const study::Agreement full = study::agreement(first_order_estimates(atp), study::exact_effects(exact), 3);
+  const auto first_order = [](const study::AttributedSlice& row) { return row.atp; };
+  const study::Agreement verified =
+      study::verify_attribution<double>(t.model, t.run(t.corrupted_src), clean, atp, 1, first_order, 3, 100, 7);
+  EXPECT_EQ(verified.compared, atp.rows.size());
+  EXPECT_NEAR(verified.pearson, full.pearson, 1e-12);
+  EXPECT_NEAR(verified.spearman, full.spearman, 1e-12);
+  EXPECT_EQ(verified.top_k_recall, full.top_k_recall);
+  const study::Agreement part =
+      study::verify_attribution<double>(t.model, t.run(t.corrupted_src), clean, atp, 1, first_order, 2, 3, 7);
+  EXPECT_EQ(part.compared, 5u);
+  EXPECT_EQ(part.k, 2u);
+}
+
+}  // namespace
+}  // namespace tapegrad
