@@ -63,6 +63,7 @@ inline void report_flops(benchmark::State& state, double flops) {
 
 void register_op_benchmarks();
 void register_model_benchmarks();
+void register_study_benchmarks();
 
 // --rss=SIZE mode: builds the copy-task trainer of that size, runs `steps` training steps (each
 // through a StepCapture with `capture`) and prints one JSON line with the process's peak resident

@@ -81,6 +81,7 @@ int main(int argc, char** argv) {
                                                    : "openblas+onednn");
   tapegrad::bench::register_op_benchmarks();
   tapegrad::bench::register_model_benchmarks();
+  tapegrad::bench::register_study_benchmarks();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -14,24 +14,13 @@
 #include "autograd/ops/softmax.h"
 #include "study/deterministic_forward.h"
 #include "study/patch_source.h"
+#include "study/perturbed_run.h"
 #include "study/scoped_point_hooks.h"
 #include "study/slices.h"
 
 namespace tapegrad::study {
 
 namespace {
-
-// One call of a hooked point in the target run.
-template <class T>
-struct PointCall {
-  std::string name;     // "path", or "path#2", ... for a later call
-  xt::xarray<T> value;  // the tensor the point held
-  Tensor<T> zero;       // the leaf z the forward added to it (x + z)
-  Tensor<T> grad;       // d metric / d z = d metric / d point
-};
-
-template <class T>
-using CallsByPoint = std::map<std::string, std::vector<PointCall<T>>>;
 
 // "a.b.hook_q" -> ("a.b", "hook_q").
 std::pair<std::string, std::string> module_and_point(const std::string& path) {
@@ -136,9 +125,6 @@ AttributionTable attribution_patch(nn::Module<T>& model, const RunLoss<T>& run_t
   const std::string who = "attribution_patch";
   require_deterministic_forward(model, who);
   for (const std::string& path : points) patchable_point(model, source, path, axis, who);
-  const std::vector<std::string> hooked = hooked_points(points, options.qk_fix);
-  std::vector<nn::HookPoint<T>*> found;
-  for (const std::string& path : hooked) found.push_back(&model.hook_point(path));
   const auto& layers = options.grad_drop_layers;
   if (layers.size() == 1) throw ValueError(who + ": GradDrop needs two layers or more, got one");
   std::vector<std::vector<nn::HookPoint<T>*>> layer_points;
@@ -148,11 +134,9 @@ AttributionTable attribution_patch(nn::Module<T>& model, const RunLoss<T>& run_t
     for (const std::string& path : layers[l]) layer_points.back().push_back(&model.hook_point(path));
   }
 
-  CallsByPoint<T> calls;
   GradientTape tape(/*persistent=*/true);  // walked again per second-order slice and per GradDrop layer
-  Tensor<T> metric;
   std::optional<std::size_t> dropped_layer;  // the GradDrop layer whose gradient the walk zeroes
-  ScopedPointHooks<T> gradient_hooks;
+  ScopedPointHooks<T> gradient_hooks;        // before the forward: they sit on the tensors it records
   for (std::size_t l = 0; l < layer_points.size(); ++l) {
     for (nn::HookPoint<T>* point : layer_points[l]) {
       gradient_hooks.add_gradient(*point, [&dropped_layer, l](const xt::xarray<T>& g) -> std::optional<xt::xarray<T>> {
@@ -161,40 +145,8 @@ AttributionTable attribution_patch(nn::Module<T>& model, const RunLoss<T>& run_t
       });
     }
   }
-  {
-    ScopedPointHooks<T> hooks;
-    for (std::size_t i = 0; i < hooked.size(); ++i) {
-      hooks.add(*found[i], [&, path = hooked[i]](const Tensor<T>& x) -> std::optional<Tensor<T>> {
-        std::vector<PointCall<T>>& list = calls[path];
-        const std::string name = list.empty() ? path : path + "#" + std::to_string(list.size() + 1);
-        list.push_back({name, x.value(), Tensor<T>::zeros(x.shape(), /*requires_grad=*/true), {}});
-        return x + list.back().zero;
-      });
-    }
-    metric = run_target();
-  }
-  require_defined(metric, who, "the metric run_target returned");
-  if (metric.numel() != 1) {
-    throw ValueError(who + ": run_target must return a single-element metric, got shape " +
-                     format_shape(metric.shape()));
-  }
-  if (!metric.requires_grad()) {
-    throw ValueError(who + ": the metric run_target returned (" + metric.describe() +
-                     ") requires no gradient: run_target must run the model's forward and compute the metric from "
-                     "its output, not under NoGradGuard and not detached");
-  }
-  std::vector<Tensor<T>> leaves;
-  for (const auto& [path, list] : calls)
-    for (const PointCall<T>& call : list) leaves.push_back(call.zero);
-  // d metric / d point into each call's grad, from one backward walk.
-  const auto take_gradients = [&](bool create_graph) {
-    GradientOptions gradient_options;
-    gradient_options.create_graph = create_graph;
-    const std::vector<Tensor<T>> grads = tape.gradient(metric, leaves, gradient_options);
-    std::size_t next = 0;
-    for (auto& [path, list] : calls)
-      for (PointCall<T>& call : list) call.grad = grads[next++];
-  };
+  PerturbedRun<T> run(model, run_target, hooked_points(points, options.qk_fix), tape, who);
+  CallsByPoint<T>& calls = run.calls();
 
   // The patch direction of each call of `path` (source - target), checked against the source.
   std::map<std::string, std::vector<xt::xarray<T>>> deltas;
@@ -233,9 +185,9 @@ AttributionTable attribution_patch(nn::Module<T>& model, const RunLoss<T>& run_t
   };
 
   AttributionTable table;
-  table.target_metric = double(metric.item());
+  table.target_metric = double(run.metric().item());
   table.source_metric = source.metric;
-  take_gradients(options.second_order);
+  run.take_gradients(options.second_order);
   for_each_slice([&](std::size_t, const std::string& path, std::size_t index, const std::vector<xt::xarray<T>>& directions) {
     AttributedSlice row{path, index};
     row.atp = first_order(path, index, directions);
@@ -245,7 +197,7 @@ AttributionTable attribution_patch(nn::Module<T>& model, const RunLoss<T>& run_t
   });
   for (std::size_t l = 0; l < layers.size(); ++l) {
     dropped_layer = l;
-    take_gradients(false);
+    run.take_gradients();
     for_each_slice([&](std::size_t row, const std::string& path, std::size_t index,
                        const std::vector<xt::xarray<T>>& directions) {
       table.rows[row].grad_drop += std::abs(first_order(path, index, directions)) / double(layers.size() - 1);

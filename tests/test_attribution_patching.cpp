@@ -15,6 +15,9 @@
 #include "nn/transformer/multi_head_attention.h"
 #include "nn/transformer/transformer.h"
 #include "study/attribution_patching.h"
+#include "study/integrated_patching.h"
+#include "study/metric_without_tape.h"
+#include "study/patching_comparison.h"
 #include "study/patching_agreement.h"
 #include "study/slices.h"
 #include "tests/support/reference.h"
@@ -287,6 +290,112 @@ TEST(AttributionPatching, BadInputNamesTheFunctionAndWhatIsWrong) {
   EXPECT_TRUE(throws_with<ShapeError>(
       [&] { study::attribution_patch<double>(p.mha, p.corrupted(), other_shape, {"hook_z"}, 1); },
       {"attribution_patch", "'hook_z' is [2,4,3,2] in the target run but [1,4,3,2] in the source"}));
+}
+
+// The metric with every slice of `point` patched from `source`: the whole point's exact effect.
+double metric_with_point_patched(nn::Module<double>& model, const study::RunLoss<double>& run, const std::string& point,
+                                 const study::ActivationCache<double>& source) {
+  nn::HookPoint<double>& p = model.hook_point(point);
+  const auto id = p.add_forward_hook([&](const Tensor<double>&) { return Tensor<double>(source.value(point)); });
+  const double patched = study::metric_without_tape(run, "test", "run", "metric");
+  p.remove_hook(id);
+  return patched;
+}
+
+// Along the straight path the gradient of a quadratic metric is linear, so the midpoint rule
+// integrates it exactly: the slices' scores add up to the whole point's exact effect (completeness),
+// for any number of steps; AtP's do not.
+TEST(IntegratedPatching, OnActivationsTheSlicesAddUpToTheWholePatchForAQuadraticMetric) {
+  AttentionPair p(1.0);
+  const Tensor<double> u = uniform_input({2, 3, 8}, 9);
+  const auto quadratic = [&](const Tensor<double>& q, const Tensor<double>& kv) {
+    const Tensor<double> out = p.output(q, kv);
+    return sum(out * p.weights) + sum(out * out * u);
+  };
+  const study::RunLoss<double> run_clean = [&] { return quadratic(p.clean_q, p.clean_kv); };
+  const study::RunLoss<double> run_corrupted = [&] { return quadratic(p.corrupted_q, p.corrupted_kv); };
+  const auto clean = study::run_with_cache<double>(p.mha, run_clean, {"hook_z", "hook_v"});
+  for (const char* point : {"hook_z", "hook_v"}) {
+    const auto ig = study::integrated_patch<double>(p.mha, run_corrupted, clean, {point}, 1, {.steps = 3});
+    const auto atp = study::attribution_patch<double>(p.mha, run_corrupted, clean, {point}, 1);
+    double ig_sum = 0, atp_sum = 0;
+    for (std::size_t i = 0; i < ig.rows.size(); ++i) {
+      ig_sum += ig.rows[i].atp;
+      atp_sum += atp.rows[i].atp;
+    }
+    const double whole = metric_with_point_patched(p.mha, run_corrupted, point, clean) - ig.target_metric;
+    EXPECT_NEAR(ig_sum, whole, 1e-12) << point;
+    EXPECT_GT(std::abs(atp_sum - whole), 1e-3) << point << ": the metric must be curved along the patch";
+  }
+}
+
+// On inputs: the embeddings moved together from the corrupted batch to the clean one; summed over
+// every position of both, the scores at the inputs themselves approach clean - corrupted as the
+// quadrature refines (the midpoint rule's error falls as 1/m^2).
+TEST(IntegratedPatching, OnInputsTheInputsScoresApproachTheWholeGapAsStepsGrow) {
+  PatchedTransformer t;
+  const std::vector<std::string> inputs = {"encoder.encoder_layers.0.hook_resid_pre",
+                                           "decoder.decoder_layers.0.hook_resid_pre"};
+  const auto clean = study::run_with_cache<double>(t.model, t.run(t.clean_src), inputs);
+  const auto error_with = [&](std::size_t steps) {
+    const auto ig = study::integrated_patch<double>(t.model, t.run(t.corrupted_src), clean, inputs, 1,
+                                                    {.steps = steps, .interpolate_at = inputs});
+    double total = 0;
+    for (const study::AttributedSlice& row : ig.rows) total += row.atp;
+    return std::abs(total - (ig.source_metric - ig.target_metric));
+  };
+  const double coarse = error_with(2), fine = error_with(16);
+  EXPECT_LT(fine, coarse / 16) << coarse << " " << fine;
+  EXPECT_GT(coarse, 1e-9) << "the metric must be curved along the path for this test to mean anything";
+}
+
+TEST(IntegratedPatching, BadInputNamesTheFunctionAndWhatIsWrong) {
+  AttentionPair p(1.0);
+  const auto clean = study::run_with_cache<double>(p.mha, p.clean(), {"hook_z"});
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] { study::integrated_patch<double>(p.mha, p.corrupted(), clean, {"hook_z"}, 1, {.steps = 0}); },
+      {"integrated_patch", "steps must be at least 1"}));
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] {
+        study::integrated_patch<double>(p.mha, p.corrupted(), clean, {"hook_z"}, 1, {.interpolate_at = {"hook_v"}});
+      },
+      {"integrated_patch", "the source cached nothing at the interpolated point 'hook_v'"}));
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] { study::integrated_patch<double>(p.mha, p.corrupted(), clean, {"hook_q"}, 1); },
+      {"integrated_patch", "the source cached nothing at 'hook_q'"}));
+}
+
+// compare_patching_methods gives each method's estimates as its own call does, and judges them
+// against exact patching with agreement().
+TEST(PatchingComparison, EachColumnIsItsMethodsCallJudgedAgainstExactPatching) {
+  PatchedTransformer t;
+  const std::vector<std::string> inputs = {"encoder.encoder_layers.0.hook_resid_pre",
+                                           "decoder.decoder_layers.0.hook_resid_pre"};
+  std::vector<std::string> cached = kTransformerPoints;
+  cached.insert(cached.end(), inputs.begin(), inputs.end());
+  const auto clean = study::run_with_cache<double>(t.model, t.run(t.clean_src), cached);
+  const auto comparison = study::compare_patching_methods<double>(
+      t.model, t.run(t.corrupted_src), clean, kTransformerPoints, 1,
+      {.grad_drop_layers = study::layer_output_points(t.model), .ig_steps = 4, .ig_inputs = inputs, .k = 3});
+  std::vector<std::string> names;
+  for (const auto& m : comparison.methods) names.push_back(m.method);
+  EXPECT_EQ(names, (std::vector<std::string>{"AtP", "AtP + QK fix", "AtP + second order", "GradDrop",
+                                             "EAP-IG on activations, m=4", "EAP-IG on inputs, m=4"}));
+  const std::vector<double> exact = study::exact_effects(comparison.exact);
+  const auto second = study::attribution_patch<double>(t.model, t.run(t.corrupted_src), clean, kTransformerPoints, 1,
+                                                       {.second_order = true});
+  const auto ig = study::integrated_patch<double>(t.model, t.run(t.corrupted_src), clean, kTransformerPoints, 1,
+                                                  {.steps = 4, .interpolate_at = inputs});
+  for (std::size_t i = 0; i < exact.size(); ++i) {
+    EXPECT_EQ(comparison.methods[2].estimates[i], second.rows[i].estimate());
+    EXPECT_EQ(comparison.methods[5].estimates[i], ig.rows[i].atp);
+  }
+  const study::Agreement expected = study::agreement(comparison.methods[2].estimates, exact, 3);
+  EXPECT_EQ(comparison.methods[2].agreement.pearson, expected.pearson);
+  EXPECT_EQ(comparison.methods[2].agreement.top_k_recall, expected.top_k_recall);
+  std::vector<double> magnitudes;
+  for (double e : exact) magnitudes.push_back(std::abs(e));
+  EXPECT_EQ(comparison.methods[3].agreement.spearman, study::agreement(comparison.methods[3].estimates, magnitudes, 3).spearman);
 }
 
 TEST(PatchingAgreement, HasTheTextbookValues) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "autograd/kernels/parallel.h"
+#include "examples/attention_study/circuit.h"
 #include "examples/attention_study/export.h"
 #include "examples/attention_study/report.h"
 #include "examples/attention_study/study.h"
@@ -33,11 +34,13 @@ constexpr std::size_t kAccuracySequences = 100;
 // The study sequences come from their own stream, so they are the same whether the model was
 // trained here or loaded.
 constexpr std::uint64_t kStudyStream = 0x5EED5EED;
+// The circuit study's corruption of the study batch, from a stream of its own.
+constexpr std::uint64_t kCorruptionStream = 0xC0220;
 
 // The flags that are not the model's (copy_task/model_flags.h has those).
 struct Options {
   std::size_t steps = 300, sequences = 3;
-  bool snapshots = true;
+  bool snapshots = true, circuit = true;
   std::string checkpoint, save_checkpoint, out = "attention_study_out";
 };
 
@@ -87,6 +90,15 @@ int study(const tapegrad::copy_task::Config& config, const Options& options) {
               run.source.c_str(), 100.0 * run.accuracy, result.loss, result.checks_passed ? "passed" : "FAILED");
   std::printf("Head ablation (A of the head := 0; change = ablated - clean loss):\n%s",
               attention_study::to_markdown(attention_study::head_ablation_table(result)).c_str());
+  if (options.circuit) {
+    const attention_study::CircuitStudy circuit =
+        attention_study::circuit_study(trainer.model(), data, config.vocab, config.seed ^ kCorruptionStream, result);
+    attention_study::write_circuit(options.out, circuit);
+    std::printf("Patching every head's z, q and k from the study batch into a corrupted copy (metric: logit difference, "
+                "clean %.4f, corrupted %.4f); each method against exact patching (circuit.csv):\n%s",
+                circuit.clean_metric, circuit.corrupted_metric,
+                attention_study::to_markdown(attention_study::method_agreement_table(circuit)).c_str());
+  }
   std::printf("Wrote %s\n", (std::filesystem::path(options.out) / "index.html").c_str());
   return 0;
 }
@@ -123,6 +135,10 @@ int main(int argc, char** argv) {
   app.add_flag("--snapshots,!--no-snapshots", options.snapshots,
                "while training, save A and dL/dA of the study batch at steps 0, 1, 2, 4, ..., the last "
                "(snapshots.safetensors)")
+      ->capture_default_str();
+  app.add_flag("--circuit,!--no-circuit", options.circuit,
+               "patch every head's z, q and k from the study batch into a corrupted copy, exactly and by attribution "
+               "patching (circuit.csv, patching_methods.csv)")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   config.batches_per_epoch = options.steps;  // one epoch = the whole training run

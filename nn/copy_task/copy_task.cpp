@@ -35,6 +35,23 @@ IndexArray random_sequences(std::size_t batch, std::size_t seq_len, std::size_t 
   return data;
 }
 
+IndexArray corrupt_sequences(const IndexArray& data, std::size_t vocab, Generator& gen) {
+  if (vocab < 4) throw ValueError("corrupt_sequences: vocab " + std::to_string(vocab) + " leaves no other token to draw");
+  IndexArray out = data;
+  for (std::size_t b = 0; b < data.shape()[0]; ++b) {
+    for (std::size_t s = 1; s < data.shape()[1]; ++s) {
+      const Index token = data(b, s);
+      if (token < 2 || token >= static_cast<Index>(vocab)) {
+        throw ValueError("corrupt_sequences: token " + std::to_string(token) + " at [" + std::to_string(b) + ", " +
+                         std::to_string(s) + "] is outside [2, " + std::to_string(vocab) + ")");
+      }
+      const Index drawn = gen.randint(2, static_cast<Index>(vocab) - 1);
+      out(b, s) = drawn >= token ? drawn + 1 : drawn;  // skips the token itself, uniform over the rest
+    }
+  }
+  return out;
+}
+
 Batch make_batch(const IndexArray& data) {
   const std::size_t batch = data.shape()[0], seq = data.shape()[1];
   IndexArray tgt_in = IndexArray::from_shape({batch, seq - 1}), tgt_out = IndexArray::from_shape({batch, seq - 1});

@@ -51,6 +51,11 @@ struct Config {
 // batch sequences of length seq_len: the start symbol, then tokens uniform in [2, vocab).
 IndexArray random_sequences(std::size_t batch, std::size_t seq_len, std::size_t vocab, Generator& gen);
 
+// data (random_sequences') with every token after the start symbol replaced by another token,
+// uniform over [2, vocab) without the one it replaces: the corrupted input of a patching study.
+// ValueError for vocab < 4 (no other token to draw) or a token outside [2, vocab).
+IndexArray corrupt_sequences(const IndexArray& data, std::size_t vocab, Generator& gen);
+
 struct Batch {
   IndexArray src, tgt_in, tgt_out;  // [B, S], [B, S-1], [B, S-1]
   AttendMask src_mask, tgt_mask;    // [B, 1, S], [B, S-1, S-1]

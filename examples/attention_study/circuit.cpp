@@ -1,0 +1,89 @@
+#include "examples/attention_study/circuit.h"
+
+#include <cmath>
+
+#include "autograd/ops/reduce.h"
+#include "nn/copy_task/copy_task.h"
+#include "examples/attention_study/format.h"
+#include "nn/io/atomic_file.h"
+#include "study/attention_sites.h"
+#include "study/metrics.h"
+
+namespace tapegrad::attention_study {
+
+namespace {
+
+// The model's inputs as EAP-IG interpolates them: the embeddings, as the first layers read them.
+const std::vector<std::string> kInputPoints = {"encoder.encoder_layers.0.hook_resid_pre",
+                                               "decoder.decoder_layers.0.hook_resid_pre"};
+
+// The copy metric of `data` through the model, teacher-forced: the mean logit difference between
+// the tokens `correct` and `wrong` continue with (study::score_difference on the log-probabilities).
+study::RunLoss<float> copy_metric(nn::transformer::Transformer<float>& model, const copy_task::Batch& batch,
+                                  const IndexArray& correct, const IndexArray& wrong) {
+  return [&model, &batch, correct, wrong] {
+    const Tensor<float> out = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask);
+    return study::score_difference(model.generator(out), correct, wrong);
+  };
+}
+
+}  // namespace
+
+CircuitStudy circuit_study(nn::transformer::Transformer<float>& model, const IndexArray& data, std::size_t vocab,
+                           std::uint64_t seed, const StudyResult& names) {
+  model.eval();
+  Generator gen(seed);
+  const copy_task::Batch clean = copy_task::make_batch(data);
+  const copy_task::Batch corrupted = copy_task::make_batch(copy_task::corrupt_sequences(data, vocab, gen));
+  const study::RunLoss<float> run_clean = copy_metric(model, clean, clean.tgt_out, corrupted.tgt_out);
+  const study::RunLoss<float> run_corrupted = copy_metric(model, corrupted, clean.tgt_out, corrupted.tgt_out);
+
+  CircuitStudy circuit;
+  std::vector<std::string> points = kInputPoints;  // cached for EAP-IG on inputs, not patched
+  const std::size_t inputs = points.size();
+  for (const char* point : {"hook_z", "hook_q", "hook_k"}) {
+    for (const auto& [module, attention] : study::named_attention_modules(model)) {
+      points.push_back(module + "." + point);
+      for (std::size_t h = 0; h < attention->attention_heads(); ++h)
+        circuit.row_names.push_back(head_name(names.short_name_of(module), h) + " " + std::string(point).substr(5));
+    }
+  }
+  const auto source = study::run_with_cache(model, run_clean, points);
+  points.erase(points.begin(), points.begin() + static_cast<std::ptrdiff_t>(inputs));
+  circuit.clean_metric = source.metric;
+  circuit.comparison = study::compare_patching_methods(
+      model, run_corrupted, source, points, /*axis=*/1,
+      {.grad_drop_layers = study::layer_output_points(model), .ig_inputs = kInputPoints});
+  circuit.corrupted_metric = circuit.comparison.exact.target_metric;
+  return circuit;
+}
+
+Table circuit_table(const CircuitStudy& circuit) {
+  Table t{{"name", "point", "head", "exact"}, {}};
+  for (const auto& method : circuit.comparison.methods) t.header.push_back(method.method);
+  const auto& exact = circuit.comparison.exact;
+  for (std::size_t i = 0; i < exact.rows.size(); ++i) {
+    std::vector<std::string> row = {circuit.row_names[i], exact.rows[i].point, std::to_string(exact.rows[i].index),
+                                    full_number(circuit.recovered(exact.rows[i].metric - exact.target_metric))};
+    for (const auto& method : circuit.comparison.methods) row.push_back(full_number(circuit.recovered(method.estimates[i])));
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+Table method_agreement_table(const CircuitStudy& circuit) {
+  Table t{{"method", "seconds", "Pearson", "Spearman", "top-k recall", "k"}, {}};
+  t.rows.push_back({"exact patching", full_number(circuit.comparison.exact_seconds), "", "", "", ""});
+  for (const auto& m : circuit.comparison.methods) {
+    t.rows.push_back({m.method, full_number(m.seconds), full_number(m.agreement.pearson), full_number(m.agreement.spearman),
+                      full_number(m.agreement.top_k_recall), std::to_string(m.agreement.k)});
+  }
+  return t;
+}
+
+void write_circuit(const std::filesystem::path& dir, const CircuitStudy& circuit) {
+  nn::write_file_atomic(dir / "circuit.csv", to_csv(circuit_table(circuit)));
+  nn::write_file_atomic(dir / "patching_methods.csv", to_csv(method_agreement_table(circuit)));
+}
+
+}  // namespace tapegrad::attention_study
