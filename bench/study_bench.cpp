@@ -22,15 +22,14 @@ struct CopyCircuit {
   copy_task::Config config;
   Generator gen{1};
   std::unique_ptr<nn::transformer::Transformer<float>> model = copy_task::make_model<float>(config, gen);
-  copy_task::Batch clean, corrupted;
+  Generator data_gen{2};
+  IndexArray data = copy_task::random_sequences(32, config.seq_len, config.vocab, data_gen);
+  copy_task::Batch clean = copy_task::make_batch(data);
+  copy_task::Batch corrupted = copy_task::make_batch(copy_task::corrupt_sequences(data, config.vocab, data_gen));
   std::vector<std::string> z_points, qkz_points;
 
   CopyCircuit() {
     model->eval();
-    Generator data_gen(2);
-    const IndexArray data = copy_task::random_sequences(32, config.seq_len, config.vocab, data_gen);
-    clean = copy_task::make_batch(data);
-    corrupted = copy_task::make_batch(copy_task::corrupt_sequences(data, config.vocab, data_gen));
     for (const auto& [module, attention] : study::named_attention_modules(*model)) {
       z_points.push_back(module + ".hook_z");
       for (const char* point : {".hook_z", ".hook_q", ".hook_k"}) qkz_points.push_back(module + point);

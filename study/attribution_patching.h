@@ -44,7 +44,7 @@ namespace tapegrad::study {
 struct AttributionOptions {
   bool qk_fix = false;
   bool second_order = false;
-  std::vector<std::vector<std::string>> grad_drop_layers;  // empty, or two layers or more
+  std::vector<std::vector<std::string>> grad_drop_layers = {};  // empty, or two layers or more
 };
 
 struct AttributedSlice {

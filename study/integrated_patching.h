@@ -25,7 +25,7 @@ namespace tapegrad::study {
 
 struct IntegratedGradientsOptions {
   std::size_t steps = 8;                    // m
-  std::vector<std::string> interpolate_at;  // empty: on activations; else these, together
+  std::vector<std::string> interpolate_at = {};  // empty: on activations; else these, together
 };
 
 // attribution_patch's errors naming integrated_patch, ValueError for steps = 0, and the source

@@ -15,9 +15,9 @@
 namespace tapegrad::study {
 
 struct ComparisonOptions {
-  std::vector<std::vector<std::string>> grad_drop_layers;  // GradDrop's layers; none: no GradDrop column
+  std::vector<std::vector<std::string>> grad_drop_layers = {};  // GradDrop's layers; none: no GradDrop column
   std::size_t ig_steps = 8;                                // EAP-IG's m; 0: no EAP-IG columns
-  std::vector<std::string> ig_inputs;  // EAP-IG on these input points too (the source must cache them)
+  std::vector<std::string> ig_inputs = {};  // EAP-IG on these input points too (the source must cache them)
   std::size_t k = 5;                   // the top-k of the recall
 };
 

@@ -45,7 +45,8 @@ TEST(AttentionStudy, WritesThePageTablesExportsAndSnapshotsNothingElse) {
     files.insert(fs::relative(entry.path(), trained_output()).string());
   std::set<std::string> expected{"index.html", "grad_norms.md", "grad_norms_heads.csv", "grad_norms_modules.csv",
                                   "grad_norms_sublayers.csv", "head_ablation.csv", "attention.safetensors",
-                                  "bertviz.json", "snapshots.safetensors", "npy"};
+                                  "bertviz.json", "snapshots.safetensors", "npy", "circuit.csv",
+                                  "patching_methods.csv"};
   for (const auto& f : files)
     if (f.starts_with("npy/")) expected.insert(f);  // the exports, checked below
   EXPECT_EQ(files, expected);
@@ -102,6 +103,40 @@ TEST(AttentionStudy, WritesTablesWithARowPerHeadAndSublayer) {
   EXPECT_EQ(rows, kLayers * 3 * kHeads);
   // The head names of the tables are the page's.
   EXPECT_NE(read_text(out / "head_ablation.csv").find(",dec1 cross h1\n"), std::string::npos);
+}
+
+// The circuit study: a row per head and point (z, q, k) with every method's share, and a row per
+// method whose agreement with exact patching is a correlation; the output prints the table.
+TEST(AttentionStudy, WritesTheCircuitStudyWithEveryMethodAgainstExactPatching) {
+  const fs::path& out = trained_output();
+  std::istringstream circuit(read_text(out / "circuit.csv"));
+  std::string line;
+  std::getline(circuit, line);
+  EXPECT_EQ(line, "name,point,head,exact,AtP,AtP + QK fix,AtP + second order,GradDrop,\"EAP-IG on activations, m=8\","
+                  "\"EAP-IG on inputs, m=8\"");
+  int rows = 0;
+  while (std::getline(circuit, line)) ++rows;
+  EXPECT_EQ(rows, 3 * kLayers * 3 * kHeads);
+  EXPECT_NE(read_text(out / "circuit.csv").find("dec1 cross h1 z,decoder.decoder_layers.1.src_tgt_attention.hook_z,1,"),
+            std::string::npos);
+  std::istringstream methods(read_text(out / "patching_methods.csv"));
+  std::getline(methods, line);
+  EXPECT_EQ(line, "method,seconds,Pearson,Spearman,top-k recall,k");
+  std::getline(methods, line);
+  EXPECT_EQ(line.rfind("exact patching,", 0), 0u) << line;
+  rows = 0;
+  while (std::getline(methods, line)) {
+    ++rows;
+    std::vector<std::string> cells;
+    std::string cell;
+    std::istringstream fields(line.substr(line.rfind('"') == std::string::npos ? 0 : line.rfind('"') + 1));
+    while (std::getline(fields, cell, ',')) cells.push_back(cell);
+    ASSERT_GE(cells.size(), 4u) << line;
+    const double pearson = std::stod(cells[cells.size() - 4]);
+    EXPECT_GE(pearson, -1.0) << line;
+    EXPECT_LE(pearson, 1.0) << line;
+  }
+  EXPECT_EQ(rows, 6);
 }
 
 TEST(AttentionStudy, LoadsACheckpointAndSaysThereIsNoLossHistory) {

@@ -17,6 +17,7 @@
 #include "study/attribution_patching.h"
 #include "study/integrated_patching.h"
 #include "study/metric_without_tape.h"
+#include "study/metrics.h"
 #include "study/patching_comparison.h"
 #include "study/patching_agreement.h"
 #include "study/slices.h"
@@ -297,7 +298,7 @@ double metric_with_point_patched(nn::Module<double>& model, const study::RunLoss
                                  const study::ActivationCache<double>& source) {
   nn::HookPoint<double>& p = model.hook_point(point);
   const auto id = p.add_forward_hook([&](const Tensor<double>&) { return Tensor<double>(source.value(point)); });
-  const double patched = study::metric_without_tape(run, "test", "run", "metric");
+  const double patched = study::metric_without_tape<double>(run, "test", "run", "metric");
   p.remove_hook(id);
   return patched;
 }
@@ -396,6 +397,32 @@ TEST(PatchingComparison, EachColumnIsItsMethodsCallJudgedAgainstExactPatching) {
   std::vector<double> magnitudes;
   for (double e : exact) magnitudes.push_back(std::abs(e));
   EXPECT_EQ(comparison.methods[3].agreement.spearman, study::agreement(comparison.methods[3].estimates, magnitudes, 3).spearman);
+}
+
+TEST(StudyMetrics, MeanScoreAtTakesEachPositionsTokenAndItsGradientIsOneOverTheCount) {
+  // scores[b, s, v] = 100 b + 10 s + v
+  Array values = Array::from_shape({2, 3, 4});
+  for (std::size_t b = 0; b < 2; ++b)
+    for (std::size_t s = 0; s < 3; ++s)
+      for (std::size_t v = 0; v < 4; ++v) values(b, s, v) = 100.0 * b + 10.0 * s + v;
+  const Tensor<double> scores(values, /*requires_grad=*/true);
+  const IndexArray correct({{1, 2, 3}, {0, 0, 3}}), wrong({{0, 0, 0}, {1, 1, 1}});
+  // (1 + 12 + 23 + 100 + 110 + 123) / 6
+  EXPECT_DOUBLE_EQ(study::mean_score_at(scores, correct).item(), 369.0 / 6);
+  EXPECT_DOUBLE_EQ(study::score_difference(scores, correct, wrong).item(), (369.0 - (0 + 10 + 20 + 101 + 111 + 121)) / 6);
+  GradientTape tape;
+  const auto grads = tape.gradient(study::score_difference(scores, correct, wrong), {scores});
+  Array expected = xt::zeros<double>({2, 3, 4});
+  for (std::size_t b = 0; b < 2; ++b)
+    for (std::size_t s = 0; s < 3; ++s) {
+      expected(b, s, correct(b, s)) += 1.0 / 6;
+      expected(b, s, wrong(b, s)) -= 1.0 / 6;
+    }
+  EXPECT_TRUE(xt::allclose(grads[0].value(), expected, 0.0, 1e-15));
+  EXPECT_TRUE(throws_with<ShapeError>([&] { study::mean_score_at(scores, IndexArray({{1, 2}})); },
+                                      {"mean_score_at", "scores [2,3,4]", "tokens [1,2]"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { study::mean_score_at(scores, IndexArray({{1, 2, 4}, {0, 0, 0}})); },
+                                      {"gather"}));
 }
 
 TEST(PatchingAgreement, HasTheTextbookValues) {

@@ -73,6 +73,35 @@ double accuracy_within_800_steps(MatmulPrecision precision) {
 }
 
 // It copies perfectly after about 400 steps.
+// Every token after the start symbol changes, to each of the other tokens about equally often.
+TEST(CopyTask, CorruptedSequencesChangeEveryTokenButTheStartUniformly) {
+  Generator gen(8);
+  const std::size_t vocab = 6;
+  const IndexArray data = copy_task::random_sequences(400, 6, vocab, gen);
+  const IndexArray corrupted = copy_task::corrupt_sequences(data, vocab, gen);
+  ASSERT_EQ(corrupted.shape(), data.shape());
+  std::vector<std::vector<int>> counts(vocab, std::vector<int>(vocab, 0));
+  for (std::size_t b = 0; b < 400; ++b) {
+    EXPECT_EQ(corrupted(b, 0), copy_task::kStart);
+    for (std::size_t s = 1; s < 6; ++s) {
+      ASSERT_NE(corrupted(b, s), data(b, s));
+      ASSERT_GE(corrupted(b, s), 2);
+      ASSERT_LT(corrupted(b, s), static_cast<Index>(vocab));
+      ++counts[data(b, s)][corrupted(b, s)];
+    }
+  }
+  // 2000 draws over 4 tokens, each to 3 others: about 167 per pair; 4 standard deviations is 48.
+  for (std::size_t from = 2; from < vocab; ++from)
+    for (std::size_t to = 2; to < vocab; ++to)
+      if (from != to) EXPECT_NEAR(counts[from][to], 2000.0 / 12, 48) << from << " -> " << to;
+  EXPECT_TRUE(throws_with<ValueError>([&] { copy_task::corrupt_sequences(data, 3, gen); },
+                                      {"corrupt_sequences", "vocab 3"}));
+  IndexArray bad = data;
+  bad(1, 2) = 9;
+  EXPECT_TRUE(throws_with<ValueError>([&] { copy_task::corrupt_sequences(bad, vocab, gen); },
+                                      {"corrupt_sequences", "token 9 at [1, 2]", "[2, 6)"}));
+}
+
 TEST(CopyTask, LearnsToCopyWithinABoundedNumberOfSteps) {
   EXPECT_EQ(accuracy_within_800_steps(MatmulPrecision::kFloat32), 1.0);
 }

@@ -197,6 +197,24 @@ TEST(DocSnippets, RunWithCachePoints) {
   EXPECT_GT(double(xt::amax(xt::abs(dz))()), 0.0);
 }
 
+TEST(DocSnippets, AttributionPatchingMethods) {
+  Generator gen(0);
+  nn::transformer::Transformer<float> model(11, 11, 16, 0, 8, 2, 16, 2, 0.0, 1e-5, gen);
+  const auto src = IndexArray({{1, 2, 3, 4}, {1, 5, 6, 7}}), corrupted_src = IndexArray({{1, 3, 2, 5}, {1, 7, 5, 6}});
+  const auto weights = Tensor<float>::randn({2, 4, 8}, gen);
+  const std::function<Tensor<float>()> run_clean = [&] { return sum(model(src, src) * weights); };
+  const std::function<Tensor<float>()> run_corrupted = [&] { return sum(model(corrupted_src, src) * weights); };
+#include "doc_snippets/attribution_patching_methods.inc"
+  EXPECT_EQ(atp.rows.size(), 4u);  // 2 heads of 2 points
+  EXPECT_EQ(how_good.compared, 4u);
+  EXPECT_GT(how_good.pearson, 0.5);
+  // The decoder's queries depend on its input alone, the same in both runs: nothing to patch there.
+  for (const study::AttributedSlice& row : atp.rows) {
+    if (row.point.ends_with("hook_q")) EXPECT_EQ(row.grad_drop, 0.0);
+    else EXPECT_GT(row.grad_drop, 0.0);
+  }
+}
+
 TEST(DocSnippets, AttentionCaptureAndAblation) {
   Generator gen(0);
   nn::mha::MultiHeadAttention<float> mha(8, 2, gen);

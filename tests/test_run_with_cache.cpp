@@ -118,9 +118,9 @@ TEST(RunWithCache, BadInputIsRefusedBeforeOrAfterTheForwardNamingIt) {
   EXPECT_TRUE(throws_with<ValueError>(
       [&] {
         study::run_with_cache<double>(t.model, [&] { ran = true; return t.metric(); },
-                                      {kZ, "encoder.encoder_layers.0.multi_head_attention.hook_pattern"});
+                                      {kZ, "encoder.encoder_layers.0.multi_head_attention.hook_attn_out"});
       },
-      {"has no hook point 'hook_pattern'", "hook_q"}));
+      {"has no hook point 'hook_attn_out'", "hook_q"}));
   EXPECT_FALSE(ran);  // an unknown point is found before anything runs
   EXPECT_TRUE(throws_with<ValueError>(
       [&] { study::run_with_cache<double>(t.model, [&] { return t.model(t.src, t.tgt); }, {kZ}); },
