@@ -28,10 +28,12 @@
 
 namespace tapegrad::study {
 
-// kZero: A_h := 0 (the head contributes nothing). kMean: A_h := uniform weights over the
+// kZero: A_h := 0 (the head contributes nothing). kUniform: A_h := uniform weights over the
 // may-attend keys of each query, 1/(number of them), the head's average behaviour without its
-// content; a fully masked row gets zeros.
-enum class Ablation { kZero, kMean };
+// content; a fully masked row gets zeros. Neither is TransformerLens's mean ablation (a head's
+// activation averaged over a dataset): that is patch_slices from mean_cache
+// (study/activation_patching.h).
+enum class Ablation { kZero, kUniform };
 
 template <class T>
 class AttentionInterventions {

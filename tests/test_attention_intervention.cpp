@@ -67,7 +67,7 @@ TEST(AttentionIntervention, AblatingAHeadChangesTheLossAndScalingByOneDoesNot) {
     return study::loss_change<double>(t.model, t.run, [&](auto& e) { e.ablate(kCross, 0, kind); });
   };
   EXPECT_GT(std::abs(ablate(study::Ablation::kZero)), 1e-6);
-  EXPECT_GT(std::abs(ablate(study::Ablation::kMean)), 1e-6);
+  EXPECT_GT(std::abs(ablate(study::Ablation::kUniform)), 1e-6);
   EXPECT_EQ(study::loss_change<double>(t.model, t.run, [&](auto& e) { e.scale(kCross, 0, 1.0); }), 0.0);
   EXPECT_EQ(study::loss_change<double>(t.model, t.run,
                                        [&](auto& e) { e.scale(kCross, 0, 1.0, nn::AttentionStage::kScores); }),
@@ -78,7 +78,7 @@ TEST(AttentionIntervention, AblatingAHeadChangesTheLossAndScalingByOneDoesNot) {
 TEST(AttentionIntervention, CaptureSeesTheAblatedWeights) {
   PaddedTransformer t;
   study::AttentionInterventions<double> edits(t.model);
-  edits.ablate(kCross, 1, study::Ablation::kMean);
+  edits.ablate(kCross, 1, study::Ablation::kUniform);
   edits.ablate("encoder.encoder_layers.0.multi_head_attention", 0, study::Ablation::kZero);
   const auto capture = study::capture_attention<double>(t.model, t.run);
   const auto& cross = capture.at(kCross);
