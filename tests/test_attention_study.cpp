@@ -150,6 +150,7 @@ TEST(AttentionStudy, LoadsACheckpointAndSaysThereIsNoLossHistory) {
                                       (dir.path() / "loaded").string() + "'",
                                   dir.path() / "log2");
   ASSERT_EQ(loaded.status, 0) << loaded.output;
+  EXPECT_EQ(loaded.output.find("warning"), std::string::npos) << loaded.output;
   const std::string html = read_text(dir.path() / "loaded" / "index.html");
   EXPECT_NE(html.find("no loss history"), std::string::npos);
   EXPECT_NE(html.find("\"losses\":[]"), std::string::npos);
@@ -161,6 +162,27 @@ TEST(AttentionStudy, LoadsACheckpointAndSaysThereIsNoLossHistory) {
   EXPECT_EQ(calls(html), calls(read_text(dir.path() / "trained" / "index.html")));
   EXPECT_EQ(read_text(dir.path() / "loaded" / "grad_norms_heads.csv"),
             read_text(dir.path() / "trained" / "grad_norms_heads.csv"));
+}
+
+// A checkpoint studied at another --seq-len than it was trained at: a study all the same (no
+// parameter depends on the length), with a warning naming both lengths.
+TEST(AttentionStudy, WarnsWhenACheckpointIsStudiedAtAnotherSequenceLength) {
+  TempDir dir;
+  const fs::path checkpoint = dir.path() / "model.safetensors";
+  ASSERT_EQ(run_study(kSizeFlags + " --steps 1 --sequences 1 --save-checkpoint '" + checkpoint.string() + "' --out '" +
+                          (dir.path() / "a").string() + "'",
+                      dir.path() / "log1")
+                .status,
+            0);
+  std::string longer_flags = kSizeFlags;
+  longer_flags.replace(longer_flags.find("--seq-len 5"), 11, "--seq-len 7");
+  const Result longer = run_study(longer_flags + " --sequences 1 --checkpoint '" + checkpoint.string() + "' --out '" +
+                                      (dir.path() / "b").string() + "'",
+                                  dir.path() / "log2");
+  EXPECT_EQ(longer.status, 0) << longer.output;
+  for (const char* fragment : {"attention_study: warning:", "sequences of 5 tokens", "--seq-len is 7"})
+    EXPECT_NE(longer.output.find(fragment), std::string::npos) << longer.output;
+  EXPECT_TRUE(fs::exists(dir.path() / "b" / "index.html"));
 }
 
 TEST(AttentionStudy, RejectsACheckpointOfAnotherSizeAndBadFlags) {

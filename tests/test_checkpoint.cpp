@@ -525,6 +525,27 @@ TEST_F(CheckpointTest, CheckpointRoundTripRestoresEverything) {
   EXPECT_TRUE(loaded.parameters.missing_keys.empty());
 }
 
+// The caller's metadata travels in __metadata__ only: the tensors' bytes are those of a checkpoint
+// without it, and the checkpoint's own keys cannot be overwritten through it.
+TEST_F(CheckpointTest, CallerMetadataRoundTripsAndChangesNoTensorByte) {
+  Generator gen_a(1), gen_b(2);
+  Net<float> a(gen_a), b(gen_b);
+  nn::save_checkpoint(file("plain.safetensors"), a, {}, 3);
+  nn::save_checkpoint(file("noted.safetensors"), a, {}, 3, {}, {{"run.note", "seq 10"}});
+  const auto plain = nn::load_safetensors<float>(file("plain.safetensors"));
+  const auto noted = nn::load_safetensors<float>(file("noted.safetensors"));
+  ASSERT_EQ(noted.tensors.size(), plain.tensors.size());
+  for (const auto& [name, value] : plain.tensors) EXPECT_TRUE(bit_equal(noted.tensors.at(name), value)) << name;
+  EXPECT_EQ(nn::load_checkpoint(file("noted.safetensors"), b).metadata, (nn::Metadata{{"run.note", "seq 10"}}));
+  EXPECT_TRUE(nn::load_checkpoint(file("plain.safetensors"), b).metadata.empty());
+  for (const char* reserved : {"step", "generator.drop.stream.seed"}) {
+    EXPECT_TRUE(throws_with<ValueError>(
+        [&] { nn::save_checkpoint(file("bad.safetensors"), a, {}, 3, {}, {{reserved, "1"}}); },
+        {"save_checkpoint", "metadata key '" + std::string(reserved) + "'", "reserved"}));
+  }
+  EXPECT_FALSE(fs::exists(file("bad.safetensors")));
+}
+
 // One Adam step of a tied model on a fixed batch.
 void train_step(testing::TiedLm<float>& lm, optim::Adam<float>& adam) {
   adam.zero_grad();
@@ -814,6 +835,28 @@ TEST_F(CheckpointTest, ResumedCopyTaskTrainingMatchesTheUninterruptedRunBitForBi
   // The comparison can fail: a run that starts from scratch does not reproduce those losses.
   copy_task::Trainer fresh(config);
   EXPECT_NE(train(fresh, 2).losses, expected.losses);
+}
+
+// A checkpoint records the sequence length it was trained at, and load returns it; a file written
+// before it was recorded loads as before and says nothing.
+TEST_F(CheckpointTest, TrainerRecordsTheSequenceLengthItTrainedAt) {
+  copy_task::Trainer trained(tiny_config());
+  trained.save(file("copy.safetensors"));
+  auto raw = nn::load_safetensors<float>(file("copy.safetensors"));
+  EXPECT_EQ(raw.metadata.at("copy_task.seq_len"), "10");
+  copy_task::Config longer = tiny_config();
+  longer.seq_len = 20;
+  copy_task::Trainer other(longer);
+  EXPECT_EQ(other.load(file("copy.safetensors")), std::optional<std::size_t>(10));
+
+  raw.metadata.erase("copy_task.seq_len");
+  nn::save_safetensors(file("old.safetensors"), raw.tensors, raw.metadata);
+  EXPECT_EQ(other.load(file("old.safetensors")), std::nullopt);
+
+  raw.metadata["copy_task.seq_len"] = "ten";
+  nn::save_safetensors(file("bad.safetensors"), raw.tensors, raw.metadata);
+  EXPECT_TRUE(throws_with<ValueError>([&] { other.load(file("bad.safetensors")); },
+                                      {"copy_task::Trainer::load", "bad.safetensors", "'copy_task.seq_len' = 'ten'"}));
 }
 
 TEST_F(CheckpointTest, TrainerLoadRejectsACheckpointOfAnotherModel) {

@@ -56,7 +56,8 @@ int study(const tapegrad::copy_task::Config& config, const Options& options) {
   run.config = config;
   std::vector<study::AttentionSnapshot> snapshots;  // while training, on the study batch
   if (!options.checkpoint.empty()) {
-    trainer.load(options.checkpoint);
+    copy_task::warn_if_trained_at_another_seq_len("attention_study", options.checkpoint,
+                                                  trainer.load(options.checkpoint), config);
     run.source = "loaded from " + options.checkpoint + " at step " + std::to_string(trainer.steps());
   } else {
     std::printf("Training a copy-task model: N=%zu d_model=%zu d_ff=%zu heads=%zu, %zu steps of %zu sequences\n",
@@ -130,9 +131,6 @@ int main(int argc, char** argv) {
   app.add_option("--sequences", options.sequences, "sequences in the studied batch")
       ->capture_default_str()
       ->check(integer_in(1, 16));
-  app.add_option("--seq-len", config.seq_len, "tokens per sequence, start symbol included")
-      ->capture_default_str()
-      ->check(integer_in(2, 64));
   app.add_flag("--snapshots,!--no-snapshots", options.snapshots,
                "while training, save A and dL/dA of the study batch at steps 0, 1, 2, 4, ..., the last "
                "(snapshots.safetensors)")

@@ -1,5 +1,6 @@
 #include "examples/cli/model_flags.h"
 
+#include <cstdio>
 #include <string>
 
 #include "examples/cli/flags.h"
@@ -10,6 +11,8 @@ namespace tapegrad::copy_task {
 namespace {
 // More workers than this is a typo, not a machine.
 constexpr std::uint64_t kMaxThreads = 4096;
+// The attention study's page labels are tested up to this length.
+constexpr std::uint64_t kMaxSeqLen = 64;
 }  // namespace
 
 void add_model_flags(CLI::App& app, Config& config, std::size_t& threads) {
@@ -21,6 +24,9 @@ void add_model_flags(CLI::App& app, Config& config, std::size_t& threads) {
   app.add_option("--layers", config.layers, "encoder and decoder layers (N)")
       ->capture_default_str()
       ->check(positive_integer());
+  app.add_option("--seq-len", config.seq_len, "tokens per sequence, start symbol included (checkpoints record it)")
+      ->capture_default_str()
+      ->check(integer_in(2, kMaxSeqLen));
   app.add_option("--batch", config.batch, "sequences per training batch")
       ->capture_default_str()
       ->check(positive_integer());
@@ -38,6 +44,15 @@ void check_model_flags(const Config& config) {
     throw examples::UsageError("--d-model " + std::to_string(config.d_model) + " must be divisible by --heads " +
                                std::to_string(config.heads));
   }
+}
+
+void warn_if_trained_at_another_seq_len(const std::string& program, const std::string& checkpoint,
+                                        std::optional<std::size_t> trained_seq_len, const Config& config) {
+  if (!trained_seq_len || *trained_seq_len == config.seq_len) return;
+  std::fprintf(stderr,
+               "%s: warning: the checkpoint '%s' was trained on sequences of %zu tokens, but --seq-len is %zu: the "
+               "model never saw that length (expect a low accuracy)\n",
+               program.c_str(), checkpoint.c_str(), *trained_seq_len, config.seq_len);
 }
 
 }  // namespace tapegrad::copy_task

@@ -59,7 +59,7 @@ int train(const Config& config, const std::string& checkpoint, const Goal& goal,
   std::size_t first_epoch = 1;
   const bool resume = !checkpoint.empty() && std::filesystem::exists(checkpoint);
   if (resume) {
-    trainer.load(checkpoint);
+    tapegrad::copy_task::warn_if_trained_at_another_seq_len("copy_task", checkpoint, trainer.load(checkpoint), config);
     first_epoch = trainer.steps() / config.batches_per_epoch + 1;
   }
   std::size_t rank = 0, ranks = 1;

@@ -1,5 +1,6 @@
 #include "nn/copy_task/copy_task.h"
 
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <optional>
@@ -24,6 +25,8 @@ namespace tapegrad::copy_task {
 namespace {
 // The Annotated Transformer: Adam(lr = 1, betas (0.9, 0.98), eps 1e-9); the Noam factor scales lr.
 constexpr double kBaseLr = 1.0;
+// The checkpoint metadata key of the sequence length trained at.
+constexpr const char* kSeqLenKey = "copy_task.seq_len";
 }  // namespace
 
 IndexArray random_sequences(std::size_t batch, std::size_t seq_len, std::size_t vocab, Generator& gen) {
@@ -138,14 +141,25 @@ void Trainer::reset_schedule(std::size_t step) {
 }
 
 void Trainer::save(const std::filesystem::path& path) {
-  nn::save_checkpoint(path, *model_, optimizer_->state(), steps_, {{"data", &data_gen_}});
+  nn::save_checkpoint(path, *model_, optimizer_->state(), steps_, {{"data", &data_gen_}},
+                      {{kSeqLenKey, std::to_string(config_.seq_len)}});
 }
 
-void Trainer::load(const std::filesystem::path& path) {
+std::optional<std::size_t> Trainer::load(const std::filesystem::path& path) {
   const auto checkpoint = nn::load_checkpoint(path, *model_, /*strict=*/true, {{"data", &data_gen_}});
   optimizer_->load_state(checkpoint.optimizer_state);
   steps_ = checkpoint.step;
   reset_schedule(steps_);
+  const auto it = checkpoint.metadata.find(kSeqLenKey);
+  if (it == checkpoint.metadata.end()) return std::nullopt;
+  const std::string& text = it->second;
+  std::size_t seq_len = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seq_len);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+    throw ValueError("copy_task::Trainer::load('" + path.string() + "'): __metadata__ '" + kSeqLenKey + "' = '" +
+                     text + "' is not a decimal integer");
+  }
+  return seq_len;
 }
 
 void Trainer::throw_diverged(double loss, std::size_t batch_in_epoch) const {

@@ -113,13 +113,19 @@ class Trainer {
 
   // Checkpoints (nn/io/checkpoint.h) everything a resumed run needs to continue bit for bit: the
   // parameters, Adam's state, the step count (which positions the Noam schedule), the dropout
-  // streams and the data stream (as generator "data"). Atomic: a failed save keeps the old file.
+  // streams and the data stream (as generator "data"); and, as metadata "copy_task.seq_len", the
+  // sequence length it trains at. Atomic: a failed save keeps the old file.
   void save(const std::filesystem::path& path);
   // Restores a save() of a Trainer with the same model configuration (strict: every parameter and
   // generator must match). Throws like nn::load_checkpoint, leaving the Trainer unchanged when the
   // parameters or generators do not fit; optimiser state that does not fit the parameters (a file
-  // not written by save()) throws after they were loaded, so discard the Trainer then.
-  void load(const std::filesystem::path& path);
+  // not written by save()), or a "copy_task.seq_len" that is not a decimal integer (ValueError
+  // naming Trainer::load and the file), throws after they were loaded, so discard the Trainer then.
+  // Returns the sequence length the checkpoint was trained at, nullopt for a file that does not
+  // record it (written before it was recorded). Another length than config.seq_len loads all the
+  // same, since no parameter depends on it, but the model never saw that length: the example
+  // programs warn (examples/cli/model_flags.h).
+  std::optional<std::size_t> load(const std::filesystem::path& path);
 
   nn::transformer::Transformer<float>& model() { return *model_; }
   std::size_t steps() const { return steps_; }

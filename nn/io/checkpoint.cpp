@@ -283,6 +283,9 @@ std::string generator_name(std::string_view key) {
 
 constexpr std::string_view kOptimizerPrefix = "optimizer.";
 
+// The metadata keys save_checkpoint writes itself; the caller's keys are the others.
+bool is_checkpoint_key(std::string_view key) { return key == "step" || key.starts_with("generator."); }
+
 }  // namespace
 
 std::string dtype_name(Dtype dtype) { return dtype == Dtype::F32 ? "F32" : "F64"; }
@@ -368,8 +371,13 @@ SafetensorsFile<T> parse_safetensors(std::string_view bytes, const fs::path& pat
 
 template <class T>
 void save_checkpoint(const fs::path& path, Module<T>& model, const StateDict<T>& optimizer_state, std::uint64_t step,
-                     const NamedGenerators& extra_generators) {
+                     const NamedGenerators& extra_generators, const Metadata& caller_metadata) {
   constexpr const char* op = "save_checkpoint";
+  for (const auto& [key, text] : caller_metadata) {
+    if (is_checkpoint_key(key)) {
+      fail(op, path, "metadata key '" + key + "' is the checkpoint's own (\"step\" and \"generator.*\" are reserved)");
+    }
+  }
   StateDict<T> tensors = model.state_dict();
   for (const auto& [name, value] : tensors) {
     if (name.starts_with(kOptimizerPrefix)) {
@@ -377,7 +385,8 @@ void save_checkpoint(const fs::path& path, Module<T>& model, const StateDict<T>&
     }
   }
   for (const auto& [key, value] : optimizer_state) tensors.emplace(std::string(kOptimizerPrefix) + key, value);
-  Metadata metadata{{"step", std::to_string(step)}};
+  Metadata metadata = caller_metadata;
+  metadata["step"] = std::to_string(step);
   for (const auto& [name, gen] : all_generators(op, path, model, extra_generators)) {
     metadata["generator." + name + ".seed"] = std::to_string(gen->seed());
     metadata["generator." + name + ".offset"] = std::to_string(gen->offset());
@@ -406,6 +415,8 @@ LoadedCheckpoint<T> load_checkpoint(const fs::path& path, Module<T>& model, bool
   }
   const auto meta = [&](const std::string& key) { return file.metadata.find(key); };
   if (const auto it = meta("step"); it != file.metadata.end()) out.step = parse_decimal(op, path, "step", it->second);
+  for (const auto& [key, text] : file.metadata)
+    if (!is_checkpoint_key(key)) out.metadata.emplace(key, text);
 
   // Parse every generator state first: nothing may change until all of the file has been checked.
   struct Restore {
@@ -519,7 +530,7 @@ xt::xarray<T> load_npy(const fs::path& path) {
   template SafetensorsFile<T> load_safetensors<T>(const fs::path&);                                           \
   template SafetensorsFile<T> parse_safetensors<T>(std::string_view, const fs::path&);                       \
   template void save_checkpoint<T>(const fs::path&, Module<T>&, const StateDict<T>&, std::uint64_t,           \
-                                   const NamedGenerators&);                                                   \
+                                   const NamedGenerators&, const Metadata&);                                  \
   template LoadedCheckpoint<T> load_checkpoint<T>(const fs::path&, Module<T>&, bool, const NamedGenerators&); \
   template void save_npy<T>(const fs::path&, const xt::xarray<T>&);                                           \
   template xt::xarray<T> load_npy<T>(const fs::path&);

@@ -86,16 +86,20 @@ SafetensorsFile<T> parse_safetensors(std::string_view bytes, const std::filesyst
 //                                        each Generator's state, decimal: model.named_generators()
 //                                        (the dropout streams) and the caller's extra ones (e.g.
 //                                        "data", the stream that draws the batches)
+//   __metadata__ any other key            the caller's own strings about the run (e.g. the copy
+//                                        task's "copy_task.seq_len"); they change no tensor byte
 // nn does not depend on optim, so the optimiser state travels as a map: pass optimizer.state()
 // to save_checkpoint and LoadedCheckpoint::optimizer_state to optimizer.load_state().
 
 using NamedGenerators = std::vector<std::pair<std::string, Generator*>>;
 
 // Throws ValueError when a parameter name starts with "optimizer.", an extra generator's name is
-// one of the model's or is repeated, or the write fails.
+// one of the model's or is repeated, a metadata key is "step" or starts with "generator.", or the
+// write fails.
 template <class T>
 void save_checkpoint(const std::filesystem::path& path, Module<T>& model, const StateDict<T>& optimizer_state = {},
-                     std::uint64_t step = 0, const NamedGenerators& extra_generators = {});
+                     std::uint64_t step = 0, const NamedGenerators& extra_generators = {},
+                     const Metadata& metadata = {});
 
 template <class T>
 struct LoadedCheckpoint {
@@ -104,6 +108,7 @@ struct LoadedCheckpoint {
   std::uint64_t step = 0;                       // 0 when the file has no "step"
   std::vector<std::string> missing_generators;  // non-strict: generators with no state in the file (left as they were)
   std::vector<std::string> unexpected_generators;  // non-strict: generator states in the file that match no generator
+  Metadata metadata;  // the caller's metadata: every key but "step" and "generator.*" (empty when none)
 };
 
 // Loads the parameters through model.load_state_dict(..., strict) (ShapeError for a mis-shaped

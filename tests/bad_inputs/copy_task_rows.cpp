@@ -108,5 +108,20 @@ TEST(CopyTaskProgram, StopAtAccuracyEndsTrainingAtTheFirstEpochReachingIt) {
   EXPECT_EQ(full.find("Reached"), std::string::npos) << full;
 }
 
+// Not a bad input either: a checkpoint resumed at another --seq-len than it was trained at runs,
+// with a warning naming both lengths; at its own length, without one.
+TEST(CopyTaskProgram, ResumingAtAnotherSequenceLengthWarnsNamingBoth) {
+  const std::string small = "--d-model 8 --d-ff 8 --heads 2";
+  const std::string path = checkpoint_of("seq10.safetensors", small);
+  const Outcome same = run_program(COPY_TASK_EXE, small + " --epochs 2 --batches-per-epoch 1 --checkpoint " + path);
+  EXPECT_EQ(same.kind, "exit 0") << same.message;
+  EXPECT_EQ(same.message.find("warning"), std::string::npos) << same.message;
+  const Outcome other =
+      run_program(COPY_TASK_EXE, small + " --epochs 3 --batches-per-epoch 1 --seq-len 12 --checkpoint " + path);
+  EXPECT_EQ(other.kind, "exit 0") << other.message;
+  for (const char* fragment : {"copy_task: warning:", "sequences of 10 tokens", "--seq-len is 12"})
+    EXPECT_NE(other.message.find(fragment), std::string::npos) << other.message;
+}
+
 }  // namespace
 }  // namespace tapegrad::bad_inputs
