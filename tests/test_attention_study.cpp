@@ -204,6 +204,15 @@ TEST(AttentionStudy, RejectsACheckpointOfAnotherSizeAndBadFlags) {
   EXPECT_NE(indivisible.output.find("divisible"), std::string::npos) << indivisible.output;
 }
 
+// Snapshots are on by default, and the help says so.
+TEST(AttentionStudy, HelpShowsThatSnapshotsAreOnByDefault) {
+  TempDir dir;
+  const Result r = run_study(" --help", dir.path() / "log");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.output.find("--snapshots (the default)"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("{false}"), std::string::npos) << r.output;
+}
+
 TEST(AttentionStudy, RefusesAnUnwritableOutBeforeTraining) {
   TempDir dir;
   // 100000 steps would take minutes: an immediate exit shows nothing trained first.

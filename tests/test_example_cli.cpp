@@ -123,6 +123,26 @@ TEST(ExampleCli, FailuresAreOneLineWithAnExitStatusAndOutOfMemoryNamesWhatRan) {
   EXPECT_EQ(status, 7);
 }
 
+// The help shows which of --x and --no-x is the default, and each sets the value.
+TEST(ExampleCli, SwitchHelpShowsTheTrueDefault) {
+  for (const bool initially : {true, false}) {
+    bool value = initially;
+    CLI::App app{"switch"};
+    add_switch(app, "snapshots", value, "save snapshots");
+    const std::string help = app.help();
+    EXPECT_EQ(help.find('{'), std::string::npos) << help;
+    const std::string default_line = initially ? "--snapshots (the default)" : "--no-snapshots (the default)";
+    EXPECT_NE(help.find(default_line), std::string::npos) << help;
+    EXPECT_EQ(help.find(initially ? "--no-snapshots (the default)" : "--snapshots (the default)"), std::string::npos)
+        << help;
+    app.parse(std::vector<std::string>{});
+    EXPECT_EQ(value, initially);
+    app.parse(std::vector<std::string>{initially ? "--no-snapshots" : "--snapshots"});
+    EXPECT_EQ(value, !initially);
+    EXPECT_THROW(app.parse(std::vector<std::string>{"--no-snapshots", "--snapshots"}), CLI::ExcludesError);
+  }
+}
+
 TEST(ExampleCli, OutputPathsAreCheckedWithoutLeavingFilesBehind) {
   const fs::path dir = fs::temp_directory_path() / ("example_cli_" + std::to_string(::getpid()));
   fs::create_directories(dir);

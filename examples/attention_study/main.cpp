@@ -131,14 +131,12 @@ int main(int argc, char** argv) {
   app.add_option("--sequences", options.sequences, "sequences in the studied batch")
       ->capture_default_str()
       ->check(integer_in(1, 16));
-  app.add_flag("--snapshots,!--no-snapshots", options.snapshots,
-               "while training, save A and dL/dA of the study batch at steps 0, 1, 2, 4, ..., the last "
-               "(snapshots.safetensors)")
-      ->capture_default_str();
-  app.add_flag("--circuit,!--no-circuit", options.circuit,
-               "patch every head's z, q and k from the study batch into a corrupted copy, exactly and by attribution "
-               "patching (circuit.csv, patching_methods.csv)")
-      ->capture_default_str();
+  tapegrad::examples::add_switch(app, "snapshots", options.snapshots,
+                                 "while training, save A and dL/dA of the study batch at steps 0, 1, 2, 4, ..., the "
+                                 "last (snapshots.safetensors)");
+  tapegrad::examples::add_switch(app, "circuit", options.circuit,
+                                 "patch every head's z, q and k from the study batch into a corrupted copy, exactly "
+                                 "and by attribution patching (circuit.csv, patching_methods.csv)");
   CLI11_PARSE(app, argc, argv);
   config.batches_per_epoch = options.steps;  // one epoch = the whole training run
   return tapegrad::examples::run_guarded(

@@ -86,6 +86,13 @@ CLI::Validator positive_number() {
   return number_that("a positive number", [](double v) { return v > 0.0; });
 }
 
+void add_switch(CLI::App& app, const std::string& name, bool& value, const std::string& description) {
+  CLI::Option* on = app.add_flag_callback("--" + name, [&value] { value = true; }, description);
+  CLI::Option* off = app.add_flag_callback("--no-" + name, [&value] { value = false; }, "the opposite of --" + name);
+  on->excludes(off);
+  (value ? on : off)->option_text("(the default)");
+}
+
 void use_short_messages(CLI::App& app, const std::string& program) {
   app.failure_message([program](const CLI::App*, const CLI::Error& e) {
     // Split at single spaces only: a run of spaces, or any other whitespace, may be part of the

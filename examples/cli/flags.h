@@ -37,6 +37,11 @@ inline CLI::Validator positive_integer() { return integer_in(1, kNoLimit); }
 CLI::Validator number_in(double min, double max);
 CLI::Validator positive_number();
 
+// A switch with a default: --<name> turns it on, --no-<name> off (they exclude each other), and
+// the help marks the default one "(the default)". CLI11's own "--<name>,!--no-<name>" prints as
+// "--<name>,--no-<name>{false}", which reads as a default of off whatever value holds.
+void add_switch(CLI::App& app, const std::string& name, bool& value, const std::string& description);
+
 // Has app print its parse errors as "<program>: <message>" with every long word shortened
 // (CLI11's own messages, such as "not expected: <value>", echo the user's text too).
 void use_short_messages(CLI::App& app, const std::string& program);
