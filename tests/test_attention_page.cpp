@@ -19,6 +19,7 @@
 #include "autograd/base/errors.h"
 #include "examples/attention_study/report.h"
 #include "examples/attention_study/report_data.h"
+#include "examples/attention_study/tables.h"
 #include "nn/copy_task/copy_task.h"
 #include "tests/attention_study/support.h"
 
@@ -200,6 +201,36 @@ TEST(AttentionPage, Seq64HoverReadsAFarCellAndHasNoSliderForOneSnapshot) {
   EXPECT_NE(readouts[0].find("query 50 "), std::string::npos) << readouts[0];
   EXPECT_EQ(readout_value(readouts[0]), double(maps.weights(0, 1, 50, 40))) << readouts[0];
   expect_colourful_overview(chromium, page.html, "overview_seq64");
+}
+
+// Column `column` of every data row of a CSV table whose cells hold no comma, parsed as doubles.
+std::vector<double> csv_column_values(const std::string& csv, std::size_t column) {
+  std::istringstream lines(csv);
+  std::vector<double> out;
+  std::string line;
+  std::getline(lines, line);  // the header
+  while (std::getline(lines, line)) {
+    std::istringstream cells(line);
+    std::string cell;
+    for (std::size_t c = 0; c <= column; ++c) std::getline(cells, cell, ',');
+    out.push_back(std::stod(cell));
+  }
+  return out;
+}
+
+// The CSV tables read back as the numbers computed, to the last bit.
+TEST(AttentionTables, CsvNumbersReadBackExactly) {
+  const StudyResult& study = seq10_page().study;
+  const std::string ablation = attention_study::to_csv(attention_study::head_ablation_table(study));
+  const std::vector<double> losses = csv_column_values(ablation, 2), changes = csv_column_values(ablation, 3);
+  ASSERT_EQ(losses.size(), study.ablation.rows.size());
+  for (std::size_t i = 0; i < losses.size(); ++i) {
+    EXPECT_EQ(losses[i], study.ablation.rows[i].loss) << i;
+    EXPECT_EQ(changes[i], study.ablation.rows[i].change) << i;
+  }
+  const std::vector<double> norms = csv_column_values(attention_study::to_csv(attention_study::head_norms_table(study)), 3);
+  ASSERT_EQ(norms.size(), study.heads.size());
+  for (std::size_t i = 0; i < norms.size(); ++i) EXPECT_EQ(norms[i], study.heads[i].scores_grad) << i;
 }
 
 TEST(AttentionPage, RejectsSnapshotsThatDoNotFitTheStudy) {

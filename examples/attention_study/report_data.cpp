@@ -91,7 +91,7 @@ std::string snapshot_json(const study::AttentionSnapshot& snapshot, const StudyR
 std::string table_json(const std::string& id, const std::string& title, const std::string& caption,
                        const Table& table) {
   std::vector<std::string> rows;
-  for (const auto& r : table.rows) rows.push_back(strings(r));
+  for (const auto& r : table.rows) rows.push_back(strings(shown_cells(r)));
   return json_object({{"id", json_string(id)},
                       {"title", json_string(title)},
                       {"caption", json_string(caption)},
