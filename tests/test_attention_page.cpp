@@ -160,15 +160,18 @@ void expect_colourful_overview(const std::string& chromium, const fs::path& page
   EXPECT_GT(distinct_colours(p, 372, 640, 528, 1000), 50u) << "the overview of dL/dS is (nearly) blank";
 }
 
-// Two probes in one browser run (each run costs seconds): dL/dS of a head of the capture, and A
-// of another head at the first snapshot, chosen with the slider; then the overview's screenshot.
+// Three probes in one browser run (each run costs seconds): dL/dS of a head of the capture, A of
+// another head at the first snapshot, chosen with the slider, and the readout after choosing
+// another sequence (cleared: the value read was sequence 0's); then the overview's screenshot.
 TEST(AttentionPage, Seq10HoverReadsTheCapturedValueAndTheSlidersSnapshot) {
   REQUIRE_CHROMIUM(chromium);
   const StudyPage& page = seq10_page();
-  const std::string dom = dump_dom(chromium, page.html, "selftest=dec0 cross h1,2,3,dS;enc1 self h0,4,1,A,0");
+  const std::string dom =
+      dump_dom(chromium, page.html, "selftest=dec0 cross h1,2,3,dS;enc1 self h0,4,1,A,0;sequence=1");
   EXPECT_NE(dom.find("id=\"snapshot-slider\""), std::string::npos);
   const std::vector<std::string> readouts = selftest_results(dom);
-  ASSERT_EQ(readouts.size(), 2u) << dom.substr(0, 3000);
+  ASSERT_EQ(readouts.size(), 3u) << dom.substr(0, 3000);
+  EXPECT_EQ(readouts[2], "Click a thumbnail; move the mouse over a map to read its values. ");
 
   const auto& cross = page.study.maps.at(call_index(page.study, "dec0 cross"));
   // Query 2 is the decoder's input token 2, key 3 the source's token 3, of sequence 0.

@@ -212,6 +212,10 @@ function showReadout(text, value) {
   document.getElementById('readout').textContent = text;
   document.getElementById('readout-value').textContent = value;
 }
+// What the readout says before the mouse is over a map, and again after the maps were redrawn (its
+// value was another sequence's, step's or scale's).
+const READOUT_HINT = document.getElementById('readout').textContent;
+const clearReadout = () => showReadout(READOUT_HINT, '');
 function openDetail(ci, h) {
   state.head = [ci, h];
   const c = D.calls[ci], box = document.getElementById('detail');
@@ -307,6 +311,7 @@ function drawLoss() {
 
 // ---- controls and start ---------------------------------------------------------------------
 function redraw() {
+  clearReadout();
   drawOverview();
   drawAttributions();
   if (state.head) openDetail(...state.head);
@@ -338,9 +343,18 @@ function controls() {
 }
 // #selftest=<probe>;<probe>...: each probe <head name>,<query>,<key>[,<quantity>[,<snapshot>]]
 // moves the snapshot slider (when given), clicks the head's A thumbnail and moves the mouse over
-// cell (query, key) of the quantity's detail map (A, S, dA or dS), all with real DOM events, then
-// appends the readout as a line to #selftest-result (the page's browser test reads it back).
+// cell (query, key) of the quantity's detail map (A, S, dA or dS), all with real DOM events; a
+// probe sequence=<b> chooses sequence b in the menu. Each appends the readout then shown as a line
+// to #selftest-result (the page's browser test reads it back).
 function probe(text) {
+  const readout = () => document.getElementById('readout').textContent + ' ' + document.getElementById('readout-value').textContent;
+  const chosen = text.match(/^sequence=(\d+)$/);
+  if (chosen) {
+    const menu = document.getElementById('sequence');
+    menu.value = chosen[1];
+    menu.dispatchEvent(new Event('change', {bubbles: true}));
+    return readout();
+  }
   const m = text.match(/^([^,]+),(\d+),(\d+)(?:,(\w+))?(?:,(\d+))?$/);
   if (!m) return 'bad probe ' + text;
   const slider = document.getElementById('snapshot-slider');
@@ -359,7 +373,7 @@ function probe(text) {
   canvas.dispatchEvent(new MouseEvent('mousemove', {bubbles: true,
     clientX: r.left + (x0 + (Number(m[3]) + 0.5) * cell) * r.width / canvas.width,
     clientY: r.top + (y0 + (Number(m[2]) + 0.5) * cell) * r.height / canvas.height}));
-  return document.getElementById('readout').textContent + ' ' + document.getElementById('readout-value').textContent;
+  return readout();
 }
 function selftest() {
   const m = decodeURIComponent(location.hash).match(/^#selftest=(.*)$/);
