@@ -1,9 +1,11 @@
 #include "study/training_snapshots.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -19,13 +21,22 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kFormat = "tapegrad.attention_snapshots.v1";
+constexpr const char* kFormat = "tapegrad.attention_snapshots.v2";
+// Version 1 kept A and dL/dA only: the first two of quantities().
+constexpr const char* kFormatV1 = "tapegrad.attention_snapshots.v1";
 
 [[noreturn]] void fail(const char* op, const fs::path& path, const std::string& problem) {
   throw ValueError(std::string(op) + "('" + path.string() + "'): " + problem);
 }
 
 std::string prefix(std::size_t step) { return "step" + std::to_string(step); }
+
+// A snapshot's arrays by the suffix of their names in the file (Snapshot: AttentionSnapshot, const or not).
+template <class Snapshot>
+auto quantities(Snapshot& s) {
+  return std::array{std::pair{".weights", &s.weights}, std::pair{".weights_grad", &s.weights_grad},
+                    std::pair{".scores", &s.scores}, std::pair{".scores_grad", &s.scores_grad}};
+}
 
 
 // Every parameter's gradient as it was, put back when this goes out of scope.
@@ -74,6 +85,8 @@ AttentionSnapshot snapshot_of(const AttentionCapture<T>& capture, std::size_t st
     out.names.push_back(r.name);
     out.weights.emplace_back(xt::xarray<float>(xt::cast<float>(r.weights)));
     out.weights_grad.emplace_back(xt::xarray<float>(xt::cast<float>(r.weights_grad)));
+    out.scores.emplace_back(xt::xarray<float>(xt::cast<float>(r.scores)));
+    out.scores_grad.emplace_back(xt::xarray<float>(xt::cast<float>(r.scores_grad)));
   }
   return out;
 }
@@ -101,16 +114,21 @@ void save_snapshots(const fs::path& path, const std::vector<AttentionSnapshot>& 
   for (const AttentionSnapshot& s : snapshots) {
     const std::string at = prefix(s.step);
     if (!seen.insert(s.step).second) fail(op, path, "two snapshots of step " + std::to_string(s.step));
-    if (s.weights.size() != s.names.size() || s.weights_grad.size() != s.names.size()) {
+    std::string counts;
+    bool counts_differ = false;
+    for (const auto& [quantity, arrays] : quantities(s)) {
+      counts += (counts.empty() ? "" : ", ") + std::to_string(arrays->size()) + " " + (quantity + 1);
+      counts_differ = counts_differ || arrays->size() != s.names.size();
+    }
+    if (counts_differ) {
       fail(op, path,
            "the snapshot of step " + std::to_string(s.step) + " has " + std::to_string(s.names.size()) + " names but " +
-               std::to_string(s.weights.size()) + " weights and " + std::to_string(s.weights_grad.size()) +
-               " weights_grad arrays");
+               counts + " arrays");
     }
     for (std::size_t i = 0; i < s.names.size(); ++i) {
-      for (const auto& [quantity, array] : {std::pair{".weights", &s.weights[i]}, {".weights_grad", &s.weights_grad[i]}}) {
+      for (const auto& [quantity, arrays] : quantities(s)) {
         const std::string key = at + "." + s.names[i] + quantity;
-        if (!tensors.emplace(key, *array).second) fail(op, path, "the array name '" + key + "' occurs twice");
+        if (!tensors.emplace(key, (*arrays)[i]).second) fail(op, path, "the array name '" + key + "' occurs twice");
       }
     }
     steps += (steps.empty() ? "" : ",") + std::to_string(s.step);
@@ -133,7 +151,11 @@ std::vector<AttentionSnapshot> load_snapshots(const fs::path& path) {
     if (it == file.metadata.end()) fail(op, path, "no __metadata__ '" + key + "' (not a save_snapshots file)");
     return it->second;
   };
-  if (meta("format") != kFormat) fail(op, path, "format '" + meta("format") + "' is not '" + kFormat + "'");
+  const std::string& format = meta("format");
+  if (format != kFormat && format != kFormatV1) {
+    fail(op, path, "format '" + format + "' is neither '" + kFormat + "' nor '" + kFormatV1 + "'");
+  }
+  const std::size_t stored = format == kFormatV1 ? 2 : 4;  // the quantities the file holds
   std::vector<AttentionSnapshot> out;
   const std::string& steps = meta("steps");
   for (std::size_t begin = 0; begin <= steps.size();) {
@@ -149,10 +171,11 @@ std::vector<AttentionSnapshot> load_snapshots(const fs::path& path) {
     }
     const nlohmann::json names = nlohmann::json::parse(meta(at + ".names"), nullptr, false);
     if (!names.is_array()) fail(op, path, "'" + at + ".names' is not a JSON array");
+    const auto stored_arrays = quantities(s);
     for (const auto& name : names) {
       if (!name.is_string()) fail(op, path, "'" + at + ".names' holds a non-string");
       s.names.push_back(name.get<std::string>());
-      for (auto [quantity, arrays] : {std::pair{".weights", &s.weights}, {".weights_grad", &s.weights_grad}}) {
+      for (const auto& [quantity, arrays] : std::span(stored_arrays).first(stored)) {
         const auto it = file.tensors.find(at + "." + s.names.back() + quantity);
         if (it == file.tensors.end()) fail(op, path, "no array '" + at + "." + s.names.back() + quantity + "'");
         arrays->push_back(std::move(it->second));

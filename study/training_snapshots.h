@@ -1,5 +1,5 @@
 #pragma once
-// Attention over training: snapshots of A and dL/dA (study/attention_snapshot.h) taken at chosen
+// Attention over training: snapshots of A, dL/dA, S and dL/dS (study/attention_snapshot.h) taken at chosen
 // optimiser steps on a FIXED probe batch, so maps of different steps show the same sequences
 // and can be compared cell by cell, and the file that holds them.
 //
@@ -24,8 +24,8 @@ namespace tapegrad::study {
 std::vector<std::size_t> doubling_schedule(std::size_t last_step);
 
 // The snapshot of a capture made after `step` optimiser steps: its loss, and every record's name,
-// A and dL/dA in forward order (converted to float). ValueError naming snapshot_of when the
-// capture has no records.
+// A, dL/dA, S and dL/dS in forward order (converted to float). ValueError naming snapshot_of when
+// the capture has no records.
 template <class T>
 AttentionSnapshot snapshot_of(const AttentionCapture<T>& capture, std::size_t step);
 
@@ -41,16 +41,18 @@ AttentionSnapshot take_snapshot(nn::Module<T>& model, const RunLoss<T>& probe_lo
 // run a part of the non-zero dL/dA cells lie below float16's smallest normal 6e-5 (down to 4e-9),
 // where it keeps few or no digits.
 //   "step<step>.<record name>.weights" / ".weights_grad"    A, dL/dA [batch, heads, seq_q, seq_k]
-//   __metadata__ "format" = "tapegrad.attention_snapshots.v1", "steps" = "0,1,2,...",
+//   "step<step>.<record name>.scores" / ".scores_grad"      S, dL/dS [batch, heads, seq_q, seq_k]
+//   __metadata__ "format" = "tapegrad.attention_snapshots.v2", "steps" = "0,1,2,...",
 //                "step<step>.loss" (17 significant digits), "step<step>.names" (a JSON array,
 //                forward order)
-// ValueError naming save_snapshots and the path for no snapshots, two with the same step, a
-// snapshot whose names and arrays differ in number, or a write failure (atomic: nothing is left
-// half-written).
+// Version 1 had no scores and scores_grad. ValueError naming save_snapshots and the path for no
+// snapshots, two with the same step, a snapshot whose names and arrays differ in number, or a
+// write failure (atomic: nothing is left half-written).
 void save_snapshots(const std::filesystem::path& path, const std::vector<AttentionSnapshot>& snapshots);
 
-// Reads a save_snapshots file back, in the order saved. ValueError naming load_snapshots and the
-// path for a file that is not one (load_safetensors' checks, a missing format or entry).
+// Reads a save_snapshots file back, in the order saved; a version 1 file too, its snapshots
+// without scores and scores_grad. ValueError naming load_snapshots and the path for a file that
+// is not one (load_safetensors' checks, a missing or unknown format, a missing entry).
 std::vector<AttentionSnapshot> load_snapshots(const std::filesystem::path& path);
 
 }  // namespace tapegrad::study

@@ -20,6 +20,7 @@
 #include "autograd/core/tape.h"
 #include "study/attention_export.h"
 #include "study/training_snapshots.h"
+#include "nn/io/checkpoint.h"
 #include "nn/labml/multi_head_attention.h"
 #include "nn/transformer/masks.h"
 #include "nn/transformer/transformer.h"
@@ -95,6 +96,8 @@ TEST(AttentionSnapshots, SnapshotOfHoldsEveryRecordInForwardOrder) {
     EXPECT_EQ(s.names[i], capture.records[i].name);
     EXPECT_TRUE(bit_equal(s.weights[i], xt::xarray<float>(xt::cast<float>(capture.records[i].weights))));
     EXPECT_TRUE(bit_equal(s.weights_grad[i], xt::xarray<float>(xt::cast<float>(capture.records[i].weights_grad))));
+    EXPECT_TRUE(bit_equal(s.scores[i], xt::xarray<float>(xt::cast<float>(capture.records[i].scores))));
+    EXPECT_TRUE(bit_equal(s.scores_grad[i], xt::xarray<float>(xt::cast<float>(capture.records[i].scores_grad))));
   }
 }
 
@@ -171,8 +174,38 @@ TEST(AttentionSnapshots, SaveLoadRoundTripsBitForBit) {
     for (std::size_t i = 0; i < saved[s].names.size(); ++i) {
       EXPECT_TRUE(bit_equal(loaded[s].weights[i], saved[s].weights[i]));
       EXPECT_TRUE(bit_equal(loaded[s].weights_grad[i], saved[s].weights_grad[i]));
+      EXPECT_TRUE(bit_equal(loaded[s].scores[i], saved[s].scores[i]));
+      EXPECT_TRUE(bit_equal(loaded[s].scores_grad[i], saved[s].scores_grad[i]));
     }
   }
+}
+
+// A version 1 file (A and dL/dA only, as written before S and dL/dS were kept) still loads: its
+// snapshots have no scores. A snapshot missing some of its arrays is not saved.
+TEST(AttentionSnapshots, LoadsAVersion1FileAndSavesOnlyWholeSnapshots) {
+  DropoutTransformer t;
+  study::AttentionSnapshot s = study::take_snapshot(t.model, t.probe, 2);
+  nn::StateDict<float> tensors;
+  for (std::size_t i = 0; i < s.names.size(); ++i) {
+    tensors.emplace("step2." + s.names[i] + ".weights", s.weights[i]);
+    tensors.emplace("step2." + s.names[i] + ".weights_grad", s.weights_grad[i]);
+  }
+  TempDir dir;
+  nn::save_safetensors(dir.path() / "v1.safetensors", tensors,
+                       {{"format", "tapegrad.attention_snapshots.v1"}, {"steps", "2"}, {"step2.loss", "0.5"},
+                        {"step2.names", nlohmann::json(s.names).dump()}});
+  const auto loaded = study::load_snapshots(dir.path() / "v1.safetensors");
+  ASSERT_EQ(loaded.size(), 1u);
+  EXPECT_EQ(loaded[0].names, s.names);
+  EXPECT_TRUE(bit_equal(loaded[0].weights_grad.back(), s.weights_grad.back()));
+  EXPECT_TRUE(loaded[0].scores.empty());
+  EXPECT_TRUE(loaded[0].scores_grad.empty());
+  EXPECT_TRUE(throws_with<ValueError>([&] { study::save_snapshots(dir.path() / "v2.safetensors", loaded); },
+                                      {"save_snapshots", "step 2 has 6 names but 6 weights, 6 weights_grad, 0 scores, "
+                                                         "0 scores_grad arrays"}));
+  study::save_snapshots(dir.path() / "v2.safetensors", {s});
+  EXPECT_EQ(nn::load_safetensors<float>(dir.path() / "v2.safetensors").metadata.at("format"),
+            "tapegrad.attention_snapshots.v2");
 }
 
 // The arrays an export must hold, spelled out from the records (not through attention_arrays,

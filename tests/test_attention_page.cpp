@@ -30,13 +30,14 @@ using namespace tapegrad;
 using namespace tapegrad::attention_study_test;
 using attention_study::StudyResult;
 
-// Snapshot k of n: A moved from uniform over the may-attend keys towards the captured A, dL/dA
-// scaled likewise, so every snapshot differs from the capture and from the others.
+// Snapshot k of n: A moved from uniform over the may-attend keys towards the captured A, dL/dA,
+// S and dL/dS scaled likewise, so every snapshot differs from the capture and from the others.
 std::vector<study::AttentionSnapshot> make_snapshots(const StudyResult& study, std::size_t n) {
   std::vector<study::AttentionSnapshot> out;
   for (std::size_t k = 0; k < n; ++k) {
     const float t = float(k + 1) / float(n + 1);
-    study::AttentionSnapshot s{.step = 10 * k, .loss = 2.0 / double(k + 1), .names = {}, .weights = {}, .weights_grad = {}};
+    study::AttentionSnapshot s{.step = 10 * k, .loss = 2.0 / double(k + 1), .names = {}, .weights = {},
+                               .weights_grad = {}, .scores = {}, .scores_grad = {}};
     for (const auto& maps : study.maps) {
       const xt::xarray<float> mask = xt::cast<float>(maps.may_attend.may_attend());  // [b, q, k]
       const xt::xarray<float> count = xt::sum(mask, {2}, xt::keep_dims);
@@ -44,6 +45,8 @@ std::vector<study::AttentionSnapshot> make_snapshots(const StudyResult& study, s
       s.names.push_back(maps.module);
       s.weights.push_back(t * maps.weights + (1 - t) * uniform);
       s.weights_grad.push_back(t * maps.grad);
+      s.scores.push_back(t * maps.scores);
+      s.scores_grad.push_back(t * maps.scores_grad);
     }
     out.push_back(std::move(s));
   }
@@ -160,18 +163,20 @@ void expect_colourful_overview(const std::string& chromium, const fs::path& page
   EXPECT_GT(distinct_colours(p, 372, 640, 528, 1000), 50u) << "the overview of dL/dS is (nearly) blank";
 }
 
-// Three probes in one browser run (each run costs seconds): dL/dS of a head of the capture, A of
-// another head at the first snapshot, chosen with the slider, and the readout after choosing
-// another sequence (cleared: the value read was sequence 0's); then the overview's screenshot.
+// Four probes in one browser run (each run costs seconds): dL/dS of a head of the capture; A of
+// another head at the first snapshot, chosen with the slider; dL/dS there, which the page does not
+// hold for a snapshot and must not take from the end of training; the readout after choosing
+// another sequence (cleared: the value read was sequence 0's). Then the overview's screenshot.
 TEST(AttentionPage, Seq10HoverReadsTheCapturedValueAndTheSlidersSnapshot) {
   REQUIRE_CHROMIUM(chromium);
   const StudyPage& page = seq10_page();
-  const std::string dom =
-      dump_dom(chromium, page.html, "selftest=dec0 cross h1,2,3,dS;enc1 self h0,4,1,A,0;sequence=1");
+  const std::string dom = dump_dom(
+      chromium, page.html, "selftest=dec0 cross h1,2,3,dS;enc1 self h0,4,1,A,0;enc1 self h0,4,1,dS,0;sequence=1");
   EXPECT_NE(dom.find("id=\"snapshot-slider\""), std::string::npos);
   const std::vector<std::string> readouts = selftest_results(dom);
-  ASSERT_EQ(readouts.size(), 3u) << dom.substr(0, 3000);
-  EXPECT_EQ(readouts[2], "Click a thumbnail; move the mouse over a map to read its values. ");
+  ASSERT_EQ(readouts.size(), 4u) << dom.substr(0, 3000);
+  EXPECT_EQ(readouts[2].rfind("unavailable: dL/dS at step 0 is not in the page", 0), 0u) << readouts[2];
+  EXPECT_EQ(readouts[3], "Click a thumbnail; move the mouse over a map to read its values. ");
 
   const auto& cross = page.study.maps.at(call_index(page.study, "dec0 cross"));
   // Query 2 is the decoder's input token 2, key 3 the source's token 3, of sequence 0.
@@ -234,6 +239,18 @@ TEST(AttentionTables, CsvNumbersReadBackExactly) {
   const std::vector<double> norms = csv_column_values(attention_study::to_csv(attention_study::head_norms_table(study)), 3);
   ASSERT_EQ(norms.size(), study.heads.size());
   for (std::size_t i = 0; i < norms.size(); ++i) EXPECT_EQ(norms[i], study.heads[i].scores_grad) << i;
+}
+
+// The page holds A and dL/dA of each snapshot, not their S and dL/dS: those would double its size.
+TEST(AttentionPage, PageDataHoldsOnlyAAndItsGradientOfEachSnapshot) {
+  const std::string html = read_text(seq10_page().html);
+  const auto from = html.find("\"snapshots\":"), to = html.find("\"attributions\":");
+  ASSERT_LT(from, to);
+  const std::string snapshots = html.substr(from, to - from);
+  EXPECT_NE(snapshots.find("\"A\":"), std::string::npos);
+  EXPECT_NE(snapshots.find("\"dA\":"), std::string::npos);
+  EXPECT_EQ(snapshots.find("\"S\":"), std::string::npos);
+  EXPECT_EQ(snapshots.find("\"dS\":"), std::string::npos);
 }
 
 TEST(AttentionPage, RejectsSnapshotsThatDoNotFitTheStudy) {

@@ -4,9 +4,9 @@
 // (index.html): an overview of every head's A and dL/dS, each head's A, S, dL/dA and dL/dS, the
 // attribution maps, the gradient-norm and head-ablation tables and the training loss curve; and
 // the tables as CSV. See report.h for the files. Also writes the data for other tools (export.h:
-// attention.safetensors, npy/, bertviz.json) and, when it trains, snapshots.safetensors: A and dL/dA
-// of the study batch at steps 0, 1, 2, 4, ..., the last (study/training_snapshots.h), which the page's
-// slider steps through.
+// attention.safetensors, npy/, bertviz.json) and, when it trains, snapshots.safetensors: A, dL/dA,
+// S and dL/dS of the study batch at steps 0, 1, 2, 4, ..., the last (study/training_snapshots.h),
+// whose A and dL/dA the page's slider steps through.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -132,8 +132,8 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(integer_in(1, 16));
   tapegrad::examples::add_switch(app, "snapshots", options.snapshots,
-                                 "while training, save A and dL/dA of the study batch at steps 0, 1, 2, 4, ..., the "
-                                 "last (snapshots.safetensors)");
+                                 "while training, save A, dL/dA, S and dL/dS of the study batch at steps 0, 1, 2, "
+                                 "4, ..., the last (snapshots.safetensors)");
   tapegrad::examples::add_switch(app, "circuit", options.circuit,
                                  "patch every head's z, q and k from the study batch into a corrupted copy, exactly "
                                  "and by attribution patching (circuit.csv, patching_methods.csv)");

@@ -68,11 +68,24 @@ function scaleOf(quantity, values) {
 }
 
 // ---- data access ----------------------------------------------------------------------------
-// The array of a quantity for call index ci: A and dL/dA from the chosen snapshot, when any.
+// The page holds A and dL/dA of each snapshot, not S and dL/dS (they would double its size;
+// snapshots.safetensors has them): at a snapshot's step those two are unavailable, never shown
+// from another step beside its A.
+const chosenSnapshot = () => state.snapshot < D.snapshots.length ? D.snapshots[state.snapshot] : null;
+const inSnapshots = quantity => quantity === 'A' || quantity === 'dA';
+// '' when the quantity can be drawn, else why not.
+function unavailable(quantity) {
+  const snap = chosenSnapshot();
+  return snap && !inSnapshots(quantity)
+    ? `${QUANTITY[quantity].label} at step ${snap.step} is not in the page (snapshots.safetensors holds it); the slider's last position shows the study's.`
+    : '';
+}
+const unavailableNote = quantity => el('p', {class: 'note unavailable', 'data-quantity': quantity}, unavailable(quantity));
+// The array of a quantity for call index ci: from the chosen snapshot, when any (not for a
+// quantity unavailable() refuses).
 function arrayOf(ci, quantity) {
-  const snap = state.snapshot < D.snapshots.length ? D.snapshots[state.snapshot] : null;
-  if (snap && (quantity === 'A' || quantity === 'dA')) return snap.calls[ci][quantity];
-  return D.calls[ci][quantity];
+  const snap = chosenSnapshot();
+  return snap ? snap.calls[ci][quantity] : D.calls[ci][quantity];
 }
 // One map: value(i, j), masked(i, j), for (call, head, sequence).
 function mapOf(ci, h, b, quantity) {
@@ -87,7 +100,7 @@ function mayAttendValues(m) {
 }
 const sharedScales = new Map();  // quantity + snapshot + log -> scale over every call, head, sequence
 function sharedScale(quantity) {
-  const key = quantity + (quantity === 'A' || quantity === 'dA' ? state.snapshot : '') + state.logGradients;
+  const key = quantity + (inSnapshots(quantity) ? state.snapshot : '') + state.logGradients;
   if (!sharedScales.has(key)) {
     const values = [];
     D.calls.forEach((c, ci) => {
@@ -182,6 +195,8 @@ function scaleNote(quantity) {
 
 // ---- overview -------------------------------------------------------------------------------
 function overviewGrid(quantity) {
+  const title = el('h3', {}, QUANTITY[quantity].label);
+  if (unavailable(quantity)) return el('div', {class: 'overview-part'}, title, unavailableNote(quantity));
   const table = el('table', {class: 'grid'});
   const heads = Math.max(...D.calls.map(c => c.heads));
   const header = el('tr', {}, el('th', {}, ''));
@@ -199,7 +214,7 @@ function overviewGrid(quantity) {
     }
     table.append(row);
   });
-  return el('div', {class: 'overview-part'}, el('h3', {}, QUANTITY[quantity].label), colourBar(sharedScale(quantity), scaleNote(quantity)), table);
+  return el('div', {class: 'overview-part'}, title, colourBar(sharedScale(quantity), scaleNote(quantity)), table);
 }
 function drawOverview() {
   const box = document.getElementById('overview');
@@ -219,10 +234,14 @@ const clearReadout = () => showReadout(READOUT_HINT, '');
 function openDetail(ci, h) {
   state.head = [ci, h];
   const c = D.calls[ci], box = document.getElementById('detail');
-  const snap = state.snapshot < D.snapshots.length ? ` (A and dL/dA at step ${D.snapshots[state.snapshot].step})` : '';
+  const snap = chosenSnapshot() ? ` (A and dL/dA at step ${chosenSnapshot().step})` : '';
   box.replaceChildren(el('h2', {}, `${headName(c, h)}: ${c.module}, sequence ${state.seq}${snap}`));
   const panels = el('div', {class: 'panels'});
   for (const quantity of ['A', 'S', 'dA', 'dS']) {
+    if (unavailable(quantity)) {
+      panels.append(el('figure', {}, el('figcaption', {}, QUANTITY[quantity].label), unavailableNote(quantity)));
+      continue;
+    }
     const m = mapOf(ci, h, state.seq, quantity), scale = scaleFor(m, quantity);
     const canvas = el('canvas', {class: 'detail', 'data-quantity': quantity});
     const rows = tokens(c.query_tokens, state.seq), cols = tokens(c.key_tokens, state.seq);
@@ -343,7 +362,8 @@ function controls() {
 }
 // #selftest=<probe>;<probe>...: each probe <head name>,<query>,<key>[,<quantity>[,<snapshot>]]
 // moves the snapshot slider (when given), clicks the head's A thumbnail and moves the mouse over
-// cell (query, key) of the quantity's detail map (A, S, dA or dS), all with real DOM events; a
+// cell (query, key) of the quantity's detail map (A, S, dA or dS; "unavailable: <why>" when the
+// step has none), all with real DOM events; a
 // probe sequence=<b> chooses sequence b in the menu. Each appends the readout then shown as a line
 // to #selftest-result (the page's browser test reads it back).
 function probe(text) {
@@ -367,6 +387,10 @@ function probe(text) {
   if (!thumb) return 'no head ' + m[1];
   thumb.dispatchEvent(new MouseEvent('click', {bubbles: true}));
   const canvas = document.querySelector(`canvas.detail[data-quantity="${m[4] || 'A'}"]`);
+  if (!canvas) {
+    const note = document.querySelector(`#detail .unavailable[data-quantity="${m[4]}"]`);
+    return note ? 'unavailable: ' + note.textContent : 'no map ' + m[4];
+  }
   const c = D.calls[state.head[0]], rows = c.seq_q, cols = c.seq_k, cell = cellSize({rows, cols}, TARGET);
   const x0 = canvas.width - 4 - cell * cols, y0 = canvas.height - 4 - cell * rows;
   const r = canvas.getBoundingClientRect();

@@ -26,8 +26,9 @@ struct RunInfo {
   std::size_t accuracy_sequences = 0;
 };
 
-// snapshots: A and dL/dA at training steps, recorded on the study batch (report_data.h says what
-// must match); the page shows a slider over them when there are two or more.
+// snapshots: A and dL/dA (and S, dL/dS, not put on the page) at training steps, recorded on the
+// study batch (report_data.h says what must match); the page shows a slider over them when there
+// are two or more.
 void write_report(const std::filesystem::path& dir, const RunInfo& run, const StudyResult& study,
                   const std::vector<study::AttentionSnapshot>& snapshots);
 
