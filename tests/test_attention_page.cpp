@@ -195,19 +195,21 @@ TEST(AttentionPage, Seq10HoverReadsTheCapturedValueAndTheSlidersSnapshot) {
 }
 
 // Seq 64: the detail maps' cells are 4 px; the hover still finds a far cell of the causal decoder
-// self-attention (whose mask xtensor once got wrong from seq 17 on). Then the overview's
-// screenshot.
+// self-attention (whose mask xtensor once got wrong from seq 17 on), and its mirror image, a
+// masked cell (the page's mask is packed 8 cells a byte). Then the overview's screenshot.
 TEST(AttentionPage, Seq64HoverReadsAFarCellAndHasNoSliderForOneSnapshot) {
   REQUIRE_CHROMIUM(chromium);
   const StudyPage& page = seq64_page();
-  const std::string dom = dump_dom(chromium, page.html, "selftest=dec0 self h1,50,40,A");
+  const std::string dom = dump_dom(chromium, page.html, "selftest=dec0 self h1,50,40,A;dec0 self h1,40,50,A");
   EXPECT_EQ(dom.find("id=\"snapshot-slider\""), std::string::npos);
   const std::vector<std::string> readouts = selftest_results(dom);
-  ASSERT_EQ(readouts.size(), 1u) << dom.substr(0, 3000);
+  ASSERT_EQ(readouts.size(), 2u) << dom.substr(0, 3000);
   const auto& maps = page.study.maps.at(call_index(page.study, "dec0 self"));
   ASSERT_TRUE(maps.may_attend.may_attend()(0, 50, 40));
   EXPECT_NE(readouts[0].find("query 50 "), std::string::npos) << readouts[0];
   EXPECT_EQ(readout_value(readouts[0]), double(maps.weights(0, 1, 50, 40))) << readouts[0];
+  ASSERT_FALSE(maps.may_attend.may_attend()(0, 40, 50));
+  EXPECT_TRUE(readouts[1].ends_with("= masked")) << readouts[1];
   expect_colourful_overview(chromium, page.html, "overview_seq64");
 }
 

@@ -1,6 +1,7 @@
 // The attention-study page: draws the data embedded in <script id="data"> (report_data.h) on
 // canvases. No network, no libraries. Arrays arrive as base64 little-endian float32, masks as
-// base64 uint8, all row-major [batch, heads, seq_q, seq_k] (masks [batch, seq_q, seq_k]).
+// base64 bits (least significant first), all row-major [batch, heads, seq_q, seq_k] (masks
+// [batch, seq_q, seq_k]).
 'use strict';
 
 const D = JSON.parse(document.getElementById('data').textContent);
@@ -11,8 +12,13 @@ function bytes(b64) {
   return out;
 }
 const floats = b64 => new Float32Array(bytes(b64).buffer);
+function bits(b64, n) {
+  const packed = bytes(b64), out = new Uint8Array(n);
+  for (let i = 0; i < n; ++i) out[i] = (packed[i >> 3] >> (i & 7)) & 1;
+  return out;
+}
 for (const c of D.calls) {
-  c.mask = bytes(c.mask);
+  c.mask = bits(c.mask, c.batch * c.seq_q * c.seq_k);
   for (const q of ['A', 'S', 'dA', 'dS']) c[q] = floats(c[q]);
 }
 for (const s of D.snapshots) s.calls = s.calls.map(c => ({A: floats(c.A), dA: floats(c.dA)}));

@@ -4,8 +4,9 @@
 //   percentile   the diverging colour scales end at this percentile of |value| (kScalePercentile)
 //   calls        per attention call in forward order: name (the module's short name; a head is
 //                "<name> h<head>", head_name), module, batch, heads, seq_q, seq_k, query_tokens and
-//                key_tokens [batch][seq] as labels, mask (base64 uint8 [batch, seq_q, seq_k], 1 = may
-//                attend), A, S, dA, dS (base64 float32 [batch, heads, seq_q, seq_k])
+//                key_tokens [batch][seq] as labels, mask (base64 of bits [batch, seq_q, seq_k], 8 a
+//                byte, least significant first; 1 = may attend), A, S, dA, dS (base64 float32
+//                [batch, heads, seq_q, seq_k])
 //   snapshots    per training snapshot: step, loss, calls [{A, dA}] in the order of `calls` (not
 //                S and dL/dS, which would double the page: snapshots.safetensors has them)
 //   attributions per map: name, description, seq, tokens, values (base64 float32 [batch, seq, seq])
