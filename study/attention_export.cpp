@@ -70,8 +70,8 @@ FloatJson bertviz_entry(const std::string& op, const fs::path& path, const Float
   return {{"name", name}, {"attn", std::move(attn)}, {"left_text", left}, {"right_text", right}};
 }
 
-// Writes bertviz's params for the entries; layer counts must agree (include_layers is shared).
-void write_bertviz(const std::string& op, const fs::path& path, const std::vector<FloatJson>& entries) {
+// bertviz's params for one sequence's entries; layer counts must agree (include_layers is shared).
+FloatJson bertviz_params(const std::string& op, const fs::path& path, const std::vector<FloatJson>& entries) {
   const std::size_t layers = entries.front()["attn"].size();
   for (const FloatJson& e : entries) {
     if (e["attn"].size() != layers) {
@@ -82,15 +82,51 @@ void write_bertviz(const std::string& op, const fs::path& path, const std::vecto
   }
   std::vector<std::size_t> include_layers(layers);
   for (std::size_t i = 0; i < layers; ++i) include_layers[i] = i;
-  const FloatJson params = {{"attention", entries},          {"default_filter", "0"},
-                            {"root_div_id", "bertviz-tapegrad"}, {"layer", nullptr},
-                            {"heads", nullptr},               {"include_layers", include_layers}};
-  nn::write_file_atomic(path, params.dump(), op);
+  return {{"attention", entries},          {"default_filter", "0"},
+          {"root_div_id", "bertviz-tapegrad"}, {"layer", nullptr},
+          {"heads", nullptr},               {"include_layers", include_layers}};
 }
 
 template <class T>
 void require_records(const std::string& op, const fs::path& path, const AttentionCapture<T>& capture) {
   if (capture.records.empty()) fail(op, path, "the capture has no attention records (the model ran no attention module)");
+}
+
+// Every export's metadata: the capture's loss and record names, then the caller's.
+template <class T>
+nn::Metadata export_metadata_of(const std::string& op, const fs::path& path, const AttentionCapture<T>& capture,
+                                const nn::Metadata& metadata) {
+  nlohmann::json records = nlohmann::json::array();
+  for (const AttentionRecord<T>& r : capture.records) records.push_back(r.name);
+  nn::Metadata out{{"loss", exact_text(capture.loss)}, {"records", records.dump()}};
+  for (const auto& [key, value] : metadata) {
+    if (!out.emplace(key, value).second) {
+      fail(op, path, "the metadata key '" + key + "' is the export's own (\"loss\" and \"records\" are reserved)");
+    }
+  }
+  return out;
+}
+
+// The sequences of the capture's batch, which every token list must match in number.
+template <class T>
+std::size_t sequences_of(const std::string& op, const fs::path& path, const AttentionCapture<T>& capture,
+                         std::initializer_list<std::pair<const SequenceTokens*, const char*>> token_lists) {
+  const auto& shape = capture.records.front().weights.shape();
+  for (const auto& [tokens, arg] : token_lists) {
+    if (tokens->size() != shape[0]) {
+      throw ShapeError(op + "('" + path.string() + "'): '" + capture.records.front().name + "' weights " +
+                       format_shape(shape) + " hold " + std::to_string(shape[0]) + " sequences, but " + arg +
+                       " has token lists for " + std::to_string(tokens->size()));
+    }
+  }
+  return shape[0];
+}
+
+// Writes {"sequences": [params per sequence], "metadata": {...}}.
+void write_bertviz(const std::string& op, const fs::path& path, const std::vector<FloatJson>& sequences,
+                   const nn::Metadata& metadata) {
+  const FloatJson file = {{"sequences", sequences}, {"metadata", metadata}};
+  nn::write_file_atomic(path, file.dump(), op);
 }
 
 }  // namespace
@@ -121,23 +157,24 @@ NamedArrays<T> attention_arrays(const AttentionCapture<T>& capture, const NamedA
 }
 
 template <class T>
-void save_attention_safetensors(const fs::path& path, const AttentionCapture<T>& capture, const NamedArrays<T>& extras) {
+void save_attention_safetensors(const fs::path& path, const AttentionCapture<T>& capture, const NamedArrays<T>& extras,
+                                const nn::Metadata& metadata) {
   const std::string op = "save_attention_safetensors";
   require_records(op, path, capture);
+  const nn::Metadata all_metadata = export_metadata_of(op, path, capture, metadata);
   nn::StateDict<T> tensors;
   for (auto& [name, array] : attention_arrays(capture, extras, op + "('" + path.string() + "')")) {
     tensors.emplace(name, std::move(array));
   }
-  nlohmann::json records = nlohmann::json::array();
-  for (const AttentionRecord<T>& r : capture.records) records.push_back(r.name);
-  renamed(op, path,
-          [&] { nn::save_safetensors(path, tensors, {{"loss", exact_text(capture.loss)}, {"records", records.dump()}}); });
+  renamed(op, path, [&] { nn::save_safetensors(path, tensors, all_metadata); });
 }
 
 template <class T>
-void save_attention_npy(const fs::path& dir, const AttentionCapture<T>& capture, const NamedArrays<T>& extras) {
+void save_attention_npy(const fs::path& dir, const AttentionCapture<T>& capture, const NamedArrays<T>& extras,
+                        const nn::Metadata& metadata) {
   const std::string op = "save_attention_npy";
   require_records(op, dir, capture);
+  const nn::Metadata all_metadata = export_metadata_of(op, dir, capture, metadata);
   const NamedArrays<T> arrays = attention_arrays(capture, extras, op + "('" + dir.string() + "')");
   for (const auto& [name, array] : arrays) {
     if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
@@ -152,14 +189,15 @@ void save_attention_npy(const fs::path& dir, const AttentionCapture<T>& capture,
     const auto& values = array;  // clang 14 (the fuzzers' compiler) cannot capture a structured binding
     renamed(op, dir, [&] { nn::save_npy(file, values); });
   }
+  nn::write_file_atomic(dir / "metadata.json", nlohmann::json(all_metadata).dump(), op);
 }
 
 template <class T>
-void save_bertviz_json(const fs::path& path, const AttentionCapture<T>& capture,
-                       const std::vector<std::string>& encoder_tokens, const std::vector<std::string>& decoder_tokens,
-                       std::size_t batch) {
+void save_bertviz_json(const fs::path& path, const AttentionCapture<T>& capture, const SequenceTokens& encoder_tokens,
+                       const SequenceTokens& decoder_tokens, const nn::Metadata& metadata) {
   const std::string op = "save_bertviz_json";
   require_records(op, path, capture);
+  const nn::Metadata all_metadata = export_metadata_of(op, path, capture, metadata);
   std::vector<const AttentionRecord<T>*> encoder, decoder, cross;
   for (const AttentionRecord<T>& r : capture.records) {
     if (r.module.starts_with("encoder.")) {
@@ -176,33 +214,47 @@ void save_bertviz_json(const fs::path& path, const AttentionCapture<T>& capture,
              ", ending in 'self_attention': " + std::to_string(decoder.size()) + ", ending in 'src_tgt_attention': " +
              std::to_string(cross.size()) + " (use the single-stack overload)");
   }
-  write_bertviz(op, path,
-                {bertviz_entry(op, path, "Encoder", encoder, encoder_tokens, "encoder_tokens", encoder_tokens,
-                               "encoder_tokens", batch),
-                 bertviz_entry(op, path, "Decoder", decoder, decoder_tokens, "decoder_tokens", decoder_tokens,
-                               "decoder_tokens", batch),
-                 bertviz_entry(op, path, "Cross", cross, decoder_tokens, "decoder_tokens", encoder_tokens,
-                               "encoder_tokens", batch)});
+  const std::size_t batch =
+      sequences_of(op, path, capture, {{&encoder_tokens, "encoder_tokens"}, {&decoder_tokens, "decoder_tokens"}});
+  std::vector<FloatJson> sequences;
+  for (std::size_t b = 0; b < batch; ++b) {
+    const auto& source = encoder_tokens[b];
+    const auto& target = decoder_tokens[b];
+    sequences.push_back(bertviz_params(
+        op, path,
+        {bertviz_entry(op, path, "Encoder", encoder, source, "encoder_tokens", source, "encoder_tokens", b),
+         bertviz_entry(op, path, "Decoder", decoder, target, "decoder_tokens", target, "decoder_tokens", b),
+         bertviz_entry(op, path, "Cross", cross, target, "decoder_tokens", source, "encoder_tokens", b)}));
+  }
+  write_bertviz(op, path, sequences, all_metadata);
 }
 
 template <class T>
-void save_bertviz_json(const fs::path& path, const AttentionCapture<T>& capture, const std::vector<std::string>& tokens,
-                       std::size_t batch) {
+void save_bertviz_json(const fs::path& path, const AttentionCapture<T>& capture, const SequenceTokens& tokens,
+                       const nn::Metadata& metadata) {
   const std::string op = "save_bertviz_json";
   require_records(op, path, capture);
+  const nn::Metadata all_metadata = export_metadata_of(op, path, capture, metadata);
   std::vector<const AttentionRecord<T>*> layers;
   for (const AttentionRecord<T>& r : capture.records) layers.push_back(&r);
-  write_bertviz(op, path, {bertviz_entry(op, path, nullptr, layers, tokens, "tokens", tokens, "tokens", batch)});
+  std::vector<FloatJson> sequences;
+  for (std::size_t b = 0, batch = sequences_of(op, path, capture, {{&tokens, "tokens"}}); b < batch; ++b) {
+    sequences.push_back(
+        bertviz_params(op, path, {bertviz_entry(op, path, nullptr, layers, tokens[b], "tokens", tokens[b], "tokens", b)}));
+  }
+  write_bertviz(op, path, sequences, all_metadata);
 }
 
 #define TAPEGRAD_INSTANTIATE_ATTENTION_EXPORT(T)                                                                  \
   template NamedArrays<T> attention_arrays(const AttentionCapture<T>&, const NamedArrays<T>&, const std::string&); \
-  template void save_attention_safetensors(const fs::path&, const AttentionCapture<T>&, const NamedArrays<T>&);   \
-  template void save_attention_npy(const fs::path&, const AttentionCapture<T>&, const NamedArrays<T>&);           \
-  template void save_bertviz_json(const fs::path&, const AttentionCapture<T>&, const std::vector<std::string>&,   \
-                                  const std::vector<std::string>&, std::size_t);                                  \
-  template void save_bertviz_json(const fs::path&, const AttentionCapture<T>&, const std::vector<std::string>&,   \
-                                  std::size_t);
+  template void save_attention_safetensors(const fs::path&, const AttentionCapture<T>&, const NamedArrays<T>&,  \
+                                           const nn::Metadata&);                                                \
+  template void save_attention_npy(const fs::path&, const AttentionCapture<T>&, const NamedArrays<T>&,          \
+                                   const nn::Metadata&);                                                        \
+  template void save_bertviz_json(const fs::path&, const AttentionCapture<T>&, const SequenceTokens&,           \
+                                  const SequenceTokens&, const nn::Metadata&);                                  \
+  template void save_bertviz_json(const fs::path&, const AttentionCapture<T>&, const SequenceTokens&,           \
+                                  const nn::Metadata&);
 
 TAPEGRAD_INSTANTIATE_ATTENTION_EXPORT(float)
 TAPEGRAD_INSTANTIATE_ATTENTION_EXPORT(double)

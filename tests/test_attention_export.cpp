@@ -19,6 +19,8 @@
 #include "autograd/ops/all.h"
 #include "autograd/core/tape.h"
 #include "study/attention_export.h"
+#include "study/exact_text.h"
+#include "study/export_metadata.h"
 #include "study/training_snapshots.h"
 #include "nn/io/checkpoint.h"
 #include "nn/labml/multi_head_attention.h"
@@ -228,12 +230,33 @@ study::AttentionCapture<double> tiny_capture(DropoutTransformer& t) {
   return study::capture_attention(t.model, t.probe);
 }
 
+// What a study puts into every export (study/export_metadata.h), here for the probe batch.
+nn::Metadata probe_metadata(const DropoutTransformer& t) {
+  return study::export_metadata(t.probe_src, 12, {{"d_model", "4"}, {"heads", "2"}});
+}
+
+TEST(AttentionExport, MetadataHoldsTokensSequenceLengthStepAndModel) {
+  DropoutTransformer t;
+  const nn::Metadata m = probe_metadata(t);
+  EXPECT_EQ(m, (nn::Metadata{{"tokens", "[[1,2,3],[4,1,0]]"},
+                             {"seq_len", "3"},
+                             {"step", "12"},
+                             {"model.d_model", "4"},
+                             {"model.heads", "2"}}));
+  EXPECT_TRUE(throws_with<ShapeError>([] { study::export_metadata(IndexArray{1, 2}, 0, {}); },
+                                      {"export_metadata", "[batch, seq]", "[2]"}));
+}
+
 TEST(AttentionExport, SafetensorsLoadsInPyTorchBitForBit) {
   DropoutTransformer t;
   const auto capture = tiny_capture(t);
   const study::NamedArrays<double> extras{{"rollout", xt::xarray<double>{{0.25, 0.75}, {1.0, 0.0}}}};
   TempDir dir;
-  study::save_attention_safetensors(dir.path() / "attention.safetensors", capture, extras);
+  study::save_attention_safetensors(dir.path() / "attention.safetensors", capture, extras, probe_metadata(t));
+  // The metadata, read without torch.
+  const nn::Metadata stored = nn::load_safetensors<double>(dir.path() / "attention.safetensors").metadata;
+  for (const auto& [key, value] : probe_metadata(t)) EXPECT_EQ(stored.at(key), value) << key;
+  EXPECT_EQ(stored.count("loss"), 1u);
   const auto read = read_in_python("safetensors", dir.path() / "attention.safetensors");
   if (!read) GTEST_SKIP() << "python3-torch is not installed";
   const auto arrays = expected_arrays(capture, extras);
@@ -251,9 +274,17 @@ TEST(AttentionExport, NpyFilesLoadWithTheirShapesAndValues) {
   DropoutTransformer t;
   const auto capture = tiny_capture(t);
   TempDir dir;
-  study::save_attention_npy(dir.path() / "npy", capture, {{"flow", xt::xarray<double>{1.0, 2.0, 3.0}}});
+  study::save_attention_npy(dir.path() / "npy", capture, {{"flow", xt::xarray<double>{1.0, 2.0, 3.0}}},
+                            probe_metadata(t));
   const auto read = read_in_python("npy", dir.path() / "npy");
   ASSERT_TRUE(read);  // plain Python: no skip
+  // metadata.json beside the arrays: the safetensors file's metadata.
+  nlohmann::json records = nlohmann::json::array();
+  for (const auto& r : capture.records) records.push_back(r.name);
+  nn::Metadata expected_metadata = probe_metadata(t);
+  expected_metadata["loss"] = study::exact_text(capture.loss);
+  expected_metadata["records"] = records.dump();
+  EXPECT_EQ((*read)["metadata"], nlohmann::json(expected_metadata));
   const auto arrays = expected_arrays(capture, {{"flow", xt::xarray<double>{1.0, 2.0, 3.0}}});
   ASSERT_EQ((*read)["arrays"].size(), arrays.size());
   for (const auto& [name, array] : arrays) {
@@ -264,45 +295,56 @@ TEST(AttentionExport, NpyFilesLoadWithTheirShapesAndValues) {
   }
 }
 
-TEST(AttentionExport, BertvizJsonHasTheHeadViewStructure) {
+// Every sequence of the batch (the probe batch has two), each with its own tokens, and the
+// metadata.
+TEST(AttentionExport, BertvizJsonHasTheHeadViewStructureOfEverySequence) {
   DropoutTransformer t;
   const auto capture = tiny_capture(t);
   TempDir dir;
-  const std::vector<std::string> src{"<s>", "a", "b"}, tgt{"a", "b"};
-  study::save_bertviz_json(dir.path() / "bertviz.json", capture, src, tgt, 1);
+  const study::SequenceTokens src{{"<s>", "a", "b"}, {"c", "<s>", "-"}}, tgt{{"a", "b"}, {"<s>", "-"}};
+  study::save_bertviz_json(dir.path() / "bertviz.json", capture, src, tgt, probe_metadata(t));
   const auto read = read_in_python("bertviz", dir.path() / "bertviz.json");
   ASSERT_TRUE(read);  // plain Python: no skip
-  EXPECT_EQ((*read)["keys"], nlohmann::json({"attention", "default_filter", "heads", "include_layers", "layer", "root_div_id"}));
-  EXPECT_EQ((*read)["default_filter"], "0");
-  EXPECT_EQ((*read)["include_layers"], nlohmann::json({0, 1}));
-  const auto& entries = (*read)["entries"];
-  ASSERT_EQ(entries.size(), 3u);
-  const std::vector<std::tuple<std::string, std::vector<std::string>, std::vector<std::string>>> expected{
-      {"Encoder", src, src}, {"Decoder", tgt, tgt}, {"Cross", tgt, src}};
-  for (std::size_t i = 0; i < 3; ++i) {
-    const auto& [name, left, right] = expected[i];
-    EXPECT_EQ(entries[i]["name"], name);
-    EXPECT_EQ(entries[i]["dims"], nlohmann::json({2, 2, left.size(), right.size()})) << name;  // layers x heads x seq x seq
-    EXPECT_EQ(entries[i]["left"], nlohmann::json(left)) << name;
-    EXPECT_EQ(entries[i]["right"], nlohmann::json(right)) << name;
-    EXPECT_TRUE(entries[i]["row_sums_ok"].get<bool>()) << name;
+  ASSERT_EQ((*read)["sequences"].size(), 2u);
+  for (std::size_t b = 0; b < 2; ++b) {
+    SCOPED_TRACE(b);
+    const auto& sequence = (*read)["sequences"][b];
+    EXPECT_EQ(sequence["keys"],
+              nlohmann::json({"attention", "default_filter", "heads", "include_layers", "layer", "root_div_id"}));
+    EXPECT_EQ(sequence["default_filter"], "0");
+    EXPECT_EQ(sequence["include_layers"], nlohmann::json({0, 1}));
+    const auto& entries = sequence["entries"];
+    ASSERT_EQ(entries.size(), 3u);
+    const std::vector<std::tuple<std::string, std::vector<std::string>, std::vector<std::string>>> expected{
+        {"Encoder", src[b], src[b]}, {"Decoder", tgt[b], tgt[b]}, {"Cross", tgt[b], src[b]}};
+    for (std::size_t i = 0; i < 3; ++i) {
+      const auto& [name, left, right] = expected[i];
+      EXPECT_EQ(entries[i]["name"], name);
+      EXPECT_EQ(entries[i]["dims"], nlohmann::json({2, 2, left.size(), right.size()})) << name;  // layers x heads x seq x seq
+      EXPECT_EQ(entries[i]["left"], nlohmann::json(left)) << name;
+      EXPECT_EQ(entries[i]["right"], nlohmann::json(right)) << name;
+      EXPECT_TRUE(entries[i]["row_sums_ok"].get<bool>()) << name;
+    }
   }
+  EXPECT_EQ((*read)["metadata"]["tokens"], "[[1,2,3],[4,1,0]]");
   // Batch element 1 of the cross attention of layer 0, head 1, query 0, as floats.
   std::ifstream in(dir.path() / "bertviz.json");
-  const auto params = nlohmann::json::parse(in);
-  EXPECT_EQ(params["attention"][2]["attn"][0][1][0][2].get<float>(),
+  const auto exported = nlohmann::json::parse(in);
+  EXPECT_EQ(exported["sequences"][1]["attention"][2]["attn"][0][1][0][2].get<float>(),
             static_cast<float>(capture.at("decoder.decoder_layers.0.src_tgt_attention").weights(1, 1, 0, 2)));
 
   Generator gen(94);
   nn::labml::MultiHeadAttention<double> mha(2, 4, gen, 0.0);
   const Tensor<double> x = random_tensor({3, 1, 4}, 95, false);
   const auto single = study::capture_attention(mha, [&] { return sum(mha(x, x, x)); });
-  study::save_bertviz_json(dir.path() / "single.json", single, {"x", "y", "z"});
+  study::save_bertviz_json(dir.path() / "single.json", single, {{"x", "y", "z"}});
   const auto one = read_in_python("bertviz", dir.path() / "single.json");
   ASSERT_TRUE(one);
-  ASSERT_EQ((*one)["entries"].size(), 1u);
-  EXPECT_TRUE((*one)["entries"][0]["name"].is_null());
-  EXPECT_EQ((*one)["entries"][0]["dims"], nlohmann::json({1, 2, 3, 3}));
+  ASSERT_EQ((*one)["sequences"].size(), 1u);
+  const auto& entries = (*one)["sequences"][0]["entries"];
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_TRUE(entries[0]["name"].is_null());
+  EXPECT_EQ(entries[0]["dims"], nlohmann::json({1, 2, 3, 3}));
 }
 
 // A failed export names the function and the path and leaves nothing behind. The "directory"
@@ -323,8 +365,8 @@ TEST(AttentionExport, UnwritablePathLeavesNothingHalfWritten) {
   };
   expect_named_failure([&] { study::save_attention_safetensors(file / "a.safetensors", capture); },
                        "save_attention_safetensors");
-  expect_named_failure([&] { study::save_bertviz_json(file / "b.json", capture, {"<s>", "a", "b"}, {"a", "b"}); },
-                       "save_bertviz_json");
+  const study::SequenceTokens src{{"<s>", "a", "b"}, {"<s>", "a", "b"}}, tgt{{"a", "b"}, {"a", "b"}};
+  expect_named_failure([&] { study::save_bertviz_json(file / "b.json", capture, src, tgt); }, "save_bertviz_json");
   expect_named_failure([&] { study::save_attention_npy(file / "npy", capture); }, "save_attention_npy");
   expect_named_failure([&] { study::save_snapshots(file / "s.safetensors", {study::snapshot_of(capture, 0)}); },
                        "save_snapshots");

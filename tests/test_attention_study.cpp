@@ -9,6 +9,9 @@
 #include <sstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include "nn/io/checkpoint.h"
 #include "tests/attention_study/support.h"
 
 namespace {
@@ -59,6 +62,27 @@ TEST(AttentionStudy, WritesExportsAndTrainingSnapshots) {
     EXPECT_TRUE(fs::is_regular_file(out / f)) << f;
   }
   EXPECT_NE(read_text(out / "snapshots.safetensors").find(R"("steps":"0,1,2,4,8,16,32,40")"), std::string::npos);
+}
+
+// Every export holds the same metadata: the studied tokens, the model's configuration, the
+// sequence length and the model's step; bertviz.json holds every sequence.
+TEST(AttentionStudy, ExportsHoldTheStudysMetadataAndEverySequence) {
+  const fs::path& out = trained_output();
+  const tapegrad::nn::Metadata metadata = tapegrad::nn::load_safetensors<float>(out / "attention.safetensors").metadata;
+  EXPECT_EQ(metadata.at("seq_len"), "5");
+  EXPECT_EQ(metadata.at("step"), "40");
+  EXPECT_EQ(metadata.at("model.layers"), "2");
+  EXPECT_EQ(metadata.at("model.heads"), "2");
+  EXPECT_EQ(metadata.at("model.d_model"), "8");
+  const auto tokens = nlohmann::json::parse(metadata.at("tokens"));
+  ASSERT_EQ(tokens.size(), 2u);  // --sequences 2
+  EXPECT_EQ(tokens[1].size(), 5u);
+  EXPECT_EQ(tokens[1][0], 1);  // the start symbol
+  EXPECT_EQ(nlohmann::json::parse(read_text(out / "npy" / "metadata.json")), nlohmann::json(metadata));
+  const auto bertviz = nlohmann::json::parse(read_text(out / "bertviz.json"));
+  EXPECT_EQ(bertviz["metadata"], nlohmann::json(metadata));
+  ASSERT_EQ(bertviz["sequences"].size(), 2u);
+  EXPECT_EQ(bertviz["sequences"][1]["attention"][0]["left_text"][2], tokens[1][2].dump());
 }
 
 TEST(AttentionStudy, PageIsSelfContained) {

@@ -1,18 +1,21 @@
 #pragma once
 // The study's data for other tools (study/attention_export.h), next to the page in the output
-// directory:
+// directory, each holding the study's metadata (study/export_metadata.h: the batch's token ids,
+// the model's configuration, the sequence length and the model's step):
 //   attention.safetensors  every capture array ("<module path>.weights", ".scores_grad", ...) and
 //                          the attributions "encoder.rollout" and "encoder.gradient_weighted_rollout"
 //                          [batch, seq, seq] (study/attribution/rollout.h over the encoder layers)
-//   npy/                   the same arrays, one .npy each
-//   bertviz.json           bertviz head view's params for the batch's first sequence (encoder,
+//   npy/                   the same arrays, one .npy each, and metadata.json
+//   bertviz.json           bertviz head view's params for every sequence of the batch (encoder,
 //                          decoder and cross attention, tokens as their numbers, "<s>" for the start)
 #include <filesystem>
 
+#include "examples/attention_study/report.h"
 #include "examples/attention_study/study.h"
 
 namespace tapegrad::attention_study {
 
-void write_exports(const std::filesystem::path& dir, const StudyResult& study, const IndexArray& data);
+void write_exports(const std::filesystem::path& dir, const RunInfo& run, const StudyResult& study,
+                   const IndexArray& data);
 
 }  // namespace tapegrad::attention_study

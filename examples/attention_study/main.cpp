@@ -87,7 +87,7 @@ int study(const tapegrad::copy_task::Config& config, const Options& options) {
 
   const attention_study::StudyResult result = attention_study::study_batch(trainer.model(), data);
   attention_study::write_report(options.out, run, result, snapshots);
-  attention_study::write_exports(options.out, result, data);
+  attention_study::write_exports(options.out, run, result, data);
   std::printf("Model: %s; exact-match accuracy %.0f%%. Study batch loss %.4f; softmax-backward checks %s.\n",
               run.source.c_str(), 100.0 * run.accuracy, result.loss, result.checks_passed ? "passed" : "FAILED");
   std::printf("Head ablation (A of the head := 0; change = ablated - clean loss):\n%s",

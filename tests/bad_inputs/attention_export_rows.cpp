@@ -26,8 +26,14 @@ BAD_INPUT_ROW(Nn, attention_export_unwritable_path, ValueError,
               "save_attention_safetensors('/dev/null/a.safetensors')", "cannot create the temp file",
               "Not a directory", "unchanged")
 BAD_INPUT_ROW(Nn, bertviz_tokens_wrong_length, ShapeError,
-              (study::save_bertviz_json<double>("unused.json", one_record(), {"a", "b"})),
+              (study::save_bertviz_json<double>("unused.json", one_record(), {{"a", "b"}})),
               "save_bertviz_json('unused.json')", "[1,2,3,3]", "need 3 tokens", "got 2")
+BAD_INPUT_ROW(Nn, bertviz_tokens_for_another_batch, ShapeError,
+              (study::save_bertviz_json<double>("unused.json", one_record(), {{"a", "b", "c"}, {"a", "b", "c"}})),
+              "save_bertviz_json('unused.json')", "[1,2,3,3] hold 1 sequences", "tokens has token lists for 2")
+BAD_INPUT_ROW(Nn, attention_export_reserved_metadata_key, ValueError,
+              (study::save_attention_npy<double>("unused_npy", one_record(), {}, {{"loss", "0"}})),
+              "save_attention_npy('unused_npy')", "metadata key 'loss'", "reserved")
 BAD_INPUT_ROW(Nn, snapshot_of_empty_capture, ValueError, (study::snapshot_of(study::AttentionCapture<float>{}, 0)),
               "snapshot_of", "no attention records")
 BAD_INPUT_ROW(Nn, save_snapshots_same_step_twice, ValueError, ([] {

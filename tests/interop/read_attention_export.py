@@ -4,10 +4,11 @@ found as JSON on stdout, for test_attention_capture to compare with the capture:
   safetensors FILE  tensors loaded into torch (the hand-written reader of pytorch_interop.py):
                     {"tensors": {name: {"dtype", "shape", "hex"}}, "metadata": {...}}
   npy DIR           every .npy parsed by hand (format 1.0/2.0, no NumPy needed), its data checked to
-                    fill the shape: {"arrays": {name: {"descr", "shape", "hex"}}}
-  bertviz FILE      json.load, then bertviz head view's structure checked here:
-                    {"entries": [{"name", "dims": [layers, heads, seq_q, seq_k], "left", "right", "row_sums_ok"}],
-                     "keys": [...], "default_filter", "include_layers"}
+                    fill the shape, and metadata.json: {"arrays": {name: {"descr", "shape", "hex"}}, "metadata": {...}}
+  bertviz FILE      json.load, then bertviz head view's structure checked here, per sequence:
+                    {"sequences": [{"entries": [{"name", "dims": [layers, heads, seq_q, seq_k], "left", "right",
+                                                 "row_sums_ok"}], "keys": [...], "default_filter", "include_layers"}],
+                     "metadata": {...}}
 "hex" is the tensor's bytes, so the comparison is bit for bit. Only safetensors needs torch (its import
 takes seconds, so the other two do without); exit 77 when it is missing."""
 import ast
@@ -53,8 +54,11 @@ def read_npy(path):
 
 
 def read_npy_dir(path):
+    with open(os.path.join(path, "metadata.json")) as f:
+        metadata = json.load(f)
     return {"arrays": {name[:-4]: read_npy(os.path.join(path, name))
-                       for name in sorted(os.listdir(path)) if name.endswith(".npy")}}
+                       for name in sorted(os.listdir(path)) if name.endswith(".npy")},
+            "metadata": metadata}
 
 
 def dims(nested, depth):
@@ -67,9 +71,7 @@ def dims(nested, depth):
     return [len(nested)] + inner[0] if inner[0] is not None and all(i == inner[0] for i in inner) else None
 
 
-def read_bertviz(path):
-    with open(path) as f:
-        params = json.load(f)
+def read_head_view_params(params):
     entries = []
     for e in params["attention"]:
         shape = dims(e["attn"], 4)
@@ -78,6 +80,12 @@ def read_bertviz(path):
                         "row_sums_ok": bool(rows) and all(abs(sum(r) - 1) < 1e-5 or sum(r) == 0 for r in rows)})
     return {"entries": entries, "keys": sorted(params), "default_filter": params["default_filter"],
             "include_layers": params["include_layers"]}
+
+
+def read_bertviz(path):
+    with open(path) as f:
+        exported = json.load(f)
+    return {"sequences": [read_head_view_params(p) for p in exported["sequences"]], "metadata": exported["metadata"]}
 
 
 if __name__ == "__main__":
