@@ -6,11 +6,13 @@
 #include <filesystem>
 #include <regex>
 #include <set>
+#include <span>
 #include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "examples/attention_study/json.h"
 #include "nn/io/checkpoint.h"
 #include "tests/attention_study/support.h"
 
@@ -58,8 +60,20 @@ TEST(AttentionStudy, WritesThePageTablesExportsAndSnapshotsNothingElse) {
 TEST(AttentionStudy, WritesExportsAndTrainingSnapshots) {
   const fs::path& out = trained_output();
   for (const char* f : {"attention.safetensors", "bertviz.json", "snapshots.safetensors",
-                        "npy/encoder.encoder_layers.0.multi_head_attention.weights.npy", "npy/encoder.rollout.npy"}) {
+                        "npy/encoder.encoder_layers.0.multi_head_attention.weights.npy", "npy/encoder.rollout.npy",
+                        "npy/decoder.rollout.npy", "npy/decoder.gradient_weighted_rollout.npy"}) {
     EXPECT_TRUE(fs::is_regular_file(out / f)) << f;
+  }
+  // The attribution maps exported are the page's, encoder's and decoder's, bit for bit.
+  const auto exported = tapegrad::nn::load_safetensors<float>(out / "attention.safetensors").tensors;
+  const std::string html = read_text(out / "index.html");
+  for (const char* name : {"encoder.rollout", "encoder.gradient_weighted_rollout", "decoder.rollout",
+                           "decoder.gradient_weighted_rollout"}) {
+    const auto& values = exported.at(name);
+    EXPECT_EQ(values.dimension(), 3u) << name;
+    EXPECT_NE(html.find(tapegrad::attention_study::base64_float32(std::span<const float>(values.data(), values.size()))),
+              std::string::npos)
+        << name;
   }
   EXPECT_NE(read_text(out / "snapshots.safetensors").find(R"("steps":"0,1,2,4,8,16,32,40")"), std::string::npos);
 }

@@ -1,12 +1,10 @@
 #include "examples/attention_study/export.h"
 
-#include <span>
 #include <string>
 #include <vector>
 
 #include "nn/copy_task/copy_task.h"
 #include "study/attention_export.h"
-#include "study/attribution/rollout.h"
 #include "study/exact_text.h"
 #include "study/export_metadata.h"
 
@@ -37,17 +35,8 @@ nn::Metadata model_configuration(const copy_task::Config& c) {
 void write_exports(const std::filesystem::path& dir, const RunInfo& run, const StudyResult& study,
                    const IndexArray& data) {
   const nn::Metadata metadata = study::export_metadata(data, run.steps, model_configuration(run.config));
-  std::vector<xt::xarray<float>> weights, grads;  // the encoder's layers, forward order
-  for (const auto& r : study.capture.records) {
-    if (r.module.starts_with("encoder.")) {
-      weights.push_back(r.weights);
-      grads.push_back(r.weights_grad);
-    }
-  }
-  const std::span<const xt::xarray<float>> A(weights), dA(grads);
-  const study::NamedArrays<float> attributions{
-      {"encoder.rollout", study::attention_rollout(A)},
-      {"encoder.gradient_weighted_rollout", study::gradient_weighted_rollout(A, dA)}};
+  study::NamedArrays<float> attributions;  // the page's maps, encoder's and decoder's
+  for (const AttributionMap& a : study.attributions) attributions.emplace_back(a.array_name, a.values);
   study::save_attention_safetensors(dir / "attention.safetensors", study.capture, attributions, metadata);
   study::save_attention_npy(dir / "npy", study.capture, attributions, metadata);
   const copy_task::Batch batch = copy_task::make_batch(data);

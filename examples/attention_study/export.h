@@ -3,8 +3,9 @@
 // directory, each holding the study's metadata (study/export_metadata.h: the batch's token ids,
 // the model's configuration, the sequence length and the model's step):
 //   attention.safetensors  every capture array ("<module path>.weights", ".scores_grad", ...) and
-//                          the attributions "encoder.rollout" and "encoder.gradient_weighted_rollout"
-//                          [batch, seq, seq] (study/attribution/rollout.h over the encoder layers)
+//                          the page's attribution maps [batch, seq, seq] (study.h):
+//                          "encoder.rollout", "encoder.gradient_weighted_rollout" and the same two
+//                          of the decoder ("decoder.rollout", ...)
 //   npy/                   the same arrays, one .npy each, and metadata.json
 //   bertviz.json           bertviz head view's params for every sequence of the batch (encoder,
 //                          decoder and cross attention, tokens as their numbers, "<s>" for the start)

@@ -93,12 +93,12 @@ void add_rollouts(const StudyResult& study, AttentionKind kind, std::vector<Attr
   if (attention.empty()) return;
   const std::string stack = stack_name(kind);
   const std::string layers = std::to_string(attention.size()) + " " + stack + " self-attention layers";
-  out.push_back({stack + " rollout",
+  out.push_back({stack + " rollout", stack + ".rollout",
                  "Attention rollout (Abnar & Zuidema 2020): product over the " + layers +
                      " of 0.5 mean_heads(A) + 0.5 I, later layers on the left; row = output token, column = input "
                      "token.",
                  study::attention_rollout<float>(attention), tokens});
-  out.push_back({stack + " gradient-weighted rollout",
+  out.push_back({stack + " gradient-weighted rollout", stack + ".gradient_weighted_rollout",
                  "Gradient-weighted rollout (Chefer et al. 2021): product over the " + layers +
                      " of mean_heads(max(A dL/dA, 0)) + I, rows normalised.",
                  study::gradient_weighted_rollout<float>(attention, gradients), tokens});

@@ -55,6 +55,7 @@ std::string head_name(const std::string& short_name, std::size_t head);
 // An attribution map of the study batch (study/attribution.h) over one stack's tokens.
 struct AttributionMap {
   std::string name;         // "encoder rollout"
+  std::string array_name;   // its name in the exports (export.h): "encoder.rollout"
   std::string description;  // one sentence: the method and the layers it combines
   xt::xarray<float> values; // [batch, seq, seq]: row i = output token, column j = input token
   IndexArray tokens;        // [batch, seq]
