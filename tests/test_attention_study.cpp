@@ -202,16 +202,21 @@ TEST(AttentionStudy, LoadsACheckpointAndSaysThereIsNoLossHistory) {
             read_text(dir.path() / "trained" / "grad_norms_heads.csv"));
 }
 
+// A checkpoint of the tiny model after one training step, written into dir.
+fs::path one_step_checkpoint(const TempDir& dir) {
+  const fs::path checkpoint = dir.path() / "model.safetensors";
+  const Result r = run_study(kSizeFlags + " --steps 1 --sequences 1 --save-checkpoint '" + checkpoint.string() +
+                                 "' --out '" + (dir.path() / "a").string() + "'",
+                             dir.path() / "log1");
+  EXPECT_EQ(r.status, 0) << r.output;
+  return checkpoint;
+}
+
 // A checkpoint studied at another --seq-len than it was trained at: a study all the same (no
 // parameter depends on the length), with a warning naming both lengths.
 TEST(AttentionStudy, WarnsWhenACheckpointIsStudiedAtAnotherSequenceLength) {
   TempDir dir;
-  const fs::path checkpoint = dir.path() / "model.safetensors";
-  ASSERT_EQ(run_study(kSizeFlags + " --steps 1 --sequences 1 --save-checkpoint '" + checkpoint.string() + "' --out '" +
-                          (dir.path() / "a").string() + "'",
-                      dir.path() / "log1")
-                .status,
-            0);
+  const fs::path checkpoint = one_step_checkpoint(dir);
   std::string longer_flags = kSizeFlags;
   longer_flags.replace(longer_flags.find("--seq-len 5"), 11, "--seq-len 7");
   const Result longer = run_study(longer_flags + " --sequences 1 --checkpoint '" + checkpoint.string() + "' --out '" +
@@ -225,12 +230,7 @@ TEST(AttentionStudy, WarnsWhenACheckpointIsStudiedAtAnotherSequenceLength) {
 
 TEST(AttentionStudy, RejectsACheckpointOfAnotherSizeAndBadFlags) {
   TempDir dir;
-  const fs::path checkpoint = dir.path() / "model.safetensors";
-  ASSERT_EQ(run_study(kSizeFlags + " --steps 1 --sequences 1 --save-checkpoint '" + checkpoint.string() + "' --out '" +
-                          (dir.path() / "a").string() + "'",
-                      dir.path() / "log1")
-                .status,
-            0);
+  const fs::path checkpoint = one_step_checkpoint(dir);
   const Result other = run_study(" --layers 1 --heads 2 --d-model 8 --d-ff 16 --seq-len 5 --checkpoint '" +
                                      checkpoint.string() + "' --out '" + (dir.path() / "b").string() + "'",
                                  dir.path() / "log2");
