@@ -4,7 +4,6 @@
 
 #include "autograd/ops/reduce.h"
 #include "nn/copy_task/copy_task.h"
-#include "examples/attention_study/format.h"
 #include "nn/io/atomic_file.h"
 #include "study/attention_sites.h"
 #include "study/metrics.h"
@@ -58,32 +57,32 @@ CircuitStudy circuit_study(nn::transformer::Transformer<float>& model, const Ind
   return circuit;
 }
 
-Table circuit_table(const CircuitStudy& circuit, NumberFormat format) {
+Table circuit_table(const CircuitStudy& circuit) {
   Table t{{"name", "point", "head", "exact"}, {}};
   for (const auto& method : circuit.comparison.methods) t.header.push_back(method.method);
   const auto& exact = circuit.comparison.exact;
   for (std::size_t i = 0; i < exact.rows.size(); ++i) {
-    std::vector<std::string> row = {circuit.row_names[i], exact.rows[i].point, std::to_string(exact.rows[i].index),
-                                    format(circuit.recovered(exact.rows[i].metric - exact.target_metric))};
-    for (const auto& method : circuit.comparison.methods) row.push_back(format(circuit.recovered(method.estimates[i])));
+    std::vector<Cell> row = {circuit.row_names[i], exact.rows[i].point, std::to_string(exact.rows[i].index),
+                             circuit.recovered(exact.rows[i].metric - exact.target_metric)};
+    for (const auto& method : circuit.comparison.methods) row.push_back(circuit.recovered(method.estimates[i]));
     t.rows.push_back(std::move(row));
   }
   return t;
 }
 
-Table method_agreement_table(const CircuitStudy& circuit, NumberFormat format) {
+Table method_agreement_table(const CircuitStudy& circuit) {
   Table t{{"method", "seconds", "Pearson", "Spearman", "top-k recall", "k"}, {}};
-  t.rows.push_back({"exact patching", format(circuit.comparison.exact_seconds), "", "", "", ""});
+  t.rows.push_back({"exact patching", circuit.comparison.exact_seconds, "", "", "", ""});
   for (const auto& m : circuit.comparison.methods) {
-    t.rows.push_back({m.method, format(m.seconds), format(m.agreement.pearson), format(m.agreement.spearman),
-                      format(m.agreement.top_k_recall), std::to_string(m.agreement.k)});
+    t.rows.push_back({m.method, m.seconds, m.agreement.pearson, m.agreement.spearman, m.agreement.top_k_recall,
+                      std::to_string(m.agreement.k)});
   }
   return t;
 }
 
 void write_circuit(const std::filesystem::path& dir, const CircuitStudy& circuit) {
-  nn::write_file_atomic(dir / "circuit.csv", to_csv(circuit_table(circuit, full_number)));
-  nn::write_file_atomic(dir / "patching_methods.csv", to_csv(method_agreement_table(circuit, full_number)));
+  nn::write_file_atomic(dir / "circuit.csv", to_csv(circuit_table(circuit)));
+  nn::write_file_atomic(dir / "patching_methods.csv", to_csv(method_agreement_table(circuit)));
 }
 
 }  // namespace tapegrad::attention_study

@@ -33,14 +33,11 @@ struct CircuitStudy {
 CircuitStudy circuit_study(nn::transformer::Transformer<float>& model, const IndexArray& data, std::size_t vocab,
                            std::uint64_t seed, const StudyResult& names);
 
-// Numbers for a file (full_number) or for reading (short_number).
-using NumberFormat = std::string (*)(double);
-
 // name, point, head, then per method (exact first) the share of the gap recovered; GradDrop's, an
 // estimate of the magnitude, is |share|.
-Table circuit_table(const CircuitStudy& circuit, NumberFormat format);
+Table circuit_table(const CircuitStudy& circuit);
 // method, seconds, Pearson, Spearman, top-k recall, k (exact patching first, its agreement blank).
-Table method_agreement_table(const CircuitStudy& circuit, NumberFormat format);
+Table method_agreement_table(const CircuitStudy& circuit);
 
 // Writes circuit.csv (circuit_table) and patching_methods.csv (method_agreement_table) into `dir`.
 void write_circuit(const std::filesystem::path& dir, const CircuitStudy& circuit);

@@ -21,10 +21,4 @@ std::string short_number(double v) {
   return buf;
 }
 
-std::string full_number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
 }  // namespace tapegrad::attention_study

@@ -7,7 +7,6 @@
 namespace tapegrad::attention_study {
 
 std::string short_number(double v);
-// 17 significant digits ("%.17g"): a double read back exactly, for the CSV files.
-std::string full_number(double v);
+
 
 }  // namespace tapegrad::attention_study

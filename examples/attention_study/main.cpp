@@ -17,7 +17,6 @@
 #include "autograd/kernels/parallel.h"
 #include "examples/attention_study/circuit.h"
 #include "examples/attention_study/export.h"
-#include "examples/attention_study/format.h"
 #include "examples/attention_study/report.h"
 #include "examples/attention_study/study.h"
 #include "examples/attention_study/tables.h"
@@ -99,7 +98,7 @@ int study(const tapegrad::copy_task::Config& config, const Options& options) {
     std::printf("Patching every head's z, q and k from the study batch into a corrupted copy (metric: logit difference, "
                 "clean %.4f, corrupted %.4f); each method against exact patching (circuit.csv):\n%s",
                 circuit.clean_metric, circuit.corrupted_metric,
-                attention_study::to_markdown(attention_study::method_agreement_table(circuit, attention_study::short_number)).c_str());
+                attention_study::to_markdown(attention_study::method_agreement_table(circuit)).c_str());
   }
   std::printf("Wrote %s\n", (std::filesystem::path(options.out) / "index.html").c_str());
   return 0;
