@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include <xtensor/xview.hpp>
 
 #include "autograd/base/errors.h"
+#include "examples/attention_study/circuit.h"
 #include "examples/attention_study/report.h"
 #include "examples/attention_study/report_data.h"
 #include "examples/attention_study/tables.h"
@@ -56,13 +58,14 @@ std::vector<study::AttentionSnapshot> make_snapshots(const StudyResult& study, s
 struct StudyPage {
   StudyResult study;
   std::vector<study::AttentionSnapshot> snapshots;
+  std::optional<attention_study::CircuitStudy> circuit;
   fs::path html;
 };
 
 // The page of an untrained model (`layers` layers, 2 heads, `sequences` sequences of seq_len) with
-// `snapshots` snapshots, written once per process.
+// `snapshots` snapshots, and with `circuit` its circuit study, written once per process.
 StudyPage make_page(const TempDir& dir, std::size_t layers, std::size_t sequences, std::size_t seq_len,
-                    std::size_t snapshots) {
+                    std::size_t snapshots, bool circuit = false) {
   copy_task::Config config;
   config.layers = layers;
   config.heads = 2;
@@ -73,8 +76,9 @@ StudyPage make_page(const TempDir& dir, std::size_t layers, std::size_t sequence
   copy_task::Trainer trainer(config);
   Generator gen(config.seed);
   StudyPage page;
-  page.study = attention_study::study_batch(trainer.model(),
-                                            copy_task::random_sequences(sequences, seq_len, config.vocab, gen));
+  const IndexArray data = copy_task::random_sequences(sequences, seq_len, config.vocab, gen);
+  page.study = attention_study::study_batch(trainer.model(), data);
+  if (circuit) page.circuit = attention_study::circuit_study(trainer.model(), data, config.vocab, 6, page.study);
   // As after training, when the model gets one sequence wrong and the others right: the last
   // sequence's gradients are 1000 times the others', so a colour scale shared by the batch must
   // still show the quiet sequence 0 (the page opens on it).
@@ -86,14 +90,14 @@ StudyPage make_page(const TempDir& dir, std::size_t layers, std::size_t sequence
                                .accuracy = 0, .accuracy_sequences = 0};
   for (int s = 0; s < 200; ++s) run.losses.push_back(2.5 * std::exp(-s / 40.0) + 0.001);
   const fs::path out = dir.path() / ("seq" + std::to_string(seq_len));
-  attention_study::write_report(out, run, page.study, page.snapshots);
+  attention_study::write_report(out, run, page.study, page.snapshots, page.circuit ? &*page.circuit : nullptr);
   page.html = out / "index.html";
   return page;
 }
 
 const StudyPage& seq10_page() {
   static TempDir dir;
-  static const StudyPage page = make_page(dir, 2, 2, 10, 3);
+  static const StudyPage page = make_page(dir, 2, 2, 10, 3, /*circuit=*/true);
   return page;
 }
 
@@ -166,15 +170,17 @@ void expect_colourful_overview(const std::string& chromium, const fs::path& page
 // Four probes in one browser run (each run costs seconds): dL/dS of a head of the capture; A of
 // another head at the first snapshot, chosen with the slider; dL/dS there, which the page does not
 // hold for a snapshot and must not take from the end of training; the readout after choosing
-// another sequence (cleared: the value read was sequence 0's). Then the overview's screenshot.
+// another sequence (cleared: the value read was sequence 0's); a cell of the circuit table, with
+// its heatmap colour. Then the overview's screenshot.
 TEST(AttentionPage, Seq10HoverReadsTheCapturedValueAndTheSlidersSnapshot) {
   REQUIRE_CHROMIUM(chromium);
   const StudyPage& page = seq10_page();
   const std::string dom = dump_dom(
-      chromium, page.html, "selftest=dec0 cross h1,2,3,dS;enc1 self h0,4,1,A,0;enc1 self h0,4,1,dS,0;sequence=1");
+      chromium, page.html, "selftest=dec0 cross h1,2,3,dS;enc1 self h0,4,1,A,0;enc1 self h0,4,1,dS,0;sequence=1;"
+      "cell=circuit,dec1 cross h1 z,exact");
   EXPECT_NE(dom.find("id=\"snapshot-slider\""), std::string::npos);
   const std::vector<std::string> readouts = selftest_results(dom);
-  ASSERT_EQ(readouts.size(), 4u) << dom.substr(0, 3000);
+  ASSERT_EQ(readouts.size(), 5u) << dom.substr(0, 3000);
   EXPECT_EQ(readouts[2].rfind("unavailable: dL/dS at step 0 is not in the page", 0), 0u) << readouts[2];
   EXPECT_EQ(readouts[3], "Click a thumbnail; move the mouse over a map to read its values. ");
 
@@ -191,6 +197,17 @@ TEST(AttentionPage, Seq10HoverReadsTheCapturedValueAndTheSlidersSnapshot) {
   const double weight = page.snapshots.at(0).weights.at(call)(0, 0, 4, 1);
   ASSERT_NE(weight, double(page.study.maps[call].weights(0, 0, 4, 1)));  // the snapshot is not the capture
   EXPECT_EQ(readout_value(readouts[1]), weight) << readouts[1];
+
+  // The exact share of dec1 cross h1's z, as the table shows numbers (6 significant digits), on a
+  // coloured cell.
+  const attention_study::CircuitStudy& circuit = *page.circuit;
+  std::size_t row = 0;
+  while (circuit.row_names.at(row) != "dec1 cross h1 z") ++row;
+  const auto& exact = circuit.comparison.exact;
+  const double share = circuit.recovered(exact.rows[row].metric - exact.target_metric);
+  ASSERT_NE(share, 0.0);
+  const std::string shown = attention_study::shown_cells({share}).at(0);
+  EXPECT_EQ(readouts[4].rfind(shown + " rgb(", 0), 0u) << readouts[4] << " against " << shown;
   expect_colourful_overview(chromium, page.html, "overview_seq10");
 }
 

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "examples/attention_study/json.h"
+#include "examples/attention_study/study.h"
 #include "nn/io/checkpoint.h"
 #include "tests/attention_study/support.h"
 
@@ -175,6 +176,35 @@ TEST(AttentionStudy, WritesTheCircuitStudyWithEveryMethodAgainstExactPatching) {
     EXPECT_LE(pearson, 1.0) << line;
   }
   EXPECT_EQ(rows, 6);
+}
+
+// The loss is minus the target log-probability, so their dL/dA are opposite, element for element;
+// the target logit's is another map. The loss and the ablation are the loss's whatever L is.
+TEST(AttentionStudy, EveryGradientIsOfTheChosenMetric) {
+  using tapegrad::attention_study::StudyMetric;
+  tapegrad::copy_task::Config config;
+  config.d_model = 8;
+  config.d_ff = 16;
+  config.heads = 2;
+  config.seq_len = 5;
+  tapegrad::Generator gen(3), data_gen(4);
+  auto model = tapegrad::copy_task::make_model<float>(config, gen);
+  const tapegrad::IndexArray data = tapegrad::copy_task::random_sequences(2, 5, config.vocab, data_gen);
+  const auto logit = tapegrad::attention_study::study_batch(*model, data, StudyMetric::kTargetLogit);
+  const auto log_prob = tapegrad::attention_study::study_batch(*model, data, StudyMetric::kTargetLogProb);
+  const auto loss = tapegrad::attention_study::study_batch(*model, data, StudyMetric::kLoss);
+  EXPECT_NEAR(loss.metric_value, -log_prob.metric_value, 1e-6);
+  EXPECT_EQ(loss.loss, log_prob.loss);
+  EXPECT_EQ(loss.loss, logit.loss);
+  EXPECT_NE(logit.metric_value, log_prob.metric_value);
+  ASSERT_EQ(loss.maps.size(), logit.maps.size());
+  double differs = 0;
+  for (std::size_t m = 0; m < loss.maps.size(); ++m) {
+    EXPECT_TRUE(xt::allclose(loss.maps[m].grad, -log_prob.maps[m].grad, 1e-5, 1e-7)) << loss.maps[m].module;
+    differs = std::max(differs, double(xt::amax(xt::abs(logit.maps[m].grad - log_prob.maps[m].grad))()));
+  }
+  EXPECT_GT(differs, 1e-4);
+  EXPECT_EQ(tapegrad::attention_study::metric_name(StudyMetric::kTargetLogit), "target logit");
 }
 
 TEST(AttentionStudy, LoadsACheckpointAndSaysThereIsNoLossHistory) {

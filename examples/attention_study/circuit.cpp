@@ -4,7 +4,6 @@
 
 #include "autograd/ops/reduce.h"
 #include "nn/copy_task/copy_task.h"
-#include "nn/io/atomic_file.h"
 #include "study/attention_sites.h"
 #include "study/metrics.h"
 
@@ -78,11 +77,6 @@ Table method_agreement_table(const CircuitStudy& circuit) {
                       std::to_string(m.agreement.k)});
   }
   return t;
-}
-
-void write_circuit(const std::filesystem::path& dir, const CircuitStudy& circuit) {
-  nn::write_file_atomic(dir / "circuit.csv", to_csv(circuit_table(circuit)));
-  nn::write_file_atomic(dir / "patching_methods.csv", to_csv(method_agreement_table(circuit)));
 }
 
 }  // namespace tapegrad::attention_study

@@ -11,7 +11,6 @@
 // corrupted one; the share of the gap it recovers, (patched - corrupted) / (clean - corrupted), is
 // how much of the copy that head's slice carries.
 #include <cstdint>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -38,8 +37,5 @@ CircuitStudy circuit_study(nn::transformer::Transformer<float>& model, const Ind
 Table circuit_table(const CircuitStudy& circuit);
 // method, seconds, Pearson, Spearman, top-k recall, k (exact patching first, its agreement blank).
 Table method_agreement_table(const CircuitStudy& circuit);
-
-// Writes circuit.csv (circuit_table) and patching_methods.csv (method_agreement_table) into `dir`.
-void write_circuit(const std::filesystem::path& dir, const CircuitStudy& circuit);
 
 }  // namespace tapegrad::attention_study

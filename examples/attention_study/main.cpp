@@ -1,6 +1,7 @@
 // attention_study: how attention and its gradient look in a copy-task Transformer.
 // Trains a small copy-task model (or loads one with --checkpoint), runs one batch of a few
-// sequences under a GradientTape, backward from the loss, and writes into --out one interactive page
+// sequences under a GradientTape, backward from L (--metric: by default the target token's mean
+// logit), and writes into --out one interactive page
 // (index.html): an overview of every head's A and dL/dS, each head's A, S, dL/dA and dL/dS, the
 // attribution maps, the gradient-norm and head-ablation tables and the training loss curve; and
 // the tables as CSV. See report.h for the files. Also writes the data for other tools (export.h:
@@ -11,6 +12,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +44,7 @@ constexpr std::uint64_t kCorruptionStream = 0xC0220;
 struct Options {
   std::size_t steps = 300, sequences = 3;
   bool snapshots = true, circuit = true;
+  tapegrad::attention_study::StudyMetric metric = tapegrad::attention_study::StudyMetric::kTargetLogit;
   std::string checkpoint, save_checkpoint, out = "attention_study_out";
 };
 
@@ -63,7 +67,7 @@ int study(const tapegrad::copy_task::Config& config, const Options& options) {
                 config.layers, config.d_model, config.d_ff, config.heads, options.steps, config.batch);
     const std::size_t every = std::max<std::size_t>(1, options.steps / 10);
     const copy_task::Batch probe_batch = copy_task::make_batch(data);
-    const study::RunLoss<float> probe = [&] { return copy_task::batch_loss(trainer.model(), probe_batch); };
+    const study::RunLoss<float> probe = attention_study::study_metric(trainer.model(), probe_batch, options.metric);
     const std::vector<std::size_t> schedule = study::doubling_schedule(options.steps);
     if (options.snapshots) snapshots.push_back(study::take_snapshot(trainer.model(), probe, 0));
     trainer.run_epoch([&](std::size_t step, double loss) {  // one epoch: step counts from the start
@@ -84,21 +88,22 @@ int study(const tapegrad::copy_task::Config& config, const Options& options) {
   run.accuracy = trainer.exact_match_accuracy(kAccuracySequences);
   run.accuracy_sequences = kAccuracySequences;
 
-  const attention_study::StudyResult result = attention_study::study_batch(trainer.model(), data);
-  attention_study::write_report(options.out, run, result, snapshots);
+  const attention_study::StudyResult result = attention_study::study_batch(trainer.model(), data, options.metric);
+  std::optional<attention_study::CircuitStudy> circuit;
+  if (options.circuit)
+    circuit = attention_study::circuit_study(trainer.model(), data, config.vocab, config.seed ^ kCorruptionStream, result);
+  attention_study::write_report(options.out, run, result, snapshots, circuit ? &*circuit : nullptr);
   attention_study::write_exports(options.out, run, result, data);
-  std::printf("Model: %s; exact-match accuracy %.0f%%. Study batch loss %.4f; softmax-backward checks %s.\n",
-              run.source.c_str(), 100.0 * run.accuracy, result.loss, result.checks_passed ? "passed" : "FAILED");
+  std::printf("Model: %s; exact-match accuracy %.0f%%. Study batch loss %.4f, L (%s) %.4f; softmax-backward checks %s.\n",
+              run.source.c_str(), 100.0 * run.accuracy, result.loss, attention_study::metric_name(result.metric).c_str(),
+              result.metric_value, result.checks_passed ? "passed" : "FAILED");
   std::printf("Head ablation (A of the head := 0; change = ablated - clean loss):\n%s",
               attention_study::to_markdown(attention_study::head_ablation_table(result)).c_str());
-  if (options.circuit) {
-    const attention_study::CircuitStudy circuit =
-        attention_study::circuit_study(trainer.model(), data, config.vocab, config.seed ^ kCorruptionStream, result);
-    attention_study::write_circuit(options.out, circuit);
+  if (circuit) {
     std::printf("Patching every head's z, q and k from the study batch into a corrupted copy (metric: logit difference, "
                 "clean %.4f, corrupted %.4f); each method against exact patching (circuit.csv):\n%s",
-                circuit.clean_metric, circuit.corrupted_metric,
-                attention_study::to_markdown(attention_study::method_agreement_table(circuit)).c_str());
+                circuit->clean_metric, circuit->corrupted_metric,
+                attention_study::to_markdown(attention_study::method_agreement_table(*circuit)).c_str());
   }
   std::printf("Wrote %s\n", (std::filesystem::path(options.out) / "index.html").c_str());
   return 0;
@@ -115,7 +120,7 @@ int main(int argc, char** argv) {
   config.epochs = 1;
   Options options;
   std::size_t threads = 0;
-  CLI::App app{"Draw the attention maps of a copy-task Transformer and the gradient of the loss with respect to them"};
+  CLI::App app{"Draw the attention maps of a copy-task Transformer and the gradient of a metric (--metric) with respect to them"};
   tapegrad::examples::use_short_messages(app, "attention_study");
   tapegrad::copy_task::add_model_flags(app, config, threads);
   auto* load_option = app.add_option(
@@ -133,10 +138,21 @@ int main(int argc, char** argv) {
   tapegrad::examples::add_switch(app, "snapshots", options.snapshots,
                                  "while training, save A, dL/dA, S and dL/dS of the study batch at steps 0, 1, 2, "
                                  "4, ..., the last (snapshots.safetensors)");
+  std::string metric = "target-logit";
+  const std::map<std::string, tapegrad::attention_study::StudyMetric> metrics = {
+      {"target-logit", tapegrad::attention_study::StudyMetric::kTargetLogit},
+      {"target-log-prob", tapegrad::attention_study::StudyMetric::kTargetLogProb},
+      {"loss", tapegrad::attention_study::StudyMetric::kLoss}};
+  app.add_option("--metric", metric,
+                 "L, what every gradient of the study is of: the target token's mean logit (Chefer et al.'s score), "
+                 "its log-probability, or the loss (minus the log-probability)")
+      ->check(CLI::IsMember({"target-logit", "target-log-prob", "loss"}))
+      ->capture_default_str();
   tapegrad::examples::add_switch(app, "circuit", options.circuit,
                                  "patch every head's z, q and k from the study batch into a corrupted copy, exactly "
                                  "and by attribution patching (circuit.csv, patching_methods.csv)");
   CLI11_PARSE(app, argc, argv);
+  options.metric = metrics.at(metric);
   config.batches_per_epoch = options.steps;  // one epoch = the whole training run
   return tapegrad::examples::run_guarded(
       "attention_study", "studying " + tapegrad::copy_task::describe_run(config), [&] {

@@ -294,7 +294,15 @@ function sortable(t) {
     });
     head.append(th);
   });
-  const fill = () => table.replaceChildren(head, ...t.rows.map(r => el('tr', {}, ...r.map(v => el('td', {}, v)))));
+  // A heat table colours its numbers on one blue-white-red scale, 0 white, limit the largest |number|.
+  const numbers = t.rows.flat().filter(v => v !== '' && !isNaN(Number(v))).map(Number);
+  const heat = t.heat ? {lo: -Math.max(...numbers.map(Math.abs)), hi: Math.max(...numbers.map(Math.abs)), diverging: true, log: false} : null;
+  const cell = v => {
+    const td = el('td', {}, v);
+    if (heat && v !== '' && !isNaN(Number(v))) td.style.background = `rgb(${colour(heat, Number(v)).join(',')})`;
+    return td;
+  };
+  const fill = () => table.replaceChildren(head, ...t.rows.map(r => el('tr', {}, ...r.map(cell))));
   fill();
   return el('section', {}, el('h3', {}, t.title), el('p', {class: 'note'}, t.caption), table);
 }
@@ -359,7 +367,7 @@ function controls() {
     const show = () => {
       state.snapshot = Number(slider.value);
       const s = D.snapshots[state.snapshot];
-      label.textContent = s ? `A and dL/dA at step ${s.step} (probe loss ${fmt(s.loss)})` : 'the study capture (after training)';
+      label.textContent = s ? `A and dL/dA at step ${s.step} (L ${fmt(s.loss)})` : 'the study capture (after training)';
     };
     slider.addEventListener('input', () => { show(); redraw(); });
     show();
@@ -370,10 +378,20 @@ function controls() {
 // moves the snapshot slider (when given), clicks the head's A thumbnail and moves the mouse over
 // cell (query, key) of the quantity's detail map (A, S, dA or dS; "unavailable: <why>" when the
 // step has none), all with real DOM events; a
-// probe sequence=<b> chooses sequence b in the menu. Each appends the readout then shown as a line
+// probe sequence=<b> chooses sequence b in the menu; a probe cell=<table id>,<row name>,<column>
+// reads a table's cell and its background colour. Each appends the readout then shown as a line
 // to #selftest-result (the page's browser test reads it back).
 function probe(text) {
   const readout = () => document.getElementById('readout').textContent + ' ' + document.getElementById('readout-value').textContent;
+  const cellOf = text.match(/^cell=([^,]+),([^,]+),(.+)$/);
+  if (cellOf) {
+    const table = document.getElementById('table-' + cellOf[1]);
+    if (!table) return 'no table ' + cellOf[1];
+    const header = [...table.rows[0].cells].map(c => c.textContent), col = header.indexOf(cellOf[3]);
+    const row = [...table.rows].find(r => r.cells[0].textContent === cellOf[2]);
+    if (!row || col < 0) return 'no cell ' + text;
+    return row.cells[col].textContent + ' ' + row.cells[col].style.background;
+  }
   const chosen = text.match(/^sequence=(\d+)$/);
   if (chosen) {
     const menu = document.getElementById('sequence');

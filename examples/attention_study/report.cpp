@@ -11,9 +11,9 @@ namespace tapegrad::attention_study {
 using nn::write_file_atomic;
 
 void write_report(const std::filesystem::path& dir, const RunInfo& run, const StudyResult& study,
-                  const std::vector<study::AttentionSnapshot>& snapshots) {
+                  const std::vector<study::AttentionSnapshot>& snapshots, const CircuitStudy* circuit) {
   // The page first: its data check the snapshots before any file is written.
-  const std::string page = render_page(report_json(run, study, snapshots));
+  const std::string page = render_page(report_json(run, study, snapshots, circuit));
   std::filesystem::create_directories(dir);
   const Table heads = head_norms_table(study), modules = module_norms_table(study),
               sublayers = sublayer_norms_table(study), ablation = head_ablation_table(study);
@@ -26,6 +26,10 @@ void write_report(const std::filesystem::path& dir, const RunInfo& run, const St
                                                "\n## Per attention module\n\n" + to_markdown(modules) +
                                                "\n## Per sublayer (parameters)\n\n" + to_markdown(sublayers) +
                                                "\n## Head ablation (A of the head := 0)\n\n" + to_markdown(ablation));
+  if (circuit) {
+    write_file_atomic(dir / "circuit.csv", to_csv(circuit_table(*circuit)));
+    write_file_atomic(dir / "patching_methods.csv", to_csv(method_agreement_table(*circuit)));
+  }
   write_file_atomic(dir / "index.html", page);
 }
 

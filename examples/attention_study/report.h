@@ -7,10 +7,14 @@
 //   grad_norms_sublayers.csv   per sublayer: the norm of its parameters' gradient
 //   head_ablation.csv          per (module, head): the loss with the head's A zeroed, and its change
 //   grad_norms.md              the tables above in Markdown
+//   circuit.csv, patching_methods.csv   with a circuit study (circuit.h): per head and point, the
+//                              share of the gap each method says patching it recovers; per method,
+//                              its agreement with exact patching and its time
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "examples/attention_study/circuit.h"
 #include "examples/attention_study/study.h"
 #include "nn/copy_task/copy_task.h"
 #include "study/attention_snapshot.h"
@@ -28,8 +32,8 @@ struct RunInfo {
 
 // snapshots: A and dL/dA (and S, dL/dS, not put on the page) at training steps, recorded on the
 // study batch (report_data.h says what must match); the page shows a slider over them when there
-// are two or more.
+// are two or more. circuit: the patching study of the same model and batch, or null for none.
 void write_report(const std::filesystem::path& dir, const RunInfo& run, const StudyResult& study,
-                  const std::vector<study::AttentionSnapshot>& snapshots);
+                  const std::vector<study::AttentionSnapshot>& snapshots, const CircuitStudy* circuit = nullptr);
 
 }  // namespace tapegrad::attention_study

@@ -94,15 +94,17 @@ std::string snapshot_json(const study::AttentionSnapshot& snapshot, const StudyR
                       {"calls", json_array(calls)}});
 }
 
+// heat: the page colours the table's numbers as a heatmap (blue-white-red, 0 white).
 std::string table_json(const std::string& id, const std::string& title, const std::string& caption,
-                       const Table& table) {
+                       const Table& table, bool heat = false) {
   std::vector<std::string> rows;
   for (const auto& r : table.rows) rows.push_back(strings(shown_cells(r)));
   return json_object({{"id", json_string(id)},
                       {"title", json_string(title)},
                       {"caption", json_string(caption)},
                       {"header", strings(table.header)},
-                      {"rows", json_array(rows)}});
+                      {"rows", json_array(rows)},
+                      {"heat", heat ? "true" : "false"}});
 }
 
 std::string facts(const RunInfo& run, const StudyResult& study) {
@@ -121,6 +123,9 @@ std::string facts(const RunInfo& run, const StudyResult& study) {
       {"study batch", std::to_string(sequences) + " sequences, loss " + short_number(study.loss) +
                           " (mean cross-entropy per target token); softmax-backward checks " +
                           (study.checks_passed ? "passed" : "FAILED")},
+      {"L, the metric", metric_name(study.metric) + " = " + short_number(study.metric_value) +
+                            ": every gradient on this page (dL/dA, dL/dS, the norms, the gradient-weighted maps) "
+                            "is of it (--metric)"},
   };
   std::vector<std::string> out;
   for (const auto& [label, text] : rows) out.push_back(strings({label, text}));
@@ -136,7 +141,7 @@ std::string token_label(Index token) {
 }
 
 std::string report_json(const RunInfo& run, const StudyResult& study,
-                        const std::vector<study::AttentionSnapshot>& snapshots) {
+                        const std::vector<study::AttentionSnapshot>& snapshots, const CircuitStudy* circuit) {
   std::vector<std::string> calls, snaps, attributions, losses;
   for (const auto& maps : study.maps) calls.push_back(call_json(maps));
   for (const auto& s : snapshots) snaps.push_back(snapshot_json(s, study));
@@ -148,7 +153,7 @@ std::string report_json(const RunInfo& run, const StudyResult& study,
                                         {"values", floats(a.values)}}));
   }
   for (const double l : run.losses) losses.push_back(json_number(l));
-  const std::vector<std::string> tables = {
+  std::vector<std::string> tables = {
       table_json("ablation", "Head ablation",
                  "The study batch's loss with one head's A set to 0, and its change from the clean loss " +
                      short_number(study.ablation.clean_loss) + " (head_ablation.csv).",
@@ -163,6 +168,21 @@ std::string report_json(const RunInfo& run, const StudyResult& study,
                  "Norm of the gradient of each sublayer's parameters (grad_norms_sublayers.csv).",
                  sublayer_norms_table(study)),
   };
+  if (circuit) {
+    tables.insert(
+        tables.begin(),
+        {table_json("circuit", "Which heads carry the copy: patching, exact and by gradients",
+                    "Each row patches one head's z, q or k from the study batch into a corrupted copy (every token "
+                    "replaced); the cells are the share of the gap in L' = logit(clean token) - logit(corrupted "
+                    "token), " + short_number(circuit->clean_metric) + " clean against " +
+                        short_number(circuit->corrupted_metric) + " corrupted, that patching it recovers, exactly "
+                    "and as each method estimates it; GradDrop estimates its magnitude (circuit.csv, docs/patching.md).",
+                    circuit_table(*circuit), /*heat=*/true),
+         table_json("patching_methods", "Each method against exact patching",
+                    "Correlation with the exact shares over every row above, the share of the exact top k among the "
+                    "method's top k, and the time the method took (patching_methods.csv).",
+                    method_agreement_table(*circuit))});
+  }
   return json_object({{"facts", facts(run, study)},
                       {"percentile", json_number(kScalePercentile)},
                       {"calls", json_array(calls)},

@@ -31,7 +31,8 @@ std::string token_label(Index token);
 // Snapshots must hold every attention call of the study under its name (AttentionRecord::name)
 // with the study's shapes (they are recorded on the study batch): ValueError naming the snapshot's
 // step and the missing call, ShapeError naming both shapes otherwise.
+// With a circuit study, its two tables join the page's, the circuit's coloured as a heatmap.
 std::string report_json(const RunInfo& run, const StudyResult& study,
-                        const std::vector<study::AttentionSnapshot>& snapshots);
+                        const std::vector<study::AttentionSnapshot>& snapshots, const CircuitStudy* circuit = nullptr);
 
 }  // namespace tapegrad::attention_study

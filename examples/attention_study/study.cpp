@@ -11,6 +11,8 @@
 #include "study/attention_capture.h"
 #include "study/attention_intervention.h"
 #include "study/attribution.h"
+#include "study/metric_without_tape.h"
+#include "study/metrics.h"
 
 namespace tapegrad::attention_study {
 
@@ -122,14 +124,37 @@ std::string attention_name(AttentionKind kind) {
   return kind == AttentionKind::kDecoderCross ? "source-target attention" : "self-attention";
 }
 
-StudyResult study_batch(nn::transformer::Transformer<float>& model, const IndexArray& data) {
+std::string metric_name(StudyMetric metric) {
+  switch (metric) {
+    case StudyMetric::kTargetLogit: return "target logit";
+    case StudyMetric::kTargetLogProb: return "target log-probability";
+    case StudyMetric::kLoss: return "loss";
+  }
+  return "unknown metric";
+}
+
+study::RunLoss<float> study_metric(nn::transformer::Transformer<float>& model, const copy_task::Batch& batch,
+                                   StudyMetric metric) {
+  if (metric == StudyMetric::kLoss) return [&model, &batch] { return copy_task::batch_loss(model, batch); };
+  // The generator is log_softmax(proj(x)): proj gives the logits.
+  auto& logits = dynamic_cast<nn::Linear<float>&>(model.get_submodule("generator.proj"));
+  return [&model, &batch, &logits, metric] {
+    const Tensor<float> out = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask);
+    const Tensor<float> scores = metric == StudyMetric::kTargetLogit ? logits(out) : model.generator(out);
+    return study::mean_score_at(scores, batch.tgt_out);
+  };
+}
+
+StudyResult study_batch(nn::transformer::Transformer<float>& model, const IndexArray& data, StudyMetric metric) {
   const copy_task::Batch batch = copy_task::make_batch(data);
   model.eval();
   model.zero_grad();
   const study::RunLoss<float> run_loss = [&] { return copy_task::batch_loss(model, batch); };
-  study::AttentionCapture<float> capture = study::capture_attention(model, run_loss);
+  study::AttentionCapture<float> capture = study::capture_attention(model, study_metric(model, batch, metric));
   StudyResult result;
-  result.loss = capture.loss;
+  result.metric = metric;
+  result.metric_value = capture.loss;
+  result.loss = study::metric_without_tape<float>(run_loss, "study_batch", "run_loss", "loss");
   result.checks_passed = capture.checks_passed();
   for (const auto& record : capture.records) result.maps.push_back(describe(record, batch));  // forward order
 

@@ -22,11 +22,28 @@
 
 #include "study/attention_capture.h"
 #include "study/attention_intervention.h"
+#include "nn/copy_task/copy_task.h"
 #include "nn/transformer/transformer.h"
 
 namespace tapegrad::attention_study {
 
 enum class AttentionKind { kEncoderSelf, kDecoderSelf, kDecoderCross };
+
+// What the study differentiates, L, over the batch's target positions (teacher-forced):
+//   kTargetLogit    the mean logit of the target token (the default: Chefer et al.'s target score,
+//                   so that their rules and the gradient-weighted rollout, which keep the positive
+//                   part of dL/dA * A, keep what raises it)
+//   kTargetLogProb  the mean log-probability of the target token
+//   kLoss           the training loss, mean cross-entropy: minus kTargetLogProb. On a trained
+//                   model its gradient nearly vanishes, and its sign is the opposite of Chefer's.
+enum class StudyMetric { kTargetLogit, kTargetLogProb, kLoss };
+
+// "target logit", "target log-probability", "loss"
+std::string metric_name(StudyMetric metric);
+
+// L of `batch` through the model, recorded when a tape is alive.
+study::RunLoss<float> study_metric(nn::transformer::Transformer<float>& model, const copy_task::Batch& batch,
+                                   StudyMetric metric);
 
 // "encoder" or "decoder"
 std::string stack_name(AttentionKind kind);
@@ -75,7 +92,9 @@ struct SublayerGradNorm {
 };
 
 struct StudyResult {
-  double loss = 0;
+  StudyMetric metric = StudyMetric::kTargetLogit;
+  double metric_value = 0;  // L on the study batch
+  double loss = 0;          // the training loss on the study batch (the head ablation's too)
   std::vector<AttentionMaps> maps;  // encoder layers, then decoder layers (self, then source-target)
   std::vector<HeadGradNorms> heads;
   std::vector<SublayerGradNorm> sublayers;  // in parameter registration order
@@ -89,9 +108,11 @@ struct StudyResult {
   study::AttentionCapture<float> capture;   // all of it, for the exports (export.h)
 };
 
-// data [batch, seq]: copy-task sequences (copy_task::random_sequences). Puts the model in eval
-// mode (no dropout) and leaves the batch's gradients in its parameters. Throws
+// data [batch, seq]: copy-task sequences (copy_task::random_sequences). Every gradient of the
+// study (dL/dA, dL/dS, the norms, the gradient-weighted maps) is of `metric`, L below. Puts the
+// model in eval mode (no dropout) and leaves the batch's gradients of L in its parameters. Throws
 // std::runtime_error when an attention module is named unlike the Transformer's.
-StudyResult study_batch(nn::transformer::Transformer<float>& model, const IndexArray& data);
+StudyResult study_batch(nn::transformer::Transformer<float>& model, const IndexArray& data,
+                        StudyMetric metric = StudyMetric::kTargetLogit);
 
 }  // namespace tapegrad::attention_study

@@ -26,6 +26,8 @@ ATTENTION_STUDY_ROW(attention_study_negative_seed, "--seed -1", 105, "--seed", "
 ATTENTION_STUDY_ROW(attention_study_sequences_of_300_digits, "--sequences " + std::string(300, '1'), 105,
                     "--sequences", "got '111111111111111111111111...' (300 characters)")
 ATTENTION_STUDY_ROW(attention_study_seq_len_above_range, "--seq-len 65", 105, "--seq-len", "from 2 to 64, got '65'")
+ATTENTION_STUDY_ROW(attention_study_unknown_metric, "--metric logit", 105, "--metric",
+                    "logit not in {target-logit,target-log-prob,loss}")
 ATTENTION_STUDY_ROW(attention_study_zero_heads, "--heads 0", 105, "--heads", "positive integer, got '0'")
 ATTENTION_STUDY_ROW(attention_study_d_model_not_multiple_of_heads, "--d-model 30 --heads 4", 2, "--d-model 30",
                     "--heads 4")
