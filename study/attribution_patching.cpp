@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <utility>
 
 #include "autograd/core/tape.h"
@@ -52,10 +53,11 @@ std::vector<std::string> hooked_points(const std::vector<std::string>& points, b
 }
 
 // AtP*'s QK fix for call `call` of a q or k point moved by `delta` (the patch direction, its
-// shape): sum (A' - A) * dmetric/dA with A' = softmax(S + dS) exact.
+// shape): A' - A, with A' = softmax(S + dS) exact. It does not depend on the metric's gradient,
+// so one computation serves every backward walk.
 template <class T>
-double qk_fixed_estimate(const std::string& path, std::size_t call, const xt::xarray<T>& delta,
-                         const CallsByPoint<T>& calls) {
+xt::xarray<T> pattern_change(const std::string& path, std::size_t call, const xt::xarray<T>& delta,
+                             const CallsByPoint<T>& calls) {
   const std::string prefix = module_and_point(path).first;
   const auto at = [&](const char* name) -> const PointCall<T>& {
     return calls.at(prefix.empty() ? name : prefix + "." + name).at(call);
@@ -67,11 +69,20 @@ double qk_fixed_estimate(const std::string& path, std::size_t call, const xt::xa
                                      ? matmul(moved, transpose(Tensor<T>(k.value), 2, 3))
                                      : matmul(Tensor<T>(q.value), transpose(moved, 2, 3));
   const T scale = T(1) / std::sqrt(T(q.value.shape()[3]));
-  const xt::xarray<T> patched = softmax(Tensor<T>(S.value) + score_change * scale, -1).value();
-  const xt::xarray<T>& grad = A.grad.value();
+  return softmax(Tensor<T>(S.value) + score_change * scale, -1).value() - A.value;
+}
+
+// The gradient dmetric/dA of call `call` of the attention module of `path` (a q or k point).
+template <class T>
+const xt::xarray<T>& pattern_gradient(const std::string& path, std::size_t call, const CallsByPoint<T>& calls) {
+  const std::string prefix = module_and_point(path).first;
+  return calls.at(prefix.empty() ? "hook_pattern" : prefix + ".hook_pattern").at(call).grad.value();
+}
+
+template <class T>
+double dot(const xt::xarray<T>& a, const xt::xarray<T>& b) {
   double sum = 0;
-  for (std::size_t i = 0; i < patched.size(); ++i)
-    sum += (double(patched.data()[i]) - double(A.value.data()[i])) * double(grad.data()[i]);
+  for (std::size_t i = 0; i < a.size(); ++i) sum += double(a.data()[i]) * double(b.data()[i]);
   return sum;
 }
 
@@ -173,13 +184,20 @@ AttributionTable attribution_patch(nn::Module<T>& model, const RunLoss<T>& run_t
       }
     }
   };
-  // The first-order estimate from the gradients the last walk left in `calls`.
+  // The first-order estimate from the gradients the last walk left in `calls`; with the QK fix,
+  // q and k slices read their A' - A, computed once, by (path, index, call).
+  std::map<std::tuple<std::string, std::size_t, std::size_t>, xt::xarray<T>> pattern_changes;
   const auto first_order = [&](const std::string& path, std::size_t index, const std::vector<xt::xarray<T>>& directions) {
     const bool fixed = options.qk_fix && qk_point(path);
     double sum = 0;
     for (std::size_t c = 0; c < directions.size(); ++c) {
-      sum += fixed ? qk_fixed_estimate(path, c, directions[c], calls)
-                   : slice_dot(deltas[path][c], calls[path][c].grad.value(), axis, index);
+      if (!fixed) {
+        sum += slice_dot(deltas[path][c], calls[path][c].grad.value(), axis, index);
+        continue;
+      }
+      auto [change, added] = pattern_changes.try_emplace({path, index, c});
+      if (added) change->second = pattern_change(path, c, directions[c], calls);
+      sum += dot(change->second, pattern_gradient(path, c, calls));
     }
     return sum;
   };
