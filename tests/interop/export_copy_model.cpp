@@ -1,6 +1,8 @@
 // Writes what tests/interop/pytorch_interop.py needs to check tapegrad against PyTorch: a float64
 // copy-task Transformer checkpoint (safetensors, dotted names, Linear weights [out, in]), and one
-// batch with tapegrad's log-probabilities, loss and every parameter gradient.
+// batch with tapegrad's log-probabilities, loss and every parameter gradient; and a corrupted copy
+// of the batch with, for every head's z of every attention call, tapegrad's exact patching
+// (study::patch_slices) and AtP (study::attribution_patch) of the clean z into the corrupted run.
 //   export_copy_model OUT_DIR
 #include <cstdio>
 #include <filesystem>
@@ -10,6 +12,9 @@
 #include "autograd/core/tape.h"
 #include "nn/copy_task/copy_task.h"
 #include "nn/io/checkpoint.h"
+#include "study/attention_sites.h"
+#include "study/attribution_patching.h"
+#include "study/metrics.h"
 
 using namespace tapegrad;
 
@@ -47,6 +52,37 @@ int main(int argc, char** argv) {
                                  {"log_probs", log_probs.value()},
                                  {"loss", loss.value()}};
   for (const auto& [name, param] : model.named_parameters()) expected["grad." + name] = param.grad();
+  // The corrupted copy keeps the padded positions (corrupt_sequences takes tokens only).
+  IndexArray unpadded = data;
+  unpadded(2, 8) = unpadded(2, 9) = 2;
+  IndexArray corrupted_data = copy_task::corrupt_sequences(unpadded, vocab, gen);
+  corrupted_data(2, 8) = corrupted_data(2, 9) = copy_task::kPad;
+  const copy_task::Batch corrupted = copy_task::make_batch(corrupted_data);
+  const auto metric_of = [&](const copy_task::Batch& b) -> study::RunLoss<double> {
+    return [&model, &b, &batch, &corrupted] {
+      return study::score_difference(model.generator(model(b.src, b.tgt_in, b.src_mask, b.tgt_mask)), batch.tgt_out,
+                                     corrupted.tgt_out);
+    };
+  };
+  std::vector<std::string> points;
+  for (const auto& [module, attention] : study::named_attention_modules(model)) points.push_back(module + ".hook_z");
+  const auto clean = study::run_with_cache(model, metric_of(batch), points);
+  const auto exact = study::patch_slices(model, metric_of(corrupted), clean, points, 1);
+  const auto atp = study::attribution_patch(model, metric_of(corrupted), clean, points, 1);
+  expected["corrupted_src"] = as_double(corrupted.src);
+  expected["corrupted_tgt_in"] = as_double(corrupted.tgt_in);
+  expected["corrupted_tgt_out"] = as_double(corrupted.tgt_out);
+  expected["patch.clean_metric"] = xt::xarray<double>({clean.metric});
+  expected["patch.corrupted_metric"] = xt::xarray<double>({exact.target_metric});
+  for (std::size_t p = 0; p < points.size(); ++p) {
+    xt::xarray<double> patched = xt::zeros<double>({heads}), attributed = xt::zeros<double>({heads});
+    for (std::size_t h = 0; h < heads; ++h) {
+      patched(h) = exact.rows[p * heads + h].metric;
+      attributed(h) = atp.rows[p * heads + h].atp;
+    }
+    expected["patch.exact." + points[p]] = patched;
+    expected["patch.atp." + points[p]] = attributed;
+  }
   nn::save_safetensors(out / "model.safetensors", model.state_dict(), {{"d_model", std::to_string(d_model)}});
   nn::save_safetensors(out / "expected.safetensors", expected,
                        {{"vocab", std::to_string(vocab)}, {"d_model", std::to_string(d_model)},

@@ -2,7 +2,10 @@
 """Loads a tapegrad float64 copy-task checkpoint into the same architecture written in PyTorch
 (the reference Transformer's modules, the same attribute names, so load_state_dict(strict=True) checks every name
 and shape), runs tapegrad's batch, and compares log-probabilities, the loss and every parameter
-gradient with tapegrad's (atol 1e-9). Exit 0: all match; 1: a mismatch; 77: PyTorch missing."""
+gradient with tapegrad's (atol 1e-9). Then, as an independent twin of study::patch_slices and
+study::attribution_patch: every head's output z of every attention call patched from the clean
+batch into its corrupted copy, the metric a logit difference, exactly and by AtP (atol 1e-9).
+Exit 0: all match; 1: a mismatch; 77: PyTorch missing."""
 import json
 import math
 import struct
@@ -55,6 +58,8 @@ class MultiHeadAttention(nn.Module):
         self.W_v = nn.Parameter(torch.empty(h, d_model, self.d_k, dtype=torch.float64))
         self.scaled_dot_product_attention = ScaledDotProductAttention(self.d_k)
         self.linear = nn.Linear(h * self.d_k, d_model, dtype=torch.float64)
+        # z_hook(z) -> z: the heads' outputs A V, [h * batch, seq_q, d_k] head-major, or None.
+        self.z_hook = None
 
     def forward(self, q, k, v, mask):
         b = q.size(0)
@@ -63,6 +68,8 @@ class MultiHeadAttention(nn.Module):
         k = torch.einsum("hijk,hkl->hijl", k.repeat(self.h, 1, 1, 1), self.W_k).reshape(self.h * b, k.size(1), self.d_k)
         v = torch.einsum("hijk,hkl->hijl", v.repeat(self.h, 1, 1, 1), self.W_v).reshape(self.h * b, v.size(1), self.d_k)
         out = self.scaled_dot_product_attention(q, k, v, mask.repeat(self.h, 1, 1))
+        if self.z_hook is not None:
+            out = self.z_hook(out)
         return self.linear(torch.cat(torch.chunk(out, self.h, dim=0), dim=2))
 
 
@@ -161,6 +168,72 @@ class Transformer(nn.Module):
         return self.generator(y)
 
 
+def compare_patching(model, expected, cfg, src_mask, causal, compare):
+    """Every head's z patched from the clean batch into the corrupted one: the metric exactly, and
+    AtP's sum over the head of (z_clean - z_corrupted) * d metric / d z at the corrupted run."""
+    pad = cfg["pad"]
+    clean = [expected[k].long() for k in ("src", "tgt_in", "tgt_out")]
+    corrupted = [expected["corrupted_" + k].long() for k in ("src", "tgt_in", "tgt_out")]
+    modules = [(f"encoder.encoder_layers.{i}.multi_head_attention", l.multi_head_attention)
+               for i, l in enumerate(model.encoder.encoder_layers)]
+    for i, l in enumerate(model.decoder.decoder_layers):
+        modules += [(f"decoder.decoder_layers.{i}.self_attention", l.self_attention),
+                    (f"decoder.decoder_layers.{i}.src_tgt_attention", l.src_tgt_attention)]
+
+    def metric(batch):
+        src, tgt_in, _ = batch
+        mask = (src != pad).unsqueeze(1)
+        tgt_mask = (tgt_in != pad).unsqueeze(1) & causal
+        log_probs = model(src, tgt_in, mask, tgt_mask)
+        def mean_at(tokens):
+            return log_probs.gather(2, tokens.unsqueeze(2)).mean()
+        return mean_at(clean[2]) - mean_at(corrupted[2])
+
+    z_clean = {}
+    for name, m in modules:
+        m.z_hook = lambda z, name=name: z_clean.__setitem__(name, z.detach()) or z
+    with torch.no_grad():
+        clean_metric = metric(clean)
+    worst = compare("patch.clean_metric", expected["patch.clean_metric"].reshape(()), clean_metric)
+
+    z_corrupted = {}
+    def keep(z, name):
+        z.retain_grad()
+        z_corrupted[name] = z
+        return z
+    for name, m in modules:
+        m.z_hook = lambda z, name=name: keep(z, name)
+    corrupted_metric = metric(corrupted)
+    corrupted_metric.backward()
+    worst = max(worst, compare("patch.corrupted_metric", expected["patch.corrupted_metric"].reshape(()),
+                               corrupted_metric.detach()))
+    for name, m in modules:
+        m.z_hook = None
+    batch = clean[0].size(0)
+    moved = 0.0  # the largest change of the metric a patch made: the comparison must not be trivial
+    for name, m in modules:
+        h = m.h
+        exact, atp = torch.zeros(h, dtype=torch.float64), torch.zeros(h, dtype=torch.float64)
+        for head in range(h):
+            rows = slice(head * batch, (head + 1) * batch)
+            def patch(z, rows=rows, name=name):
+                z = z.clone()
+                z[rows] = z_clean[name][rows]
+                return z
+            m.z_hook = patch
+            with torch.no_grad():
+                exact[head] = metric(corrupted)
+            m.z_hook = None
+            z = z_corrupted[name]
+            atp[head] = ((z_clean[name][rows] - z.detach()[rows]) * z.grad[rows]).sum()
+        moved = max(moved, (exact - corrupted_metric.detach()).abs().max().item())
+        worst = max(worst, compare("patch.exact." + name, expected[f"patch.exact.{name}.hook_z"], exact))
+        worst = max(worst, compare("patch.atp." + name, expected[f"patch.atp.{name}.hook_z"], atp))
+    if moved < 1e-3:
+        compare("patches that move the metric", torch.tensor(moved), torch.tensor(1.0))  # records a mismatch
+    return worst
+
+
 def main(directory):
     params, _ = load_safetensors(f"{directory}/model.safetensors")
     expected, meta = load_safetensors(f"{directory}/expected.safetensors")
@@ -189,9 +262,11 @@ def main(directory):
     grad_worst = 0.0
     for name, p in model.named_parameters():
         grad_worst = max(grad_worst, compare("grad." + name, expected["grad." + name], p.grad))
+    patch_worst = compare_patching(model, expected, cfg, src_mask, causal, compare)
     print(f"PyTorch {torch.__version__}: {len(params)} parameters loaded strictly; loss {loss.item():.12f}")
     print(f"max |difference|: log_probs {worst['log_probs']:.3g}, loss {worst['loss']:.3g}, "
-          f"parameter gradients {grad_worst:.3g} (tolerance 1e-9)")
+          f"parameter gradients {grad_worst:.3g}, patched metrics and AtP of every head {patch_worst:.3g} "
+          f"(tolerance 1e-9)")
     if failures:
         print("MISMATCH in: " + ", ".join(failures))
         return 1
