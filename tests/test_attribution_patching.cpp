@@ -39,7 +39,7 @@ Tensor<double> uniform_input(const Shape& shape, std::uint64_t seed, double scal
 struct AttentionPair {
   Generator gen{43};
   nn::transformer::MultiHeadAttention<double> mha{8, 4, gen};
-  Tensor<double> weights = uniform_input({2, 3, 8}, 3);
+  Tensor<double> weights = uniform_input({2, 3, 8}, 3), squared_weights = uniform_input({2, 3, 8}, 9);
   Tensor<double> clean_q, clean_kv, corrupted_q, corrupted_kv;
 
   explicit AttentionPair(double scale)
@@ -55,6 +55,13 @@ struct AttentionPair {
   }
   study::RunLoss<double> corrupted() {
     return [this] { return linear_metric(corrupted_q, corrupted_kv); };
+  }
+  // m = sum(out * w) + sum(out^2 * u): quadratic in z, v and each head's result (out is linear in them).
+  study::RunLoss<double> quadratic(const Tensor<double>& q, const Tensor<double>& kv) {
+    return [this, q, kv] {
+      const Tensor<double> out = output(q, kv);
+      return sum(out * weights) + sum(out * out * squared_weights);
+    };
   }
 };
 
@@ -113,13 +120,8 @@ TEST(AttributionPatching, ASaturatedSoftmaxHidesQueryAndKeyPatchesFromAtPAndTheQ
 // alone is off, and with 1/2 d^T H d the estimate is exact.
 TEST(AttributionPatching, TheSecondOrderTermMakesTheEstimateExactForAQuadraticMetric) {
   AttentionPair p(1.0);
-  const Tensor<double> u = uniform_input({2, 3, 8}, 9);
-  const auto quadratic = [&](const Tensor<double>& q, const Tensor<double>& kv) {
-    const Tensor<double> out = p.output(q, kv);
-    return sum(out * p.weights) + sum(out * out * u);
-  };
-  const study::RunLoss<double> run_clean = [&] { return quadratic(p.clean_q, p.clean_kv); };
-  const study::RunLoss<double> run_corrupted = [&] { return quadratic(p.corrupted_q, p.corrupted_kv); };
+  const study::RunLoss<double> run_clean = p.quadratic(p.clean_q, p.clean_kv);
+  const study::RunLoss<double> run_corrupted = p.quadratic(p.corrupted_q, p.corrupted_kv);
   const auto clean = study::run_with_cache<double>(p.mha, run_clean, {"hook_z"});
   const std::vector<double> effects =
       study::exact_effects(study::patch_slices<double>(p.mha, run_corrupted, clean, {"hook_z"}, 1));
@@ -308,13 +310,8 @@ double metric_with_point_patched(nn::Module<double>& model, const study::RunLoss
 // for any number of steps; AtP's do not.
 TEST(IntegratedPatching, OnActivationsTheSlicesAddUpToTheWholePatchForAQuadraticMetric) {
   AttentionPair p(1.0);
-  const Tensor<double> u = uniform_input({2, 3, 8}, 9);
-  const auto quadratic = [&](const Tensor<double>& q, const Tensor<double>& kv) {
-    const Tensor<double> out = p.output(q, kv);
-    return sum(out * p.weights) + sum(out * out * u);
-  };
-  const study::RunLoss<double> run_clean = [&] { return quadratic(p.clean_q, p.clean_kv); };
-  const study::RunLoss<double> run_corrupted = [&] { return quadratic(p.corrupted_q, p.corrupted_kv); };
+  const study::RunLoss<double> run_clean = p.quadratic(p.clean_q, p.clean_kv);
+  const study::RunLoss<double> run_corrupted = p.quadratic(p.corrupted_q, p.corrupted_kv);
   const auto clean = study::run_with_cache<double>(p.mha, run_clean, {"hook_z", "hook_v"});
   for (const char* point : {"hook_z", "hook_v"}) {
     const auto ig = study::integrated_patch<double>(p.mha, run_corrupted, clean, {point}, 1, {.steps = 3});
