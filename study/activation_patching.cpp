@@ -25,7 +25,7 @@ namespace {
 // The target run's metric with slice `index` of the checked `point` taken from the source.
 template <class T>
 double metric_with_slice_patched(nn::HookPoint<T>& point, const RunLoss<T>& run_target,
-                                 const ActivationCache<T>& source, const std::string& path, std::size_t axis,
+                                 const ActivationCache<T>& source, const std::string& path, const SliceAxes& axes,
                                  std::size_t index, const std::string& who) {
   std::size_t call = 0;
   ScopedPointHooks<T> hooks;
@@ -36,7 +36,7 @@ double metric_with_slice_patched(nn::HookPoint<T>& point, const RunLoss<T>& run_
       throw ShapeError(who + ": '" + name + "' is " + format_shape(x.shape()) + " in the target run but " +
                        format_shape(from.shape()) + " in the source");
     }
-    return Tensor<T>(with_slice_from(x.value(), from, axis, index));
+    return Tensor<T>(with_slice_from(x.value(), from, axes, index));
   });
   return metric_without_tape<T>(run_target, who, "run_target", "metric");
 }
@@ -45,18 +45,19 @@ double metric_with_slice_patched(nn::HookPoint<T>& point, const RunLoss<T>& run_
 
 template <class T>
 PatchTable patch_slices(nn::Module<T>& model, const RunLoss<T>& run_target, const ActivationCache<T>& source,
-                        const std::vector<std::string>& points, std::size_t axis) {
+                        const std::vector<std::string>& points, const SliceAxes& axes) {
   const std::string who = "patch_slices";
   require_deterministic_forward(model, who);
   std::vector<nn::HookPoint<T>*> found;
-  for (const std::string& path : points) found.push_back(&patchable_point(model, source, path, axis, who));
+  for (const std::string& path : points) found.push_back(&patchable_point(model, source, path, axes, who));
   PatchTable table;
   table.source_metric = source.metric;
   table.target_metric = metric_without_tape<T>(run_target, who, "run_target", "metric");
   for (std::size_t p = 0; p < points.size(); ++p) {
-    for (std::size_t index = 0; index < source.values.at(points[p]).shape()[axis]; ++index) {
-      table.rows.push_back(
-          {points[p], index, metric_with_slice_patched(*found[p], run_target, source, points[p], axis, index, who)});
+    const auto& shape = source.values.at(points[p]).shape();
+    for (std::size_t index = 0; index < axes.count(shape); ++index) {
+      table.rows.push_back({points[p], index, axes.coordinates(shape, index),
+                            metric_with_slice_patched(*found[p], run_target, source, points[p], axes, index, who)});
     }
   }
   return table;
@@ -64,16 +65,15 @@ PatchTable patch_slices(nn::Module<T>& model, const RunLoss<T>& run_target, cons
 
 template <class T>
 double patch_slice(nn::Module<T>& model, const RunLoss<T>& run_target, const ActivationCache<T>& source,
-                   const std::string& point, std::size_t axis, std::size_t index) {
+                   const std::string& point, const SliceAxes& axes, std::size_t index) {
   const std::string who = "patch_slice";
   require_deterministic_forward(model, who);
-  nn::HookPoint<T>& found = patchable_point(model, source, point, axis, who);
-  const std::size_t extent = source.values.at(point).shape()[axis];
-  if (index >= extent) {
-    throw ValueError(who + ": index " + std::to_string(index) + " is out of range for axis " + std::to_string(axis) +
+  nn::HookPoint<T>& found = patchable_point(model, source, point, axes, who);
+  if (index >= axes.count(source.values.at(point).shape())) {
+    throw ValueError(who + ": slice " + std::to_string(index) + " is out of range for " + axes.describe() +
                      " of '" + point + "', " + format_shape(source.values.at(point).shape()));
   }
-  return metric_with_slice_patched(found, run_target, source, point, axis, index, who);
+  return metric_with_slice_patched(found, run_target, source, point, axes, index, who);
 }
 
 template <class T>
@@ -107,9 +107,9 @@ ActivationCache<T> zero_cache(const ActivationCache<T>& like) {
 
 #define TAPEGRAD_INSTANTIATE_PATCHING(T)                                                                   \
   template PatchTable patch_slices(nn::Module<T>&, const RunLoss<T>&, const ActivationCache<T>&,          \
-                                   const std::vector<std::string>&, std::size_t);                         \
+                                   const std::vector<std::string>&, const SliceAxes&);                    \
   template double patch_slice(nn::Module<T>&, const RunLoss<T>&, const ActivationCache<T>&,               \
-                              const std::string&, std::size_t, std::size_t);                              \
+                              const std::string&, const SliceAxes&, std::size_t);                         \
   template ActivationCache<T> mean_cache(nn::Module<T>&, const std::vector<RunLoss<T>>&,                  \
                                          const std::vector<std::string>&);                                \
   template ActivationCache<T> zero_cache(const ActivationCache<T>&);

@@ -8,21 +8,24 @@
 //   const auto table = study::patch_slices<float>(model, run_corrupted, clean, points, /*axis=*/1);
 //   for (const auto& row : table.rows) row.point, row.index, row.metric, table.recovered(row);
 //
-// Slices are along `axis` of the point's tensor: axis 1 is the head of the attention points
-// (hook_q ... hook_result, [batch, heads, ...]) and the position of the residual stream
-// ([batch, seq, d_model]). A point reached more than once in a forward (a module called twice) is
+// A slice fixes the index along `axes` of the point's tensor (study/slices.h): axis 1 is the head
+// of the attention points (hook_q ... hook_result, [batch, heads, ...]) and the position of the
+// residual stream ([batch, seq, d_model]); axes {1, 2, 3} of hook_pattern are an attention cell
+// (head, query, key), the same in every sequence of the batch. A point reached more than once in a forward (a module called twice) is
 // patched at every call, each from its own cached tensor ("path", "path#2", ...).
 #include <cstddef>
 #include <string>
 #include <vector>
 
 #include "study/run_with_cache.h"
+#include "study/slices.h"
 
 namespace tapegrad::study {
 
 struct PatchedSlice {
   std::string point;
-  std::size_t index = 0;  // along the axis
+  std::size_t index = 0;        // the slice's number, row-major over its axes' extents
+  std::vector<std::size_t> at;  // its index along each axis
   double metric = 0;      // the target run's metric with this slice patched
 };
 
@@ -38,19 +41,19 @@ struct PatchTable {
 };
 
 // ValueError naming patch_slices and the path for an unknown point or one the source did not
-// cache, or an axis the point's tensor does not have; ValueError naming the module when dropout is
+// cache, or slice axes the point's tensor does not have (or not increasing); ValueError naming the module when dropout is
 // active in the model (study/deterministic_forward.h); ShapeError naming the point and both shapes
 // when the target run's tensor is not the cached one's shape. run_target returns a single-element
 // metric (ValueError otherwise).
 template <class T>
 PatchTable patch_slices(nn::Module<T>& model, const RunLoss<T>& run_target, const ActivationCache<T>& source,
-                        const std::vector<std::string>& points, std::size_t axis);
+                        const std::vector<std::string>& points, const SliceAxes& axes);
 
-// One row of patch_slices: the target run's metric with slice `index` along `axis` of `point` taken
-// from the source. The same errors, and ValueError for an index past the axis.
+// One row of patch_slices: the target run's metric with slice `index` of `point` taken from the
+// source. The same errors, and ValueError for an index past the slices.
 template <class T>
 double patch_slice(nn::Module<T>& model, const RunLoss<T>& run_target, const ActivationCache<T>& source,
-                   const std::string& point, std::size_t axis, std::size_t index);
+                   const std::string& point, const SliceAxes& axes, std::size_t index);
 
 // The mean, over runs, of the tensors at `points` (mean ablation's source; runs over a dataset,
 // each a forward returning its metric). ShapeError when two runs give a point different shapes;

@@ -131,11 +131,11 @@ std::vector<std::vector<std::string>> layer_output_points(nn::Module<T>& model) 
 
 template <class T>
 AttributionTable attribution_patch(nn::Module<T>& model, const RunLoss<T>& run_target, const ActivationCache<T>& source,
-                                   const std::vector<std::string>& points, std::size_t axis,
+                                   const std::vector<std::string>& points, const SliceAxes& axes,
                                    const AttributionOptions& options) {
   const std::string who = "attribution_patch";
   require_deterministic_forward(model, who);
-  for (const std::string& path : points) patchable_point(model, source, path, axis, who);
+  for (const std::string& path : points) patchable_point(model, source, path, axes, who);
   const auto& layers = options.grad_drop_layers;
   if (layers.size() == 1) throw ValueError(who + ": GradDrop needs two layers or more, got one");
   std::vector<std::vector<nn::HookPoint<T>*>> layer_points;
@@ -176,10 +176,10 @@ AttributionTable attribution_patch(nn::Module<T>& model, const RunLoss<T>& run_t
   const auto for_each_slice = [&](const auto& f) {
     std::size_t row = 0;
     for (const std::string& path : points) {
-      for (std::size_t index = 0; index < source.values.at(path).shape()[axis]; ++index, ++row) {
+      for (std::size_t index = 0; index < axes.count(source.values.at(path).shape()); ++index, ++row) {
         std::vector<xt::xarray<T>> directions;
         for (const xt::xarray<T>& delta : deltas[path])
-          directions.push_back(with_slice_from(xt::xarray<T>(xt::zeros_like(delta)), delta, axis, index));
+          directions.push_back(with_slice_from(xt::xarray<T>(xt::zeros_like(delta)), delta, axes, index));
         f(row, path, index, directions);
       }
     }
@@ -192,7 +192,7 @@ AttributionTable attribution_patch(nn::Module<T>& model, const RunLoss<T>& run_t
     double sum = 0;
     for (std::size_t c = 0; c < directions.size(); ++c) {
       if (!fixed) {
-        sum += slice_dot(deltas[path][c], calls[path][c].grad.value(), axis, index);
+        sum += slice_dot(deltas[path][c], calls[path][c].grad.value(), axes, index);
         continue;
       }
       auto [change, added] = pattern_changes.try_emplace({path, index, c});
@@ -207,7 +207,7 @@ AttributionTable attribution_patch(nn::Module<T>& model, const RunLoss<T>& run_t
   table.source_metric = source.metric;
   run.take_gradients(options.second_order);
   for_each_slice([&](std::size_t, const std::string& path, std::size_t index, const std::vector<xt::xarray<T>>& directions) {
-    AttributedSlice row{path, index};
+    AttributedSlice row{path, index, axes.coordinates(source.values.at(path).shape(), index)};
     row.atp = first_order(path, index, directions);
     if (options.second_order && !(options.qk_fix && qk_point(path)))
       row.second_order = second_order_term(tape, calls[path], directions);
@@ -226,7 +226,7 @@ AttributionTable attribution_patch(nn::Module<T>& model, const RunLoss<T>& run_t
 
 #define TAPEGRAD_INSTANTIATE_ATTRIBUTION_PATCHING(T)                                                          \
   template AttributionTable attribution_patch(nn::Module<T>&, const RunLoss<T>&, const ActivationCache<T>&,  \
-                                              const std::vector<std::string>&, std::size_t,                   \
+                                              const std::vector<std::string>&, const SliceAxes&,              \
                                               const AttributionOptions&);                                  \
   template std::vector<std::vector<std::string>> layer_output_points(nn::Module<T>&);
 TAPEGRAD_INSTANTIATE_ATTRIBUTION_PATCHING(float)

@@ -49,7 +49,8 @@ struct AttributionOptions {
 
 struct AttributedSlice {
   std::string point;
-  std::size_t index = 0;  // along the axis
+  std::size_t index = 0;        // the slice's number (study/slices.h)
+  std::vector<std::size_t> at;  // its index along each axis
   double atp = 0;           // the first-order estimate (the QK-fixed one for hook_q / hook_k with qk_fix)
   double second_order = 0;  // 1/2 d^T H d (0 without AttributionOptions::second_order)
   double grad_drop = 0;     // GradDrop's estimate of |effect| (0 without grad_drop_layers)
@@ -72,13 +73,13 @@ struct AttributionTable {
 template <class T>
 std::vector<std::vector<std::string>> layer_output_points(nn::Module<T>& model);
 
-// The errors of patch_slices (unknown point, uncached source, bad axis, active dropout, a target
+// The errors of patch_slices (unknown point, uncached source, bad axes, active dropout, a target
 // tensor of another shape than the source's) naming attribution_patch, and ValueError when
 // run_target's metric is not one element or requires no gradient, or grad_drop_layers has one
 // layer only or an empty one.
 template <class T>
 AttributionTable attribution_patch(nn::Module<T>& model, const RunLoss<T>& run_target, const ActivationCache<T>& source,
-                                   const std::vector<std::string>& points, std::size_t axis,
+                                   const std::vector<std::string>& points, const SliceAxes& axes,
                                    const AttributionOptions& options = {});
 
 }  // namespace tapegrad::study

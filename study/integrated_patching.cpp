@@ -54,12 +54,12 @@ std::map<std::string, std::vector<xt::xarray<T>>> mean_gradients(nn::Module<T>& 
 
 template <class T>
 AttributionTable integrated_patch(nn::Module<T>& model, const RunLoss<T>& run_target, const ActivationCache<T>& source,
-                                  const std::vector<std::string>& points, std::size_t axis,
+                                  const std::vector<std::string>& points, const SliceAxes& axes,
                                   const IntegratedGradientsOptions& options) {
   const std::string who = "integrated_patch";
   require_deterministic_forward(model, who);
   if (options.steps == 0) throw ValueError(who + ": steps must be at least 1");
-  for (const std::string& path : points) patchable_point(model, source, path, axis, who);
+  for (const std::string& path : points) patchable_point(model, source, path, axes, who);
   for (const std::string& path : options.interpolate_at) {
     model.hook_point(path);
     if (!source.values.count(path)) {
@@ -99,11 +99,12 @@ AttributionTable integrated_patch(nn::Module<T>& model, const RunLoss<T>& run_ta
   table.source_metric = source.metric;
   for (const std::string& path : points) {
     const std::vector<xt::xarray<T>>& mean = gradients[path];
-    for (std::size_t index = 0; index < source.values.at(path).shape()[axis]; ++index) {
-      AttributedSlice row{path, index};
+    const auto& shape = source.values.at(path).shape();
+    for (std::size_t index = 0; index < axes.count(shape); ++index) {
+      AttributedSlice row{path, index, axes.coordinates(shape, index)};
       for (std::size_t c = 0; c < mean.size(); ++c) {
         const std::string name = c == 0 ? path : path + "#" + std::to_string(c + 1);
-        row.atp += slice_dot(xt::xarray<T>(source.value(name) - target.value(name)), mean[c], axis, index);
+        row.atp += slice_dot(xt::xarray<T>(source.value(name) - target.value(name)), mean[c], axes, index);
       }
       table.rows.push_back(std::move(row));
     }
@@ -113,7 +114,7 @@ AttributionTable integrated_patch(nn::Module<T>& model, const RunLoss<T>& run_ta
 
 #define TAPEGRAD_INSTANTIATE_INTEGRATED_PATCHING(T)                                                          \
   template AttributionTable integrated_patch(nn::Module<T>&, const RunLoss<T>&, const ActivationCache<T>&,  \
-                                             const std::vector<std::string>&, std::size_t,                   \
+                                             const std::vector<std::string>&, const SliceAxes&,              \
                                              const IntegratedGradientsOptions&);
 TAPEGRAD_INSTANTIATE_INTEGRATED_PATCHING(float)
 TAPEGRAD_INSTANTIATE_INTEGRATED_PATCHING(double)

@@ -32,7 +32,7 @@ struct IntegratedGradientsOptions {
 // must have cached the interpolate_at points too.
 template <class T>
 AttributionTable integrated_patch(nn::Module<T>& model, const RunLoss<T>& run_target, const ActivationCache<T>& source,
-                                  const std::vector<std::string>& points, std::size_t axis,
+                                  const std::vector<std::string>& points, const SliceAxes& axes,
                                   const IntegratedGradientsOptions& options = {});
 
 }  // namespace tapegrad::study

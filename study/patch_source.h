@@ -5,23 +5,32 @@
 
 #include "nn/module.h"
 #include "study/run_with_cache.h"
+#include "study/slices.h"
 
 namespace tapegrad::study {
 
 // The point at `path` (ValueError from Module::hook_point for an unknown one), checked: ValueError
-// naming `who` when the source cached nothing there or `axis` is not an axis of its tensor.
+// naming `who` when the source cached nothing there, or the slice's axes are none, not increasing
+// or not axes of its tensor.
 template <class T>
 nn::HookPoint<T>& patchable_point(nn::Module<T>& model, const ActivationCache<T>& source, const std::string& path,
-                                  std::size_t axis, const std::string& who) {
+                                  const SliceAxes& slice, const std::string& who) {
   nn::HookPoint<T>& point = model.hook_point(path);
   const auto cached = source.values.find(path);
   if (cached == source.values.end()) {
     throw ValueError(who + ": the source cached nothing at '" + path + "'; cache it with run_with_cache");
   }
-  if (axis >= cached->second.dimension()) {
-    throw ValueError(who + ": axis " + std::to_string(axis) + " is not an axis of '" + path + "', " +
-                     format_shape(cached->second.shape()));
+  const auto& axes = slice.axes;
+  for (std::size_t k = 0; k < axes.size(); ++k) {
+    if (axes[k] >= cached->second.dimension()) {
+      throw ValueError(who + ": axis " + std::to_string(axes[k]) + " is not an axis of '" + path + "', " +
+                       format_shape(cached->second.shape()));
+    }
+    if (k > 0 && axes[k] <= axes[k - 1]) {
+      throw ValueError(who + ": the slice's " + slice.describe() + " must increase, each axis once");
+    }
   }
+  if (axes.empty()) throw ValueError(who + ": a slice needs one axis or more, got none");
   return point;
 }
 

@@ -78,7 +78,7 @@ std::vector<double> exact_effects(const PatchTable& table) {
 
 template <class T>
 Agreement verify_attribution(nn::Module<T>& model, const RunLoss<T>& run_target, const ActivationCache<T>& source,
-                             const AttributionTable& table, std::size_t axis, const EstimateOf& estimate,
+                             const AttributionTable& table, const SliceAxes& axes, const EstimateOf& estimate,
                              std::size_t k, std::size_t sample, std::uint64_t seed) {
   std::vector<double> all;
   for (const AttributedSlice& row : table.rows) all.push_back(estimate(row));
@@ -96,14 +96,14 @@ Agreement verify_attribution(nn::Module<T>& model, const RunLoss<T>& run_target,
   for (std::size_t i : chosen) {
     const AttributedSlice& row = table.rows[i];
     estimates.push_back(all[i]);
-    exact.push_back(patch_slice(model, run_target, source, row.point, axis, row.index) - table.target_metric);
+    exact.push_back(patch_slice(model, run_target, source, row.point, axes, row.index) - table.target_metric);
   }
   return agreement(estimates, exact, k);
 }
 
 #define TAPEGRAD_INSTANTIATE_VERIFY_ATTRIBUTION(T)                                                            \
   template Agreement verify_attribution(nn::Module<T>&, const RunLoss<T>&, const ActivationCache<T>&,        \
-                                        const AttributionTable&, std::size_t, const EstimateOf&, std::size_t, \
+                                        const AttributionTable&, const SliceAxes&, const EstimateOf&, std::size_t, \
                                         std::size_t, std::uint64_t);
 TAPEGRAD_INSTANTIATE_VERIFY_ATTRIBUTION(float)
 TAPEGRAD_INSTANTIATE_VERIFY_ATTRIBUTION(double)

@@ -39,7 +39,7 @@ using EstimateOf = std::function<double(const AttributedSlice&)>;
 // came from (patch_slice's errors otherwise).
 template <class T>
 Agreement verify_attribution(nn::Module<T>& model, const RunLoss<T>& run_target, const ActivationCache<T>& source,
-                             const AttributionTable& table, std::size_t axis, const EstimateOf& estimate,
+                             const AttributionTable& table, const SliceAxes& axes, const EstimateOf& estimate,
                              std::size_t k, std::size_t sample, std::uint64_t seed);
 
 }  // namespace tapegrad::study

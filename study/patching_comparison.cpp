@@ -24,10 +24,10 @@ auto timed(F&& f) {
 template <class T>
 PatchingComparison compare_patching_methods(nn::Module<T>& model, const RunLoss<T>& run_target,
                                             const ActivationCache<T>& source, const std::vector<std::string>& points,
-                                            std::size_t axis, const ComparisonOptions& options) {
+                                            const SliceAxes& axes, const ComparisonOptions& options) {
   PatchingComparison comparison;
   std::tie(comparison.exact_seconds, comparison.exact) =
-      timed([&] { return patch_slices(model, run_target, source, points, axis); });
+      timed([&] { return patch_slices(model, run_target, source, points, axes); });
   const std::vector<double> exact = exact_effects(comparison.exact);
   std::vector<double> magnitudes;
   for (double e : exact) magnitudes.push_back(std::abs(e));
@@ -43,7 +43,7 @@ PatchingComparison compare_patching_methods(nn::Module<T>& model, const RunLoss<
   };
   const auto first_order = [](const AttributedSlice& r) { return r.atp; };
   const auto attributed = [&](const AttributionOptions& o) {
-    return [&, o] { return attribution_patch(model, run_target, source, points, axis, o); };
+    return [&, o] { return attribution_patch(model, run_target, source, points, axes, o); };
   };
   add("AtP", attributed({}), first_order, exact);
   add("AtP + QK fix", attributed({.qk_fix = true}), first_order, exact);
@@ -56,12 +56,12 @@ PatchingComparison compare_patching_methods(nn::Module<T>& model, const RunLoss<
   if (options.ig_steps > 0) {
     const std::string m = "m=" + std::to_string(options.ig_steps);
     add("EAP-IG on activations, " + m,
-        [&] { return integrated_patch(model, run_target, source, points, axis, {.steps = options.ig_steps}); },
+        [&] { return integrated_patch(model, run_target, source, points, axes, {.steps = options.ig_steps}); },
         first_order, exact);
     if (!options.ig_inputs.empty()) {
       add("EAP-IG on inputs, " + m,
           [&] {
-            return integrated_patch(model, run_target, source, points, axis,
+            return integrated_patch(model, run_target, source, points, axes,
                                     {.steps = options.ig_steps, .interpolate_at = options.ig_inputs});
           },
           first_order, exact);
@@ -73,7 +73,7 @@ PatchingComparison compare_patching_methods(nn::Module<T>& model, const RunLoss<
 #define TAPEGRAD_INSTANTIATE_PATCHING_COMPARISON(T)                                                             \
   template PatchingComparison compare_patching_methods(nn::Module<T>&, const RunLoss<T>&,                      \
                                                        const ActivationCache<T>&, const std::vector<std::string>&, \
-                                                       std::size_t, const ComparisonOptions&);
+                                                       const SliceAxes&, const ComparisonOptions&);
 TAPEGRAD_INSTANTIATE_PATCHING_COMPARISON(float)
 TAPEGRAD_INSTANTIATE_PATCHING_COMPARISON(double)
 #undef TAPEGRAD_INSTANTIATE_PATCHING_COMPARISON

@@ -39,11 +39,11 @@ struct PatchingComparison {
 };
 
 // Runs patch_slices, then attribution_patch once per method (plain, qk_fix, second_order,
-// grad_drop_layers) and integrated_patch (on activations, on inputs), on `points` along `axis`.
+// grad_drop_layers) and integrated_patch (on activations, on inputs), on the slices of `points` along `axes`.
 // Their errors.
 template <class T>
 PatchingComparison compare_patching_methods(nn::Module<T>& model, const RunLoss<T>& run_target,
                                             const ActivationCache<T>& source, const std::vector<std::string>& points,
-                                            std::size_t axis, const ComparisonOptions& options = {});
+                                            const SliceAxes& axes, const ComparisonOptions& options = {});
 
 }  // namespace tapegrad::study

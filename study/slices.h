@@ -1,42 +1,94 @@
 #pragma once
-// Slices of a hook point's tensor along one axis (a head on axis 1 of the attention points, a
-// position on axis 1 of the residual stream): what exact patching replaces and what attribution
-// patching sums over.
-#include <algorithm>
+// Slices of a hook point's tensor: what exact patching replaces and what attribution patching
+// sums over. A slice fixes the index along one axis or more and spans the others: a head (axis 1
+// of the attention points), a position (axis 1 of the residual stream), a head's query (axes
+// {1, 2}), an attention cell (axes {1, 2, 3} of hook_pattern: head, query, key). The slices of a
+// point are numbered row-major over the extents of their axes.
 #include <cstddef>
+#include <initializer_list>
+#include <string>
+#include <vector>
 
 #include <xtensor/xarray.hpp>
 
 namespace tapegrad::study {
 
-// Calls f(offset, length) for each contiguous run of `shape`'s row-major elements that lie in
-// slice `index` along `axis`.
+// The axes slices fix, in increasing order: `1` or `{1, 2, 3}` where a function takes them.
+struct SliceAxes {
+  std::vector<std::size_t> axes;
+  SliceAxes(std::size_t axis) : axes{axis} {}  // NOLINT(google-explicit-constructor): 1 reads as {1}
+  SliceAxes(std::initializer_list<std::size_t> list) : axes(list) {}
+
+  // "axis 1" or "axes {1, 2, 3}": how messages name them.
+  std::string describe() const {
+    if (axes.size() == 1) return "axis " + std::to_string(axes[0]);
+    std::string out = "axes {";
+    for (std::size_t k = 0; k < axes.size(); ++k) out += (k ? ", " : "") + std::to_string(axes[k]);
+    return out + "}";
+  }
+  // The number of slices of a tensor of `shape`: the product of its extents along the axes.
+  template <class Shape>
+  std::size_t count(const Shape& shape) const {
+    std::size_t n = 1;
+    for (std::size_t a : axes) n *= shape[a];
+    return n;
+  }
+  // Slice `index`'s index along each axis.
+  template <class Shape>
+  std::vector<std::size_t> coordinates(const Shape& shape, std::size_t index) const {
+    std::vector<std::size_t> at(axes.size());
+    for (std::size_t k = axes.size(); k-- > 0;) {
+      at[k] = index % shape[axes[k]];
+      index /= shape[axes[k]];
+    }
+    return at;
+  }
+};
+
+// Calls f(offset) for each row-major element of a tensor of `shape` in slice `index`.
 template <class Shape, class F>
-void for_each_slice_run(const Shape& shape, std::size_t axis, std::size_t index, F&& f) {
-  std::size_t outer = 1, inner = 1;
-  for (std::size_t d = 0; d < axis; ++d) outer *= shape[d];
-  for (std::size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
-  for (std::size_t o = 0; o < outer; ++o) f((o * shape[axis] + index) * inner, inner);
+void for_each_slice_element(const Shape& shape, const SliceAxes& slice, std::size_t index, F&& f) {
+  const std::size_t n = shape.size();
+  std::vector<std::size_t> strides(n, 1);
+  for (std::size_t d = n; d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+  const std::vector<std::size_t> at = slice.coordinates(shape, index);
+  std::size_t base = 0;
+  std::vector<std::size_t> free;  // the axes the slice spans
+  for (std::size_t d = 0, k = 0; d < n; ++d) {
+    if (k < slice.axes.size() && slice.axes[k] == d) base += at[k++] * strides[d];
+    else free.push_back(d);
+  }
+  for (std::size_t d : free)
+    if (shape[d] == 0) return;
+  std::vector<std::size_t> counter(free.size(), 0);
+  for (;;) {
+    std::size_t offset = base;
+    for (std::size_t i = 0; i < free.size(); ++i) offset += counter[i] * strides[free[i]];
+    f(offset);
+    std::size_t i = free.size();
+    for (; i > 0; --i) {  // the next element: an odometer over the free axes, last fastest
+      if (++counter[i - 1] < shape[free[i - 1]]) break;
+      counter[i - 1] = 0;
+    }
+    if (i == 0) return;
+  }
 }
 
-// x with slice `index` along `axis` taken from `source` (of x's shape).
+// x with slice `index` taken from `source` (of x's shape).
 template <class T>
-xt::xarray<T> with_slice_from(const xt::xarray<T>& x, const xt::xarray<T>& source, std::size_t axis,
+xt::xarray<T> with_slice_from(const xt::xarray<T>& x, const xt::xarray<T>& source, const SliceAxes& slice,
                               std::size_t index) {
   xt::xarray<T> out = x;
-  for_each_slice_run(x.shape(), axis, index, [&](std::size_t at, std::size_t n) {
-    std::copy(source.data() + at, source.data() + at + n, out.data() + at);
-  });
+  for_each_slice_element(x.shape(), slice, index, [&](std::size_t at) { out.data()[at] = source.data()[at]; });
   return out;
 }
 
-// The sum, over slice `index` along `axis`, of a * b (a and b of one shape), in double.
+// The sum over slice `index` of a * b (a and b of one shape), in double.
 template <class T>
-double slice_dot(const xt::xarray<T>& a, const xt::xarray<T>& b, std::size_t axis, std::size_t index) {
+double slice_dot(const xt::xarray<T>& a, const xt::xarray<T>& b, const SliceAxes& slice, std::size_t index) {
   double sum = 0;
-  for_each_slice_run(a.shape(), axis, index, [&](std::size_t at, std::size_t n) {
-    for (std::size_t i = at; i < at + n; ++i) sum += double(a.data()[i]) * double(b.data()[i]);
-  });
+  for_each_slice_element(a.shape(), slice, index,
+                         [&](std::size_t at) { sum += double(a.data()[at]) * double(b.data()[at]); });
   return sum;
 }
 

@@ -93,6 +93,61 @@ TEST(AttributionPatching, AtPIsExactPatchingWhenTheMetricIsLinearInThePoint) {
   EXPECT_GT(largest, 0.1) << "the patches must move the metric for the comparison to mean anything";
 }
 
+// Slices over several axes visit exactly the elements whose indices along them are the slice's.
+TEST(PatchSlices, SlicesOverSeveralAxesVisitTheirElementsOnce) {
+  const std::vector<std::size_t> shape = {2, 3, 4, 5};
+  const study::SliceAxes slice{1, 3};
+  EXPECT_EQ(slice.count(shape), 15u);
+  EXPECT_EQ(slice.describe(), "axes {1, 3}");
+  EXPECT_EQ(study::SliceAxes(2).describe(), "axis 2");
+  std::vector<int> visits(2 * 3 * 4 * 5, 0);
+  for (std::size_t index = 0; index < 15; ++index) {
+    const std::vector<std::size_t> at = slice.coordinates(shape, index);
+    EXPECT_EQ(at, (std::vector<std::size_t>{index / 5, index % 5}));
+    std::size_t seen = 0;
+    study::for_each_slice_element(shape, slice, index, [&](std::size_t offset) {
+      const std::size_t d1 = offset / 20 % 3, d3 = offset % 5;
+      EXPECT_EQ(d1, at[0]);
+      EXPECT_EQ(d3, at[1]);
+      ++visits[offset];
+      ++seen;
+    });
+    EXPECT_EQ(seen, 8u);  // 2 x 4 along the other axes
+  }
+  for (int v : visits) EXPECT_EQ(v, 1);
+}
+
+// With A's cells as slices (axes {1, 2, 3}: head, query, key) and a metric linear in A (the values
+// do not change), AtP is exact per cell, and a query's cells add up to patching its whole row.
+TEST(AttributionPatching, AttentionCellsAreSlicesAndAtPIsExactForThemUnderALinearMetric) {
+  AttentionPair p(1.0);
+  p.corrupted_kv = p.clean_kv;  // only the queries differ: V is the same in both runs
+  const auto clean = study::run_with_cache<double>(p.mha, p.clean(), {"hook_pattern"});
+  const auto cells = study::patch_slices<double>(p.mha, p.corrupted(), clean, {"hook_pattern"}, {1, 2, 3});
+  ASSERT_EQ(cells.rows.size(), 4u * 3 * 5);
+  EXPECT_EQ(cells.rows[7].at, (std::vector<std::size_t>{0, 1, 2}));
+  const auto atp = study::attribution_patch<double>(p.mha, p.corrupted(), clean, {"hook_pattern"}, {1, 2, 3});
+  const auto rows = study::patch_slices<double>(p.mha, p.corrupted(), clean, {"hook_pattern"}, {1, 2});
+  const std::vector<double> cell_effects = study::exact_effects(cells), row_effects = study::exact_effects(rows);
+  double largest = 0;
+  for (std::size_t i = 0; i < cells.rows.size(); ++i) {
+    EXPECT_NEAR(atp.rows[i].atp, cell_effects[i], 1e-12) << i;
+    largest = std::max(largest, std::abs(cell_effects[i]));
+  }
+  EXPECT_GT(largest, 1e-3);
+  for (std::size_t r = 0; r < rows.rows.size(); ++r) {
+    double sum = 0;
+    for (std::size_t key = 0; key < 5; ++key) sum += cell_effects[r * 5 + key];
+    EXPECT_NEAR(sum, row_effects[r], 1e-12) << "head and query " << r;
+  }
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] { study::patch_slices<double>(p.mha, p.corrupted(), clean, {"hook_pattern"}, {2, 1}); },
+      {"patch_slices", "axes {2, 1} must increase"}));
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] { study::patch_slice<double>(p.mha, p.corrupted(), clean, "hook_pattern", {1, 2, 3}, 60); },
+      {"patch_slice", "slice 60 is out of range for axes {1, 2, 3}", "[2,4,3,5]"}));
+}
+
 // With scores of some hundreds the softmax is saturated: a patched query or key moves A from one
 // key to another, but the gradient through the softmax is ~0, so AtP reports almost nothing. The
 // QK fix recomputes A exactly, and with a metric linear in A it is then exact.
