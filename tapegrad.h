@@ -49,6 +49,7 @@
 #include "study/run_with_cache.h"
 #include "study/activation_patching.h"
 #include "study/attribution_patching.h"
+#include "study/batched_patching.h"
 #include "study/integrated_patching.h"
 #include "study/metrics.h"
 #include "study/patching_agreement.h"

@@ -12,6 +12,7 @@
 #include "bench/bench_util.h"
 #include "study/attention_sites.h"
 #include "study/attribution_patching.h"
+#include "study/batched_patching.h"
 #include "study/metrics.h"
 
 namespace tapegrad::bench {
@@ -25,7 +26,8 @@ struct CopyCircuit {
   Generator data_gen{2};
   IndexArray data = copy_task::random_sequences(32, config.seq_len, config.vocab, data_gen);
   copy_task::Batch clean = copy_task::make_batch(data);
-  copy_task::Batch corrupted = copy_task::make_batch(copy_task::corrupt_sequences(data, config.vocab, data_gen));
+  IndexArray corrupted_data = copy_task::corrupt_sequences(data, config.vocab, data_gen);
+  copy_task::Batch corrupted = copy_task::make_batch(corrupted_data);
   std::vector<std::string> z_points, qkz_points;
 
   CopyCircuit() {
@@ -34,6 +36,14 @@ struct CopyCircuit {
       z_points.push_back(module + ".hook_z");
       for (const char* point : {".hook_z", ".hook_q", ".hook_k"}) qkz_points.push_back(module + point);
     }
+  }
+  // The corrupted batch stacked `replicas` times, each copy's metric.
+  Tensor<float> run_replicated(std::size_t replicas) {
+    const copy_task::Batch stacked = copy_task::make_batch(study::stacked_copies(corrupted_data, replicas));
+    const IndexArray correct = study::stacked_copies(clean.tgt_out, replicas),
+                     wrong = study::stacked_copies(corrupted.tgt_out, replicas);
+    const Tensor<float> out = (*model)(stacked.src, stacked.tgt_in, stacked.src_mask, stacked.tgt_mask);
+    return study::score_difference_per_replica(model->generator(out), correct, wrong, replicas);
   }
   study::RunLoss<float> run(const copy_task::Batch& batch) {
     return [this, &batch] {
@@ -76,6 +86,13 @@ void register_study_benchmarks() {
   });
   add_workload("study/atp_second_order_every_head_z", [](benchmark::State& state) {
     time_attribution(state, false, [](nn::Module<float>&) { return study::AttributionOptions{.second_order = true}; });
+  });
+  add_workload("study/exact_sweep_every_head_z_batched", [](benchmark::State& state) {
+    CopyCircuit c;
+    const auto clean = study::run_with_cache(*c.model, c.run(c.clean), c.z_points);
+    const study::ReplicatedRun<float> run = [&](std::size_t replicas) { return c.run_replicated(replicas); };
+    for (auto _ : state)
+      benchmark::DoNotOptimize(study::patch_slices_batched(*c.model, run, clean, c.z_points, 1));
   });
   add_workload("study/exact_sweep_every_head_z", [](benchmark::State& state) {
     CopyCircuit c;

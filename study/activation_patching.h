@@ -41,9 +41,9 @@ struct PatchTable {
 };
 
 // ValueError naming patch_slices and the path for an unknown point or one the source did not
-// cache, or slice axes the point's tensor does not have (or not increasing); ValueError naming the module when dropout is
-// active in the model (study/deterministic_forward.h); ShapeError naming the point and both shapes
-// when the target run's tensor is not the cached one's shape. run_target returns a single-element
+// cache, or slice axes the point's tensor does not have (or not increasing); ValueError naming the
+// module when dropout is active in the model (study/deterministic_forward.h); ShapeError naming
+// the point and both shapes when the target run's tensor is not the cached one's shape. run_target returns a single-element
 // metric (ValueError otherwise).
 template <class T>
 PatchTable patch_slices(nn::Module<T>& model, const RunLoss<T>& run_target, const ActivationCache<T>& source,

@@ -23,4 +23,12 @@ Tensor<T> mean_score_at(const Tensor<T>& scores, const IndexArray& tokens);
 template <class T>
 Tensor<T> score_difference(const Tensor<T>& scores, const IndexArray& correct, const IndexArray& wrong);
 
+// score_difference of each of `replicas` copies of a batch stacked along axis 0 (scores
+// [replicas * batch, seq, vocab], correct and wrong [replicas * batch, seq]): [replicas], what
+// patch_slices_batched's run returns. The same errors, and ValueError when the rows do not split
+// into the replicas.
+template <class T>
+Tensor<T> score_difference_per_replica(const Tensor<T>& scores, const IndexArray& correct, const IndexArray& wrong,
+                                       std::size_t replicas);
+
 }  // namespace tapegrad::study

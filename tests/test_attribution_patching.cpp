@@ -12,9 +12,11 @@
 #include "autograd/core/tape.h"
 #include "autograd/ops/operators.h"
 #include "autograd/ops/reduce.h"
+#include "autograd/ops/shape.h"
 #include "nn/transformer/multi_head_attention.h"
 #include "nn/transformer/transformer.h"
 #include "study/attribution_patching.h"
+#include "study/batched_patching.h"
 #include "study/integrated_patching.h"
 #include "study/metric_without_tape.h"
 #include "study/metrics.h"
@@ -475,6 +477,49 @@ TEST(StudyMetrics, MeanScoreAtTakesEachPositionsTokenAndItsGradientIsOneOverTheC
                                       {"mean_score_at", "scores [2,3,4]", "tokens [1,2]"}));
   EXPECT_TRUE(throws_with<ValueError>([&] { study::mean_score_at(scores, IndexArray({{1, 2, 4}, {0, 0, 0}})); },
                                       {"gather"}));
+}
+
+// One forward per several slices gives patch_slices' table: heads, positions of the residual
+// stream and attention cells, in chunks that do not divide the slices evenly.
+TEST(BatchedPatching, ReplicasPatchedOneSliceEachGivePatchSlicesTable) {
+  PatchedTransformer t;
+  const study::ReplicatedRun<double> run = [&](std::size_t replicas) {
+    const Tensor<double> out = t.model(study::stacked_copies(t.corrupted_src, replicas), study::stacked_copies(t.tgt, replicas));
+    // Each replica's sum(out * weights), as t.run's metric.
+    const Tensor<double> per_replica = reshape(out, {static_cast<Index>(replicas), 1, -1});
+    return sum(per_replica * reshape(t.weights, {1, 1, -1}), Axes{1, 2});
+  };
+  const auto clean = study::run_with_cache<double>(t.model, t.run(t.clean_src), kTransformerPoints);
+  for (const study::SliceAxes& axes : {study::SliceAxes(1), study::SliceAxes{1, 2}}) {
+    const std::vector<std::string> points = axes.axes.size() == 1 ? kTransformerPoints
+                                                                   : std::vector<std::string>{kTransformerPoints[1]};
+    const auto one_by_one = study::patch_slices<double>(t.model, t.run(t.corrupted_src), clean, points, axes);
+    const auto batched = study::patch_slices_batched<double>(t.model, run, clean, points, axes, 3);
+    ASSERT_EQ(batched.rows.size(), one_by_one.rows.size());
+    EXPECT_NEAR(batched.target_metric, one_by_one.target_metric, 1e-12);
+    for (std::size_t i = 0; i < batched.rows.size(); ++i) {
+      EXPECT_EQ(batched.rows[i].point, one_by_one.rows[i].point);
+      EXPECT_EQ(batched.rows[i].at, one_by_one.rows[i].at);
+      EXPECT_NEAR(batched.rows[i].metric, one_by_one.rows[i].metric, 1e-12) << batched.rows[i].point << " " << i;
+    }
+  }
+  EXPECT_EQ(study::stacked_copies(IndexArray({{1, 2}, {3, 4}}), 2), IndexArray({{1, 2}, {3, 4}, {1, 2}, {3, 4}}));
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] { study::patch_slices_batched<double>(t.model, run, clean, kTransformerPoints, {0, 1}); },
+      {"patch_slices_batched", "axes {0, 1} include axis 0"}));
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] { study::patch_slices_batched<double>(t.model, run, clean, kTransformerPoints, 1, 0); },
+      {"patch_slices_batched", "replicas_per_forward must be at least 1"}));
+  const study::ReplicatedRun<double> one_number = [&](std::size_t replicas) { return sum(run(replicas)); };
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] { study::patch_slices_batched<double>(t.model, one_number, clean, kTransformerPoints, 1); },
+      {"patch_slices_batched", "run(1) must return one metric per replica, shape [1], got []"}));
+  const study::ReplicatedRun<double> unreplicated = [&](std::size_t replicas) {
+    return sum(t.model(t.corrupted_src, t.tgt)) * Tensor<double>::ones({replicas});  // one batch for any count
+  };
+  EXPECT_TRUE(throws_with<ShapeError>(
+      [&] { study::patch_slices_batched<double>(t.model, unreplicated, clean, kTransformerPoints, 1); },
+      {"patch_slices_batched", "in the run of 9 replicas but [2,"}));
 }
 
 TEST(PatchingAgreement, HasTheTextbookValues) {
