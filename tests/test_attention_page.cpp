@@ -171,16 +171,17 @@ void expect_colourful_overview(const std::string& chromium, const fs::path& page
 // another head at the first snapshot, chosen with the slider; dL/dS there, which the page does not
 // hold for a snapshot and must not take from the end of training; the readout after choosing
 // another sequence (cleared: the value read was sequence 0's); a cell of the circuit table, with
-// its heatmap colour. Then the overview's screenshot.
+// its heatmap colour; the points of a method's scatter against exact patching. Then the
+// overview's screenshot.
 TEST(AttentionPage, Seq10HoverReadsTheCapturedValueAndTheSlidersSnapshot) {
   REQUIRE_CHROMIUM(chromium);
   const StudyPage& page = seq10_page();
   const std::string dom = dump_dom(
       chromium, page.html, "selftest=dec0 cross h1,2,3,dS;enc1 self h0,4,1,A,0;enc1 self h0,4,1,dS,0;sequence=1;"
-      "cell=circuit,dec1 cross h1 z,exact");
+      "cell=circuit,dec1 cross h1 z,exact;scatter=AtP + QK fix");
   EXPECT_NE(dom.find("id=\"snapshot-slider\""), std::string::npos);
   const std::vector<std::string> readouts = selftest_results(dom);
-  ASSERT_EQ(readouts.size(), 5u) << dom.substr(0, 3000);
+  ASSERT_EQ(readouts.size(), 6u) << dom.substr(0, 3000);
   EXPECT_EQ(readouts[2].rfind("unavailable: dL/dS at step 0 is not in the page", 0), 0u) << readouts[2];
   EXPECT_EQ(readouts[3], "Click a thumbnail; move the mouse over a map to read its values. ");
 
@@ -208,6 +209,8 @@ TEST(AttentionPage, Seq10HoverReadsTheCapturedValueAndTheSlidersSnapshot) {
   ASSERT_NE(share, 0.0);
   const std::string shown = attention_study::shown_cells({share}).at(0);
   EXPECT_EQ(readouts[4].rfind(shown + " rgb(", 0), 0u) << readouts[4] << " against " << shown;
+  // A point per row of the circuit table in each method's scatter against exact patching.
+  EXPECT_EQ(readouts[5], "points " + std::to_string(exact.rows.size()));
   expect_colourful_overview(chromium, page.html, "overview_seq10");
 }
 

@@ -294,36 +294,72 @@ function sortable(t) {
     });
     head.append(th);
   });
-  // A heat table colours its numbers on one blue-white-red scale, 0 white, limit the largest |number|.
-  const numbers = t.rows.flat().filter(v => v !== '' && !isNaN(Number(v))).map(Number);
-  const heat = t.heat ? {lo: -Math.max(...numbers.map(Math.abs)), hi: Math.max(...numbers.map(Math.abs)), diverging: true, log: false} : null;
-  const cell = v => {
+  // A heat table colours the numbers of its columns from heat_from on, on one blue-white-red scale:
+  // 0 white, the limit the largest |number| there.
+  const hot = (v, col) => t.heat_from >= 0 && col >= t.heat_from && v !== '' && !isNaN(Number(v));
+  const limit = Math.max(0, ...t.rows.flatMap(r => r.filter(hot).map(v => Math.abs(Number(v)))));
+  const heat = {lo: -limit, hi: limit, diverging: true, log: false};
+  const cell = (v, col) => {
     const td = el('td', {}, v);
-    if (heat && v !== '' && !isNaN(Number(v))) td.style.background = `rgb(${colour(heat, Number(v)).join(',')})`;
+    if (hot(v, col)) td.style.background = `rgb(${colour(heat, Number(v)).join(',')})`;
     return td;
   };
   const fill = () => table.replaceChildren(head, ...t.rows.map(r => el('tr', {}, ...r.map(cell))));
   fill();
   return el('section', {}, el('h3', {}, t.title), el('p', {class: 'note'}, t.caption), table);
 }
-function drawLoss() {
-  const box = document.getElementById('loss'), L = D.losses;
-  if (!L.length) { box.textContent = D.no_loss_note; return; }
-  const W = 720, H = 320, left = 60, right = 12, top = 12, bottom = 40, ns = 'http://www.w3.org/2000/svg';
-  const positive = L.filter(v => v > 0);
-  const lo = Math.log10(positive.reduce((a, v) => Math.min(a, v))), hi = Math.log10(positive.reduce((a, v) => Math.max(a, v)));
-  const dlo = Math.floor(lo), dhi = Math.max(dlo + 1, Math.ceil(hi));
-  const X = s => left + (W - left - right) * s / Math.max(1, L.length - 1);
-  const Y = v => top + (H - top - bottom) * (dhi - Math.log10(v)) / (dhi - dlo);
-  const svg = document.createElementNS(ns, 'svg');
+// An empty SVG of W x H and add(tag, attrs, text), which appends an element to it.
+function svgOf(W, H) {
+  const ns = 'http://www.w3.org/2000/svg', svg = document.createElementNS(ns, 'svg');
+  svg.setAttribute('width', W);
+  svg.setAttribute('height', H);
   const add = (tag, attrs, text) => {
     const e = document.createElementNS(ns, tag);
     for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
     if (text !== undefined) e.textContent = text;
     svg.append(e);
+    return e;
   };
-  svg.setAttribute('width', W);
-  svg.setAttribute('height', H);
+  return {svg, add};
+}
+// The circuit table's methods against exact patching: one scatter per method, a point per row
+// (x: the exact share, y: the method's), the diagonal where a method is exact.
+function drawCircuitScatters() {
+  const t = D.tables.find(x => x.id === 'circuit');
+  const box = document.getElementById('circuit-scatters');
+  if (!t) return;
+  const exactCol = t.header.indexOf('exact'), W = 230, H = 230, pad = 34;
+  const values = t.rows.flatMap(r => r.slice(exactCol).map(Number)).filter(Number.isFinite);
+  const lo = Math.min(0, ...values), hi = Math.max(...values.map(Math.abs), 1e-12);
+  const X = v => pad + (W - 2 * pad) * (v - lo) / (hi - lo), Y = v => H - pad - (H - 2 * pad) * (v - lo) / (hi - lo);
+  const figures = t.header.slice(exactCol + 1).map((method, k) => {
+    const {svg, add} = svgOf(W, H);
+    svg.setAttribute('class', 'scatter');
+    svg.dataset.method = method;
+    add('rect', {x: pad, y: pad, width: W - 2 * pad, height: H - 2 * pad, fill: 'none', stroke: '#bbb'});
+    add('line', {x1: X(lo), y1: Y(lo), x2: X(hi), y2: Y(hi), stroke: '#999', 'stroke-dasharray': '4 3'});
+    add('text', {x: W / 2, y: H - 8, 'text-anchor': 'middle', 'font-size': 11}, 'exact share');
+    add('text', {x: 10, y: H / 2, 'font-size': 11, transform: `rotate(-90 10 ${H / 2})`, 'text-anchor': 'middle'}, 'estimate');
+    for (const r of t.rows) {
+      const x = Number(r[exactCol]), y = Number(r[exactCol + 1 + k]);
+      if (Number.isFinite(x) && Number.isFinite(y)) add('circle', {cx: X(x), cy: Y(y), r: 2.5, fill: '#2166ac'}).append(
+        Object.assign(document.createElementNS('http://www.w3.org/2000/svg', 'title'), {textContent: `${r[0]}: exact ${r[exactCol]}, estimate ${r[exactCol + 1 + k]}`}));
+    }
+    return el('figure', {}, el('figcaption', {}, method), svg);
+  });
+  box.replaceChildren(el('h3', {}, 'Each method against exact patching'), ...figures,
+    el('p', {class: 'note'}, 'One point per row of the circuit table; on the dashed diagonal a method equals exact patching. Hover a point for its row.'));
+}
+function drawLoss() {
+  const box = document.getElementById('loss'), L = D.losses;
+  if (!L.length) { box.textContent = D.no_loss_note; return; }
+  const W = 720, H = 320, left = 60, right = 12, top = 12, bottom = 40;
+  const positive = L.filter(v => v > 0);
+  const lo = Math.log10(positive.reduce((a, v) => Math.min(a, v))), hi = Math.log10(positive.reduce((a, v) => Math.max(a, v)));
+  const dlo = Math.floor(lo), dhi = Math.max(dlo + 1, Math.ceil(hi));
+  const X = s => left + (W - left - right) * s / Math.max(1, L.length - 1);
+  const Y = v => top + (H - top - bottom) * (dhi - Math.log10(v)) / (dhi - dlo);
+  const {svg, add} = svgOf(W, H);
   for (let d = dlo; d <= dhi; ++d)
     for (const f of [1, 2, 5]) {
       const v = f * 10 ** d;
@@ -379,10 +415,16 @@ function controls() {
 // cell (query, key) of the quantity's detail map (A, S, dA or dS; "unavailable: <why>" when the
 // step has none), all with real DOM events; a
 // probe sequence=<b> chooses sequence b in the menu; a probe cell=<table id>,<row name>,<column>
-// reads a table's cell and its background colour. Each appends the readout then shown as a line
+// reads a table's cell and its background colour; scatter=<method> counts the points of that
+// method's scatter against exact patching. Each appends the readout then shown as a line
 // to #selftest-result (the page's browser test reads it back).
 function probe(text) {
   const readout = () => document.getElementById('readout').textContent + ' ' + document.getElementById('readout-value').textContent;
+  const scatter = text.match(/^scatter=(.+)$/);
+  if (scatter) {
+    const svg = [...document.querySelectorAll('svg.scatter')].find(x => x.dataset.method === scatter[1]);
+    return svg ? 'points ' + svg.querySelectorAll('circle').length : 'no scatter ' + scatter[1];
+  }
   const cellOf = text.match(/^cell=([^,]+),([^,]+),(.+)$/);
   if (cellOf) {
     const table = document.getElementById('table-' + cellOf[1]);
@@ -433,5 +475,6 @@ controls();
 drawOverview();
 drawAttributions();
 document.getElementById('tables').append(...D.tables.map(sortable));
+drawCircuitScatters();
 drawLoss();
 selftest();

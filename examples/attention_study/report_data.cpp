@@ -94,9 +94,10 @@ std::string snapshot_json(const study::AttentionSnapshot& snapshot, const StudyR
                       {"calls", json_array(calls)}});
 }
 
-// heat: the page colours the table's numbers as a heatmap (blue-white-red, 0 white).
+// heat_from: the page colours the numbers of this column and the ones after it as a heatmap
+// (blue-white-red, 0 white); -1 for none.
 std::string table_json(const std::string& id, const std::string& title, const std::string& caption,
-                       const Table& table, bool heat = false) {
+                       const Table& table, int heat_from = -1) {
   std::vector<std::string> rows;
   for (const auto& r : table.rows) rows.push_back(strings(shown_cells(r)));
   return json_object({{"id", json_string(id)},
@@ -104,7 +105,7 @@ std::string table_json(const std::string& id, const std::string& title, const st
                       {"caption", json_string(caption)},
                       {"header", strings(table.header)},
                       {"rows", json_array(rows)},
-                      {"heat", heat ? "true" : "false"}});
+                      {"heat_from", std::to_string(heat_from)}});
 }
 
 std::string facts(const RunInfo& run, const StudyResult& study) {
@@ -177,7 +178,7 @@ std::string report_json(const RunInfo& run, const StudyResult& study,
                     "token), " + short_number(circuit->clean_metric) + " clean against " +
                         short_number(circuit->corrupted_metric) + " corrupted, that patching it recovers, exactly "
                     "and as each method estimates it; GradDrop estimates its magnitude (circuit.csv, docs/patching.md).",
-                    circuit_table(*circuit), /*heat=*/true),
+                    circuit_table(*circuit), /*heat_from=*/3),
          table_json("patching_methods", "Each method against exact patching",
                     "Correlation with the exact shares over every row above, the share of the exact top k among the "
                     "method's top k, and the time the method took (patching_methods.csv).",
