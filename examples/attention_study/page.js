@@ -347,8 +347,9 @@ function drawCircuitScatters() {
     }
     return el('figure', {}, el('figcaption', {}, method), svg);
   });
-  box.replaceChildren(el('h3', {}, 'Each method against exact patching'), ...figures,
-    el('p', {class: 'note'}, 'One point per row of the circuit table; on the dashed diagonal a method equals exact patching. Hover a point for its row.'));
+  box.replaceChildren(el('h3', {}, "Which heads carry the copy: each method's share against the exact one"),
+    el('div', {class: 'panels'}, ...figures),
+    el('p', {class: 'note'}, 'One point per row of the circuit table below; on the dashed diagonal a method equals exact patching. Hover a point for its row.'));
 }
 function drawLoss() {
   const box = document.getElementById('loss'), L = D.losses;
