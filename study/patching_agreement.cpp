@@ -76,13 +76,33 @@ std::vector<double> exact_effects(const PatchTable& table) {
   return effects;
 }
 
+double proportion_upper_bound(std::size_t found, std::size_t trials) {
+  if (trials == 0 || found >= trials) return 1;
+  // P(X <= found) under Binomial(trials, p) falls as p grows: bisect for the p where it is 5%.
+  const auto at_most_found = [&](double p) {
+    double term = std::pow(1 - p, double(trials)), sum = term;  // P(X = 0)
+    for (std::size_t x = 1; x <= found; ++x) {
+      term *= double(trials - x + 1) / double(x) * p / (1 - p);
+      sum += term;
+    }
+    return sum;
+  };
+  double lo = double(found) / double(trials), hi = 1;
+  for (int i = 0; i < 100; ++i) {
+    const double mid = (lo + hi) / 2;
+    (at_most_found(mid) > 0.05 ? lo : hi) = mid;
+  }
+  return hi;
+}
+
 template <class T>
-Agreement verify_attribution(nn::Module<T>& model, const RunLoss<T>& run_target, const ActivationCache<T>& source,
+Verification verify_attribution(nn::Module<T>& model, const RunLoss<T>& run_target, const ActivationCache<T>& source,
                              const AttributionTable& table, const SliceAxes& axes, const EstimateOf& estimate,
                              std::size_t k, std::size_t sample, std::uint64_t seed) {
   std::vector<double> all;
   for (const AttributedSlice& row : table.rows) all.push_back(estimate(row));
   std::vector<std::size_t> chosen = top_by_magnitude(all, std::min(k, all.size()));
+  const std::vector<std::size_t> top = chosen;
   std::vector<std::size_t> rest;
   for (std::size_t i = 0; i < all.size(); ++i)
     if (std::find(chosen.begin(), chosen.end(), i) == chosen.end()) rest.push_back(i);
@@ -98,11 +118,24 @@ Agreement verify_attribution(nn::Module<T>& model, const RunLoss<T>& run_target,
     estimates.push_back(all[i]);
     exact.push_back(patch_slice(model, run_target, source, row.point, axes, row.index) - table.target_metric);
   }
-  return agreement(estimates, exact, k);
+  Verification v;
+  v.agreement = agreement(estimates, exact, k);
+  std::vector<double> magnitudes;
+  for (double e : exact) magnitudes.push_back(std::abs(e));
+  std::vector<double> sorted = magnitudes;
+  std::sort(sorted.rbegin(), sorted.rend());
+  const double cut = sorted[std::min(k, sorted.size()) - 1];  // the k-th largest |exact| patched
+  for (std::size_t j = 0; j < chosen.size(); ++j) {
+    if (std::find(top.begin(), top.end(), chosen[j]) != top.end()) continue;
+    ++v.sampled;
+    v.sampled_false_negatives += magnitudes[j] >= cut;
+  }
+  v.false_negative_share_bound = proportion_upper_bound(v.sampled_false_negatives, v.sampled);
+  return v;
 }
 
 #define TAPEGRAD_INSTANTIATE_VERIFY_ATTRIBUTION(T)                                                            \
-  template Agreement verify_attribution(nn::Module<T>&, const RunLoss<T>&, const ActivationCache<T>&,        \
+  template Verification verify_attribution(nn::Module<T>&, const RunLoss<T>&, const ActivationCache<T>&,        \
                                         const AttributionTable&, const SliceAxes&, const EstimateOf&, std::size_t, \
                                         std::size_t, std::uint64_t);
 TAPEGRAD_INSTANTIATE_VERIFY_ATTRIBUTION(float)

@@ -522,6 +522,16 @@ TEST(BatchedPatching, ReplicasPatchedOneSliceEachGivePatchSlicesTable) {
       {"patch_slices_batched", "in the run of 9 replicas but [2,"}));
 }
 
+// None in 59: 1 - 0.05^(1/59) (the closed form when nothing is found); 1 in 10: 0.3942, the
+// tabulated one-sided 95% Clopper-Pearson limit; nothing sampled bounds nothing.
+TEST(PatchingAgreement, TheFalseNegativeBoundIsClopperPearsons) {
+  EXPECT_NEAR(study::proportion_upper_bound(0, 59), 1 - std::pow(0.05, 1.0 / 59), 1e-12);
+  EXPECT_NEAR(study::proportion_upper_bound(1, 10), 0.3942, 1e-4);
+  EXPECT_EQ(study::proportion_upper_bound(0, 0), 1.0);
+  EXPECT_EQ(study::proportion_upper_bound(3, 3), 1.0);
+  EXPECT_LT(study::proportion_upper_bound(0, 300), study::proportion_upper_bound(0, 30));
+}
+
 TEST(PatchingAgreement, HasTheTextbookValues) {
   const study::Agreement same = study::agreement({1, 2, 3, 4}, {2, 4, 6, 8}, 2);
   EXPECT_NEAR(same.pearson, 1.0, 1e-15);
@@ -555,16 +565,22 @@ TEST(PatchingAgreement, VerifyingEveryRowIsTheAgreementWithTheFullSweep) {
   const auto exact = study::patch_slices<double>(t.model, t.run(t.corrupted_src), clean, kTransformerPoints, 1);
   const study::Agreement full = study::agreement(first_order_estimates(atp), study::exact_effects(exact), 3);
   const auto first_order = [](const study::AttributedSlice& row) { return row.atp; };
-  const study::Agreement verified =
+  const study::Verification verified =
       study::verify_attribution<double>(t.model, t.run(t.corrupted_src), clean, atp, 1, first_order, 3, 100, 7);
-  EXPECT_EQ(verified.compared, atp.rows.size());
-  EXPECT_NEAR(verified.pearson, full.pearson, 1e-12);
-  EXPECT_NEAR(verified.spearman, full.spearman, 1e-12);
-  EXPECT_EQ(verified.top_k_recall, full.top_k_recall);
-  const study::Agreement part =
+  EXPECT_EQ(verified.agreement.compared, atp.rows.size());
+  EXPECT_NEAR(verified.agreement.pearson, full.pearson, 1e-12);
+  EXPECT_NEAR(verified.agreement.spearman, full.spearman, 1e-12);
+  EXPECT_EQ(verified.agreement.top_k_recall, full.top_k_recall);
+  // Every row outside the estimate's top 3 was sampled: the false negatives are those of the exact
+  // top 3 that the estimate's top 3 missed.
+  EXPECT_EQ(verified.sampled, atp.rows.size() - 3);
+  EXPECT_EQ(verified.sampled_false_negatives, std::size_t(std::lround((1 - full.top_k_recall) * 3)));
+  const study::Verification part =
       study::verify_attribution<double>(t.model, t.run(t.corrupted_src), clean, atp, 1, first_order, 2, 3, 7);
-  EXPECT_EQ(part.compared, 5u);
-  EXPECT_EQ(part.k, 2u);
+  EXPECT_EQ(part.agreement.compared, 5u);
+  EXPECT_EQ(part.agreement.k, 2u);
+  EXPECT_EQ(part.sampled, 3u);
+  EXPECT_EQ(part.false_negative_share_bound, study::proportion_upper_bound(part.sampled_false_negatives, 3));
 }
 
 }  // namespace
