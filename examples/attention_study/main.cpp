@@ -8,6 +8,8 @@
 // attention.safetensors, npy/, bertviz.json) and, when it trains, snapshots.safetensors: A, dL/dA,
 // S and dL/dS of the study batch at steps 0, 1, 2, 4, ..., the last (study/training_snapshots.h),
 // whose A and dL/dA the page's slider steps through.
+// The study batch is --sequences random sequences, or the user's (--tokens, --tokens-file:
+// study_tokens.h), whose length --seq-len then follows.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -22,6 +24,7 @@
 #include "examples/attention_study/export.h"
 #include "examples/attention_study/report.h"
 #include "examples/attention_study/study.h"
+#include "examples/attention_study/study_tokens.h"
 #include "examples/attention_study/tables.h"
 #include "examples/cli/flags.h"
 #include "examples/cli/output_path.h"
@@ -46,17 +49,42 @@ struct Options {
   bool snapshots = true, circuit = true;
   tapegrad::attention_study::StudyMetric metric = tapegrad::attention_study::StudyMetric::kTargetLogit;
   std::string checkpoint, save_checkpoint, out = "attention_study_out";
+  std::string tokens, tokens_file;  // the study batch, when given (tokens_given: which one)
+  bool tokens_given = false, tokens_file_given = false, seq_len_given = false;
 };
 
+// The study batch of --tokens or --tokens-file, nullopt for random sequences. --seq-len follows
+// the given sequences: given as well, it must agree with them.
+std::optional<tapegrad::IndexArray> given_sequences(const Options& options, tapegrad::copy_task::Config& config) {
+  using namespace tapegrad;
+  if (!options.tokens_given && !options.tokens_file_given) return std::nullopt;
+  IndexArray data = options.tokens_given ? attention_study::parse_study_tokens(options.tokens, config.vocab)
+                                         : attention_study::read_study_tokens_file(options.tokens_file, config.vocab);
+  const std::size_t length = data.shape()[1];
+  if (options.seq_len_given && config.seq_len != length) {
+    throw examples::UsageError(std::string(options.tokens_given ? "--tokens" : "--tokens-file") + ": the sequences have " +
+                               std::to_string(length) + " tokens, but --seq-len is " + std::to_string(config.seq_len) +
+                               " (leave --seq-len out: it follows the given sequences)");
+  }
+  config.seq_len = length;
+  return data;
+}
+
 // Trains or loads the model, studies one batch and writes the report; returns the exit status.
-int study(const tapegrad::copy_task::Config& config, const Options& options) {
+// given: the study batch of --tokens or --tokens-file, else nullopt.
+int study(const tapegrad::copy_task::Config& config, const Options& options,
+          const std::optional<tapegrad::IndexArray>& given) {
   using namespace tapegrad;
   copy_task::Trainer trainer(config);
   // The study batch, drawn first: it is also the fixed probe batch of the training snapshots.
   Generator study_gen(config.seed ^ kStudyStream);
-  const IndexArray data = copy_task::random_sequences(options.sequences, config.seq_len, config.vocab, study_gen);
+  const IndexArray data =
+      given ? *given : copy_task::random_sequences(options.sequences, config.seq_len, config.vocab, study_gen);
   attention_study::RunInfo run;
   run.config = config;
+  run.batch_source = options.tokens_given        ? "given by --tokens"
+                     : options.tokens_file_given ? "read from --tokens-file " + options.tokens_file
+                                                 : "random";
   std::vector<study::AttentionSnapshot> snapshots;  // while training, on the study batch
   if (!options.checkpoint.empty()) {
     copy_task::warn_if_trained_at_another_seq_len("attention_study", options.checkpoint,
@@ -132,9 +160,19 @@ int main(int argc, char** argv) {
       ->check(positive_integer());
   app.add_option("--save-checkpoint", options.save_checkpoint, "save the trained model's checkpoint here")
       ->excludes(load_option);
-  app.add_option("--sequences", options.sequences, "sequences in the studied batch")
-      ->capture_default_str()
-      ->check(integer_in(1, 16));
+  auto* sequences_option = app.add_option("--sequences", options.sequences, "random sequences in the studied batch")
+                               ->capture_default_str()
+                               ->check(integer_in(1, tapegrad::attention_study::kMaxStudySequences));
+  auto* tokens_option =
+      app.add_option("--tokens", options.tokens,
+                     "study these sequences instead: token ids, sequences separated by ';' (\"1 5 7 3; 1 9 2 4\"), "
+                     "each the start symbol 1 then tokens 2 to " + std::to_string(config.vocab - 1) +
+                         "; --seq-len follows them")
+          ->excludes(sequences_option);
+  app.add_option("--tokens-file", options.tokens_file,
+                 "study the sequences of this file instead, one a line (as --tokens)")
+      ->excludes(sequences_option)
+      ->excludes(tokens_option);
   tapegrad::examples::add_switch(app, "snapshots", options.snapshots,
                                  "while training, save A, dL/dA, S and dL/dS of the study batch at steps 0, 1, 2, "
                                  "4, ..., the last (snapshots.safetensors)");
@@ -153,6 +191,9 @@ int main(int argc, char** argv) {
                                  "and by attribution patching (circuit.csv, patching_methods.csv)");
   CLI11_PARSE(app, argc, argv);
   options.metric = metrics.at(metric);
+  options.tokens_given = app.count("--tokens") > 0;
+  options.tokens_file_given = app.count("--tokens-file") > 0;
+  options.seq_len_given = app.count("--seq-len") > 0;
   config.batches_per_epoch = options.steps;  // one epoch = the whole training run
   return tapegrad::examples::run_guarded(
       "attention_study", "studying " + tapegrad::copy_task::describe_run(config), [&] {
@@ -160,7 +201,8 @@ int main(int argc, char** argv) {
         tapegrad::examples::check_output_directory("--out", options.out);
         if (!options.save_checkpoint.empty())
           tapegrad::examples::check_output_file("--save-checkpoint", options.save_checkpoint);
+        const std::optional<tapegrad::IndexArray> given = given_sequences(options, config);
         tapegrad::set_num_threads(threads);
-        return study(config, options);
+        return study(config, options, given);
       });
 }

@@ -24,6 +24,7 @@ namespace tapegrad::attention_study {
 struct RunInfo {
   copy_task::Config config;
   std::string source;          // how the model came to be, plain text (e.g. "trained for 300 steps")
+  std::string batch_source;    // where the study batch came from: "random", "given by --tokens", ...
   std::vector<double> losses;  // training loss per step; empty when loaded from a checkpoint
   std::size_t steps = 0;       // the model's optimiser steps
   double accuracy = 0;         // exact-match accuracy of greedy decoding on fresh sequences

@@ -121,7 +121,9 @@ std::string facts(const RunInfo& run, const StudyResult& study) {
       {"optimiser steps", std::to_string(run.steps)},
       {"exact-match accuracy", short_number(100.0 * run.accuracy) + "% of " + std::to_string(run.accuracy_sequences) +
                                    " fresh sequences (greedy decoding)"},
-      {"study batch", std::to_string(sequences) + " sequences, loss " + short_number(study.loss) +
+      {"study batch", std::to_string(sequences) + " sequences" +
+                          (run.batch_source.empty() ? "" : " (" + run.batch_source + ")") + ", loss " +
+                          short_number(study.loss) +
                           " (mean cross-entropy per target token); softmax-backward checks " +
                           (study.checks_passed ? "passed" : "FAILED")},
       {"L, the metric", metric_name(study.metric) + " = " + short_number(study.metric_value) +

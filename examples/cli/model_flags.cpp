@@ -11,8 +11,6 @@ namespace tapegrad::copy_task {
 namespace {
 // More workers than this is a typo, not a machine.
 constexpr std::uint64_t kMaxThreads = 4096;
-// The attention study's page labels are tested up to this length.
-constexpr std::uint64_t kMaxSeqLen = 64;
 }  // namespace
 
 void add_model_flags(CLI::App& app, Config& config, std::size_t& threads) {

@@ -11,6 +11,9 @@
 
 namespace tapegrad::copy_task {
 
+// The longest --seq-len: the attention study's page labels are tested up to this length.
+inline constexpr std::size_t kMaxSeqLen = 64;
+
 void add_model_flags(CLI::App& app, Config& config, std::size_t& threads);
 
 // The checks across flags, once parsed: d_model divisible by heads. Throws examples::UsageError.

@@ -8,6 +8,13 @@
 namespace tapegrad::bad_inputs {
 namespace {
 
+// `word` n times.
+std::string repeated(const std::string& word, std::size_t n) {
+  std::string out;
+  for (std::size_t i = 0; i < n; ++i) out += word;
+  return out;
+}
+
 // A checkpoint of a one-step attention_study run with one layer (the default is two).
 std::string one_layer_checkpoint() {
   const std::string path = scratch("study_one_layer.safetensors").string();
@@ -42,6 +49,39 @@ ATTENTION_STUDY_ROW(attention_study_out_is_a_file, "--out " + write_scratch("a_f
                     "/a_file' is not a directory")
 ATTENTION_STUDY_ROW(attention_study_save_checkpoint_unwritable, "--save-checkpoint /proc/no/ck.safetensors", 2,
                     "--save-checkpoint '/proc/no/ck.safetensors'", "'/proc/no' does not exist")
+
+// The study batch given as tokens (--tokens, --tokens-file): each refusal names the flag, the
+// sequence, the position and the token as written.
+ATTENTION_STUDY_ROW(attention_study_tokens_without_start, "--tokens '2 5 7'", 2, "--tokens: sequence 0, position 0",
+                    "'2' is not the start symbol 1")
+ATTENTION_STUDY_ROW(attention_study_tokens_with_padding, "--tokens '1 5 7; 1 9 0'", 2,
+                    "--tokens: sequence 1, position 2: '0' is the padding symbol")
+ATTENTION_STUDY_ROW(attention_study_tokens_outside_vocabulary, "--tokens '1 5 7; 1 11 3'", 2,
+                    "--tokens: sequence 1, position 1: '11' is outside the copy task's tokens, 2 to 10")
+ATTENTION_STUDY_ROW(attention_study_tokens_start_inside, "--tokens '1 5 1'", 2,
+                    "--tokens: sequence 0, position 2: '1' is the start symbol, which only begins a sequence")
+ATTENTION_STUDY_ROW(attention_study_tokens_not_a_number, "--tokens '1 5 -3'", 2,
+                    "--tokens: sequence 0, position 2: '-3' is not a token id")
+ATTENTION_STUDY_ROW(attention_study_tokens_of_two_lengths, "--tokens '1 5 7 3; 1 9 2'", 2,
+                    "--tokens: sequence 1 has 3 tokens, sequence 0 has 4")
+ATTENTION_STUDY_ROW(attention_study_tokens_start_alone, "--tokens '1'", 2, "--tokens: sequence 0 has 1 token",
+                    "1 to 63 tokens")
+ATTENTION_STUDY_ROW(attention_study_tokens_longer_than_64, "--tokens '1" + repeated(" 2", 64) + "'", 2,
+                    "--tokens: sequence 0 has 65 tokens")
+ATTENTION_STUDY_ROW(attention_study_tokens_17_sequences, "--tokens '1 2" + repeated("; 1 2", 16) + "'", 2,
+                    "--tokens: sequence 16 is one too many", "at most 16 sequences")
+ATTENTION_STUDY_ROW(attention_study_tokens_none, "--tokens ' ; '", 2, "--tokens: no sequence")
+ATTENTION_STUDY_ROW(attention_study_tokens_against_seq_len, "--tokens '1 5 7' --seq-len 5", 2,
+                    "--tokens: the sequences have 3 tokens, but --seq-len is 5")
+ATTENTION_STUDY_ROW(attention_study_tokens_and_sequences, "--tokens '1 5 7' --sequences 2", 108,
+                    "--sequences excludes --tokens")
+ATTENTION_STUDY_ROW(attention_study_tokens_and_tokens_file, "--tokens '1 5 7' --tokens-file t.txt", 108,
+                    "--tokens excludes --tokens-file")
+ATTENTION_STUDY_ROW(attention_study_tokens_file_missing, "--tokens-file /no/such/tokens.txt", 2,
+                    "--tokens-file '/no/such/tokens.txt': cannot be read (No such file or directory)")
+ATTENTION_STUDY_ROW(attention_study_tokens_file_bad_line,
+                    "--tokens-file " + write_scratch("tokens.txt", "1 2 3\n\n1 4 x\n").string(), 2,
+                    "tokens.txt': sequence 1 (line 3), position 2: 'x' is not a token id")
 
 }  // namespace
 }  // namespace tapegrad::bad_inputs
