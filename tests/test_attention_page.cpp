@@ -86,8 +86,8 @@ StudyPage make_page(const TempDir& dir, std::size_t layers, std::size_t sequence
     for (auto& maps : page.study.maps)
       for (auto* gradient : {&maps.grad, &maps.scores_grad}) xt::view(*gradient, sequences - 1) *= 1000.0f;
   page.snapshots = make_snapshots(page.study, snapshots);
-  attention_study::RunInfo run{.config = config, .source = "made by the test", .losses = {}, .steps = 0,
-                               .accuracy = 0, .accuracy_sequences = 0};
+  attention_study::RunInfo run{.config = config, .source = "made by the test", .batch_source = "random",
+                               .losses = {}, .steps = 0, .accuracy = 0, .accuracy_sequences = 0};
   for (int s = 0; s < 200; ++s) run.losses.push_back(2.5 * std::exp(-s / 40.0) + 0.001);
   const fs::path out = dir.path() / ("seq" + std::to_string(seq_len));
   attention_study::write_report(out, run, page.study, page.snapshots, page.circuit ? &*page.circuit : nullptr);

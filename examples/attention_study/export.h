@@ -9,6 +9,8 @@
 //   npy/                   the same arrays, one .npy each, and metadata.json
 //   bertviz.json           bertviz head view's params for every sequence of the batch (encoder,
 //                          decoder and cross attention, tokens as their numbers, "<s>" for the start)
+// load_study.py (beside this file) reads them back into NumPy and PyTorch, checks them against
+// the checkpoint, and calls bertviz's head_view (docs/attention-study.md, "From Python").
 #include <filesystem>
 
 #include "examples/attention_study/report.h"
