@@ -162,6 +162,7 @@ AttributionTable attribution_patch(nn::Module<T>& model, const RunLoss<T>& run_t
   // The patch direction of each call of `path` (source - target), checked against the source.
   std::map<std::string, std::vector<xt::xarray<T>>> deltas;
   for (const std::string& path : points) {
+    if (deltas.count(path)) continue;  // named twice: its rows repeat, its directions do not
     for (const PointCall<T>& call : calls[path]) {
       const xt::xarray<T>& from = source.value(call.name);
       if (from.shape() != call.value.shape()) {

@@ -37,7 +37,9 @@ std::map<std::string, std::vector<xt::xarray<T>>> mean_gradients(nn::Module<T>& 
     GradientTape tape;
     PerturbedRun<T> run(model, run_target, hooked, tape, who, shift);
     run.take_gradients();
-    for (const std::string& path : read) {
+    for (std::size_t i = 0; i < read.size(); ++i) {
+      const std::string& path = read[i];
+      if (std::find(read.begin(), read.begin() + i, path) != read.begin() + i) continue;  // named twice
       std::vector<xt::xarray<T>>& sums = mean[path];
       const std::vector<PointCall<T>>& calls = run.calls()[path];
       for (std::size_t c = 0; c < calls.size(); ++c) {

@@ -3,6 +3,7 @@
 // same bits): d metric / dz is the metric's total derivative at the point, through everything
 // downstream however many points are hooked, and no parameter's grad() changes. What the
 // attribution methods share (attribution_patching.cpp, integrated_patching.cpp).
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <optional>
@@ -38,14 +39,16 @@ template <class T>
 class PerturbedRun {
  public:
   // Records run() on `tape` (alive, and persistent to walk more than once) with leaves at
-  // `points` (each once). ValueError naming `who` when the metric is not one element or requires
+  // `points` (a point named twice is hooked once). ValueError naming `who` when the metric is not one element or requires
   // no gradient.
   PerturbedRun(nn::Module<T>& model, const RunLoss<T>& run, const std::vector<std::string>& points, GradientTape& tape,
                const std::string& who, const PointShift<T>& shift = {})
       : tape_(tape) {
     {
       ScopedPointHooks<T> hooks;
-      for (const std::string& path : points) {
+      for (std::size_t i = 0; i < points.size(); ++i) {
+        const std::string& path = points[i];
+        if (std::find(points.begin(), points.begin() + i, path) != points.begin() + i) continue;  // named twice
         hooks.add(model.hook_point(path), [&, path](const Tensor<T>& x) -> std::optional<Tensor<T>> {
           std::vector<PointCall<T>>& list = calls_[path];
           const std::string name = list.empty() ? path : path + "#" + std::to_string(list.size() + 1);

@@ -328,6 +328,30 @@ TEST(AttributionPatching, TrainingModeWithActiveDropoutIsRefused) {
   }
 }
 
+// A point named twice gets its rows twice, each as when named once, in every method.
+TEST(AttributionPatching, APointNamedTwiceGetsTheSameRowsTwice) {
+  PatchedTransformer t;
+  const std::string z = kTransformerPoints[0];
+  const std::vector<std::string> inputs = {"encoder.encoder_layers.0.hook_resid_pre"};
+  const auto clean = study::run_with_cache<double>(t.model, t.run(t.clean_src), {z, inputs[0]});
+  const auto once = study::attribution_patch<double>(t.model, t.run(t.corrupted_src), clean, {z}, 1,
+                                                     {.qk_fix = true, .second_order = true});
+  const auto twice = study::attribution_patch<double>(t.model, t.run(t.corrupted_src), clean, {z, z}, 1,
+                                                      {.qk_fix = true, .second_order = true});
+  const auto ig_once = study::integrated_patch<double>(t.model, t.run(t.corrupted_src), clean, {z}, 1,
+                                                       {.steps = 2, .interpolate_at = inputs});
+  const auto ig_twice = study::integrated_patch<double>(t.model, t.run(t.corrupted_src), clean, {z, z}, 1,
+                                                        {.steps = 2, .interpolate_at = {inputs[0], inputs[0]}});
+  ASSERT_EQ(twice.rows.size(), 2 * once.rows.size());
+  ASSERT_EQ(ig_twice.rows.size(), 2 * ig_once.rows.size());
+  for (std::size_t i = 0; i < twice.rows.size(); ++i) {
+    const std::size_t j = i % once.rows.size();
+    EXPECT_EQ(twice.rows[i].atp, once.rows[j].atp) << i;
+    EXPECT_EQ(twice.rows[i].second_order, once.rows[j].second_order) << i;
+    EXPECT_EQ(ig_twice.rows[i].atp, ig_once.rows[j].atp) << i;
+  }
+}
+
 TEST(AttributionPatching, BadInputNamesTheFunctionAndWhatIsWrong) {
   AttentionPair p(1.0);
   const auto clean = study::run_with_cache<double>(p.mha, p.clean(), {"hook_z"});
