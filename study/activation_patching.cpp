@@ -38,7 +38,9 @@ double metric_with_slice_patched(nn::HookPoint<T>& point, const RunLoss<T>& run_
     }
     return Tensor<T>(with_slice_from(x.value(), from, axes, index));
   });
-  return metric_without_tape<T>(run_target, who, "run_target", "metric");
+  const double metric = metric_without_tape<T>(run_target, who, "run_target", "metric");
+  require_reached(call, path, who);
+  return metric;
 }
 
 }  // namespace

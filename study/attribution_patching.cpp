@@ -163,6 +163,7 @@ AttributionTable attribution_patch(nn::Module<T>& model, const RunLoss<T>& run_t
   std::map<std::string, std::vector<xt::xarray<T>>> deltas;
   for (const std::string& path : points) {
     if (deltas.count(path)) continue;  // named twice: its rows repeat, its directions do not
+    require_reached(calls[path].size(), path, who);
     for (const PointCall<T>& call : calls[path]) {
       const xt::xarray<T>& from = source.value(call.name);
       if (from.shape() != call.value.shape()) {

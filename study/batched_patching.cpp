@@ -85,6 +85,7 @@ PatchTable patch_slices_batched(nn::Module<T>& model, const ReplicatedRun<T>& ru
       });
     }
     const xt::xarray<T> metrics = replica_metrics(run, replicas, who);
+    for (std::size_t r = 0; r < replicas; ++r) require_reached(calls[jobs[first + r].first], points[jobs[first + r].first], who);
     for (std::size_t r = 0; r < replicas; ++r) {
       const auto [p, index] = jobs[first + r];
       table.rows.push_back({points[p], index, axes.coordinates(source.values.at(points[p]).shape(), index),

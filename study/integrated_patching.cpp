@@ -72,6 +72,7 @@ AttributionTable integrated_patch(nn::Module<T>& model, const RunLoss<T>& run_ta
   std::vector<std::string> cached = points;
   cached.insert(cached.end(), options.interpolate_at.begin(), options.interpolate_at.end());
   const ActivationCache<T> target = run_with_cache(model, run_target, cached);
+  for (const std::string& path : cached) require_reached(target.values.count(path), path, who);
   for (const auto& [name, value] : target.values) {
     const auto from = source.values.find(name);
     if (from == source.values.end()) {

@@ -34,4 +34,12 @@ nn::HookPoint<T>& patchable_point(nn::Module<T>& model, const ActivationCache<T>
   return point;
 }
 
+// ValueError naming `who` and the point: the target run never reached it, so a patch there could
+// not change anything (a run that stops before it, such as an encoder-only call).
+inline void require_reached(std::size_t calls, const std::string& path, const std::string& who) {
+  if (calls == 0) {
+    throw ValueError(who + ": the target run never reached '" + path + "': nothing there to patch");
+  }
+}
+
 }  // namespace tapegrad::study

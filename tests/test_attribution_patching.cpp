@@ -352,6 +352,30 @@ TEST(AttributionPatching, APointNamedTwiceGetsTheSameRowsTwice) {
   }
 }
 
+// A run that never reaches a point (the encoder alone, a decoder point) cannot be patched there:
+// every function says so instead of reporting the unpatched metric or a zero estimate.
+TEST(AttributionPatching, APointTheTargetRunNeverReachesIsRefusedByEveryFunction) {
+  PatchedTransformer t;
+  const std::string decoder_point = kTransformerPoints[2];
+  const auto clean = study::run_with_cache<double>(t.model, t.run(t.clean_src), {decoder_point});
+  const study::RunLoss<double> encoder_only = [&] { return sum(t.model.encode(t.corrupted_src)); };
+  const study::ReplicatedRun<double> replicated = [&](std::size_t replicas) {
+    return sum(reshape(t.model.encode(study::stacked_copies(t.corrupted_src, replicas)),
+                       {static_cast<Index>(replicas), -1}),
+               Axes{1});
+  };
+  const auto refused = [&](const std::string& who, const std::function<void()>& f) {
+    return throws_with<ValueError>(f, std::vector<std::string>{who, "the target run never reached '" + decoder_point + "'"});
+  };
+  EXPECT_TRUE(refused("patch_slices", [&] { study::patch_slices<double>(t.model, encoder_only, clean, {decoder_point}, 1); }));
+  EXPECT_TRUE(refused("attribution_patch",
+                      [&] { study::attribution_patch<double>(t.model, encoder_only, clean, {decoder_point}, 1); }));
+  EXPECT_TRUE(refused("integrated_patch",
+                      [&] { study::integrated_patch<double>(t.model, encoder_only, clean, {decoder_point}, 1); }));
+  EXPECT_TRUE(refused("patch_slices_batched",
+                      [&] { study::patch_slices_batched<double>(t.model, replicated, clean, {decoder_point}, 1); }));
+}
+
 TEST(AttributionPatching, BadInputNamesTheFunctionAndWhatIsWrong) {
   AttentionPair p(1.0);
   const auto clean = study::run_with_cache<double>(p.mha, p.clean(), {"hook_z"});
