@@ -1,6 +1,11 @@
 #pragma once
 // The hook points every multi-head attention family has (nn/hook_point.h), per head, with the
 // heads on axis 1 whatever the family's own layout (TransformerLens's names in brackets):
+//   hook_q_input, hook_k_input, hook_v_input
+//                           the module's query, key and value inputs, before the projections,
+//                           batch first whatever the family's layout  [batch, seq, d_model]
+//                           (replacing one changes only its role: the keys' input of a
+//                           self-attention call without its queries' or values')
 //   hook_q, hook_k, hook_v  the projected queries, keys, values       [batch, heads, seq, d_k]
 //   hook_z                  the heads' outputs A V                     [batch, heads, seq_q, d_k]
 //   hook_result             each head's contribution to the module's output (hook_result)
@@ -26,22 +31,24 @@ namespace tapegrad::nn {
 
 template <class T>
 struct AttentionHookPoints {
-  HookPoint<T> q, k, v, z, result;
+  HookPoint<T> q_input, k_input, v_input, q, k, v, z, result;
 
   // (name, point) in the order a module registers them.
   std::vector<std::pair<std::string, HookPoint<T>*>> named() {
-    return {{"hook_q", &q}, {"hook_k", &k}, {"hook_v", &v}, {"hook_z", &z}, {"hook_result", &result}};
+    return {{"hook_q_input", &q_input}, {"hook_k_input", &k_input}, {"hook_v_input", &v_input},
+            {"hook_q", &q},             {"hook_k", &k},             {"hook_v", &v},
+            {"hook_z", &z},             {"hook_result", &result}};
   }
 };
 
 // Every point of an attention module, in the order of its forward, for the module to register:
-// `points`' q, k, v, then `maps`' S and A, then z and result.
+// `points`' inputs, q, k, v, then `maps`' S and A, then z and result.
 template <class T>
 std::vector<std::pair<std::string, HookPoint<T>*>> attention_hook_points(AttentionHookPoints<T>& points,
                                                                          ProbedAttention<T>& maps) {
   auto named = points.named();
   const auto in_maps = maps.map_points();
-  named.insert(named.begin() + 3, in_maps.begin(), in_maps.end());
+  named.insert(named.begin() + 6, in_maps.begin(), in_maps.end());  // after hook_v
   return named;
 }
 

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "autograd/ops/linalg.h"
 #include "autograd/ops/operators.h"
 #include "autograd/ops/reduce.h"
+#include "autograd/ops/shape.h"
 #include "nn/labml/multi_head_attention.h"
 #include "nn/layer_norm.h"
 #include "nn/mha/multi_head_attention.h"
@@ -31,12 +33,14 @@ namespace tf = nn::transformer;
 using Array = xt::xarray<double>;
 
 constexpr std::size_t kBatch = 2, kSeqQ = 3, kSeqK = 4, kDModel = 4, kHeads = 2, kDk = 2;
-const std::vector<std::string> kPoints = {"hook_q", "hook_k", "hook_v", "hook_attn_scores", "hook_pattern",
-                                          "hook_z", "hook_result"};
+const std::vector<std::string> kPoints = {"hook_q_input", "hook_k_input", "hook_v_input", "hook_q", "hook_k",
+                                          "hook_v", "hook_attn_scores", "hook_pattern", "hook_z", "hook_result"};
 
+// A leaf that requires a gradient, as a model's inputs to an attention module do (the input points
+// hook nothing on a tensor that needs none).
 Tensor<double> random_input(const Shape& shape, std::uint64_t seed) {
   Generator gen(seed);
-  return Tensor<double>::uniform(shape, gen) * 2.0 - 1.0;
+  return Tensor<double>((Tensor<double>::uniform(shape, gen) * 2.0 - 1.0).value(), /*requires_grad=*/true);
 }
 
 // One family's multi-head attention in a cross-attention call (seq_q != seq_k, so a point in the
@@ -50,6 +54,8 @@ struct CrossAttention {
   bool sequence_first = false;                     // labml: inputs and output [seq, batch, d_model]
   std::function<Tensor<double>()> output;
   Tensor<double> weights;
+  // output() with the key input replaced by `keys` (the family's layout), the values unchanged.
+  std::function<Tensor<double>(const Tensor<double>& keys)> with_keys;
 
   // The output as [batch, seq_q, d_model].
   Array batch_first_output() {
@@ -65,7 +71,7 @@ CrossAttention transformer_family() {
   const Tensor<double> q = random_input({kBatch, kSeqQ, kDModel}, 1), kv = random_input({kBatch, kSeqK, kDModel}, 2);
   const AttendMask mask(Mask(xt::xarray<bool>({{{true, true, true, true}}, {{true, false, true, true}}})));
   return {"nn::transformer", m, m.get(), &m->linear(), false, [=] { return (*m)(q, kv, kv, mask); },
-          random_input({kBatch, kSeqQ, kDModel}, 3)};
+          random_input({kBatch, kSeqQ, kDModel}, 3), [=](const Tensor<double>& keys) { return (*m)(q, keys, kv, mask); }};
 }
 
 CrossAttention batch_first_family() {
@@ -74,7 +80,8 @@ CrossAttention batch_first_family() {
   const Tensor<double> q = random_input({kBatch, kSeqQ, kDModel}, 1), kv = random_input({kBatch, kSeqK, kDModel}, 2);
   const AttendMask mask(Mask(xt::xarray<bool>({{{{true, true, true, true}}}, {{{true, false, true, true}}}})));
   return {"nn::mha", m, m.get(), &m->proj(), false, [=] { return (*m)(q, kv, kv, mask).output; },
-          random_input({kBatch, kSeqQ, kDModel}, 3)};
+          random_input({kBatch, kSeqQ, kDModel}, 3),
+          [=](const Tensor<double>& keys) { return (*m)(q, keys, kv, mask).output; }};
 }
 
 CrossAttention labml_family() {
@@ -84,7 +91,7 @@ CrossAttention labml_family() {
   // [1, seq_k, batch]: key 1 blocked for batch row 1
   const AttendMask mask(Mask(xt::xarray<bool>({{{true, true}, {true, false}, {true, true}, {true, true}}})));
   return {"nn::labml", m, m.get(), &m->output(), true, [=] { return (*m)(q, kv, kv, mask); },
-          random_input({kSeqQ, kBatch, kDModel}, 3)};
+          random_input({kSeqQ, kBatch, kDModel}, 3), [=](const Tensor<double>& keys) { return (*m)(q, keys, kv, mask); }};
 }
 
 std::vector<CrossAttention> families() { return {transformer_family(), batch_first_family(), labml_family()}; }
@@ -154,6 +161,23 @@ TEST(HookPoints, ScoresAndPatternPointsAreTheProbesMapsInEveryFamily) {
     c.probed->remove_attention_probe(probe_id);
     EXPECT_TRUE(xt::allclose(through_point, through_probe, 0.0, 0.0)) << c.family;
     EXPECT_FALSE(xt::allclose(through_point, c.output().value(), 0.0, 1e-6)) << c.family << ": the replacement was used";
+  }
+}
+
+// hook_k_input holds the key input batch first, and replacing it is calling the module with other
+// keys and the same values: the three inputs are separate points even when one tensor feeds them.
+TEST(HookPoints, ReplacingTheKeyInputIsCallingWithOtherKeysInEveryFamily) {
+  for (CrossAttention c : families()) {
+    const Tensor<double> keys = random_input({kBatch, kSeqK, kDModel}, 9);  // batch first
+    const Tensor<double> in_layout = c.sequence_first ? permute(keys, {1, 0, 2}) : keys;
+    const auto id = c.point("hook_k_input").add_forward_hook([&](const Tensor<double>& x) {
+      EXPECT_EQ(x.shape(), keys.shape()) << c.family;
+      return keys;
+    });
+    const Array hooked = c.output().value();
+    c.point("hook_k_input").remove_hook(id);
+    EXPECT_TRUE(xt::allclose(hooked, c.with_keys(in_layout).value(), 0.0, 1e-14)) << c.family;
+    EXPECT_FALSE(xt::allclose(hooked, c.output().value(), 0.0, 1e-6)) << c.family << ": the keys mattered";
   }
 }
 
@@ -299,9 +323,9 @@ Array central_differences(const std::function<double()>& loss, nn::HookPoint<dou
 ::testing::AssertionResult gradient_hook_sees_the_loss_gradient(nn::HookPoint<double>& p,
                                                                 const std::function<Tensor<double>()>& loss,
                                                                 double rtol) {
-  Array seen;
+  std::optional<Array> ran;  // a default Array is 0-d, one element: it cannot say "not run"
   const auto id = p.add_gradient_hook([&](const Array& g) {
-    seen = g;
+    ran = g;
     return std::nullopt;
   });
   {
@@ -309,7 +333,8 @@ Array central_differences(const std::function<double()>& loss, nn::HookPoint<dou
     tape.backward(loss());
   }
   p.remove_hook(id);
-  if (seen.size() == 0) return ::testing::AssertionFailure() << "the gradient hook did not run";
+  if (!ran) return ::testing::AssertionFailure() << "the gradient hook did not run";
+  const Array& seen = *ran;
   const double largest = xt::amax(xt::abs(seen))();
   if (largest < 1e-3) return ::testing::AssertionFailure() << "the loss does not depend on the point";
   const Array expected =
@@ -509,7 +534,8 @@ TEST(HookPoints, BadPathsNameTheStepAndWhatIsThere) {
                                        "encoder_layers"}));
   EXPECT_TRUE(throws_with<ValueError>(
       [&] { model.hook_point("encoder.encoder_layers.0.multi_head_attention.hook_mlp_out"); },
-      {"has no hook point 'hook_mlp_out'", "hook_q, hook_k, hook_v, hook_attn_scores, hook_pattern, hook_z, hook_result"}));
+      {"has no hook point 'hook_mlp_out'", "hook_q_input, hook_k_input, hook_v_input, hook_q, hook_k, hook_v, "
+                                           "hook_attn_scores, hook_pattern, hook_z, hook_result"}));
   EXPECT_TRUE(throws_with<ValueError>([&] { model.hook_point("encoder.hook_q"); },
                                       {"hook_point('encoder.hook_q')", "has no hook point 'hook_q'", "none"}));
 }

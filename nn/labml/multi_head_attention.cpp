@@ -84,9 +84,13 @@ Tensor<T> MultiHeadAttention<T>::forward(const Tensor<T>& query, const Tensor<T>
   const auto through = [](const HookPoint<T>& point, const Tensor<T>& x) {
     return point.active() ? permute(point(permute(x, {1, 2, 0, 3})), {2, 0, 1, 3}) : x;
   };
-  const Tensor<T> q = through(points_.q, (*query_)(query));  // [seq_q, batch_size, heads, d_k]
-  const Tensor<T> k = through(points_.k, (*key_)(key));      // [seq_k, batch_size, heads, d_k]
-  const Tensor<T> v = through(points_.v, (*value_)(value));  // [seq_k, batch_size, heads, d_k]
+  // [seq, batch_size, d_model] <-> [batch_size, seq, d_model], the input points' layout.
+  const auto input = [](const HookPoint<T>& point, const Tensor<T>& x) {
+    return point.active() ? permute(point(permute(x, {1, 0, 2})), {1, 0, 2}) : x;
+  };
+  const Tensor<T> q = through(points_.q, (*query_)(input(points_.q_input, query)));  // [seq_q, batch_size, heads, d_k]
+  const Tensor<T> k = through(points_.k, (*key_)(input(points_.k_input, key)));      // [seq_k, batch_size, heads, d_k]
+  const Tensor<T> v = through(points_.v, (*value_)(input(points_.v_input, value)));  // [seq_k, batch_size, heads, d_k]
 
   Tensor<T> scores = get_score(q, k) * static_cast<T>(scale_);  // [seq_q, seq_k, batch_size, heads]
   if (keep) scores = masked_fill(scores, keep->blocked(), -std::numeric_limits<T>::infinity());

@@ -34,8 +34,8 @@
 // of the layout above), and the dropped weights in training; what they return is permuted back.
 // A probe replacing A changes attention() too.
 //
-// Hook points: hook_q, hook_k, hook_v, hook_attn_scores, hook_pattern, hook_z, hook_result
-// (nn/attention_hook_points.h).
+// Hook points: hook_q_input, hook_k_input, hook_v_input, hook_q, hook_k, hook_v, hook_attn_scores,
+// hook_pattern, hook_z, hook_result (nn/attention_hook_points.h).
 #include <memory>
 #include <optional>
 

@@ -59,8 +59,8 @@ AttentionOutput<T> MultiHeadAttention<T>::forward(const Tensor<T>& query, const 
   }
   // The heads are [batch, n_heads, seq, d], the hook points' layout.
   auto heads = scaled_dot_product_attention(
-      points_.q(split_heads((*query_)(query))), points_.k(split_heads((*key_)(key))),
-      points_.v(split_heads((*value_)(value))), mask, *attn_drop_, describe(), probe ? &*probe : nullptr);
+      points_.q(split_heads((*query_)(points_.q_input(query)))), points_.k(split_heads((*key_)(points_.k_input(key)))),
+      points_.v(split_heads((*value_)(points_.v_input(value)))), mask, *attn_drop_, describe(), probe ? &*probe : nullptr);
   const Tensor<T> z = points_.z(heads.output);
   if (points_.result.active()) {
     return {sum_of_head_results(points_.result(head_results(z, *proj_)), *proj_), heads.attention_weights};

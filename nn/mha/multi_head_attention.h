@@ -33,8 +33,8 @@
 // is what attention_weights returns. A probed forward takes a mask that is the same for every
 // head only (its heads axis of size 1), else ValueError naming the mask's shape.
 //
-// Hook points: hook_q, hook_k, hook_v, hook_attn_scores, hook_pattern, hook_z, hook_result
-// (nn/attention_hook_points.h).
+// Hook points: hook_q_input, hook_k_input, hook_v_input, hook_q, hook_k, hook_v, hook_attn_scores,
+// hook_pattern, hook_z, hook_result (nn/attention_hook_points.h).
 #include <memory>
 #include <optional>
 

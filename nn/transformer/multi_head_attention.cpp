@@ -97,8 +97,9 @@ Tensor<T> MultiHeadAttention<T>::forward(const Tensor<T>& q, const Tensor<T>& k,
     return point.active() ? join(point(split(x))) : x;
   };
   const Tensor<T> z = through(points_.z, (*scaled_dot_product_attention_)(
-                                           through(points_.q, project(q, W_q_)), through(points_.k, project(k, W_k_)),
-                                           through(points_.v, project(v, W_v_)), heads_mask, probe ? &*probe : nullptr));
+                                           through(points_.q, project(points_.q_input(q), W_q_)),
+                                           through(points_.k, project(points_.k_input(k), W_k_)),
+                                           through(points_.v, project(points_.v_input(v), W_v_)), heads_mask, probe ? &*probe : nullptr));
   if (!points_.result.active()) return (*linear_)(cat(chunk(z, h_, 0), 2));
   return sum_of_head_results(points_.result(head_results(split(z), *linear_)), *linear_);
 }

@@ -29,8 +29,8 @@
 // permute of the [h*batch, seq_q, seq_k] heads); with one registered, the forward runs the
 // unfused composition (scaled_dot_product_attention.h). There is no attention dropout here.
 //
-// Hook points: hook_q, hook_k, hook_v, hook_attn_scores, hook_pattern, hook_z, hook_result
-// (nn/attention_hook_points.h).
+// Hook points: hook_q_input, hook_k_input, hook_v_input, hook_q, hook_k, hook_v, hook_attn_scores,
+// hook_pattern, hook_z, hook_result (nn/attention_hook_points.h).
 #include <memory>
 #include <optional>
 #include <string>
