@@ -173,15 +173,23 @@ AttributionTable attribution_patch(nn::Module<T>& model, const RunLoss<T>& run_t
       deltas[path].push_back(from - call.value);
     }
   }
-  // Calls f(row, directions) for each slice of each point, with the slice's patch per call (zero
-  // off the slice), in patch_slices' order.
+  // Calls f(row, path, index, directions) for each slice of each point in patch_slices' order;
+  // directions() gives the slice's patch per call (zero off the slice), built when first asked:
+  // plain AtP reads the slice of the whole difference instead.
+  using Directions = std::vector<xt::xarray<T>>;
   const auto for_each_slice = [&](const auto& f) {
     std::size_t row = 0;
     for (const std::string& path : points) {
       for (std::size_t index = 0; index < axes.count(source.values.at(path).shape()); ++index, ++row) {
-        std::vector<xt::xarray<T>> directions;
-        for (const xt::xarray<T>& delta : deltas[path])
-          directions.push_back(with_slice_from(xt::xarray<T>(xt::zeros_like(delta)), delta, axes, index));
+        std::optional<Directions> built;
+        const auto directions = [&]() -> const Directions& {
+          if (!built) {
+            built.emplace();
+            for (const xt::xarray<T>& delta : deltas[path])
+              built->push_back(with_slice_from(xt::xarray<T>(xt::zeros_like(delta)), delta, axes, index));
+          }
+          return *built;
+        };
         f(row, path, index, directions);
       }
     }
@@ -189,16 +197,16 @@ AttributionTable attribution_patch(nn::Module<T>& model, const RunLoss<T>& run_t
   // The first-order estimate from the gradients the last walk left in `calls`; with the QK fix,
   // q and k slices read their A' - A, computed once, by (path, index, call).
   std::map<std::tuple<std::string, std::size_t, std::size_t>, xt::xarray<T>> pattern_changes;
-  const auto first_order = [&](const std::string& path, std::size_t index, const std::vector<xt::xarray<T>>& directions) {
+  const auto first_order = [&](const std::string& path, std::size_t index, const auto& directions) {
     const bool fixed = options.qk_fix && qk_point(path);
     double sum = 0;
-    for (std::size_t c = 0; c < directions.size(); ++c) {
+    for (std::size_t c = 0; c < deltas[path].size(); ++c) {
       if (!fixed) {
         sum += slice_dot(deltas[path][c], calls[path][c].grad.value(), axes, index);
         continue;
       }
       auto [change, added] = pattern_changes.try_emplace({path, index, c});
-      if (added) change->second = pattern_change(path, c, directions[c], calls);
+      if (added) change->second = pattern_change(path, c, directions()[c], calls);
       sum += dot(change->second, pattern_gradient(path, c, calls));
     }
     return sum;
@@ -208,18 +216,17 @@ AttributionTable attribution_patch(nn::Module<T>& model, const RunLoss<T>& run_t
   table.target_metric = double(run.metric().item());
   table.source_metric = source.metric;
   run.take_gradients(options.second_order);
-  for_each_slice([&](std::size_t, const std::string& path, std::size_t index, const std::vector<xt::xarray<T>>& directions) {
+  for_each_slice([&](std::size_t, const std::string& path, std::size_t index, const auto& directions) {
     AttributedSlice row{path, index, axes.coordinates(source.values.at(path).shape(), index)};
     row.atp = first_order(path, index, directions);
     if (options.second_order && !(options.qk_fix && qk_point(path)))
-      row.second_order = second_order_term(tape, calls[path], directions);
+      row.second_order = second_order_term(tape, calls[path], directions());
     table.rows.push_back(std::move(row));
   });
   for (std::size_t l = 0; l < layers.size(); ++l) {
     dropped_layer = l;
     run.take_gradients();
-    for_each_slice([&](std::size_t row, const std::string& path, std::size_t index,
-                       const std::vector<xt::xarray<T>>& directions) {
+    for_each_slice([&](std::size_t row, const std::string& path, std::size_t index, const auto& directions) {
       table.rows[row].grad_drop += std::abs(first_order(path, index, directions)) / double(layers.size() - 1);
     });
   }
