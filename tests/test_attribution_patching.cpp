@@ -328,6 +328,33 @@ TEST(AttributionPatching, TrainingModeWithActiveDropoutIsRefused) {
   }
 }
 
+// Every option at once: the second-order walk records the gradient (create_graph) through the
+// GradDrop gradient hooks, which must then change nothing; each column equals its option alone.
+TEST(AttributionPatching, AllOptionsTogetherGiveEachOptionsColumnAlone) {
+  PatchedTransformer t;
+  const std::vector<std::string> points = {"encoder.encoder_layers.1.multi_head_attention.hook_q",
+                                           "decoder.decoder_layers.0.src_tgt_attention.hook_k", kTransformerPoints[0],
+                                           kTransformerPoints[3]};
+  const auto layers = study::layer_output_points(t.model);
+  const auto clean = study::run_with_cache<double>(t.model, t.run(t.clean_src), points);
+  const auto all = study::attribution_patch<double>(t.model, t.run(t.corrupted_src), clean, points, 1,
+                                                    {.qk_fix = true, .second_order = true, .grad_drop_layers = layers});
+  const auto fixed = study::attribution_patch<double>(t.model, t.run(t.corrupted_src), clean, points, 1, {.qk_fix = true});
+  const auto second = study::attribution_patch<double>(t.model, t.run(t.corrupted_src), clean, points, 1,
+                                                       {.qk_fix = true, .second_order = true});
+  const auto dropped = study::attribution_patch<double>(t.model, t.run(t.corrupted_src), clean, points, 1,
+                                                        {.qk_fix = true, .grad_drop_layers = layers});
+  ASSERT_EQ(all.rows.size(), fixed.rows.size());
+  double curved = 0;
+  for (std::size_t i = 0; i < all.rows.size(); ++i) {
+    EXPECT_NEAR(all.rows[i].atp, fixed.rows[i].atp, 1e-13) << all.rows[i].point << " " << i;
+    EXPECT_NEAR(all.rows[i].second_order, second.rows[i].second_order, 1e-13) << all.rows[i].point << " " << i;
+    EXPECT_NEAR(all.rows[i].grad_drop, dropped.rows[i].grad_drop, 1e-13) << all.rows[i].point << " " << i;
+    curved = std::max(curved, std::abs(all.rows[i].second_order));
+  }
+  EXPECT_GT(curved, 1e-4);
+}
+
 // A point named twice gets its rows twice, each as when named once, in every method.
 TEST(AttributionPatching, APointNamedTwiceGetsTheSameRowsTwice) {
   PatchedTransformer t;
