@@ -79,6 +79,7 @@ const xt::xarray<T>& pattern_gradient(const std::string& path, std::size_t call,
   return calls.at(prefix.empty() ? "hook_pattern" : prefix + ".hook_pattern").at(call).grad.value();
 }
 
+// sum a * b over the whole arrays (of one shape), in double.
 template <class T>
 double dot(const xt::xarray<T>& a, const xt::xarray<T>& b) {
   double sum = 0;
@@ -101,10 +102,7 @@ double second_order_term(GradientTape& tape, const std::vector<PointCall<T>>& ca
   if (!along.defined() || !along.requires_grad()) return 0;  // the gradient is constant: no curvature
   const std::vector<Tensor<T>> hv = tape.gradient(along, leaves);
   double quadratic = 0;
-  for (std::size_t c = 0; c < calls.size(); ++c) {
-    const xt::xarray<T>& h = hv[c].value();
-    for (std::size_t i = 0; i < h.size(); ++i) quadratic += double(h.data()[i]) * double(directions[c].data()[i]);
-  }
+  for (std::size_t c = 0; c < calls.size(); ++c) quadratic += dot(hv[c].value(), directions[c]);
   return quadratic / 2;
 }
 

@@ -1,5 +1,7 @@
 #pragma once
 // The check every patching function makes of a point it patches from a cached source.
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <string>
 
@@ -10,8 +12,8 @@
 namespace tapegrad::study {
 
 // The point at `path` (ValueError from Module::hook_point for an unknown one), checked: ValueError
-// naming `who` when the source cached nothing there, or the slice's axes are none, not increasing
-// or not axes of its tensor.
+// naming `who` when the source cached nothing or NaN there, or the slice's axes are
+// none, not increasing or not axes of its tensor.
 template <class T>
 nn::HookPoint<T>& patchable_point(nn::Module<T>& model, const ActivationCache<T>& source, const std::string& path,
                                   const SliceAxes& slice, const std::string& who) {
@@ -31,6 +33,11 @@ nn::HookPoint<T>& patchable_point(nn::Module<T>& model, const ActivationCache<T>
     }
   }
   if (axes.empty()) throw ValueError(who + ": a slice needs one axis or more, got none");
+  const auto& value = cached->second;
+  // Not infinity: masked scores are -inf in two of the attention families (hook_attn_scores).
+  if (std::any_of(value.begin(), value.end(), [](T v) { return std::isnan(v); })) {
+    throw ValueError(who + ": the source's '" + path + "' holds NaN: every patch from it would too");
+  }
   return point;
 }
 

@@ -13,6 +13,7 @@
 #include "autograd/ops/operators.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/shape.h"
+#include "nn/labml/multi_head_attention.h"
 #include "nn/transformer/multi_head_attention.h"
 #include "nn/transformer/transformer.h"
 #include "study/attribution_patching.h"
@@ -401,6 +402,38 @@ TEST(AttributionPatching, APointTheTargetRunNeverReachesIsRefusedByEveryFunction
                       [&] { study::integrated_patch<double>(t.model, encoder_only, clean, {decoder_point}, 1); }));
   EXPECT_TRUE(refused("patch_slices_batched",
                       [&] { study::patch_slices_batched<double>(t.model, replicated, clean, {decoder_point}, 1); }));
+}
+
+// A source holding NaN would make every patch and estimate NaN: every function refuses it.
+TEST(AttributionPatching, ASourceHoldingNaNIsRefusedByEveryFunction) {
+  PatchedTransformer t;
+  const std::string z = kTransformerPoints[0];
+  auto clean = study::run_with_cache<double>(t.model, t.run(t.clean_src), {z});
+  clean.values.at(z)(1, 0, 2, 1) = std::nan("");
+  const auto refused = [&](const std::string& who, const std::function<void()>& f) {
+    return throws_with<ValueError>(f, std::vector<std::string>{who, "the source's '" + z + "' holds NaN"});
+  };
+  const auto run = t.run(t.corrupted_src);
+  EXPECT_TRUE(refused("patch_slices", [&] { study::patch_slices<double>(t.model, run, clean, {z}, 1); }));
+  EXPECT_TRUE(refused("attribution_patch", [&] { study::attribution_patch<double>(t.model, run, clean, {z}, 1); }));
+  EXPECT_TRUE(refused("integrated_patch", [&] { study::integrated_patch<double>(t.model, run, clean, {z}, 1); }));
+  const study::ReplicatedRun<double> replicated = [&](std::size_t) { return Tensor<double>::zeros({1}); };
+  EXPECT_TRUE(refused("patch_slices_batched", [&] { study::patch_slices_batched<double>(t.model, replicated, clean, {z}, 1); }));
+}
+
+// Masked scores are -inf in labml's attention: a source holding them patches as any other, and
+// patching a run with its own scores changes nothing.
+TEST(AttributionPatching, ScoresWithMinusInfinityPatch) {
+  Generator gen(12);
+  nn::labml::MultiHeadAttention<double> mha(2, 4, gen, /*dropout_prob=*/0.0);
+  const Tensor<double> x = uniform_input({3, 2, 4}, 13);
+  const AttendMask causal(Mask(xt::xarray<bool>(  // [seq_q, seq_k, batch]
+      {{{true, true}, {false, false}, {false, false}}, {{true, true}, {true, true}, {false, false}}, {{true, true}, {true, true}, {true, true}}})));
+  const study::RunLoss<double> run = [&] { return sum(mha(x, x, x, causal) * mha(x, x, x, causal)); };
+  const auto own = study::run_with_cache<double>(mha, run, {"hook_attn_scores"});
+  ASSERT_TRUE(xt::any(xt::isinf(own.value("hook_attn_scores"))));
+  const auto table = study::patch_slices<double>(mha, run, own, {"hook_attn_scores"}, 1);
+  for (const study::PatchedSlice& row : table.rows) EXPECT_EQ(row.metric, table.target_metric);
 }
 
 TEST(AttributionPatching, BadInputNamesTheFunctionAndWhatIsWrong) {
