@@ -246,6 +246,10 @@ void tape_sequence_seeds(const fs::path& dir) {
       // A backward on the inner tape throws (#1 is not on it) and leaves its seed in #2's grad().
       {"found_failed_walk_leaves_the_seed",
        tape_program({kPushTape, 0, kLeaf, 0, 0, 1, kBinary, 0, 0, 2, kPushTape, 0, kUnary, 1, 0, kBackward, 1, 2, 1})},
+      // Two threads walk into a leaf whose hook clears the main thread's tape: both cleared it at
+      // once and freed its entries twice (ASan); clear() from another thread now throws.
+      {"found_threads_clear_the_main_threads_tape",
+       tape_program({kPushTape, 1, kLeaf, 0, 0, 1, kHook, 0, kClearsTape, 0, kUnary, 0, 0, kThreads, 0, 1})},
       // gradient() sets a retained intermediate's grad(), which core/tape.h says it does not change.
       {"found_gradient_sets_a_retained_grad",
        tape_program({kPushTape, 0, kLeaf, 1, 9, 1, kUnary, 0, 0, kRetainGrad, 1, kReduce, 1, 1, kGradient, 0, 2, 0, 0, 0})},

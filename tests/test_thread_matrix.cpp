@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -93,6 +94,40 @@ TEST(ThreadMatrix, HookedLeafAsAGradientSourceOnThreadsReturnsEachWalksOwnTotal)
   EXPECT_EQ(calls, kThreads * kWalks);
   EXPECT_EQ(wrong, 0);
   EXPECT_FALSE(x.has_grad());
+}
+
+// A hook on a leaf that threads walk into, clearing the tape of the thread that registered it:
+// from another thread's walk that is refused (TapeError, so that walk throws), and the tape keeps
+// its entries. Two such hooks clearing it at once freed its entries twice (fuzz_tape_sequences).
+TEST(ThreadMatrix, AHookClearingThisThreadsTapeFromAnotherThreadsWalkIsRefused) {
+  constexpr int kWalks = 20;
+  GradientTape mine(/*persistent=*/true);
+  Tensor<double> x(Array{1.0, 2.0}, true);
+  const Tensor<double> recorded = x * 3.0;
+  ASSERT_EQ(mine.size(), 1u);
+  const auto hook = x.register_hook([&](const Array&) -> Hooked {
+    mine.clear();
+    return std::nullopt;
+  });
+  std::atomic<int> refused{0}, other{0};
+  on_threads([&](int) {
+    for (int w = 0; w < kWalks; ++w) {
+      try {
+        GradientTape own;
+        own.backward(sum(x * 2.0));
+      } catch (const TapeError& e) {
+        if (std::string(e.what()).find("GradientTape::clear: this tape belongs to the thread") == 0) ++refused;
+        else ++other;
+      }
+    }
+  });
+  EXPECT_EQ(refused, kThreads * kWalks);
+  EXPECT_EQ(other, 0);
+  EXPECT_EQ(mine.size(), 1u);
+  EXPECT_FALSE(x.has_grad()) << "every walk threw in the hook, before adding into x";
+  x.remove_hook(hook);
+  mine.backward(sum(recorded));
+  EXPECT_EQ(x.grad(), Array({3.0, 3.0}));
 }
 
 // Draws of one size from a shared Generator reserve whole counter ranges, so however the threads
@@ -189,7 +224,7 @@ TEST(ThreadMatrix, HookRegisteredAndRemovedWhileAnotherThreadWalks) {
   constexpr int kWalks = 300;
   Tensor<double> x(Array{1.0}, true);
   std::atomic<int> permanent_calls{0}, toggled_calls{0};
-  x.register_hook([&](const Array&) -> Hooked {
+  const auto hook = x.register_hook([&](const Array&) -> Hooked {
     ++permanent_calls;
     return std::nullopt;
   });

@@ -78,6 +78,11 @@ std::vector<std::shared_ptr<const GradientTape::Entry>> GradientTape::entries() 
 }
 
 void GradientTape::clear() {
+  // Another thread's clear would race with this thread's recording and walking (two gradient hooks
+  // on a leaf that two threads walk into, each clearing this tape, freed its entries twice).
+  if (std::this_thread::get_id() != owner_) {
+    throw TapeError("GradientTape::clear: this tape belongs to the thread that created it; clear it on that thread");
+  }
   if (recorder_->walking) {
     throw TapeError("GradientTape::clear: called while this tape's backward is walking its entries (from a gradient "
                     "hook); clear it after backward returns");
