@@ -51,6 +51,7 @@
 #include "study/attribution_patching.h"
 #include "study/batched_patching.h"
 #include "study/integrated_patching.h"
+#include "study/edge_patching.h"
 #include "study/metrics.h"
 #include "study/patching_agreement.h"
 #include "study/patching_comparison.h"

@@ -23,13 +23,6 @@ namespace tapegrad::study {
 
 namespace {
 
-// "a.b.hook_q" -> ("a.b", "hook_q").
-std::pair<std::string, std::string> module_and_point(const std::string& path) {
-  const auto dot = path.rfind('.');
-  if (dot == std::string::npos) return {"", path};
-  return {path.substr(0, dot), path.substr(dot + 1)};
-}
-
 bool qk_point(const std::string& path) {
   const std::string name = module_and_point(path).second;
   return name == "hook_q" || name == "hook_k";
@@ -79,14 +72,6 @@ const xt::xarray<T>& pattern_gradient(const std::string& path, std::size_t call,
   return calls.at(prefix.empty() ? "hook_pattern" : prefix + ".hook_pattern").at(call).grad.value();
 }
 
-// sum a * b over the whole arrays (of one shape), in double.
-template <class T>
-double dot(const xt::xarray<T>& a, const xt::xarray<T>& b) {
-  double sum = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) sum += double(a.data()[i]) * double(b.data()[i]);
-  return sum;
-}
-
 // 1/2 d^T H d for the patch directions `directions` (one per call of the point), from the
 // recorded gradients: the gradient of <grad, d> with respect to the point's leaves, dotted with d.
 template <class T>
@@ -102,7 +87,7 @@ double second_order_term(GradientTape& tape, const std::vector<PointCall<T>>& ca
   if (!along.defined() || !along.requires_grad()) return 0;  // the gradient is constant: no curvature
   const std::vector<Tensor<T>> hv = tape.gradient(along, leaves);
   double quadratic = 0;
-  for (std::size_t c = 0; c < calls.size(); ++c) quadratic += dot(hv[c].value(), directions[c]);
+  for (std::size_t c = 0; c < calls.size(); ++c) quadratic += whole_dot(hv[c].value(), directions[c]);
   return quadratic / 2;
 }
 
@@ -205,7 +190,7 @@ AttributionTable attribution_patch(nn::Module<T>& model, const RunLoss<T>& run_t
       }
       auto [change, added] = pattern_changes.try_emplace({path, index, c});
       if (added) change->second = pattern_change(path, c, directions()[c], calls);
-      sum += dot(change->second, pattern_gradient(path, c, calls));
+      sum += whole_dot(change->second, pattern_gradient(path, c, calls));
     }
     return sum;
   };

@@ -12,10 +12,6 @@
 
 namespace tapegrad::study {
 
-namespace {
-
-// The mean over the m interpolated runs of d metric / d point, per call of each of `read`, with
-// the calls of `moved` shifted by alpha (source - target).
 template <class T>
 std::map<std::string, std::vector<xt::xarray<T>>> mean_gradients(nn::Module<T>& model, const RunLoss<T>& run_target,
                                                                  const ActivationCache<T>& source,
@@ -51,8 +47,6 @@ std::map<std::string, std::vector<xt::xarray<T>>> mean_gradients(nn::Module<T>& 
   }
   return mean;
 }
-
-}  // namespace
 
 template <class T>
 AttributionTable integrated_patch(nn::Module<T>& model, const RunLoss<T>& run_target, const ActivationCache<T>& source,
@@ -116,6 +110,9 @@ AttributionTable integrated_patch(nn::Module<T>& model, const RunLoss<T>& run_ta
 }
 
 #define TAPEGRAD_INSTANTIATE_INTEGRATED_PATCHING(T)                                                          \
+  template std::map<std::string, std::vector<xt::xarray<T>>> mean_gradients(                                \
+      nn::Module<T>&, const RunLoss<T>&, const ActivationCache<T>&, const ActivationCache<T>&,               \
+      const std::vector<std::string>&, const std::set<std::string>&, std::size_t, const std::string&);        \
   template AttributionTable integrated_patch(nn::Module<T>&, const RunLoss<T>&, const ActivationCache<T>&,  \
                                              const std::vector<std::string>&, const SliceAxes&,              \
                                              const IntegratedGradientsOptions&);

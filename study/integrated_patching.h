@@ -16,6 +16,8 @@
 //
 //   const auto ig = study::integrated_patch<float>(model, run_corrupted, clean, points, 1, {.steps = 8});
 #include <cstddef>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,19 @@ struct IntegratedGradientsOptions {
   std::size_t steps = 8;                    // m
   std::vector<std::string> interpolate_at = {};  // empty: on activations; else these, together
 };
+
+// The mean over the m = `steps` interpolated runs of the target of d metric / d point, per call
+// of each `read` point ("path", "path#2", ...: one array per call), with every call of the `moved`
+// points shifted by alpha_j (source - target) as above (their tensors from `source` and `target`,
+// run_with_cache's of the two runs). With nothing moved it is the gradient at the target run
+// (steps = 1: one forward and backward). No parameter's grad() changes.
+template <class T>
+std::map<std::string, std::vector<xt::xarray<T>>> mean_gradients(nn::Module<T>& model, const RunLoss<T>& run_target,
+                                                                 const ActivationCache<T>& source,
+                                                                 const ActivationCache<T>& target,
+                                                                 const std::vector<std::string>& read,
+                                                                 const std::set<std::string>& moved, std::size_t steps,
+                                                                 const std::string& who);
 
 // attribution_patch's errors naming integrated_patch, ValueError for steps = 0, and the source
 // must have cached the interpolate_at points too.

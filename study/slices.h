@@ -92,4 +92,12 @@ double slice_dot(const xt::xarray<T>& a, const xt::xarray<T>& b, const SliceAxes
   return sum;
 }
 
+// sum a * b over the whole arrays (of one shape), in double.
+template <class T>
+double whole_dot(const xt::xarray<T>& a, const xt::xarray<T>& b) {
+  double sum = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) sum += double(a.data()[i]) * double(b.data()[i]);
+  return sum;
+}
+
 }  // namespace tapegrad::study

@@ -1,0 +1,403 @@
+#include "study/edge_patching.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+#include <unordered_map>
+#include <utility>
+
+#include <xtensor/xview.hpp>
+
+#include "autograd/core/tape.h"
+#include "autograd/ops/operators.h"
+#include "autograd/ops/reduce.h"
+#include "nn/attention_probe.h"
+#include "study/deterministic_forward.h"
+#include "study/integrated_patching.h"
+#include "study/metric_without_tape.h"
+#include "study/patch_source.h"
+#include "study/scoped_point_hooks.h"
+#include "study/slices.h"
+
+namespace tapegrad::study {
+
+std::string EdgeSender::name() const {
+  if (result.empty()) return out;
+  return module_and_point(result).first + ".head" + std::to_string(head);
+}
+
+std::vector<std::string> edge_points(const std::vector<EdgeSender>& senders, const std::vector<std::string>& receivers) {
+  std::vector<std::string> points;
+  const auto add = [&](const std::string& path) {
+    if (!path.empty() && std::find(points.begin(), points.end(), path) == points.end()) points.push_back(path);
+  };
+  for (const EdgeSender& s : senders) {
+    add(s.out);
+    add(s.result);
+  }
+  for (const std::string& r : receivers) add(r);
+  return points;
+}
+
+std::vector<Edge> edges_of(const EdgeTable& table) {
+  std::vector<Edge> edges;
+  for (const EdgeEffect& row : table.rows) edges.push_back(row.edge);
+  return edges;
+}
+
+template <class T>
+std::vector<EdgeSender> edge_senders(nn::Module<T>& model, bool heads) {
+  const auto points = model.named_hook_points();
+  std::set<std::string> paths;
+  for (const auto& [path, point] : points) paths.insert(path);
+  // The attention modules directly under `layer` with a hook_result.
+  const auto attention_modules = [&](const std::string& layer) {
+    std::vector<std::string> modules;
+    for (const std::string& path : paths) {
+      const auto [module, name] = module_and_point(path);
+      if (name == "hook_result" && module_and_point(module).first == layer) modules.push_back(module);
+    }
+    return modules;
+  };
+  std::vector<EdgeSender> senders;
+  std::set<std::string> stacks_seen;
+  for (const auto& [path, point] : points) {
+    const auto [layer, name] = module_and_point(path);
+    if (name == "hook_resid_pre") {
+      if (stacks_seen.insert(module_and_point(layer).first).second) senders.push_back({path});
+      continue;
+    }
+    if (!name.starts_with("hook_") || !name.ends_with("_out")) continue;
+    const std::string sublayer = name.substr(5, name.size() - 9);
+    std::string module;
+    if (heads) {
+      const auto modules = attention_modules(layer);
+      const std::string named = layer + "." + sublayer;
+      if (std::find(modules.begin(), modules.end(), named) != modules.end()) {
+        module = named;
+      } else if (sublayer.ends_with("attention")) {
+        // The layer's attention modules not named like one of its sublayers; one: this one's.
+        std::vector<std::string> unnamed;
+        for (const std::string& m : modules)
+          if (!paths.count(layer + ".hook_" + module_and_point(m).second + "_out")) unnamed.push_back(m);
+        if (unnamed.size() == 1) module = unnamed[0];
+      }
+    }
+    if (module.empty()) {
+      senders.push_back({path});
+      continue;
+    }
+    auto* attention = dynamic_cast<nn::ProbedAttention<T>*>(&model.get_submodule(module));
+    if (!attention) {
+      senders.push_back({path});
+      continue;
+    }
+    for (std::size_t h = 0; h < attention->attention_heads(); ++h) senders.push_back({path, module + ".hook_result", h});
+  }
+  return senders;
+}
+
+template <class T>
+std::vector<std::string> edge_receivers(nn::Module<T>& model) {
+  std::vector<std::string> receivers;
+  std::string last_residual;
+  for (const auto& [path, point] : model.named_hook_points()) {
+    const std::string name = module_and_point(path).second;
+    if (name == "hook_q_input" || name == "hook_k_input" || name == "hook_v_input") receivers.push_back(path);
+    if (name.starts_with("hook_resid_after_")) last_residual = path;
+  }
+  if (!last_residual.empty()) receivers.push_back(last_residual);
+  return receivers;
+}
+
+namespace {
+
+// What both methods check and compute first: the target run's tensors at every point and each
+// sender's patch, source - target on its out (one head's share for a head).
+template <class T>
+struct EdgeSetup {
+  ActivationCache<T> target;
+  std::vector<std::string> outs;             // the senders' distinct outs: the frozen points
+  std::vector<std::size_t> out_of_sender;    // index into outs
+  std::vector<xt::xarray<T>> patch;          // per sender, shaped like its out
+};
+
+// ValueError unless the target run reached `path` exactly once.
+template <class T>
+void require_reached_once(const ActivationCache<T>& target, const std::string& path, const std::string& who) {
+  require_reached(target.values.count(path), path, who);
+  if (target.values.count(path + "#2")) {
+    throw ValueError(who + ": the target run reaches '" + path +
+                     "' more than once; an edge needs each sender and receiver reached once per forward");
+  }
+}
+
+template <class T>
+const xt::xarray<T>& source_like_target(const ActivationCache<T>& source, const ActivationCache<T>& target,
+                                        const std::string& path, const std::string& who) {
+  const xt::xarray<T>& from = cached_source_value(source, path, who);
+  const xt::xarray<T>& here = target.values.at(path);
+  if (from.shape() != here.shape()) {
+    throw ShapeError(who + ": '" + path + "' is " + format_shape(here.shape()) + " in the target run but " +
+                     format_shape(from.shape()) + " in the source");
+  }
+  return from;
+}
+
+// ValueError unless the heads' patches sum to the out's (to rounding): the pairing of an out with
+// an attention module's hook_result is right only if the module's output is the sum of its heads'.
+template <class T>
+void require_heads_sum_to_out(const xt::xarray<T>& head_patches_sum, const xt::xarray<T>& out_patch,
+                              const xt::xarray<T>& out_value, const std::string& result, const std::string& out,
+                              const std::string& who) {
+  const T scale = xt::amax(xt::abs(out_value))() + xt::amax(xt::abs(out_patch))();
+  const T tolerance = (sizeof(T) == 4 ? T(1e-4) : T(1e-10)) * (scale + T(1));
+  const T error = xt::amax(xt::abs(head_patches_sum - out_patch))();
+  if (!(error <= tolerance)) {
+    throw ValueError(who + ": the heads of '" + result + "' do not sum to '" + out + "' (off by " +
+                     std::to_string(double(error)) + "): a head sender's out must be its attention module's output");
+  }
+}
+
+template <class T>
+EdgeSetup<T> prepare(nn::Module<T>& model, const RunLoss<T>& run_target, const ActivationCache<T>& source,
+                     const std::vector<EdgeSender>& senders, const std::vector<std::string>& receivers,
+                     const std::string& who) {
+  require_deterministic_forward(model, who);
+  if (senders.empty()) throw ValueError(who + ": no senders");
+  if (receivers.empty()) throw ValueError(who + ": no receivers");
+  const std::vector<std::string> points = edge_points(senders, receivers);
+  for (const std::string& path : points) model.hook_point(path);
+  EdgeSetup<T> setup;
+  for (const EdgeSender& s : senders) {
+    const auto at = std::find(setup.outs.begin(), setup.outs.end(), s.out);
+    setup.out_of_sender.push_back(at - setup.outs.begin());
+    if (at == setup.outs.end()) setup.outs.push_back(s.out);
+  }
+  for (const std::string& r : receivers) {
+    if (std::find(setup.outs.begin(), setup.outs.end(), r) != setup.outs.end()) {
+      throw ValueError(who + ": '" + r + "' is both a receiver and a sender's out; a receiver reads the stream");
+    }
+  }
+  setup.target = run_with_cache(model, run_target, points);
+  for (const std::string& path : points) require_reached_once(setup.target, path, who);
+
+  std::map<std::string, xt::xarray<T>> head_sums;  // by result
+  for (const EdgeSender& s : senders) {
+    const xt::xarray<T>& out = setup.target.values.at(s.out);
+    if (s.result.empty()) {
+      setup.patch.push_back(source_like_target(source, setup.target, s.out, who) - out);
+      continue;
+    }
+    const xt::xarray<T>& result = setup.target.values.at(s.result);
+    const xt::xarray<T>& from = source_like_target(source, setup.target, s.result, who);
+    if (result.dimension() != out.dimension() + 1 || result.dimension() < 2 || s.head >= result.shape()[1]) {
+      throw ValueError(who + ": '" + s.result + "' is " + format_shape(result.shape()) + ", so head " +
+                       std::to_string(s.head) + " of it cannot add to '" + s.out + "', " + format_shape(out.shape()));
+    }
+    xt::xarray<T> difference = from - result;
+    xt::xarray<T> head = xt::view(difference, xt::all(), s.head);
+    if (head.shape() != out.shape()) {
+      throw ShapeError(who + ": head " + std::to_string(s.head) + " of '" + s.result + "' is " +
+                       format_shape(head.shape()) + " but '" + s.out + "' is " + format_shape(out.shape()));
+    }
+    setup.patch.push_back(head);
+    head_sums.try_emplace(s.result, xt::xarray<T>(xt::sum(difference, {1})));
+  }
+  for (const auto& [result, sum] : head_sums) {
+    const auto sender = std::find_if(senders.begin(), senders.end(), [&](const EdgeSender& s) { return s.result == result; });
+    const xt::xarray<T>& out = setup.target.values.at(sender->out);
+    require_heads_sum_to_out(sum, xt::xarray<T>(source_like_target(source, setup.target, sender->out, who) - out), out,
+                             result, sender->out, who);
+  }
+  return setup;
+}
+
+// One recorded forward of the target with every out cut from what computed it and a zero leaf
+// added (x.value() + z, the same bits): the frozen graph, in which a receiver's input depends on
+// the outs through the residual stream alone. Which outs reach which receiver is read from the
+// tape's entries; vector-Jacobian products are walks of the tape.
+template <class T>
+class FrozenGraph {
+ public:
+  FrozenGraph(nn::Module<T>& model, const RunLoss<T>& run_target, const std::vector<std::string>& outs,
+              const std::vector<std::string>& receivers)
+      : zeros_(outs.size()), received_(receivers.size()) {
+    {
+      ScopedPointHooks<T> hooks;
+      for (std::size_t o = 0; o < outs.size(); ++o) {
+        hooks.add(model.hook_point(outs[o]), [this, o](const Tensor<T>& x) -> std::optional<Tensor<T>> {
+          zeros_[o] = Tensor<T>::zeros(x.shape(), /*requires_grad=*/true);
+          return Tensor<T>(x.value()) + zeros_[o];
+        });
+      }
+      for (std::size_t r = 0; r < receivers.size(); ++r) {
+        hooks.add(model.hook_point(receivers[r]), [this, r](const Tensor<T>& x) -> std::optional<Tensor<T>> {
+          received_[r] = x;
+          return std::nullopt;
+        });
+      }
+      run_target();
+    }
+    reaches_ = outs_reaching_receivers();
+  }
+
+  bool connected(std::size_t out, std::size_t receiver) const { return reaches_[receiver][out]; }
+
+  // d <g, receiver's input> / d out for every out (zeros for one not connected).
+  std::vector<Tensor<T>> pull_back(std::size_t receiver, const xt::xarray<T>& g) {
+    return tape_.gradient(sum(received_[receiver] * Tensor<T>(g)), zeros_);
+  }
+
+ private:
+  // reaches[r][o]: the tape recorded a path from out o's leaf to receiver r's input. Entries are in
+  // creation order, a topological order, so one pass carries each node's set of outs.
+  std::vector<std::vector<bool>> outs_reaching_receivers() const {
+    std::unordered_map<const NodeBase*, std::vector<bool>> reached;
+    for (std::size_t o = 0; o < zeros_.size(); ++o) {
+      if (!zeros_[o].node()) continue;
+      std::vector<bool>& bits = reached[zeros_[o].node().get()];
+      bits.assign(zeros_.size(), false);
+      bits[o] = true;
+    }
+    for (const auto& entry : tape_.entries()) {
+      std::vector<bool> bits(zeros_.size(), false);
+      bool any = false;
+      for (const auto& input : entry->inputs) {
+        const auto it = reached.find(input.node.get());
+        if (it == reached.end()) continue;
+        any = true;
+        for (std::size_t o = 0; o < bits.size(); ++o) bits[o] = bits[o] || it->second[o];
+      }
+      if (any) reached[entry->output.get()] = std::move(bits);
+    }
+    std::vector<std::vector<bool>> reaches;
+    for (const Tensor<T>& x : received_) {
+      const auto it = x.node() ? reached.find(x.node().get()) : reached.end();
+      reaches.push_back(it == reached.end() ? std::vector<bool>(zeros_.size(), false) : it->second);
+    }
+    return reaches;
+  }
+
+  GradientTape tape_{/*persistent=*/true};  // walked once per receiver
+  std::vector<Tensor<T>> zeros_;
+  std::vector<Tensor<T>> received_;
+  std::vector<std::vector<bool>> reaches_;
+};
+
+}  // namespace
+
+template <class T>
+EdgeTable attribute_edges(nn::Module<T>& model, const RunLoss<T>& run_target, const ActivationCache<T>& source,
+                          const std::vector<EdgeSender>& senders, const std::vector<std::string>& receivers,
+                          const EdgeAttributionOptions& options) {
+  const std::string who = "attribute_edges";
+  const EdgeSetup<T> setup = prepare(model, run_target, source, senders, receivers, who);
+  for (const std::string& path : options.interpolate_at) {
+    model.hook_point(path);
+    require_reached_once(setup.target, path, who);  // run_with_cache below caches it
+  }
+  std::set<std::string> moved(options.interpolate_at.begin(), options.interpolate_at.end());
+  ActivationCache<T> target = setup.target;
+  if (moved.empty() != (options.ig_steps == 0)) {
+    throw ValueError(who + ": EAP-IG needs both ig_steps and interpolate_at (the points to move), got " +
+                     std::to_string(options.ig_steps) + " steps and " + std::to_string(moved.size()) + " points");
+  }
+  if (!moved.empty()) {
+    target = run_with_cache(model, run_target, std::vector<std::string>(moved.begin(), moved.end()));
+    for (const std::string& path : moved) {
+      require_reached_once(target, path, who);
+      source_like_target(source, target, path, who);
+    }
+  }
+  const auto gradients = mean_gradients(model, run_target, source, target, receivers, moved,
+                                        std::max<std::size_t>(options.ig_steps, 1), who);
+
+  FrozenGraph<T> frozen(model, run_target, setup.outs, receivers);
+  EdgeTable table;
+  table.target_metric = setup.target.metric;
+  table.source_metric = source.metric;
+  std::vector<std::vector<Tensor<T>>> pulled(receivers.size());
+  for (std::size_t r = 0; r < receivers.size(); ++r) {
+    bool any = false;
+    for (std::size_t o = 0; o < setup.outs.size(); ++o) any = any || frozen.connected(o, r);
+    if (any) pulled[r] = frozen.pull_back(r, gradients.at(receivers[r]).at(0));
+  }
+  for (std::size_t s = 0; s < senders.size(); ++s) {
+    const std::size_t o = setup.out_of_sender[s];
+    for (std::size_t r = 0; r < receivers.size(); ++r) {
+      if (!frozen.connected(o, r)) continue;
+      table.rows.push_back({{senders[s], receivers[r]}, whole_dot(setup.patch[s], pulled[r][o].value())});
+    }
+  }
+  return table;
+}
+
+template <class T>
+EdgeTable patch_edges(nn::Module<T>& model, const RunLoss<T>& run_target, const ActivationCache<T>& source,
+                      const std::vector<EdgeSender>& senders, const std::vector<Edge>& edges) {
+  const std::string who = "patch_edges";
+  std::vector<std::string> receivers;
+  for (const Edge& e : edges)
+    if (std::find(receivers.begin(), receivers.end(), e.receiver) == receivers.end()) receivers.push_back(e.receiver);
+  if (edges.empty()) throw ValueError(who + ": no edges");
+  const EdgeSetup<T> setup = prepare(model, run_target, source, senders, receivers, who);
+  const auto sender_index = [&](const EdgeSender& wanted) {
+    for (std::size_t s = 0; s < senders.size(); ++s) {
+      if (senders[s].out == wanted.out && senders[s].result == wanted.result && senders[s].head == wanted.head) return s;
+    }
+    throw ValueError(who + ": the edge's sender '" + wanted.name() + "' is not among the senders");
+  };
+
+  EdgeTable table;
+  table.target_metric = setup.target.metric;
+  table.source_metric = source.metric;
+  std::optional<std::size_t> moved_sender;
+  std::map<std::string, xt::xarray<T>> moved_inputs;  // each receiver's input with moved_sender patched
+  for (const Edge& edge : edges) {
+    const std::size_t s = sender_index(edge.sender);
+    if (moved_sender != s) {
+      // Every out frozen at the target's, this sender's moved by its patch: the receivers' inputs.
+      moved_sender = s;
+      moved_inputs.clear();
+      ScopedPointHooks<T> hooks;
+      for (std::size_t o = 0; o < setup.outs.size(); ++o) {
+        const xt::xarray<T>& frozen = setup.target.values.at(setup.outs[o]);
+        const bool moved = o == setup.out_of_sender[s];
+        hooks.add(model.hook_point(setup.outs[o]), [&, moved](const Tensor<T>&) -> std::optional<Tensor<T>> {
+          return Tensor<T>(moved ? xt::xarray<T>(frozen + setup.patch[s]) : frozen);
+        });
+      }
+      for (const std::string& r : receivers) {
+        hooks.add(model.hook_point(r), [&, r](const Tensor<T>& x) -> std::optional<Tensor<T>> {
+          moved_inputs[r] = x.value();
+          return std::nullopt;
+        });
+      }
+      metric_without_tape<T>(run_target, who, "run_target", "metric");
+    }
+    ScopedPointHooks<T> hooks;
+    const xt::xarray<T>& input = moved_inputs.at(edge.receiver);
+    hooks.add(model.hook_point(edge.receiver),
+              [&](const Tensor<T>&) -> std::optional<Tensor<T>> { return Tensor<T>(input); });
+    const double metric = metric_without_tape<T>(run_target, who, "run_target", "metric");
+    table.rows.push_back({edge, metric - table.target_metric});
+  }
+  return table;
+}
+
+#define TAPEGRAD_INSTANTIATE_EDGE_PATCHING(T)                                                                  \
+  template std::vector<EdgeSender> edge_senders(nn::Module<T>&, bool);                                         \
+  template std::vector<std::string> edge_receivers(nn::Module<T>&);                                            \
+  template EdgeTable attribute_edges(nn::Module<T>&, const RunLoss<T>&, const ActivationCache<T>&,             \
+                                     const std::vector<EdgeSender>&, const std::vector<std::string>&,          \
+                                     const EdgeAttributionOptions&);                                           \
+  template EdgeTable patch_edges(nn::Module<T>&, const RunLoss<T>&, const ActivationCache<T>&,                 \
+                                 const std::vector<EdgeSender>&, const std::vector<Edge>&);
+TAPEGRAD_INSTANTIATE_EDGE_PATCHING(float)
+TAPEGRAD_INSTANTIATE_EDGE_PATCHING(double)
+#undef TAPEGRAD_INSTANTIATE_EDGE_PATCHING
+
+}  // namespace tapegrad::study
