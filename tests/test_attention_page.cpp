@@ -7,6 +7,7 @@
 // browser run costs about 3 s, so there are four.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -171,17 +172,27 @@ void expect_colourful_overview(const std::string& chromium, const fs::path& page
 // another head at the first snapshot, chosen with the slider; dL/dS there, which the page does not
 // hold for a snapshot and must not take from the end of training; the readout after choosing
 // another sequence (cleared: the value read was sequence 0's); a cell of the circuit table, with
-// its heatmap colour; the points of a method's scatter against exact patching. Then the
-// overview's screenshot.
+// its heatmap colour; the points of a method's scatter against exact patching; the circuit graph's
+// edges and the readout of its largest. Then the overview's screenshot.
 TEST(AttentionPage, Seq10HoverReadsTheCapturedValueAndTheSlidersSnapshot) {
   REQUIRE_CHROMIUM(chromium);
   const StudyPage& page = seq10_page();
+  // The circuit graph draws the edges whose exact share is at least 0.02, the 40 largest at most.
+  const attention_study::EdgeCircuit& edges = page.circuit->edges;
+  const double gap = page.circuit->clean_metric - page.circuit->corrupted_metric;
+  std::size_t largest = 0, drawn = 0;
+  for (std::size_t i = 0; i < edges.exact.rows.size(); ++i) {
+    const double share = edges.exact.rows[i].effect / gap;
+    drawn += std::abs(share) >= 0.02;
+    if (std::abs(share) > std::abs(edges.exact.rows[largest].effect / gap)) largest = i;
+  }
+  const std::string largest_edge = edges.sender_names[largest] + "|" + edges.receiver_names[largest];
   const std::string dom = dump_dom(
       chromium, page.html, "selftest=dec0 cross h1,2,3,dS;enc1 self h0,4,1,A,0;enc1 self h0,4,1,dS,0;sequence=1;"
-      "cell=circuit,dec1 cross h1 z,exact;scatter=AtP + QK fix");
+      "cell=circuit,dec1 cross h1 z,exact;scatter=AtP + QK fix;edges;edge=" + largest_edge);
   EXPECT_NE(dom.find("id=\"snapshot-slider\""), std::string::npos);
   const std::vector<std::string> readouts = selftest_results(dom);
-  ASSERT_EQ(readouts.size(), 6u) << dom.substr(0, 3000);
+  ASSERT_EQ(readouts.size(), 8u) << dom.substr(0, 3000);
   EXPECT_EQ(readouts[2].rfind("unavailable: dL/dS at step 0 is not in the page", 0), 0u) << readouts[2];
   EXPECT_EQ(readouts[3], "Click a thumbnail; move the mouse over a map to read its values. ");
 
@@ -211,6 +222,14 @@ TEST(AttentionPage, Seq10HoverReadsTheCapturedValueAndTheSlidersSnapshot) {
   EXPECT_EQ(readouts[4].rfind(shown + " rgb(", 0), 0u) << readouts[4] << " against " << shown;
   // A point per row of the circuit table in each method's scatter against exact patching.
   EXPECT_EQ(readouts[5], "points " + std::to_string(exact.rows.size()));
+  ASSERT_GT(drawn, 0u) << "no edge carries 2% of the gap";
+  EXPECT_EQ(readouts[6], "edges " + std::to_string(std::min<std::size_t>(drawn, 40)));
+  // "<sender> → <receiver>: exact <3 significant digits>, EAP ..., EAP-IG ..."
+  const std::string head = edges.sender_names[largest] + " \u2192 " + edges.receiver_names[largest] + ": exact ";
+  ASSERT_EQ(readouts[7].rfind(head, 0), 0u) << readouts[7];
+  const double read = std::stod(readouts[7].substr(head.size()));
+  const double largest_share = edges.exact.rows[largest].effect / gap;
+  EXPECT_NEAR(read, largest_share, 5e-3 * std::abs(largest_share)) << readouts[7];
   expect_colourful_overview(chromium, page.html, "overview_seq10");
 }
 

@@ -53,6 +53,7 @@ CircuitStudy circuit_study(nn::transformer::Transformer<float>& model, const Ind
       model, run_corrupted, source, points, /*axis=*/1,
       {.grad_drop_layers = study::layer_output_points(model), .ig_inputs = kInputPoints});
   circuit.corrupted_metric = circuit.comparison.exact.target_metric;
+  circuit.edges = edge_circuit(model, run_clean, run_corrupted, kInputPoints, names);
   return circuit;
 }
 

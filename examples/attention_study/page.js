@@ -351,6 +351,68 @@ function drawCircuitScatters() {
     el('div', {class: 'panels'}, ...figures),
     el('p', {class: 'note'}, 'One point per row of the circuit table below; on the dashed diagonal a method equals exact patching. Hover a point for its row.'));
 }
+// The circuit as a graph, from the edges table: a column per block of senders in forward order
+// (an embedding, one attention module's heads, a feed-forward sublayer), the decoder's output
+// last; the edges largest in |exact share| (at least kEdgeShare, at most kEdgesDrawn) drawn from
+// the sender to the receiving module's q, k or v input, red when patching the edge moves the metric
+// towards the clean run, blue when away, as wide as the share.
+const kEdgeShare = 0.02, kEdgesDrawn = 40;
+function drawEdgeGraph() {
+  const t = D.tables.find(x => x.id === 'edges');
+  const box = document.getElementById('edge-graph');
+  if (!t) return;
+  const exactCol = t.header.indexOf('exact');
+  const senderBlock = name => name.replace(/ h\d+$/, ''), receiverBlock = name => name.replace(/ [qkv]$/, '');
+  const columns = [], members = {};
+  const addBlock = b => { if (!members[b]) { members[b] = []; columns.push(b); } };
+  for (const r of t.rows) {
+    addBlock(senderBlock(r[0]));
+    if (!members[senderBlock(r[0])].includes(r[0])) members[senderBlock(r[0])].push(r[0]);
+  }
+  for (const r of t.rows) addBlock(receiverBlock(r[1]));
+  const colW = 74, rowH = 20, left = 30, top = 56, tallest = Math.max(1, ...columns.map(b => members[b].length));
+  // A long edge sags below the columns it passes, by a share of its length, so it stays apart from them.
+  const x = b => left + colW * columns.indexOf(b) + colW / 2;
+  const height = b => rowH * Math.max(1, members[b].length);
+  const nodeY = (b, name) => top + rowH * (Math.max(0, members[b].indexOf(name)) + 0.5);
+  const portY = (b, port) => top + height(b) * ({q: 1, k: 3, v: 5}[port] || 3) / 6;
+  const shown = t.rows.filter(r => Math.abs(Number(r[exactCol])) >= kEdgeShare)
+    .sort((a, b) => Math.abs(Number(b[exactCol])) - Math.abs(Number(a[exactCol]))).slice(0, kEdgesDrawn);
+  const widest = Math.max(1e-12, ...shown.map(r => Math.abs(Number(r[exactCol]))));
+  // A long edge sags below the columns it passes, by a share of its length (a cubic's middle
+  // drops by 3/4 of its control points'), so it stays apart from them.
+  const sagPerPixel = 0.18, longest = Math.max(0, ...shown.map(r => x(receiverBlock(r[1])) - x(senderBlock(r[0]))));
+  const W = left + colW * columns.length + 40, H = top + rowH * tallest + 0.75 * sagPerPixel * longest + 24;
+  const {svg, add} = svgOf(W, H);
+  svg.setAttribute('class', 'edge-graph');
+  for (const b of columns) {
+    add('rect', {x: x(b) - 10, y: top - 4, width: 20, height: height(b) + 8, rx: 6, fill: '#f4f4f4', stroke: '#ccc'});
+    add('text', {x: x(b), y: top - 10, 'text-anchor': 'start', 'font-size': 11, transform: `rotate(-30 ${x(b)} ${top - 10})`}, b);
+  }
+  for (const r of shown) {
+    const from = senderBlock(r[0]), to = receiverBlock(r[1]), port = (r[1].match(/ ([qkv])$/) || [])[1];
+    const x1 = x(from) + 6, y1 = nodeY(from, r[0]), x2 = x(to) - 10, y2 = portY(to, port);
+    const bend = Math.max(20, (x2 - x1) / 3), sag = x2 - x1 > colW ? sagPerPixel * (x2 - x1) : 0;
+    const share = Number(r[exactCol]);
+    const path = add('path', {d: `M${x1} ${y1} C${x1 + bend} ${y1 + sag} ${x2 - bend} ${y2 + sag} ${x2} ${y2}`, fill: 'none',
+      stroke: share > 0 ? '#b2182b' : '#2166ac', 'stroke-opacity': 0.75, 'stroke-width': (1 + 7 * Math.abs(share) / widest).toFixed(2),
+      class: 'edge'});
+    path.dataset.sender = r[0];
+    path.dataset.receiver = r[1];
+    path.append(Object.assign(document.createElementNS('http://www.w3.org/2000/svg', 'title'),
+      {textContent: `${r[0]} \u2192 ${r[1]}: exact ${fmt(share)}` + t.header.slice(exactCol + 1).map((m, k) => `, ${m} ${fmt(Number(r[exactCol + 1 + k]))}`).join('')}));
+  }
+  for (const b of columns) {
+    for (const name of members[b]) add('circle', {cx: x(b), cy: nodeY(b, name), r: 5, fill: '#555'}).append(
+      Object.assign(document.createElementNS('http://www.w3.org/2000/svg', 'title'), {textContent: name}));
+    if (!members[b].length) add('circle', {cx: x(b), cy: portY(b), r: 6, fill: '#555'});
+  }
+  box.replaceChildren(el('h3', {}, 'The circuit as a graph: the edges that carry the copy, by exact path patching'), svg,
+    el('p', {class: 'note'}, `The ${shown.length} edges (of ${t.rows.length}) whose exact share is largest, at least ${kEdgeShare}: ` +
+      'from a head (a dot in its module\'s column), a feed-forward sublayer or an embedding to the q, k or v input of a ' +
+      'module (top, middle, bottom of its column) or to the output. Red recovers the clean metric, blue works against it; ' +
+      'hover an edge for its exact, EAP and EAP-IG shares (the edges table below).'));
+}
 function drawLoss() {
   const box = document.getElementById('loss'), L = D.losses;
   if (!L.length) { box.textContent = D.no_loss_note; return; }
@@ -417,7 +479,8 @@ function controls() {
 // step has none), all with real DOM events; a
 // probe sequence=<b> chooses sequence b in the menu; a probe cell=<table id>,<row name>,<column>
 // reads a table's cell and its background colour; scatter=<method> counts the points of that
-// method's scatter against exact patching. Each appends the readout then shown as a line
+// method's scatter against exact patching; edges counts the circuit graph's edges and
+// edge=<sender>|<receiver> reads one edge's readout. Each appends the readout then shown as a line
 // to #selftest-result (the page's browser test reads it back).
 function probe(text) {
   const readout = () => document.getElementById('readout').textContent + ' ' + document.getElementById('readout-value').textContent;
@@ -426,6 +489,13 @@ function probe(text) {
     const svg = [...document.querySelectorAll('svg.scatter')].find(x => x.dataset.method === scatter[1]);
     return svg ? 'points ' + svg.querySelectorAll('circle').length : 'no scatter ' + scatter[1];
   }
+  const edge = text.match(/^edge=([^|]+)\|(.+)$/);
+  if (edge) {
+    const path = [...document.querySelectorAll('svg.edge-graph path.edge')]
+      .find(p => p.dataset.sender === edge[1] && p.dataset.receiver === edge[2]);
+    return path ? path.querySelector('title').textContent : 'no edge ' + text;
+  }
+  if (text === 'edges') return 'edges ' + document.querySelectorAll('svg.edge-graph path.edge').length;
   const cellOf = text.match(/^cell=([^,]+),([^,]+),(.+)$/);
   if (cellOf) {
     const table = document.getElementById('table-' + cellOf[1]);
@@ -477,5 +547,6 @@ drawOverview();
 drawAttributions();
 document.getElementById('tables').append(...D.tables.map(sortable));
 drawCircuitScatters();
+drawEdgeGraph();
 drawLoss();
 selftest();

@@ -29,6 +29,8 @@ void write_report(const std::filesystem::path& dir, const RunInfo& run, const St
   if (circuit) {
     write_file_atomic(dir / "circuit.csv", to_csv(circuit_table(*circuit)));
     write_file_atomic(dir / "patching_methods.csv", to_csv(method_agreement_table(*circuit)));
+    write_file_atomic(dir / "edges.csv", to_csv(edge_table(circuit->edges, circuit->clean_metric - circuit->corrupted_metric)));
+    write_file_atomic(dir / "edge_methods.csv", to_csv(edge_method_table(circuit->edges)));
   }
   write_file_atomic(dir / "index.html", page);
 }

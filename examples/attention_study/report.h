@@ -10,6 +10,8 @@
 //   circuit.csv, patching_methods.csv   with a circuit study (circuit.h): per head and point, the
 //                              share of the gap each method says patching it recovers; per method,
 //                              its agreement with exact patching and its time
+//   edges.csv, edge_methods.csv   the same for every edge (edge_circuit.h): exact path patching,
+//                              EAP and EAP-IG
 #include <filesystem>
 #include <string>
 #include <vector>

@@ -184,7 +184,15 @@ std::string report_json(const RunInfo& run, const StudyResult& study,
          table_json("patching_methods", "Each method against exact patching",
                     "Correlation with the exact shares over every row above, the share of the exact top k among the "
                     "method's top k, and the time the method took (patching_methods.csv).",
-                    method_agreement_table(*circuit))});
+                    method_agreement_table(*circuit)),
+         table_json("edges", "Which edges carry the copy: path patching, exact and by gradients",
+                    "Each row patches one edge, a sender's output into a receiver's input through the residual "
+                    "stream alone (every other sender frozen), from the study batch into the corrupted copy; the "
+                    "cells are the share of the same gap the edge recovers, exactly and as EAP and EAP-IG estimate "
+                    "it (edges.csv, docs/patching.md). The graph above draws the largest.",
+                    edge_table(circuit->edges, circuit->clean_metric - circuit->corrupted_metric), /*heat_from=*/2),
+         table_json("edge_methods", "Edge methods against exact path patching",
+                    "Over every edge above (edge_methods.csv).", edge_method_table(circuit->edges))});
   }
   return json_object({{"facts", facts(run, study)},
                       {"percentile", json_number(kScalePercentile)},
