@@ -2,8 +2,9 @@
 // N = 2, seq 10) and a study batch of 32 sequences: the unit (one forward and backward of the
 // copy metric), attribution patching of every head from the clean and corrupted forwards (AtP,
 // AtP* = QK fix + GradDrop, the second-order term), and exact sweeps over every head, one forward
-// per head and batched. Issue
-// "[3 of 4]" sets AtP at three units or less and the exact sweep at 0.1 s or less.
+// per head and batched; and every edge (a head, feed-forward or embedding into an attention
+// input or the output) by EAP and by exact path patching. Issue "[3 of 4]" sets AtP and EAP at
+// three units or less and the exact sweep over heads at 0.1 s or less.
 #include <functional>
 #include <memory>
 #include <string>
@@ -14,6 +15,7 @@
 #include "study/attention_sites.h"
 #include "study/attribution_patching.h"
 #include "study/batched_patching.h"
+#include "study/edge_patching.h"
 #include "study/metrics.h"
 
 namespace tapegrad::bench {
@@ -88,6 +90,27 @@ void register_study_benchmarks() {
   });
   add_workload("study/atp_second_order_every_head_z", [](benchmark::State& state) {
     time_attribution(state, false, [](nn::Module<float>&) { return study::AttributionOptions{.second_order = true}; });
+  });
+  // Every edge, heads as senders (edge_circuit.h's graph): EAP with the clean forward included,
+  // and exact path patching from a cached clean run.
+  add_workload("study/eap_every_edge", [](benchmark::State& state) {
+    CopyCircuit c;
+    const auto senders = study::edge_senders(*c.model, true);
+    const auto receivers = study::edge_receivers(*c.model);
+    const auto points = study::edge_points(senders, receivers);
+    for (auto _ : state) {
+      const auto clean = study::run_with_cache(*c.model, c.run(c.clean), points);
+      benchmark::DoNotOptimize(study::attribute_edges(*c.model, c.run(c.corrupted), clean, senders, receivers));
+    }
+  });
+  add_workload("study/exact_every_edge", [](benchmark::State& state) {
+    CopyCircuit c;
+    const auto senders = study::edge_senders(*c.model, true);
+    const auto receivers = study::edge_receivers(*c.model);
+    const auto clean = study::run_with_cache(*c.model, c.run(c.clean), study::edge_points(senders, receivers));
+    const auto edges = study::edges_of(study::attribute_edges(*c.model, c.run(c.corrupted), clean, senders, receivers));
+    state.counters["edges"] = double(edges.size());
+    for (auto _ : state) benchmark::DoNotOptimize(study::patch_edges(*c.model, c.run(c.corrupted), clean, senders, edges));
   });
   // The exact sweeps at 32 sequences and at attention_study's default of 3, where per-op work
   // weighs more and one forward per 24 slices saves more.

@@ -14,10 +14,12 @@
 #include "autograd/ops/operators.h"
 #include "autograd/ops/reduce.h"
 #include "nn/attention_probe.h"
+#include "nn/functional_call.h"
 #include "study/deterministic_forward.h"
 #include "study/integrated_patching.h"
 #include "study/metric_without_tape.h"
 #include "study/patch_source.h"
+#include "study/perturbed_run.h"
 #include "study/scoped_point_hooks.h"
 #include "study/slices.h"
 
@@ -114,15 +116,33 @@ std::vector<std::string> edge_receivers(nn::Module<T>& model) {
 
 namespace {
 
-// What both methods check and compute first: the target run's tensors at every point and each
-// sender's patch, source - target on its out (one head's share for a head).
-template <class T>
-struct EdgeSetup {
-  ActivationCache<T> target;
-  std::vector<std::string> outs;             // the senders' distinct outs: the frozen points
-  std::vector<std::size_t> out_of_sender;    // index into outs
-  std::vector<xt::xarray<T>> patch;          // per sender, shaped like its out
+// The senders' distinct outs (the points the frozen graph freezes), checked with the rest of what
+// both methods take before anything runs.
+struct EdgeOuts {
+  std::vector<std::string> paths;
+  std::vector<std::size_t> of_sender;  // index into paths
 };
+
+template <class T>
+EdgeOuts checked_outs(nn::Module<T>& model, const std::vector<EdgeSender>& senders,
+                      const std::vector<std::string>& receivers, const std::string& who) {
+  require_deterministic_forward(model, who);
+  if (senders.empty()) throw ValueError(who + ": no senders");
+  if (receivers.empty()) throw ValueError(who + ": no receivers");
+  for (const std::string& path : edge_points(senders, receivers)) model.hook_point(path);
+  EdgeOuts outs;
+  for (const EdgeSender& s : senders) {
+    const auto at = std::find(outs.paths.begin(), outs.paths.end(), s.out);
+    outs.of_sender.push_back(at - outs.paths.begin());
+    if (at == outs.paths.end()) outs.paths.push_back(s.out);
+  }
+  for (const std::string& r : receivers) {
+    if (std::find(outs.paths.begin(), outs.paths.end(), r) != outs.paths.end()) {
+      throw ValueError(who + ": '" + r + "' is both a receiver and a sender's out; a receiver reads the stream");
+    }
+  }
+  return outs;
+}
 
 // ValueError unless the target run reached `path` exactly once.
 template <class T>
@@ -161,72 +181,91 @@ void require_heads_sum_to_out(const xt::xarray<T>& head_patches_sum, const xt::x
   }
 }
 
+// Each sender's patch, source - target on its out (one head's share of it for a head), from the
+// target run's tensors at every edge point (checked: each reached once, shaped as the source's).
 template <class T>
-EdgeSetup<T> prepare(nn::Module<T>& model, const RunLoss<T>& run_target, const ActivationCache<T>& source,
-                     const std::vector<EdgeSender>& senders, const std::vector<std::string>& receivers,
-                     const std::string& who) {
-  require_deterministic_forward(model, who);
-  if (senders.empty()) throw ValueError(who + ": no senders");
-  if (receivers.empty()) throw ValueError(who + ": no receivers");
-  const std::vector<std::string> points = edge_points(senders, receivers);
-  for (const std::string& path : points) model.hook_point(path);
-  EdgeSetup<T> setup;
+std::vector<xt::xarray<T>> sender_patches(const ActivationCache<T>& source, const ActivationCache<T>& target,
+                                          const std::vector<EdgeSender>& senders,
+                                          const std::vector<std::string>& receivers, const std::string& who) {
+  for (const std::string& path : edge_points(senders, receivers)) require_reached_once(target, path, who);
+  std::map<std::string, xt::xarray<T>> result_patches;  // source - target, by hook_result
+  std::vector<xt::xarray<T>> patches;
   for (const EdgeSender& s : senders) {
-    const auto at = std::find(setup.outs.begin(), setup.outs.end(), s.out);
-    setup.out_of_sender.push_back(at - setup.outs.begin());
-    if (at == setup.outs.end()) setup.outs.push_back(s.out);
-  }
-  for (const std::string& r : receivers) {
-    if (std::find(setup.outs.begin(), setup.outs.end(), r) != setup.outs.end()) {
-      throw ValueError(who + ": '" + r + "' is both a receiver and a sender's out; a receiver reads the stream");
-    }
-  }
-  setup.target = run_with_cache(model, run_target, points);
-  for (const std::string& path : points) require_reached_once(setup.target, path, who);
-
-  std::map<std::string, xt::xarray<T>> head_sums;  // by result
-  for (const EdgeSender& s : senders) {
-    const xt::xarray<T>& out = setup.target.values.at(s.out);
+    const xt::xarray<T>& out = target.values.at(s.out);
     if (s.result.empty()) {
-      setup.patch.push_back(source_like_target(source, setup.target, s.out, who) - out);
+      patches.push_back(source_like_target(source, target, s.out, who) - out);
       continue;
     }
-    const xt::xarray<T>& result = setup.target.values.at(s.result);
-    const xt::xarray<T>& from = source_like_target(source, setup.target, s.result, who);
+    const xt::xarray<T>& result = target.values.at(s.result);
     if (result.dimension() != out.dimension() + 1 || result.dimension() < 2 || s.head >= result.shape()[1]) {
       throw ValueError(who + ": '" + s.result + "' is " + format_shape(result.shape()) + ", so head " +
                        std::to_string(s.head) + " of it cannot add to '" + s.out + "', " + format_shape(out.shape()));
     }
-    xt::xarray<T> difference = from - result;
-    xt::xarray<T> head = xt::view(difference, xt::all(), s.head);
+    auto [difference, first] = result_patches.try_emplace(s.result);
+    if (first) difference->second = source_like_target(source, target, s.result, who) - result;
+    xt::xarray<T> head = xt::view(difference->second, xt::all(), s.head);
     if (head.shape() != out.shape()) {
       throw ShapeError(who + ": head " + std::to_string(s.head) + " of '" + s.result + "' is " +
                        format_shape(head.shape()) + " but '" + s.out + "' is " + format_shape(out.shape()));
     }
-    setup.patch.push_back(head);
-    head_sums.try_emplace(s.result, xt::xarray<T>(xt::sum(difference, {1})));
+    patches.push_back(std::move(head));
   }
-  for (const auto& [result, sum] : head_sums) {
+  for (const auto& [result, difference] : result_patches) {
     const auto sender = std::find_if(senders.begin(), senders.end(), [&](const EdgeSender& s) { return s.result == result; });
-    const xt::xarray<T>& out = setup.target.values.at(sender->out);
-    require_heads_sum_to_out(sum, xt::xarray<T>(source_like_target(source, setup.target, sender->out, who) - out), out,
+    const xt::xarray<T>& out = target.values.at(sender->out);
+    xt::xarray<T> heads_sum = xt::zeros<T>(out.shape());
+    for (std::size_t h = 0; h < difference.shape()[1]; ++h) heads_sum += xt::view(difference, xt::all(), h);
+    require_heads_sum_to_out(heads_sum, xt::xarray<T>(source_like_target(source, target, sender->out, who) - out), out,
                              result, sender->out, who);
   }
-  return setup;
+  return patches;
+}
+
+// d metric / d receiver for each receiver the target run reaches, from one forward and backward
+// with zero leaves at the receivers (PerturbedRun: no parameter's grad() changes).
+template <class T>
+std::map<std::string, xt::xarray<T>> target_gradients(nn::Module<T>& model, const RunLoss<T>& run_target,
+                                                      const std::vector<std::string>& receivers, const std::string& who) {
+  GradientTape tape;
+  PerturbedRun<T> run(model, run_target, receivers, tape, who);
+  run.take_gradients();
+  std::map<std::string, xt::xarray<T>> gradients;
+  for (const auto& [path, calls] : run.calls()) gradients[path] = calls.front().grad.value();
+  return gradients;
 }
 
 // One recorded forward of the target with every out cut from what computed it and a zero leaf
 // added (x.value() + z, the same bits): the frozen graph, in which a receiver's input depends on
 // the outs through the residual stream alone. Which outs reach which receiver is read from the
-// tape's entries; vector-Jacobian products are walks of the tape.
+// tape's entries; vector-Jacobian products are walks of the tape. Every tensor has the target
+// run's bits, so the run also caches the tensors at `cached` (a later call as "path#2").
 template <class T>
 class FrozenGraph {
  public:
   FrozenGraph(nn::Module<T>& model, const RunLoss<T>& run_target, const std::vector<std::string>& outs,
-              const std::vector<std::string>& receivers)
+              const std::vector<std::string>& receivers, const std::vector<std::string>& cached)
       : zeros_(outs.size()), received_(receivers.size()) {
     {
+      // Only what depends on the leaves needs recording: the parameters run as constants, and a
+      // receiver's input goes on detached (what reads it ends in a frozen out), so the sublayers
+      // that end in an out are not recorded, nor is anything after the last receiver.
+      std::vector<std::string> names;
+      std::vector<Tensor<T>> constants;
+      std::map<const void*, Tensor<T>> constant_of;  // a tied parameter gets one constant
+      for (const auto& [name, parameter] : model.named_parameters()) {
+        names.push_back(name);
+        auto [it, first] = constant_of.try_emplace(parameter.node().get());
+        if (first) it->second = Tensor<T>(parameter.value());
+        constants.push_back(it->second);
+      }
+      const nn::ParameterSubstitution<T> constant_parameters(model, names, constants);
       ScopedPointHooks<T> hooks;
+      for (const std::string& path : cached) {
+        hooks.add(model.hook_point(path), [this, path](const Tensor<T>& x) -> std::optional<Tensor<T>> {
+          if (!values_.values.try_emplace(path, x.value()).second) values_.values.try_emplace(path + "#2", x.value());
+          return std::nullopt;
+        });
+      }
       for (std::size_t o = 0; o < outs.size(); ++o) {
         hooks.add(model.hook_point(outs[o]), [this, o](const Tensor<T>& x) -> std::optional<Tensor<T>> {
           zeros_[o] = Tensor<T>::zeros(x.shape(), /*requires_grad=*/true);
@@ -236,19 +275,29 @@ class FrozenGraph {
       for (std::size_t r = 0; r < receivers.size(); ++r) {
         hooks.add(model.hook_point(receivers[r]), [this, r](const Tensor<T>& x) -> std::optional<Tensor<T>> {
           received_[r] = x;
-          return std::nullopt;
+          return Tensor<T>(x.value());
         });
       }
-      run_target();
+      values_.metric = double(run_target().item());
     }
     reaches_ = outs_reaching_receivers();
   }
 
   bool connected(std::size_t out, std::size_t receiver) const { return reaches_[receiver][out]; }
+  // The target run's metric and its tensors at the cached points.
+  const ActivationCache<T>& values() const { return values_; }
 
-  // d <g, receiver's input> / d out for every out (zeros for one not connected).
+  // d <g, receiver's input> / d out for every out connected to the receiver (undefined for the
+  // others: a walk returns zeros for a source it does not reach, which would cost a full-size array each).
   std::vector<Tensor<T>> pull_back(std::size_t receiver, const xt::xarray<T>& g) {
-    return tape_.gradient(sum(received_[receiver] * Tensor<T>(g)), zeros_);
+    std::vector<Tensor<T>> sources;
+    for (std::size_t o = 0; o < zeros_.size(); ++o)
+      if (connected(o, receiver)) sources.push_back(zeros_[o]);
+    std::vector<Tensor<T>> pulled = tape_.gradient(sum(received_[receiver] * Tensor<T>(g)), sources);
+    std::vector<Tensor<T>> by_out(zeros_.size());
+    for (std::size_t o = 0, next = 0; o < zeros_.size(); ++o)
+      if (connected(o, receiver)) by_out[o] = std::move(pulled[next++]);
+    return by_out;
   }
 
  private:
@@ -284,6 +333,7 @@ class FrozenGraph {
   GradientTape tape_{/*persistent=*/true};  // walked once per receiver
   std::vector<Tensor<T>> zeros_;
   std::vector<Tensor<T>> received_;
+  ActivationCache<T> values_;
   std::vector<std::vector<bool>> reaches_;
 };
 
@@ -294,42 +344,43 @@ EdgeTable attribute_edges(nn::Module<T>& model, const RunLoss<T>& run_target, co
                           const std::vector<EdgeSender>& senders, const std::vector<std::string>& receivers,
                           const EdgeAttributionOptions& options) {
   const std::string who = "attribute_edges";
-  const EdgeSetup<T> setup = prepare(model, run_target, source, senders, receivers, who);
-  for (const std::string& path : options.interpolate_at) {
-    model.hook_point(path);
-    require_reached_once(setup.target, path, who);  // run_with_cache below caches it
-  }
+  const EdgeOuts outs = checked_outs(model, senders, receivers, who);
   std::set<std::string> moved(options.interpolate_at.begin(), options.interpolate_at.end());
-  ActivationCache<T> target = setup.target;
   if (moved.empty() != (options.ig_steps == 0)) {
     throw ValueError(who + ": EAP-IG needs both ig_steps and interpolate_at (the points to move), got " +
                      std::to_string(options.ig_steps) + " steps and " + std::to_string(moved.size()) + " points");
   }
-  if (!moved.empty()) {
-    target = run_with_cache(model, run_target, std::vector<std::string>(moved.begin(), moved.end()));
+  std::map<std::string, xt::xarray<T>> gradients;  // d metric / d receiver (EAP-IG: its mean)
+  if (moved.empty()) {
+    gradients = target_gradients(model, run_target, receivers, who);
+  } else {
+    for (const std::string& path : moved) model.hook_point(path);
+    const ActivationCache<T> target = run_with_cache(model, run_target, std::vector<std::string>(moved.begin(), moved.end()));
     for (const std::string& path : moved) {
       require_reached_once(target, path, who);
       source_like_target(source, target, path, who);
     }
+    for (auto& [path, mean] : mean_gradients(model, run_target, source, target, receivers, moved, options.ig_steps, who))
+      if (!mean.empty()) gradients[path] = std::move(mean.front());
   }
-  const auto gradients = mean_gradients(model, run_target, source, target, receivers, moved,
-                                        std::max<std::size_t>(options.ig_steps, 1), who);
+  FrozenGraph<T> frozen(model, run_target, outs.paths, receivers, edge_points(senders, receivers));
+  const ActivationCache<T>& target = frozen.values();
+  const std::vector<xt::xarray<T>> patches = sender_patches(source, target, senders, receivers, who);
 
-  FrozenGraph<T> frozen(model, run_target, setup.outs, receivers);
   EdgeTable table;
-  table.target_metric = setup.target.metric;
+  table.target_metric = target.metric;
   table.source_metric = source.metric;
   std::vector<std::vector<Tensor<T>>> pulled(receivers.size());
   for (std::size_t r = 0; r < receivers.size(); ++r) {
     bool any = false;
-    for (std::size_t o = 0; o < setup.outs.size(); ++o) any = any || frozen.connected(o, r);
-    if (any) pulled[r] = frozen.pull_back(r, gradients.at(receivers[r]).at(0));
+    for (std::size_t o = 0; o < outs.paths.size(); ++o) any = any || frozen.connected(o, r);
+    if (any) pulled[r] = frozen.pull_back(r, gradients.at(receivers[r]));  // one walk per receiver
   }
   for (std::size_t s = 0; s < senders.size(); ++s) {
-    const std::size_t o = setup.out_of_sender[s];
+    const std::size_t o = outs.of_sender[s];
     for (std::size_t r = 0; r < receivers.size(); ++r) {
       if (!frozen.connected(o, r)) continue;
-      table.rows.push_back({{senders[s], receivers[r]}, whole_dot(setup.patch[s], pulled[r][o].value())});
+      table.rows.push_back({{senders[s], receivers[r]}, whole_dot(patches[s], pulled[r][o].value())});
     }
   }
   return table;
@@ -343,7 +394,9 @@ EdgeTable patch_edges(nn::Module<T>& model, const RunLoss<T>& run_target, const 
   for (const Edge& e : edges)
     if (std::find(receivers.begin(), receivers.end(), e.receiver) == receivers.end()) receivers.push_back(e.receiver);
   if (edges.empty()) throw ValueError(who + ": no edges");
-  const EdgeSetup<T> setup = prepare(model, run_target, source, senders, receivers, who);
+  const EdgeOuts outs = checked_outs(model, senders, receivers, who);
+  const ActivationCache<T> target = run_with_cache(model, run_target, edge_points(senders, receivers));
+  const std::vector<xt::xarray<T>> patches = sender_patches(source, target, senders, receivers, who);
   const auto sender_index = [&](const EdgeSender& wanted) {
     for (std::size_t s = 0; s < senders.size(); ++s) {
       if (senders[s].out == wanted.out && senders[s].result == wanted.result && senders[s].head == wanted.head) return s;
@@ -352,7 +405,7 @@ EdgeTable patch_edges(nn::Module<T>& model, const RunLoss<T>& run_target, const 
   };
 
   EdgeTable table;
-  table.target_metric = setup.target.metric;
+  table.target_metric = target.metric;
   table.source_metric = source.metric;
   std::optional<std::size_t> moved_sender;
   std::map<std::string, xt::xarray<T>> moved_inputs;  // each receiver's input with moved_sender patched
@@ -363,11 +416,11 @@ EdgeTable patch_edges(nn::Module<T>& model, const RunLoss<T>& run_target, const 
       moved_sender = s;
       moved_inputs.clear();
       ScopedPointHooks<T> hooks;
-      for (std::size_t o = 0; o < setup.outs.size(); ++o) {
-        const xt::xarray<T>& frozen = setup.target.values.at(setup.outs[o]);
-        const bool moved = o == setup.out_of_sender[s];
-        hooks.add(model.hook_point(setup.outs[o]), [&, moved](const Tensor<T>&) -> std::optional<Tensor<T>> {
-          return Tensor<T>(moved ? xt::xarray<T>(frozen + setup.patch[s]) : frozen);
+      for (std::size_t o = 0; o < outs.paths.size(); ++o) {
+        const xt::xarray<T>& frozen = target.values.at(outs.paths[o]);
+        const bool moved = o == outs.of_sender[s];
+        hooks.add(model.hook_point(outs.paths[o]), [&, moved](const Tensor<T>&) -> std::optional<Tensor<T>> {
+          return Tensor<T>(moved ? xt::xarray<T>(frozen + patches[s]) : frozen);
         });
       }
       for (const std::string& r : receivers) {
