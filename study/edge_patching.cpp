@@ -68,7 +68,7 @@ std::vector<EdgeSender> edge_senders(nn::Module<T>& model, bool heads) {
   for (const auto& [path, point] : points) {
     const auto [layer, name] = module_and_point(path);
     if (name == "hook_resid_pre") {
-      if (stacks_seen.insert(module_and_point(layer).first).second) senders.push_back({path});
+      if (stacks_seen.insert(module_and_point(layer).first).second) senders.push_back({path, {}, 0});
       continue;
     }
     if (!name.starts_with("hook_") || !name.ends_with("_out")) continue;
@@ -88,12 +88,12 @@ std::vector<EdgeSender> edge_senders(nn::Module<T>& model, bool heads) {
       }
     }
     if (module.empty()) {
-      senders.push_back({path});
+      senders.push_back({path, {}, 0});
       continue;
     }
     auto* attention = dynamic_cast<nn::ProbedAttention<T>*>(&model.get_submodule(module));
     if (!attention) {
-      senders.push_back({path});
+      senders.push_back({path, {}, 0});
       continue;
     }
     for (std::size_t h = 0; h < attention->attention_heads(); ++h) senders.push_back({path, module + ".hook_result", h});
@@ -211,7 +211,8 @@ std::vector<xt::xarray<T>> sender_patches(const ActivationCache<T>& source, cons
     patches.push_back(std::move(head));
   }
   for (const auto& [result, difference] : result_patches) {
-    const auto sender = std::find_if(senders.begin(), senders.end(), [&](const EdgeSender& s) { return s.result == result; });
+    const std::string& heads_of = result;  // a structured binding, which clang 14's lambdas cannot capture
+    const auto sender = std::find_if(senders.begin(), senders.end(), [&](const EdgeSender& s) { return s.result == heads_of; });
     const xt::xarray<T>& out = target.values.at(sender->out);
     xt::xarray<T> heads_sum = xt::zeros<T>(out.shape());
     for (std::size_t h = 0; h < difference.shape()[1]; ++h) heads_sum += xt::view(difference, xt::all(), h);

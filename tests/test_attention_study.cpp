@@ -52,7 +52,7 @@ TEST(AttentionStudy, WritesThePageTablesExportsAndSnapshotsNothingElse) {
   std::set<std::string> expected{"index.html", "grad_norms.md", "grad_norms_heads.csv", "grad_norms_modules.csv",
                                   "grad_norms_sublayers.csv", "head_ablation.csv", "attention.safetensors",
                                   "bertviz.json", "snapshots.safetensors", "npy", "circuit.csv",
-                                  "patching_methods.csv"};
+                                  "patching_methods.csv", "edges.csv", "edge_methods.csv"};
   for (const auto& f : files)
     if (f.starts_with("npy/")) expected.insert(f);  // the exports, checked below
   EXPECT_EQ(files, expected);
@@ -176,6 +176,23 @@ TEST(AttentionStudy, WritesTheCircuitStudyWithEveryMethodAgainstExactPatching) {
     EXPECT_LE(pearson, 1.0) << line;
   }
   EXPECT_EQ(rows, 6);
+
+  // Two layers of two heads: 86 edges (EdgePatching.EdgesAreTheConnectionsTheArchitectureHas
+  // counts them), each with its exact, EAP and EAP-IG share.
+  std::istringstream edges(read_text(out / "edges.csv"));
+  std::getline(edges, line);
+  EXPECT_EQ(line, "sender,receiver,exact,EAP,EAP-IG");
+  rows = 0;
+  while (std::getline(edges, line)) ++rows;
+  EXPECT_EQ(rows, 86);
+  EXPECT_NE(read_text(out / "edges.csv").find("\nenc emb,dec1 cross v,"), std::string::npos);
+  EXPECT_NE(read_text(out / "edges.csv").find("\ndec1 cross h1,dec1 output,"), std::string::npos);
+  std::istringstream edge_methods(read_text(out / "edge_methods.csv"));
+  std::getline(edge_methods, line);
+  EXPECT_EQ(line, "method,seconds,Pearson,Spearman,top-k recall,k");
+  rows = 0;
+  while (std::getline(edge_methods, line)) ++rows;
+  EXPECT_EQ(rows, 3);
 }
 
 // The loss is minus the target log-probability, so their dL/dA are opposite, element for element;

@@ -215,6 +215,23 @@ TEST(DocSnippets, AttributionPatchingMethods) {
   }
 }
 
+TEST(DocSnippets, EdgePatching) {
+  Generator gen(0);
+  nn::transformer::Transformer<float> model(11, 11, 16, 0, 8, 2, 16, 2, 0.0, 1e-5, gen);
+  model.eval();
+  const auto src = IndexArray({{1, 2, 3, 4}, {1, 5, 6, 7}}), corrupted_src = IndexArray({{1, 3, 2, 5}, {1, 7, 5, 6}});
+  const auto weights = Tensor<float>::randn({2, 4, 8}, gen);
+  const std::function<Tensor<float>()> run_clean = [&] { return sum(model(src, src) * weights); };
+  const std::function<Tensor<float>()> run_corrupted = [&] { return sum(model(corrupted_src, src) * weights); };
+#include "doc_snippets/edge_patching.inc"
+  // 4 senders and 9 receivers per stack of two layers, heads split in two; connected edges only.
+  EXPECT_EQ(senders.size(), 18u);
+  EXPECT_EQ(receivers.size(), 19u);
+  EXPECT_EQ(eap.rows.size(), 86u);
+  EXPECT_EQ(edges_agree.compared, 86u);
+  EXPECT_GT(edges_agree.pearson, 0.5);
+}
+
 TEST(DocSnippets, AttentionCaptureAndAblation) {
   Generator gen(0);
   nn::mha::MultiHeadAttention<float> mha(8, 2, gen);

@@ -132,6 +132,10 @@ int study(const tapegrad::copy_task::Config& config, const Options& options,
                 "clean %.4f, corrupted %.4f); each method against exact patching (circuit.csv):\n%s",
                 circuit->clean_metric, circuit->corrupted_metric,
                 attention_study::to_markdown(attention_study::method_agreement_table(*circuit)).c_str());
+    std::printf("Patching each of its %zu edges (a head, feed-forward or embedding into an attention input or the "
+                "output) the same way; EAP and EAP-IG against exact path patching (edges.csv):\n%s",
+                circuit->edges.exact.rows.size(),
+                attention_study::to_markdown(attention_study::edge_method_table(circuit->edges)).c_str());
   }
   std::printf("Wrote %s\n", (std::filesystem::path(options.out) / "index.html").c_str());
   return 0;
@@ -187,8 +191,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"target-logit", "target-log-prob", "loss"}))
       ->capture_default_str();
   tapegrad::examples::add_switch(app, "circuit", options.circuit,
-                                 "patch every head's z, q and k from the study batch into a corrupted copy, exactly "
-                                 "and by attribution patching (circuit.csv, patching_methods.csv)");
+                                 "patch every head's z, q and k, and every edge between them, from the study batch "
+                                 "into a corrupted copy, exactly and by attribution patching (circuit.csv, "
+                                 "patching_methods.csv, edges.csv, edge_methods.csv)");
   CLI11_PARSE(app, argc, argv);
   options.metric = metrics.at(metric);
   options.tokens_given = app.count("--tokens") > 0;

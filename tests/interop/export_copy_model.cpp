@@ -2,7 +2,9 @@
 // copy-task Transformer checkpoint (safetensors, dotted names, Linear weights [out, in]), and one
 // batch with tapegrad's log-probabilities, loss and every parameter gradient; and a corrupted copy
 // of the batch with, for every head's z of every attention call, tapegrad's exact patching
-// (study::patch_slices) and AtP (study::attribution_patch) of the clean z into the corrupted run.
+// (study::patch_slices) and AtP (study::attribution_patch) of the clean z into the corrupted run,
+// and for every edge (heads as senders) tapegrad's path patching (study::patch_edges) and EAP
+// (study::attribute_edges), the edges listed in the metadata key "edges".
 //   export_copy_model OUT_DIR
 #include <cstdio>
 #include <filesystem>
@@ -14,6 +16,7 @@
 #include "nn/io/checkpoint.h"
 #include "study/attention_sites.h"
 #include "study/attribution_patching.h"
+#include "study/edge_patching.h"
 #include "study/metrics.h"
 
 using namespace tapegrad;
@@ -83,11 +86,29 @@ int main(int argc, char** argv) {
     expected["patch.exact." + points[p]] = patched;
     expected["patch.atp." + points[p]] = attributed;
   }
+  // Edges: "<out>|<receiver>" or "<out>@<head>|<receiver>", ';'-separated, in the rows' order.
+  const auto senders = study::edge_senders(model, /*heads=*/true);
+  const auto receivers = study::edge_receivers(model);
+  const auto edge_clean = study::run_with_cache(model, metric_of(batch), study::edge_points(senders, receivers));
+  const auto eap = study::attribute_edges(model, metric_of(corrupted), edge_clean, senders, receivers);
+  const auto path_patched = study::patch_edges(model, metric_of(corrupted), edge_clean, senders, study::edges_of(eap));
+  std::string edges;
+  xt::xarray<double> exact_effects = xt::zeros<double>({eap.rows.size()}), eap_effects = exact_effects;
+  for (std::size_t i = 0; i < eap.rows.size(); ++i) {
+    const study::Edge& e = eap.rows[i].edge;
+    edges += (i ? ";" : "") + e.sender.out + (e.sender.result.empty() ? "" : "@" + std::to_string(e.sender.head)) + "|" +
+             e.receiver;
+    exact_effects(i) = path_patched.rows[i].effect;
+    eap_effects(i) = eap.rows[i].effect;
+  }
+  expected["edges.exact"] = exact_effects;
+  expected["edges.eap"] = eap_effects;
   nn::save_safetensors(out / "model.safetensors", model.state_dict(), {{"d_model", std::to_string(d_model)}});
   nn::save_safetensors(out / "expected.safetensors", expected,
                        {{"vocab", std::to_string(vocab)}, {"d_model", std::to_string(d_model)},
                         {"d_ff", std::to_string(d_ff)}, {"heads", std::to_string(heads)},
-                        {"layers", std::to_string(layers)}, {"max_len", std::to_string(seq)}, {"pad", "0"}});
+                        {"layers", std::to_string(layers)}, {"max_len", std::to_string(seq)}, {"pad", "0"},
+                        {"edges", edges}});
   std::printf("wrote %s and %s (loss %.12f)\n", (out / "model.safetensors").c_str(),
               (out / "expected.safetensors").c_str(), loss.item());
   return 0;

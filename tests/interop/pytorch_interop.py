@@ -4,7 +4,9 @@
 and shape), runs tapegrad's batch, and compares log-probabilities, the loss and every parameter
 gradient with tapegrad's (atol 1e-9). Then, as an independent twin of study::patch_slices and
 study::attribution_patch: every head's output z of every attention call patched from the clean
-batch into its corrupted copy, the metric a logit difference, exactly and by AtP (atol 1e-9).
+batch into its corrupted copy, the metric a logit difference, exactly and by AtP; and every edge
+(a head, feed-forward or embedding into an attention module's q, k or v input or the output) by
+path patching and by EAP, its connectivity from PyTorch's own graph (atol 1e-9).
 Exit 0: all match; 1: a mismatch; 77: PyTorch missing."""
 import json
 import math
@@ -234,9 +236,129 @@ def compare_patching(model, expected, cfg, src_mask, causal, compare):
     return worst
 
 
+def replay(model, batch, pad, causal, outs=None, inputs=None, record=None):
+    """The twin's forward written out sublayer by sublayer, under tapegrad's point names: outs[name]
+    replaces what a sublayer adds to the stream (or an embedding), inputs[name] one attention input
+    (or the decoder's last residual); record gets every such tensor and each module's z (head-major
+    [h * batch, seq, d_k]). Returns the log-probabilities."""
+    outs, inputs = outs or {}, inputs or {}
+    src, tgt_in = batch
+    src_mask = (src != pad).unsqueeze(1)
+    tgt_mask = (tgt_in != pad).unsqueeze(1) & causal
+
+    def point(name, value, replacements):
+        if record is not None:
+            record[name] = value
+        return replacements.get(name, value)
+
+    def attend(module, m, q, k, v, mask):
+        # A clone per input, as tapegrad's points are: one tensor feeding q, k and v (and the
+        # stream) would otherwise gather all their gradients.
+        q, k, v = (point(f"{module}.hook_{c}_input", t.clone(), inputs) for c, t in zip("qkv", (q, k, v)))
+        def keep(z):
+            if record is not None:
+                record[module + ".z"] = z
+            return z
+        m.z_hook = keep
+        try:
+            return m(q, k, v, mask)
+        finally:
+            m.z_hook = None
+
+    x = point("encoder.encoder_layers.0.hook_resid_pre", model.encoder.embed(src), outs)
+    for i, l in enumerate(model.encoder.encoder_layers):
+        p = f"encoder.encoder_layers.{i}"
+        a = point(p + ".hook_self_attention_out", attend(p + ".multi_head_attention", l.multi_head_attention, x, x, x, src_mask), outs)
+        x = l.layer_norm_self_attention(a + x)
+        x = l.layer_norm_ffn(point(p + ".hook_ffn_out", l.ffn(x), outs) + x)
+    y = point("decoder.decoder_layers.0.hook_resid_pre", model.decoder.embed(tgt_in), outs)
+    for i, l in enumerate(model.decoder.decoder_layers):
+        p = f"decoder.decoder_layers.{i}"
+        y = l.layer_norm_self_attention(y + point(p + ".hook_self_attention_out",
+                                                   attend(p + ".self_attention", l.self_attention, y, y, y, tgt_mask), outs))
+        y = l.layer_norm_src_tgt_attention(y + point(p + ".hook_src_tgt_attention_out",
+                                                     attend(p + ".src_tgt_attention", l.src_tgt_attention, y, x, x, src_mask), outs))
+        y = l.layer_norm_ffn(y + point(p + ".hook_ffn_out", l.ffn(y), outs))
+        last = p
+    return model.generator(point(last + ".hook_resid_after_ffn", y, inputs))
+
+
+def compare_edges(model, expected, edges, cfg, causal, compare):
+    """Every edge tapegrad listed, path-patched and estimated by EAP here: the receiver's input
+    recomputed with every sender's output frozen at the corrupted run's but this sender's (the clean
+    run's, or for one head the clean run's share of that head: its z through its slice of the output
+    projection), then the corrupted run with only that receiver's input replaced; EAP as the patch
+    dotted with the vector-Jacobian product of the frozen graph, whose unused inputs
+    (torch.autograd.grad's allow_unused) say which edges exist."""
+    pad = cfg["pad"]
+    clean = tuple(expected[k].long() for k in ("src", "tgt_in"))
+    corrupted = tuple(expected["corrupted_" + k].long() for k in ("src", "tgt_in"))
+    clean_out, corrupted_out = expected["tgt_out"].long(), expected["corrupted_tgt_out"].long()
+
+    def metric(log_probs):
+        return log_probs.gather(2, clean_out.unsqueeze(2)).mean() - log_probs.gather(2, corrupted_out.unsqueeze(2)).mean()
+
+    at_clean, at_corrupted = {}, {}
+    with torch.no_grad():
+        replay(model, clean, pad, causal, record=at_clean)
+    corrupted_metric = metric(replay(model, corrupted, pad, causal, record=at_corrupted))
+    receivers = sorted({e.split("|")[1] for e in edges})
+    for r in receivers:
+        at_corrupted[r].retain_grad()
+    corrupted_metric.backward()
+    gradients = {r: at_corrupted[r].grad.detach() for r in receivers}
+    outs = sorted({e.split("|")[0].split("@")[0] for e in edges})
+    frozen = {o: at_corrupted[o].detach() for o in outs}
+    batch = clean[0].size(0)
+
+    def attention_of(out):  # "decoder.decoder_layers.1.hook_src_tgt_attention_out" -> its module's name
+        layer, name = out.rsplit(".", 1)
+        return layer + "." + ("multi_head_attention" if layer.startswith("encoder.") else name[len("hook_"):-len("_out")])
+
+    def patch_of(sender):
+        out, _, head = sender.partition("@")
+        if not head:
+            return at_clean[out].detach() - frozen[out]
+        module = attention_of(out)
+        m, h = model.get_submodule(module), int(head)
+        rows, columns = slice(h * batch, (h + 1) * batch), slice(h * m.d_k, (h + 1) * m.d_k)
+        return ((at_clean[module + ".z"][rows] - at_corrupted[module + ".z"][rows]) @ m.linear.weight[:, columns].T).detach()
+
+    # The frozen graph: zero leaves added to every out at the corrupted run's values.
+    zeros = {o: torch.zeros_like(frozen[o], requires_grad=True) for o in outs}
+    received = {}
+    replay(model, corrupted, pad, causal, outs={o: frozen[o] + zeros[o] for o in outs}, record=received)
+    pulled = {}
+    for r in receivers:
+        grads = torch.autograd.grad((received[r] * gradients[r]).sum(), [zeros[o] for o in outs], retain_graph=True,
+                                    allow_unused=True)
+        pulled[r] = dict(zip(outs, grads))
+    connected = {f"{o}|{r}" for r in receivers for o in outs if pulled[r][o] is not None}
+    listed = {e.split("@")[0].split("|")[0] + "|" + e.split("|")[1] for e in edges}
+    if listed != connected:
+        compare("edges listed against PyTorch's graph", torch.tensor(0.0), torch.tensor(1.0))
+
+    exact, eap = torch.zeros(len(edges), dtype=torch.float64), torch.zeros(len(edges), dtype=torch.float64)
+    with torch.no_grad():
+        for i, e in enumerate(edges):
+            sender, receiver = e.split("|")
+            out = sender.split("@")[0]
+            patch = patch_of(sender)
+            moved = {}
+            replay(model, corrupted, pad, causal, outs={**frozen, out: frozen[out] + patch}, record=moved)
+            exact[i] = metric(replay(model, corrupted, pad, causal, inputs={receiver: moved[receiver]})) - corrupted_metric
+            eap[i] = (patch * pulled[receiver][out]).sum()
+    worst = compare("edges.exact", expected["edges.exact"], exact)
+    worst = max(worst, compare("edges.eap", expected["edges.eap"], eap))
+    if exact.abs().max().item() < 1e-3:
+        compare("edge patches that move the metric", torch.tensor(0.0), torch.tensor(1.0))  # records a mismatch
+    return worst, len(edges)
+
+
 def main(directory):
     params, _ = load_safetensors(f"{directory}/model.safetensors")
     expected, meta = load_safetensors(f"{directory}/expected.safetensors")
+    edges = meta.pop("edges").split(";")
     cfg = {k: int(v) for k, v in meta.items()}
     model = Transformer(cfg["vocab"], cfg["max_len"], cfg["pad"], cfg["d_model"], cfg["layers"], cfg["d_ff"], cfg["heads"])
     model.load_state_dict(params, strict=True)  # every name and shape must match
@@ -263,10 +385,11 @@ def main(directory):
     for name, p in model.named_parameters():
         grad_worst = max(grad_worst, compare("grad." + name, expected["grad." + name], p.grad))
     patch_worst = compare_patching(model, expected, cfg, src_mask, causal, compare)
+    edge_worst, edge_count = compare_edges(model, expected, edges, cfg, causal, compare)
     print(f"PyTorch {torch.__version__}: {len(params)} parameters loaded strictly; loss {loss.item():.12f}")
     print(f"max |difference|: log_probs {worst['log_probs']:.3g}, loss {worst['loss']:.3g}, "
-          f"parameter gradients {grad_worst:.3g}, patched metrics and AtP of every head {patch_worst:.3g} "
-          f"(tolerance 1e-9)")
+          f"parameter gradients {grad_worst:.3g}, patched metrics and AtP of every head {patch_worst:.3g}, "
+          f"path patching and EAP of {edge_count} edges {edge_worst:.3g} (tolerance 1e-9)")
     if failures:
         print("MISMATCH in: " + ", ".join(failures))
         return 1
