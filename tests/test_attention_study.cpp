@@ -52,7 +52,8 @@ TEST(AttentionStudy, WritesThePageTablesExportsAndSnapshotsNothingElse) {
   std::set<std::string> expected{"index.html", "grad_norms.md", "grad_norms_heads.csv", "grad_norms_modules.csv",
                                   "grad_norms_sublayers.csv", "head_ablation.csv", "attention.safetensors",
                                   "bertviz.json", "snapshots.safetensors", "npy", "circuit.csv",
-                                  "patching_methods.csv", "edges.csv", "edge_methods.csv"};
+                                  "patching_methods.csv", "edges.csv", "edge_methods.csv", "positions.csv",
+                                  "positions_atp.csv"};
   for (const auto& f : files)
     if (f.starts_with("npy/")) expected.insert(f);  // the exports, checked below
   EXPECT_EQ(files, expected);
@@ -193,6 +194,33 @@ TEST(AttentionStudy, WritesTheCircuitStudyWithEveryMethodAgainstExactPatching) {
   rows = 0;
   while (std::getline(edge_methods, line)) ++rows;
   EXPECT_EQ(rows, 3);
+}
+
+// The residual stream position by position: a row per layer input and stack output, a column per
+// position. The metric is a mean over target positions of a score read at that position alone, so
+// the decoder's output patched position by position recovers the whole gap in total.
+TEST(AttentionStudy, PositionSweepOfTheDecodersOutputAddsUpToTheWholeGap) {
+  std::istringstream positions(read_text(trained_output() / "positions.csv"));
+  std::string line;
+  std::getline(positions, line);
+  EXPECT_EQ(line, "stream,pos 0,pos 1,pos 2,pos 3,pos 4");
+  std::vector<std::string> names;
+  double decoder_output_total = 0;
+  while (std::getline(positions, line)) {
+    std::istringstream fields(line);
+    std::string cell;
+    std::getline(fields, cell, ',');
+    names.push_back(cell);
+    std::size_t cells = 0;
+    while (std::getline(fields, cell, ',')) {
+      ++cells;
+      if (names.back() == "dec out") decoder_output_total += std::stod(cell);
+    }
+    // The encoder reads the 5 tokens; the decoder 4 (its input), then a blank cell.
+    EXPECT_EQ(cells, names.back().starts_with("enc") ? 5u : 4u) << line;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"enc0 in", "enc1 in", "enc out", "dec0 in", "dec1 in", "dec out"}));
+  EXPECT_NEAR(decoder_output_total, 1.0, 1e-4);
 }
 
 // The loss is minus the target log-probability, so their dL/dA are opposite, element for element;

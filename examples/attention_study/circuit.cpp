@@ -54,6 +54,7 @@ CircuitStudy circuit_study(nn::transformer::Transformer<float>& model, const Ind
       {.grad_drop_layers = study::layer_output_points(model), .ig_inputs = kInputPoints});
   circuit.corrupted_metric = circuit.comparison.exact.target_metric;
   circuit.edges = edge_circuit(model, run_clean, run_corrupted, kInputPoints, names);
+  circuit.positions = position_sweep(model, run_clean, run_corrupted);
   return circuit;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // The copy-task circuit: which heads carry the copy, by exact activation patching and by every
-// attribution method side by side (study/patching_comparison.h), and which edges between them
-// (edge_circuit.h).
+// attribution method side by side (study/patching_comparison.h), which edges between them
+// (edge_circuit.h), and at which positions of the residual stream (position_sweep.h).
 //
 // The clean run is the study batch; the corrupted run is copy_task::corrupt_sequences of it (every
 // token after the start symbol replaced by another), through the whole model: source and the
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "examples/attention_study/edge_circuit.h"
+#include "examples/attention_study/position_sweep.h"
 #include "examples/attention_study/study.h"
 #include "examples/attention_study/tables.h"
 #include "study/patching_comparison.h"
@@ -27,6 +28,7 @@ struct CircuitStudy {
   std::vector<std::string> row_names;  // per row of the comparison: "dec0 cross h2 z"
   study::PatchingComparison comparison;
   EdgeCircuit edges;  // the same runs, edge by edge (edge_circuit.h)
+  PositionSweep positions;  // and position by position in the residual stream (position_sweep.h)
   double recovered(double effect) const { return effect / (clean_metric - corrupted_metric); }
 };
 

@@ -31,6 +31,9 @@ void write_report(const std::filesystem::path& dir, const RunInfo& run, const St
     write_file_atomic(dir / "patching_methods.csv", to_csv(method_agreement_table(*circuit)));
     write_file_atomic(dir / "edges.csv", to_csv(edge_table(circuit->edges, circuit->clean_metric - circuit->corrupted_metric)));
     write_file_atomic(dir / "edge_methods.csv", to_csv(edge_method_table(circuit->edges)));
+    const double gap = circuit->clean_metric - circuit->corrupted_metric;
+    write_file_atomic(dir / "positions.csv", to_csv(position_table(circuit->positions, gap, false)));
+    write_file_atomic(dir / "positions_atp.csv", to_csv(position_table(circuit->positions, gap, true)));
   }
   write_file_atomic(dir / "index.html", page);
 }

@@ -12,6 +12,8 @@
 //                              its agreement with exact patching and its time
 //   edges.csv, edge_methods.csv   the same for every edge (edge_circuit.h): exact path patching,
 //                              EAP and EAP-IG
+//   positions.csv, positions_atp.csv   per residual-stream point and position, the share each
+//                              patch recovers, exactly and by AtP (position_sweep.h)
 #include <filesystem>
 #include <string>
 #include <vector>

@@ -192,7 +192,13 @@ std::string report_json(const RunInfo& run, const StudyResult& study,
                     "it (edges.csv, docs/patching.md). The graph above draws the largest.",
                     edge_table(circuit->edges, circuit->clean_metric - circuit->corrupted_metric), /*heat_from=*/2),
          table_json("edge_methods", "Edge methods against exact path patching",
-                    "Over every edge above (edge_methods.csv).", edge_method_table(circuit->edges))});
+                    "Over every edge above (edge_methods.csv).", edge_method_table(circuit->edges)),
+         table_json("positions", "Where the copy lives in the residual stream: patching one position",
+                    "Each cell patches the residual stream entering a layer (or leaving a stack) at one position, "
+                    "in every sequence, from the study batch into the corrupted copy: the share of the same gap "
+                    "it recovers (positions.csv; positions_atp.csv has AtP's estimates).",
+                    position_table(circuit->positions, circuit->clean_metric - circuit->corrupted_metric, false),
+                    /*heat_from=*/1)});
   }
   return json_object({{"facts", facts(run, study)},
                       {"percentile", json_number(kScalePercentile)},
