@@ -9,6 +9,7 @@
 #include <span>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -43,6 +44,16 @@ const fs::path& trained_output() {
     return o;
   }();
   return out;
+}
+
+// A CSV's first line and how many lines follow it.
+std::pair<std::string, int> csv_header_and_rows(const std::string& text) {
+  std::istringstream lines(text);
+  std::string header, line;
+  std::getline(lines, header);
+  int rows = 0;
+  while (std::getline(lines, line)) ++rows;
+  return {header, rows};
 }
 
 TEST(AttentionStudy, WritesThePageTablesExportsAndSnapshotsNothingElse) {
@@ -180,20 +191,12 @@ TEST(AttentionStudy, WritesTheCircuitStudyWithEveryMethodAgainstExactPatching) {
 
   // Two layers of two heads: 86 edges (EdgePatching.EdgesAreTheConnectionsTheArchitectureHas
   // counts them), each with its exact, EAP and EAP-IG share.
-  std::istringstream edges(read_text(out / "edges.csv"));
-  std::getline(edges, line);
-  EXPECT_EQ(line, "sender,receiver,exact,EAP,EAP-IG");
-  rows = 0;
-  while (std::getline(edges, line)) ++rows;
-  EXPECT_EQ(rows, 86);
-  EXPECT_NE(read_text(out / "edges.csv").find("\nenc emb,dec1 cross v,"), std::string::npos);
-  EXPECT_NE(read_text(out / "edges.csv").find("\ndec1 cross h1,dec1 output,"), std::string::npos);
-  std::istringstream edge_methods(read_text(out / "edge_methods.csv"));
-  std::getline(edge_methods, line);
-  EXPECT_EQ(line, "method,seconds,Pearson,Spearman,top-k recall,k");
-  rows = 0;
-  while (std::getline(edge_methods, line)) ++rows;
-  EXPECT_EQ(rows, 3);
+  const std::string edges = read_text(out / "edges.csv");
+  EXPECT_EQ(csv_header_and_rows(edges), std::make_pair(std::string("sender,receiver,exact,EAP,EAP-IG"), 86));
+  EXPECT_NE(edges.find("\nenc emb,dec1 cross v,"), std::string::npos);
+  EXPECT_NE(edges.find("\ndec1 cross h1,dec1 output,"), std::string::npos);
+  EXPECT_EQ(csv_header_and_rows(read_text(out / "edge_methods.csv")),
+            std::make_pair(std::string("method,seconds,Pearson,Spearman,top-k recall,k"), 3));
 }
 
 // The residual stream position by position: a row per layer input and stack output, a column per
