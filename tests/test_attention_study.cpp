@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -253,6 +254,41 @@ TEST(AttentionStudy, EveryGradientIsOfTheChosenMetric) {
   }
   EXPECT_GT(differs, 1e-4);
   EXPECT_EQ(tapegrad::attention_study::metric_name(StudyMetric::kTargetLogit), "target logit");
+}
+
+// L at one target position: the batch's mean there, so L over all positions is the mean of L at
+// each, for the value and for every dL/dA (each position's share of the same sums). A position
+// past the targets is refused naming it.
+TEST(AttentionStudy, TheMetricAtEachPositionAveragesToTheMetricOverAll) {
+  using tapegrad::attention_study::MetricChoice;
+  using tapegrad::attention_study::StudyMetric;
+  tapegrad::copy_task::Config config;
+  config.d_model = 8;
+  config.d_ff = 16;
+  config.heads = 2;
+  config.seq_len = 5;
+  tapegrad::Generator gen(3), data_gen(4);
+  auto model = tapegrad::copy_task::make_model<float>(config, gen);
+  const tapegrad::IndexArray data = tapegrad::copy_task::random_sequences(2, 5, config.vocab, data_gen);
+  for (const StudyMetric kind : {StudyMetric::kTargetLogit, StudyMetric::kLoss}) {
+    const auto all = tapegrad::attention_study::study_batch(*model, data, kind);
+    double mean_value = 0;
+    std::vector<xt::xarray<float>> mean_grads;
+    for (std::size_t p = 0; p < 4; ++p) {
+      const auto at = tapegrad::attention_study::study_batch(*model, data, MetricChoice(kind, p));
+      mean_value += at.metric_value / 4;
+      for (std::size_t m = 0; m < at.maps.size(); ++m) {
+        if (p == 0) mean_grads.push_back(at.maps[m].grad / 4.0f);
+        else mean_grads[m] += at.maps[m].grad / 4.0f;
+      }
+    }
+    EXPECT_NEAR(mean_value, all.metric_value, 1e-5);
+    for (std::size_t m = 0; m < all.maps.size(); ++m)
+      EXPECT_TRUE(xt::allclose(mean_grads[m], all.maps[m].grad, 1e-4, 1e-6)) << all.maps[m].module;
+  }
+  EXPECT_EQ(tapegrad::attention_study::metric_name(MetricChoice(StudyMetric::kLoss, 3)), "loss at target position 3");
+  EXPECT_THROW(tapegrad::attention_study::study_batch(*model, data, MetricChoice(StudyMetric::kLoss, 4)),
+               tapegrad::ValueError);
 }
 
 TEST(AttentionStudy, LoadsACheckpointAndSaysThereIsNoLossHistory) {

@@ -47,7 +47,7 @@ constexpr std::uint64_t kCorruptionStream = 0xC0220;
 struct Options {
   std::size_t steps = 300, sequences = 3;
   bool snapshots = true, circuit = true;
-  tapegrad::attention_study::StudyMetric metric = tapegrad::attention_study::StudyMetric::kTargetLogit;
+  tapegrad::attention_study::MetricChoice metric;
   std::string checkpoint, save_checkpoint, out = "attention_study_out";
   std::string tokens, tokens_file;  // the study batch, when given (tokens_given: which one)
   bool tokens_given = false, tokens_file_given = false, seq_len_given = false;
@@ -68,6 +68,16 @@ std::optional<tapegrad::IndexArray> given_sequences(const Options& options, tape
   }
   config.seq_len = length;
   return data;
+}
+
+// --metric-position names one of the seq_len - 1 target positions (the tokens after the start
+// symbol), checked before anything trains.
+void check_metric_position(const tapegrad::attention_study::MetricChoice& metric, std::size_t seq_len) {
+  if (metric.position && *metric.position + 1 >= seq_len) {
+    throw tapegrad::examples::UsageError("--metric-position: " + std::to_string(*metric.position) +
+                                         " is past the target positions of sequences of " + std::to_string(seq_len) +
+                                         " tokens (0 to " + std::to_string(seq_len - 2) + ")");
+  }
 }
 
 // Trains or loads the model, studies one batch and writes the report; returns the exit status.
@@ -190,12 +200,18 @@ int main(int argc, char** argv) {
                  "its log-probability, or the loss (minus the log-probability)")
       ->check(CLI::IsMember({"target-logit", "target-log-prob", "loss"}))
       ->capture_default_str();
+  std::size_t metric_position = 0;
+  app.add_option("--metric-position", metric_position,
+                 "take L at this target position only (0 = the first token after the start symbol), not the mean "
+                 "over all of them");
   tapegrad::examples::add_switch(app, "circuit", options.circuit,
                                  "patch every head's z, q and k, and every edge between them, from the study batch "
                                  "into a corrupted copy, exactly and by attribution patching (circuit.csv, "
                                  "patching_methods.csv, edges.csv, edge_methods.csv)");
   CLI11_PARSE(app, argc, argv);
-  options.metric = metrics.at(metric);
+  options.metric = {metrics.at(metric), app.count("--metric-position") > 0
+                                            ? std::optional<std::size_t>(metric_position)
+                                            : std::nullopt};
   options.tokens_given = app.count("--tokens") > 0;
   options.tokens_file_given = app.count("--tokens-file") > 0;
   options.seq_len_given = app.count("--seq-len") > 0;
@@ -207,6 +223,7 @@ int main(int argc, char** argv) {
         if (!options.save_checkpoint.empty())
           tapegrad::examples::check_output_file("--save-checkpoint", options.save_checkpoint);
         const std::optional<tapegrad::IndexArray> given = given_sequences(options, config);
+        check_metric_position(options.metric, config.seq_len);
         tapegrad::set_num_threads(threads);
         return study(config, options, given);
       });

@@ -128,7 +128,7 @@ std::string facts(const RunInfo& run, const StudyResult& study) {
                           (study.checks_passed ? "passed" : "FAILED")},
       {"L, the metric", metric_name(study.metric) + " = " + short_number(study.metric_value) +
                             ": every gradient on this page (dL/dA, dL/dS, the norms, the gradient-weighted maps) "
-                            "is of it (--metric)"},
+                            "is of it (--metric, --metric-position)"},
   };
   std::vector<std::string> out;
   for (const auto& [label, text] : rows) out.push_back(strings({label, text}));

@@ -6,7 +6,11 @@
 #include <stdexcept>
 #include <utility>
 
+#include <xtensor/xview.hpp>
+
 #include "autograd/base/errors.h"
+#include "autograd/ops/operators.h"
+#include "autograd/ops/shape.h"
 #include "nn/copy_task/copy_task.h"
 #include "study/attention_capture.h"
 #include "study/attention_intervention.h"
@@ -124,28 +128,44 @@ std::string attention_name(AttentionKind kind) {
   return kind == AttentionKind::kDecoderCross ? "source-target attention" : "self-attention";
 }
 
-std::string metric_name(StudyMetric metric) {
-  switch (metric) {
-    case StudyMetric::kTargetLogit: return "target logit";
-    case StudyMetric::kTargetLogProb: return "target log-probability";
-    case StudyMetric::kLoss: return "loss";
+std::string metric_name(const MetricChoice& metric) {
+  const std::string at = metric.position ? " at target position " + std::to_string(*metric.position) : "";
+  switch (metric.kind) {
+    case StudyMetric::kTargetLogit: return "target logit" + at;
+    case StudyMetric::kTargetLogProb: return "target log-probability" + at;
+    case StudyMetric::kLoss: return "loss" + at;
   }
   return "unknown metric";
 }
 
 study::RunLoss<float> study_metric(nn::transformer::Transformer<float>& model, const copy_task::Batch& batch,
-                                   StudyMetric metric) {
-  if (metric == StudyMetric::kLoss) return [&model, &batch] { return copy_task::batch_loss(model, batch); };
-  // The generator is log_softmax(proj(x)): proj gives the logits.
+                                   const MetricChoice& metric) {
+  const std::size_t targets = batch.tgt_out.shape()[1];
+  if (metric.position && *metric.position >= targets) {
+    throw ValueError("study_metric: target position " + std::to_string(*metric.position) + " is past the batch's " +
+                     std::to_string(targets) + " target positions (0 to " + std::to_string(targets - 1) + ")");
+  }
+  if (metric.kind == StudyMetric::kLoss && !metric.position) {
+    return [&model, &batch] { return copy_task::batch_loss(model, batch); };
+  }
+  // The generator is log_softmax(proj(x)): proj gives the logits. The loss at one position is
+  // minus its target log-probability (the copy task pads nothing).
   auto& logits = dynamic_cast<nn::Linear<float>&>(model.get_submodule("generator.proj"));
   return [&model, &batch, &logits, metric] {
     const Tensor<float> out = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask);
-    const Tensor<float> scores = metric == StudyMetric::kTargetLogit ? logits(out) : model.generator(out);
-    return study::mean_score_at(scores, batch.tgt_out);
+    Tensor<float> scores = metric.kind == StudyMetric::kTargetLogit ? logits(out) : model.generator(out);
+    IndexArray tokens = batch.tgt_out;
+    if (metric.position) {
+      const auto p = static_cast<Index>(*metric.position);
+      scores = slice(scores, 1, p, p + 1);
+      tokens = xt::view(batch.tgt_out, xt::all(), xt::range(p, p + 1));
+    }
+    const Tensor<float> mean = study::mean_score_at(scores, tokens);
+    return metric.kind == StudyMetric::kLoss ? -mean : mean;
   };
 }
 
-StudyResult study_batch(nn::transformer::Transformer<float>& model, const IndexArray& data, StudyMetric metric) {
+StudyResult study_batch(nn::transformer::Transformer<float>& model, const IndexArray& data, const MetricChoice& metric) {
   const copy_task::Batch batch = copy_task::make_batch(data);
   model.eval();
   model.zero_grad();

@@ -17,6 +17,7 @@
 // Transformer does not expose its sublayer outputs (no hooks), so the gradient reaching a
 // sublayer is measured on its parameters.
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,12 +39,22 @@ enum class AttentionKind { kEncoderSelf, kDecoderSelf, kDecoderCross };
 //                   model its gradient nearly vanishes, and its sign is the opposite of Chefer's.
 enum class StudyMetric { kTargetLogit, kTargetLogProb, kLoss };
 
-// "target logit", "target log-probability", "loss"
-std::string metric_name(StudyMetric metric);
+// L: one of the above, the mean over every target position or over the batch at one (`position`,
+// counted from 0 over the target positions: the tokens after the start symbol).
+struct MetricChoice {
+  StudyMetric kind = StudyMetric::kTargetLogit;
+  std::optional<std::size_t> position;
+  MetricChoice(StudyMetric kind_ = StudyMetric::kTargetLogit, std::optional<std::size_t> position_ = std::nullopt)
+      : kind(kind_), position(position_) {}
+};
 
-// L of `batch` through the model, recorded when a tape is alive.
+// "target logit", "target log-probability", "loss"; with a position, then " at target position 3".
+std::string metric_name(const MetricChoice& metric);
+
+// L of `batch` through the model, recorded when a tape is alive. ValueError naming the position and
+// the count when the position is not one of the batch's target positions.
 study::RunLoss<float> study_metric(nn::transformer::Transformer<float>& model, const copy_task::Batch& batch,
-                                   StudyMetric metric);
+                                   const MetricChoice& metric);
 
 // "encoder" or "decoder"
 std::string stack_name(AttentionKind kind);
@@ -92,7 +103,7 @@ struct SublayerGradNorm {
 };
 
 struct StudyResult {
-  StudyMetric metric = StudyMetric::kTargetLogit;
+  MetricChoice metric;
   double metric_value = 0;  // L on the study batch
   double loss = 0;          // the training loss on the study batch (the head ablation's too)
   std::vector<AttentionMaps> maps;  // encoder layers, then decoder layers (self, then source-target)
@@ -113,6 +124,6 @@ struct StudyResult {
 // model in eval mode (no dropout) and leaves the batch's gradients of L in its parameters. Throws
 // std::runtime_error when an attention module is named unlike the Transformer's.
 StudyResult study_batch(nn::transformer::Transformer<float>& model, const IndexArray& data,
-                        StudyMetric metric = StudyMetric::kTargetLogit);
+                        const MetricChoice& metric = {});
 
 }  // namespace tapegrad::attention_study

@@ -73,6 +73,8 @@ ATTENTION_STUDY_ROW(attention_study_tokens_17_sequences, "--tokens '1 2" + repea
 ATTENTION_STUDY_ROW(attention_study_tokens_none, "--tokens ' ; '", 2, "--tokens: no sequence")
 ATTENTION_STUDY_ROW(attention_study_tokens_against_seq_len, "--tokens '1 5 7' --seq-len 5", 2,
                     "--tokens: the sequences have 3 tokens, but --seq-len is 5")
+ATTENTION_STUDY_ROW(attention_study_metric_position_past_the_targets, "--tokens '1 5 7' --metric-position 2", 2,
+                    "--metric-position: 2 is past the target positions of sequences of 3 tokens (0 to 1)")
 ATTENTION_STUDY_ROW(attention_study_tokens_and_sequences, "--tokens '1 5 7' --sequences 2", 108,
                     "--sequences excludes --tokens")
 ATTENTION_STUDY_ROW(attention_study_tokens_and_tokens_file, "--tokens '1 5 7' --tokens-file t.txt", 108,
