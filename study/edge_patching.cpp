@@ -136,9 +136,14 @@ EdgeOuts checked_outs(nn::Module<T>& model, const std::vector<EdgeSender>& sende
     outs.of_sender.push_back(at - outs.paths.begin());
     if (at == outs.paths.end()) outs.paths.push_back(s.out);
   }
-  for (const std::string& r : receivers) {
+  for (std::size_t i = 0; i < receivers.size(); ++i) {
+    const std::string& r = receivers[i];
     if (std::find(outs.paths.begin(), outs.paths.end(), r) != outs.paths.end()) {
       throw ValueError(who + ": '" + r + "' is both a receiver and a sender's out; a receiver reads the stream");
+    }
+    // Twice, the frozen graph's second hook would read the first one's detached copy.
+    if (std::find(receivers.begin(), receivers.begin() + i, r) != receivers.begin() + i) {
+      throw ValueError(who + ": the receiver '" + r + "' is named twice");
     }
   }
   return outs;

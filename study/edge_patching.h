@@ -86,9 +86,10 @@ std::vector<std::string> edge_points(const std::vector<EdgeSender>& senders, con
 std::vector<Edge> edges_of(const EdgeTable& table);
 
 // The estimates (EAP or EAP-IG) of every connected edge. ValueError naming attribute_edges for no
-// senders or receivers, an unknown point, a point the target run reaches other than once, a receiver
-// that is also a sender's out, a head past the module's heads, heads that do not sum to their
-// out, active dropout, or a source without the senders' points (or EAP-IG's interpolate_at);
+// senders or receivers, an unknown point, a point the target run reaches other than once, a
+// receiver that is also a sender's out or is named twice, a head past the module's heads, heads
+// that do not sum to their out, active dropout, EAP-IG given steps without points (or points
+// without steps), or a source without the senders' points (or EAP-IG's interpolate_at);
 // ShapeError when the source's tensors are not the target run's shapes.
 template <class T>
 EdgeTable attribute_edges(nn::Module<T>& model, const RunLoss<T>& run_target, const ActivationCache<T>& source,

@@ -242,6 +242,8 @@ TEST(EdgePatching, BadInputIsRefusedNamingTheProblem) {
   EXPECT_TRUE(throws_with<ValueError>([&] { study::attribute_edges<double>(m.model, run, clean, {}, receivers); }, {"attribute_edges: no senders"}));
   EXPECT_TRUE(throws_with<ValueError>([&] { study::attribute_edges<double>(m.model, run, clean, senders, {}); }, {"attribute_edges: no receivers"}));
   EXPECT_TRUE(throws_with<ValueError>([&] { study::attribute_edges<double>(m.model, run, clean, senders, {senders[3].out}); }, {"is both a receiver and a sender's out"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { study::attribute_edges<double>(m.model, run, clean, senders, {receivers[0], receivers[1], receivers[0]}); },
+                                      {"attribute_edges: the receiver '" + receivers[0] + "' is named twice"}));
   EXPECT_TRUE(throws_with<ValueError>([&] { study::attribute_edges<double>(m.model, run, clean, senders, {"decoder.nope"}); }, {"has no hook point 'nope'"}));
   study::EdgeSender past = senders[1];
   past.head = 2;
