@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <memory>
 #include <regex>
 #include <set>
 #include <span>
@@ -227,18 +228,28 @@ TEST(AttentionStudy, PositionSweepOfTheDecodersOutputAddsUpToTheWholeGap) {
   EXPECT_NEAR(decoder_output_total, 1.0, 1e-4);
 }
 
+// An untrained copy-task model (2 layers of 2 heads, d_model 8) and two sequences of 5 tokens.
+struct SmallStudy {
+  tapegrad::copy_task::Config config = [] {
+    tapegrad::copy_task::Config c;
+    c.d_model = 8;
+    c.d_ff = 16;
+    c.heads = 2;
+    c.seq_len = 5;
+    return c;
+  }();
+  tapegrad::Generator gen{3}, data_gen{4};
+  std::unique_ptr<tapegrad::nn::transformer::Transformer<float>> model = tapegrad::copy_task::make_model<float>(config, gen);
+  tapegrad::IndexArray data = tapegrad::copy_task::random_sequences(2, 5, config.vocab, data_gen);
+};
+
 // The loss is minus the target log-probability, so their dL/dA are opposite, element for element;
 // the target logit's is another map. The loss and the ablation are the loss's whatever L is.
 TEST(AttentionStudy, EveryGradientIsOfTheChosenMetric) {
   using tapegrad::attention_study::StudyMetric;
-  tapegrad::copy_task::Config config;
-  config.d_model = 8;
-  config.d_ff = 16;
-  config.heads = 2;
-  config.seq_len = 5;
-  tapegrad::Generator gen(3), data_gen(4);
-  auto model = tapegrad::copy_task::make_model<float>(config, gen);
-  const tapegrad::IndexArray data = tapegrad::copy_task::random_sequences(2, 5, config.vocab, data_gen);
+  SmallStudy small;
+  auto& model = small.model;
+  const tapegrad::IndexArray& data = small.data;
   const auto logit = tapegrad::attention_study::study_batch(*model, data, StudyMetric::kTargetLogit);
   const auto log_prob = tapegrad::attention_study::study_batch(*model, data, StudyMetric::kTargetLogProb);
   const auto loss = tapegrad::attention_study::study_batch(*model, data, StudyMetric::kLoss);
@@ -262,14 +273,9 @@ TEST(AttentionStudy, EveryGradientIsOfTheChosenMetric) {
 TEST(AttentionStudy, TheMetricAtEachPositionAveragesToTheMetricOverAll) {
   using tapegrad::attention_study::MetricChoice;
   using tapegrad::attention_study::StudyMetric;
-  tapegrad::copy_task::Config config;
-  config.d_model = 8;
-  config.d_ff = 16;
-  config.heads = 2;
-  config.seq_len = 5;
-  tapegrad::Generator gen(3), data_gen(4);
-  auto model = tapegrad::copy_task::make_model<float>(config, gen);
-  const tapegrad::IndexArray data = tapegrad::copy_task::random_sequences(2, 5, config.vocab, data_gen);
+  SmallStudy small;
+  auto& model = small.model;
+  const tapegrad::IndexArray& data = small.data;
   for (const StudyMetric kind : {StudyMetric::kTargetLogit, StudyMetric::kLoss}) {
     const auto all = tapegrad::attention_study::study_batch(*model, data, kind);
     double mean_value = 0;
