@@ -255,14 +255,12 @@ class FrozenGraph {
       // Only what depends on the leaves needs recording: the parameters run as constants, and a
       // receiver's input goes on detached (what reads it ends in a frozen out), so the sublayers
       // that end in an out are not recorded, nor is anything after the last receiver.
+      // named_parameters() lists a tied tensor once; the substitution covers all of its names.
       std::vector<std::string> names;
       std::vector<Tensor<T>> constants;
-      std::map<const void*, Tensor<T>> constant_of;  // a tied parameter gets one constant
       for (const auto& [name, parameter] : model.named_parameters()) {
         names.push_back(name);
-        auto [it, first] = constant_of.try_emplace(parameter.node().get());
-        if (first) it->second = Tensor<T>(parameter.value());
-        constants.push_back(it->second);
+        constants.emplace_back(parameter.value());
       }
       const nn::ParameterSubstitution<T> constant_parameters(model, names, constants);
       ScopedPointHooks<T> hooks;

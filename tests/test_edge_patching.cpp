@@ -233,6 +233,37 @@ TEST(EdgePatching, EAPIGIntoThePreLNOutputSumsToIntegratedPatchingOfTheOutput) {
   EXPECT_GT(std::abs(eap_sum - edges), 1e-6) << "EAP-IG must differ from EAP on a nonlinear model";
 }
 
+// A caller's own tape alive, or a NoGradGuard: the same estimates and patches, bit for bit, and no
+// parameter's grad() changes (the walks are the functions' own).
+TEST(EdgePatching, ACallersTapeOrNoGradGuardChangesNothing) {
+  EdgeModel m(true);
+  const auto senders = study::edge_senders(m.model, true);
+  const auto receivers = study::edge_receivers(m.model);
+  const auto clean = study::run_with_cache<double>(m.model, m.clean(), study::edge_points(senders, receivers));
+  const auto eap = study::attribute_edges<double>(m.model, m.corrupted(), clean, senders, receivers);
+  const auto exact = study::patch_edges<double>(m.model, m.corrupted(), clean, senders, study::edges_of(eap));
+  const auto same = [&](const char* context) {
+    const auto again = study::attribute_edges<double>(m.model, m.corrupted(), clean, senders, receivers);
+    const auto patched = study::patch_edges<double>(m.model, m.corrupted(), clean, senders, study::edges_of(eap));
+    ASSERT_EQ(again.rows.size(), eap.rows.size()) << context;
+    for (std::size_t i = 0; i < eap.rows.size(); ++i) {
+      EXPECT_EQ(again.rows[i].effect, eap.rows[i].effect) << context << " " << i;
+      EXPECT_EQ(patched.rows[i].effect, exact.rows[i].effect) << context << " " << i;
+    }
+  };
+  m.model.zero_grad();
+  {
+    GradientTape outer(/*persistent=*/true);
+    same("under a caller's tape");
+  }
+  {
+    NoGradGuard guard;
+    same("under NoGradGuard");
+  }
+  for (const Tensor<double>& parameter : m.model.parameters())
+    EXPECT_FALSE(parameter.has_grad() && xt::any(xt::not_equal(parameter.grad(), 0.0)));
+}
+
 TEST(EdgePatching, BadInputIsRefusedNamingTheProblem) {
   EdgeModel m(false);
   const auto senders = study::edge_senders(m.model, true);
