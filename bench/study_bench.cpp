@@ -96,7 +96,7 @@ void register_study_benchmarks() {
   add_workload("study/eap_every_edge", [](benchmark::State& state) {
     CopyCircuit c;
     const auto senders = study::edge_senders(*c.model, true);
-    const auto receivers = study::edge_receivers(*c.model);
+    const auto receivers = study::edge_receivers(*c.model, /*heads=*/false);
     const auto points = study::edge_points(senders, receivers);
     for (auto _ : state) {
       const auto clean = study::run_with_cache(*c.model, c.run(c.clean), points);
@@ -106,7 +106,7 @@ void register_study_benchmarks() {
   add_workload("study/exact_every_edge", [](benchmark::State& state) {
     CopyCircuit c;
     const auto senders = study::edge_senders(*c.model, true);
-    const auto receivers = study::edge_receivers(*c.model);
+    const auto receivers = study::edge_receivers(*c.model, /*heads=*/false);
     const auto clean = study::run_with_cache(*c.model, c.run(c.clean), study::edge_points(senders, receivers));
     const auto edges = study::edges_of(study::attribute_edges(*c.model, c.run(c.corrupted), clean, senders, receivers));
     state.counters["edges"] = double(edges.size());

@@ -30,7 +30,24 @@ std::string EdgeSender::name() const {
   return module_and_point(result).first + ".head" + std::to_string(head);
 }
 
-std::vector<std::string> edge_points(const std::vector<EdgeSender>& senders, const std::vector<std::string>& receivers) {
+std::string EdgeReceiver::name() const { return head ? input + ".head" + std::to_string(*head) : input; }
+
+namespace {
+
+// The hook_q, hook_k or hook_v that projects an attention module's hook_q_input, hook_k_input or
+// hook_v_input; empty for any other point.
+std::string projection_of(const std::string& input) {
+  const auto [module, name] = module_and_point(input);
+  if (name != "hook_q_input" && name != "hook_k_input" && name != "hook_v_input") return {};
+  return module + "." + name.substr(0, name.size() - 6);
+}
+
+// Where d metric / d receiver is read: its input, or for one head the projection.
+std::string gradient_point(const EdgeReceiver& r) { return r.head ? projection_of(r.input) : r.input; }
+
+}  // namespace
+
+std::vector<std::string> edge_points(const std::vector<EdgeSender>& senders, const std::vector<EdgeReceiver>& receivers) {
   std::vector<std::string> points;
   const auto add = [&](const std::string& path) {
     if (!path.empty() && std::find(points.begin(), points.end(), path) == points.end()) points.push_back(path);
@@ -39,7 +56,10 @@ std::vector<std::string> edge_points(const std::vector<EdgeSender>& senders, con
     add(s.out);
     add(s.result);
   }
-  for (const std::string& r : receivers) add(r);
+  for (const EdgeReceiver& r : receivers) {
+    add(r.input);
+    if (r.head) add(projection_of(r.input));
+  }
   return points;
 }
 
@@ -102,15 +122,21 @@ std::vector<EdgeSender> edge_senders(nn::Module<T>& model, bool heads) {
 }
 
 template <class T>
-std::vector<std::string> edge_receivers(nn::Module<T>& model) {
-  std::vector<std::string> receivers;
+std::vector<EdgeReceiver> edge_receivers(nn::Module<T>& model, bool heads) {
+  std::vector<EdgeReceiver> receivers;
   std::string last_residual;
   for (const auto& [path, point] : model.named_hook_points()) {
-    const std::string name = module_and_point(path).second;
-    if (name == "hook_q_input" || name == "hook_k_input" || name == "hook_v_input") receivers.push_back(path);
+    const auto [module, name] = module_and_point(path);
     if (name.starts_with("hook_resid_after_")) last_residual = path;
+    if (projection_of(path).empty()) continue;
+    auto* attention = heads ? dynamic_cast<nn::ProbedAttention<T>*>(&model.get_submodule(module)) : nullptr;
+    if (!attention) {
+      receivers.push_back({path, std::nullopt});
+      continue;
+    }
+    for (std::size_t h = 0; h < attention->attention_heads(); ++h) receivers.push_back({path, h});
   }
-  if (!last_residual.empty()) receivers.push_back(last_residual);
+  if (!last_residual.empty()) receivers.push_back({last_residual, std::nullopt});
   return receivers;
 }
 
@@ -125,7 +151,7 @@ struct EdgeOuts {
 
 template <class T>
 EdgeOuts checked_outs(nn::Module<T>& model, const std::vector<EdgeSender>& senders,
-                      const std::vector<std::string>& receivers, const std::string& who) {
+                      const std::vector<EdgeReceiver>& receivers, const std::string& who) {
   require_deterministic_forward(model, who);
   if (senders.empty()) throw ValueError(who + ": no senders");
   if (receivers.empty()) throw ValueError(who + ": no receivers");
@@ -137,13 +163,22 @@ EdgeOuts checked_outs(nn::Module<T>& model, const std::vector<EdgeSender>& sende
     if (at == outs.paths.end()) outs.paths.push_back(s.out);
   }
   for (std::size_t i = 0; i < receivers.size(); ++i) {
-    const std::string& r = receivers[i];
-    if (std::find(outs.paths.begin(), outs.paths.end(), r) != outs.paths.end()) {
-      throw ValueError(who + ": '" + r + "' is both a receiver and a sender's out; a receiver reads the stream");
+    const EdgeReceiver& r = receivers[i];
+    if (std::find(outs.paths.begin(), outs.paths.end(), r.input) != outs.paths.end()) {
+      throw ValueError(who + ": '" + r.input + "' is both a receiver and a sender's out; a receiver reads the stream");
     }
-    // Twice, the frozen graph's second hook would read the first one's detached copy.
-    if (std::find(receivers.begin(), receivers.begin() + i, r) != receivers.begin() + i) {
-      throw ValueError(who + ": the receiver '" + r + "' is named twice");
+    if (r.head && projection_of(r.input).empty()) {
+      throw ValueError(who + ": the receiver '" + r.name() +
+                       "' names a head of a point that is not an attention module's hook_q_input, hook_k_input or "
+                       "hook_v_input");
+    }
+    // Twice, the frozen graph's second hook would read the first one's detached copy; whole and
+    // split, an edge into the whole input would also count every head's.
+    for (std::size_t j = 0; j < i; ++j) {
+      if (receivers[j] == r) throw ValueError(who + ": the receiver '" + r.name() + "' is named twice");
+      if (receivers[j].input == r.input && receivers[j].head.has_value() != r.head.has_value()) {
+        throw ValueError(who + ": the receiver '" + r.input + "' is named both whole and split into heads");
+      }
     }
   }
   return outs;
@@ -187,12 +222,21 @@ void require_heads_sum_to_out(const xt::xarray<T>& head_patches_sum, const xt::x
 }
 
 // Each sender's patch, source - target on its out (one head's share of it for a head), from the
-// target run's tensors at every edge point (checked: each reached once, shaped as the source's).
+// target run's tensors at every edge point (checked: each reached once, shaped as the source's,
+// and every receiver's head among its projection's).
 template <class T>
 std::vector<xt::xarray<T>> sender_patches(const ActivationCache<T>& source, const ActivationCache<T>& target,
                                           const std::vector<EdgeSender>& senders,
-                                          const std::vector<std::string>& receivers, const std::string& who) {
+                                          const std::vector<EdgeReceiver>& receivers, const std::string& who) {
   for (const std::string& path : edge_points(senders, receivers)) require_reached_once(target, path, who);
+  for (const EdgeReceiver& r : receivers) {
+    if (!r.head) continue;
+    const xt::xarray<T>& projected = target.values.at(projection_of(r.input));
+    if (projected.dimension() < 2 || *r.head >= projected.shape()[1]) {
+      throw ValueError(who + ": the receiver '" + r.name() + "' is past the heads of '" + projection_of(r.input) +
+                       "', " + format_shape(projected.shape()));
+    }
+  }
   std::map<std::string, xt::xarray<T>> result_patches;  // source - target, by hook_result
   std::vector<xt::xarray<T>> patches;
   for (const EdgeSender& s : senders) {
@@ -227,13 +271,21 @@ std::vector<xt::xarray<T>> sender_patches(const ActivationCache<T>& source, cons
   return patches;
 }
 
-// d metric / d receiver for each receiver the target run reaches, from one forward and backward
-// with zero leaves at the receivers (PerturbedRun: no parameter's grad() changes).
+// The points whose gradients the receivers need (gradient_point), each once.
+std::vector<std::string> gradient_points(const std::vector<EdgeReceiver>& receivers) {
+  std::vector<std::string> points;
+  for (const EdgeReceiver& r : receivers)
+    if (std::find(points.begin(), points.end(), gradient_point(r)) == points.end()) points.push_back(gradient_point(r));
+  return points;
+}
+
+// d metric / d point for each of `points` the target run reaches, from one forward and backward
+// with zero leaves at them (PerturbedRun: no parameter's grad() changes).
 template <class T>
 std::map<std::string, xt::xarray<T>> target_gradients(nn::Module<T>& model, const RunLoss<T>& run_target,
-                                                      const std::vector<std::string>& receivers, const std::string& who) {
+                                                      const std::vector<std::string>& points, const std::string& who) {
   GradientTape tape;
-  PerturbedRun<T> run(model, run_target, receivers, tape, who);
+  PerturbedRun<T> run(model, run_target, points, tape, who);
   run.take_gradients();
   std::map<std::string, xt::xarray<T>> gradients;
   for (const auto& [path, calls] : run.calls()) gradients[path] = calls.front().grad.value();
@@ -249,12 +301,17 @@ template <class T>
 class FrozenGraph {
  public:
   FrozenGraph(nn::Module<T>& model, const RunLoss<T>& run_target, const std::vector<std::string>& outs,
-              const std::vector<std::string>& receivers, const std::vector<std::string>& cached)
-      : zeros_(outs.size()), received_(receivers.size()) {
+              const std::vector<EdgeReceiver>& receivers, const std::vector<std::string>& cached)
+      : receivers_(receivers), zeros_(outs.size()) {
+    for (const EdgeReceiver& r : receivers)
+      if (std::find(inputs_.begin(), inputs_.end(), r.input) == inputs_.end()) inputs_.push_back(r.input);
+    received_.resize(inputs_.size());
+    projected_.resize(inputs_.size());
     {
       // Only what depends on the leaves needs recording: the parameters run as constants, and a
       // receiver's input goes on detached (what reads it ends in a frozen out), so the sublayers
-      // that end in an out are not recorded, nor is anything after the last receiver.
+      // that end in an out are not recorded, nor is anything after the last receiver. An input
+      // split into heads is detached after its projection, which the head's walk goes through.
       // named_parameters() lists a tied tensor once; the substitution covers all of its names.
       std::vector<std::string> names;
       std::vector<Tensor<T>> constants;
@@ -276,28 +333,46 @@ class FrozenGraph {
           return Tensor<T>(x.value()) + zeros_[o];
         });
       }
-      for (std::size_t r = 0; r < receivers.size(); ++r) {
-        hooks.add(model.hook_point(receivers[r]), [this, r](const Tensor<T>& x) -> std::optional<Tensor<T>> {
-          received_[r] = x;
+      for (std::size_t i = 0; i < inputs_.size(); ++i) {
+        const bool split = std::any_of(receivers.begin(), receivers.end(),
+                                       [&](const EdgeReceiver& r) { return r.input == inputs_[i] && r.head; });
+        hooks.add(model.hook_point(inputs_[i]), [this, i, split](const Tensor<T>& x) -> std::optional<Tensor<T>> {
+          received_[i] = x;
+          return split ? x : Tensor<T>(x.value());
+        });
+        if (!split) continue;
+        hooks.add(model.hook_point(projection_of(inputs_[i])), [this, i](const Tensor<T>& x) -> std::optional<Tensor<T>> {
+          projected_[i] = x;
           return Tensor<T>(x.value());
         });
       }
       values_.metric = double(run_target().item());
     }
-    reaches_ = outs_reaching_receivers();
+    reaches_ = outs_reaching_inputs();
   }
 
-  bool connected(std::size_t out, std::size_t receiver) const { return reaches_[receiver][out]; }
+  bool connected(std::size_t out, std::size_t receiver) const { return reaches_[input_of(receiver)][out]; }
   // The target run's metric and its tensors at the cached points.
   const ActivationCache<T>& values() const { return values_; }
 
-  // d <g, receiver's input> / d out for every out connected to the receiver (undefined for the
-  // others: a walk returns zeros for a source it does not reach, which would cost a full-size array each).
+  // d <g, receiver> / d out for every out connected to the receiver (undefined for the others: a
+  // walk returns zeros for a source it does not reach, which would cost a full-size array each).
+  // g is shaped as the receiver's gradient_point; for one head, its slice is the one read.
   std::vector<Tensor<T>> pull_back(std::size_t receiver, const xt::xarray<T>& g) {
     std::vector<Tensor<T>> sources;
     for (std::size_t o = 0; o < zeros_.size(); ++o)
       if (connected(o, receiver)) sources.push_back(zeros_[o]);
-    std::vector<Tensor<T>> pulled = tape_.gradient(sum(received_[receiver] * Tensor<T>(g)), sources);
+    const EdgeReceiver& r = receivers_[receiver];
+    const std::size_t i = input_of(receiver);
+    Tensor<T> read;
+    if (r.head) {
+      xt::xarray<T> head_only = xt::zeros<T>(g.shape());
+      xt::view(head_only, xt::all(), *r.head) = xt::view(g, xt::all(), *r.head);
+      read = sum(projected_[i] * Tensor<T>(std::move(head_only)));
+    } else {
+      read = sum(received_[i] * Tensor<T>(g));
+    }
+    std::vector<Tensor<T>> pulled = tape_.gradient(read, sources);
     std::vector<Tensor<T>> by_out(zeros_.size());
     for (std::size_t o = 0, next = 0; o < zeros_.size(); ++o)
       if (connected(o, receiver)) by_out[o] = std::move(pulled[next++]);
@@ -305,9 +380,13 @@ class FrozenGraph {
   }
 
  private:
-  // reaches[r][o]: the tape recorded a path from out o's leaf to receiver r's input. Entries are in
-  // creation order, a topological order, so one pass carries each node's set of outs.
-  std::vector<std::vector<bool>> outs_reaching_receivers() const {
+  std::size_t input_of(std::size_t receiver) const {
+    return std::find(inputs_.begin(), inputs_.end(), receivers_[receiver].input) - inputs_.begin();
+  }
+
+  // reaches[i][o]: the tape recorded a path from out o's leaf to input i. Entries are in creation
+  // order, a topological order, so one pass carries each node's set of outs.
+  std::vector<std::vector<bool>> outs_reaching_inputs() const {
     std::unordered_map<const NodeBase*, std::vector<bool>> reached;
     for (std::size_t o = 0; o < zeros_.size(); ++o) {
       if (!zeros_[o].node()) continue;
@@ -335,17 +414,20 @@ class FrozenGraph {
   }
 
   GradientTape tape_{/*persistent=*/true};  // walked once per receiver
+  std::vector<EdgeReceiver> receivers_;
+  std::vector<std::string> inputs_;  // the receivers' distinct inputs
   std::vector<Tensor<T>> zeros_;
-  std::vector<Tensor<T>> received_;
+  std::vector<Tensor<T>> received_;   // per input
+  std::vector<Tensor<T>> projected_;  // per input split into heads: its projection, recorded
   ActivationCache<T> values_;
-  std::vector<std::vector<bool>> reaches_;
+  std::vector<std::vector<bool>> reaches_;  // per input
 };
 
 }  // namespace
 
 template <class T>
 EdgeTable attribute_edges(nn::Module<T>& model, const RunLoss<T>& run_target, const ActivationCache<T>& source,
-                          const std::vector<EdgeSender>& senders, const std::vector<std::string>& receivers,
+                          const std::vector<EdgeSender>& senders, const std::vector<EdgeReceiver>& receivers,
                           const EdgeAttributionOptions& options) {
   const std::string who = "attribute_edges";
   const EdgeOuts outs = checked_outs(model, senders, receivers, who);
@@ -354,9 +436,10 @@ EdgeTable attribute_edges(nn::Module<T>& model, const RunLoss<T>& run_target, co
     throw ValueError(who + ": EAP-IG needs both ig_steps and interpolate_at (the points to move), got " +
                      std::to_string(options.ig_steps) + " steps and " + std::to_string(moved.size()) + " points");
   }
-  std::map<std::string, xt::xarray<T>> gradients;  // d metric / d receiver (EAP-IG: its mean)
+  // d metric / d gradient_point (EAP-IG: its mean)
+  std::map<std::string, xt::xarray<T>> gradients;
   if (moved.empty()) {
-    gradients = target_gradients(model, run_target, receivers, who);
+    gradients = target_gradients(model, run_target, gradient_points(receivers), who);
   } else {
     for (const std::string& path : moved) model.hook_point(path);
     const ActivationCache<T> target = run_with_cache(model, run_target, std::vector<std::string>(moved.begin(), moved.end()));
@@ -364,7 +447,8 @@ EdgeTable attribute_edges(nn::Module<T>& model, const RunLoss<T>& run_target, co
       require_reached_once(target, path, who);
       source_like_target(source, target, path, who);
     }
-    for (auto& [path, mean] : mean_gradients(model, run_target, source, target, receivers, moved, options.ig_steps, who))
+    for (auto& [path, mean] :
+         mean_gradients(model, run_target, source, target, gradient_points(receivers), moved, options.ig_steps, who))
       if (!mean.empty()) gradients[path] = std::move(mean.front());
   }
   FrozenGraph<T> frozen(model, run_target, outs.paths, receivers, edge_points(senders, receivers));
@@ -378,7 +462,7 @@ EdgeTable attribute_edges(nn::Module<T>& model, const RunLoss<T>& run_target, co
   for (std::size_t r = 0; r < receivers.size(); ++r) {
     bool any = false;
     for (std::size_t o = 0; o < outs.paths.size(); ++o) any = any || frozen.connected(o, r);
-    if (any) pulled[r] = frozen.pull_back(r, gradients.at(receivers[r]));  // one walk per receiver
+    if (any) pulled[r] = frozen.pull_back(r, gradients.at(gradient_point(receivers[r])));  // one walk each
   }
   for (std::size_t s = 0; s < senders.size(); ++s) {
     const std::size_t o = outs.of_sender[s];
@@ -394,9 +478,12 @@ template <class T>
 EdgeTable patch_edges(nn::Module<T>& model, const RunLoss<T>& run_target, const ActivationCache<T>& source,
                       const std::vector<EdgeSender>& senders, const std::vector<Edge>& edges) {
   const std::string who = "patch_edges";
-  std::vector<std::string> receivers;
-  for (const Edge& e : edges)
+  std::vector<EdgeReceiver> receivers;
+  std::vector<std::string> inputs;  // the receivers' distinct inputs
+  for (const Edge& e : edges) {
     if (std::find(receivers.begin(), receivers.end(), e.receiver) == receivers.end()) receivers.push_back(e.receiver);
+    if (std::find(inputs.begin(), inputs.end(), e.receiver.input) == inputs.end()) inputs.push_back(e.receiver.input);
+  }
   if (edges.empty()) throw ValueError(who + ": no edges");
   const EdgeOuts outs = checked_outs(model, senders, receivers, who);
   const ActivationCache<T> target = run_with_cache(model, run_target, edge_points(senders, receivers));
@@ -427,7 +514,7 @@ EdgeTable patch_edges(nn::Module<T>& model, const RunLoss<T>& run_target, const 
           return Tensor<T>(moved ? xt::xarray<T>(frozen + patches[s]) : frozen);
         });
       }
-      for (const std::string& r : receivers) {
+      for (const std::string& r : inputs) {
         hooks.add(model.hook_point(r), [&, r](const Tensor<T>& x) -> std::optional<Tensor<T>> {
           moved_inputs[r] = x.value();
           return std::nullopt;
@@ -436,9 +523,18 @@ EdgeTable patch_edges(nn::Module<T>& model, const RunLoss<T>& run_target, const 
       metric_without_tape<T>(run_target, who, "run_target", "metric");
     }
     ScopedPointHooks<T> hooks;
-    const xt::xarray<T>& input = moved_inputs.at(edge.receiver);
-    hooks.add(model.hook_point(edge.receiver),
-              [&](const Tensor<T>&) -> std::optional<Tensor<T>> { return Tensor<T>(input); });
+    const EdgeReceiver& r = edge.receiver;
+    const xt::xarray<T>& input = moved_inputs.at(r.input);
+    hooks.add(model.hook_point(r.input), [&](const Tensor<T>&) -> std::optional<Tensor<T>> { return Tensor<T>(input); });
+    if (r.head) {
+      // The projection of the moved input, kept for this head alone: the other heads read the target's.
+      const xt::xarray<T>& projected = target.values.at(projection_of(r.input));
+      hooks.add(model.hook_point(projection_of(r.input)), [&](const Tensor<T>& x) -> std::optional<Tensor<T>> {
+        xt::xarray<T> kept = projected;
+        xt::view(kept, xt::all(), *r.head) = xt::view(x.value(), xt::all(), *r.head);
+        return Tensor<T>(std::move(kept));
+      });
+    }
     const double metric = metric_without_tape<T>(run_target, who, "run_target", "metric");
     table.rows.push_back({edge, metric - table.target_metric});
   }
@@ -447,9 +543,9 @@ EdgeTable patch_edges(nn::Module<T>& model, const RunLoss<T>& run_target, const 
 
 #define TAPEGRAD_INSTANTIATE_EDGE_PATCHING(T)                                                                  \
   template std::vector<EdgeSender> edge_senders(nn::Module<T>&, bool);                                         \
-  template std::vector<std::string> edge_receivers(nn::Module<T>&);                                            \
+  template std::vector<EdgeReceiver> edge_receivers(nn::Module<T>&, bool);                                    \
   template EdgeTable attribute_edges(nn::Module<T>&, const RunLoss<T>&, const ActivationCache<T>&,             \
-                                     const std::vector<EdgeSender>&, const std::vector<std::string>&,          \
+                                     const std::vector<EdgeSender>&, const std::vector<EdgeReceiver>&,         \
                                      const EdgeAttributionOptions&);                                           \
   template EdgeTable patch_edges(nn::Module<T>&, const RunLoss<T>&, const ActivationCache<T>&,                 \
                                  const std::vector<EdgeSender>&, const std::vector<Edge>&);

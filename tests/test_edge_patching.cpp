@@ -5,8 +5,10 @@
 // output against integrated_patch, and bad input.
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -80,13 +82,22 @@ TEST(EdgePatching, ATransformersSendersAndReceivers) {
   EXPECT_EQ(heads[10].name(), kDec0 + ".src_tgt_attention.head0");
   EXPECT_EQ(heads[10].out, kDec0 + ".hook_src_tgt_attention_out");
 
-  const auto receivers = study::edge_receivers(m.model);
+  const auto receivers = study::edge_receivers(m.model, false);
   ASSERT_EQ(receivers.size(), 6u * 3u + 1u);
-  EXPECT_EQ(receivers[0], kEnc0 + ".multi_head_attention.hook_q_input");
-  EXPECT_EQ(receivers[5], kEnc1 + ".multi_head_attention.hook_v_input");
-  EXPECT_EQ(receivers[9], kDec0 + ".src_tgt_attention.hook_q_input");
-  EXPECT_EQ(receivers[17], kDec1 + ".src_tgt_attention.hook_v_input");
-  EXPECT_EQ(receivers.back(), kDec1 + ".hook_resid_after_ffn");
+  EXPECT_EQ(receivers[0].name(), kEnc0 + ".multi_head_attention.hook_q_input");
+  EXPECT_EQ(receivers[5].name(), kEnc1 + ".multi_head_attention.hook_v_input");
+  EXPECT_EQ(receivers[9].name(), kDec0 + ".src_tgt_attention.hook_q_input");
+  EXPECT_EQ(receivers[17].name(), kDec1 + ".src_tgt_attention.hook_v_input");
+  EXPECT_EQ(receivers.back().name(), kDec1 + ".hook_resid_after_ffn");
+  for (const auto& r : receivers) EXPECT_FALSE(r.head.has_value()) << r.name();
+
+  const auto split = study::edge_receivers(m.model, true);
+  ASSERT_EQ(split.size(), 6u * 3u * 2u + 1u);  // each attention input: 2 heads
+  EXPECT_EQ(split[0].input, kEnc0 + ".multi_head_attention.hook_q_input");
+  EXPECT_EQ(split[0].head, std::optional<std::size_t>(0));
+  EXPECT_EQ(split[1].name(), kEnc0 + ".multi_head_attention.hook_q_input.head1");
+  EXPECT_EQ(split[35].name(), kDec1 + ".src_tgt_attention.hook_v_input.head1");
+  EXPECT_EQ(split.back(), receivers.back());
 }
 
 // The receivers each sender reaches, from the architecture: the encoder's outputs reach its later
@@ -95,11 +106,11 @@ TEST(EdgePatching, ATransformersSendersAndReceivers) {
 TEST(EdgePatching, EdgesAreTheConnectionsTheArchitectureHas) {
   EdgeModel m(true);
   const auto senders = study::edge_senders(m.model, false);
-  const auto receivers = study::edge_receivers(m.model);
+  const auto receivers = study::edge_receivers(m.model, false);
   const auto clean = study::run_with_cache<double>(m.model, m.clean(), study::edge_points(senders, receivers));
   const auto table = study::attribute_edges<double>(m.model, m.corrupted(), clean, senders, receivers);
   std::map<std::string, std::set<std::string>> reached;
-  for (const auto& row : table.rows) reached[row.edge.sender.name()].insert(row.edge.receiver);
+  for (const auto& row : table.rows) reached[row.edge.sender.name()].insert(row.edge.receiver.name());
 
   const auto qkv = [](const std::string& module) {
     return std::set<std::string>{module + ".hook_q_input", module + ".hook_k_input", module + ".hook_v_input"};
@@ -134,7 +145,7 @@ TEST(EdgePatching, EdgesAreTheConnectionsTheArchitectureHas) {
 TEST(EdgePatching, ExactEdgeIsTheReceiversInputRebuiltThroughTheLayerNorms) {
   EdgeModel m(false);
   const auto senders = study::edge_senders(m.model, false);
-  const std::string receiver = kEnc1 + ".multi_head_attention.hook_q_input";
+  const study::EdgeReceiver receiver{kEnc1 + ".multi_head_attention.hook_q_input"};
   const std::vector<std::string> points = {kEnc0 + ".hook_resid_pre", kEnc0 + ".hook_self_attention_out",
                                            kEnc0 + ".hook_ffn_out"};
   const auto clean = study::run_with_cache<double>(m.model, m.clean(), study::edge_points(senders, {receiver}));
@@ -152,7 +163,7 @@ TEST(EdgePatching, ExactEdgeIsTheReceiversInputRebuiltThroughTheLayerNorms) {
   double by_hand = 0;
   {
     study::ScopedPointHooks<double> hooks;
-    hooks.add(m.model.hook_point(receiver), [&](const Tensor<double>&) -> std::optional<Tensor<double>> {
+    hooks.add(m.model.hook_point(receiver.input), [&](const Tensor<double>&) -> std::optional<Tensor<double>> {
       return Tensor<double>(rebuilt);
     });
     NoGradGuard no_grad;
@@ -173,20 +184,25 @@ study::ActivationCache<double> part_way(const study::ActivationCache<double>& ta
   return moved;
 }
 
-class EdgeAttribution : public ::testing::TestWithParam<bool> {};
+// (pre-LN, receivers split into heads)
+class EdgeAttribution : public ::testing::TestWithParam<std::tuple<bool, bool>> {};
 
 // EAP of every edge, heads as senders, against central differences of exact path patching along
-// the patch: the Jacobian through the frozen graph and the receiver's gradient are right, and the
-// two methods mean the same edge.
+// the patch: the Jacobian through the frozen graph and the receiver's gradient (for a head's
+// receiver, through its projection) are right, and the two methods mean the same edge.
 TEST_P(EdgeAttribution, EAPIsTheDerivativeOfPathPatchingAlongThePatch) {
-  EdgeModel m(GetParam());
+  const auto [norm_first, split] = GetParam();
+  EdgeModel m(norm_first);
   const auto senders = study::edge_senders(m.model, true);
-  const auto receivers = study::edge_receivers(m.model);
+  const auto receivers = study::edge_receivers(m.model, split);
   const auto points = study::edge_points(senders, receivers);
   const auto clean = study::run_with_cache<double>(m.model, m.clean(), points);
   const auto target = study::run_with_cache<double>(m.model, m.corrupted(), points);
   const auto eap = study::attribute_edges<double>(m.model, m.corrupted(), clean, senders, receivers);
-  ASSERT_EQ(eap.rows.size(), 86u);  // EdgesAreTheConnectionsTheArchitectureHas' 61, an attention out's twice
+  // EdgesAreTheConnectionsTheArchitectureHas' 61, an attention out's twice: 86, of which 11 into the
+  // output (the decoder's embedding, 4 heads, 2 feed-forwards, 4 heads); split, each of the other 75
+  // is two.
+  ASSERT_EQ(eap.rows.size(), split ? 2u * 75u + 11u : 86u);
   EXPECT_EQ(eap.target_metric, target.metric);
   EXPECT_EQ(eap.source_metric, clean.metric);
   const double eps = 1e-4;
@@ -198,14 +214,97 @@ TEST_P(EdgeAttribution, EAPIsTheDerivativeOfPathPatchingAlongThePatch) {
   for (std::size_t i = 0; i < eap.rows.size(); ++i) {
     const double derivative = (ahead.rows[i].effect - behind.rows[i].effect) / (2 * eps);
     EXPECT_NEAR(eap.rows[i].effect, derivative, 1e-6 * (1 + std::abs(derivative)))
-        << eap.rows[i].edge.sender.name() << " -> " << eap.rows[i].edge.receiver;
+        << eap.rows[i].edge.sender.name() << " -> " << eap.rows[i].edge.receiver.name();
     largest = std::max(largest, std::abs(derivative));
   }
   EXPECT_GT(largest, 0.05);
 }
 
-INSTANTIATE_TEST_SUITE_P(BothResidualArrangements, EdgeAttribution, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "PreLN" : "PostLN"; });
+INSTANTIATE_TEST_SUITE_P(BothResidualArrangements, EdgeAttribution,
+                         ::testing::Combine(::testing::Bool(), ::testing::Bool()), [](const auto& info) {
+                           return std::string(std::get<0>(info.param) ? "PreLN" : "PostLN") +
+                                  (std::get<1>(info.param) ? "ReceiversPerHead" : "");
+                         });
+
+// A head's query, key or value projection reads the whole input through its own slice of the
+// weights, so the heads' gradients pulled back through their slices sum to the input's: the EAP of
+// an edge into an input split into heads sums over the heads to its EAP into the whole input.
+TEST(EdgePatching, EAPIntoEachHeadSumsToEAPIntoTheWholeInput) {
+  EdgeModel m(false);
+  const auto senders = study::edge_senders(m.model, true);
+  const auto whole = study::edge_receivers(m.model, false);
+  const auto split = study::edge_receivers(m.model, true);
+  const auto clean = study::run_with_cache<double>(m.model, m.clean(), study::edge_points(senders, split));
+  const auto by_input = study::attribute_edges<double>(m.model, m.corrupted(), clean, senders, whole);
+  const auto by_head = study::attribute_edges<double>(m.model, m.corrupted(), clean, senders, split);
+  std::map<std::string, double> summed;
+  for (const auto& row : by_head.rows) summed[row.edge.sender.name() + "|" + row.edge.receiver.input] += row.effect;
+  ASSERT_EQ(summed.size(), by_input.rows.size());
+  double largest_share = 0;
+  for (const auto& row : by_input.rows) {
+    const std::string key = row.edge.sender.name() + "|" + row.edge.receiver.input;
+    EXPECT_NEAR(summed.at(key), row.effect, 1e-12 * (1 + std::abs(row.effect))) << key;
+  }
+  // And the heads differ: the split is not the whole divided evenly.
+  for (std::size_t i = 0; i + 1 < by_head.rows.size(); ++i) {
+    const auto& a = by_head.rows[i];
+    const auto& b = by_head.rows[i + 1];
+    if (a.edge.receiver.input != b.edge.receiver.input || a.edge.sender.name() != b.edge.sender.name()) continue;
+    largest_share = std::max(largest_share, std::abs(a.effect - b.effect) / (std::abs(a.effect) + std::abs(b.effect) + 1e-300));
+  }
+  EXPECT_GT(largest_share, 0.1);
+}
+
+// A head's receiver patched by hand: the moved input projected by the model itself (the module's
+// hook_q read in a run with the input replaced), only that head's slice kept in the target run.
+TEST(EdgePatching, ExactEdgeIntoOneHeadReplacesOnlyThatHeadsQueries) {
+  EdgeModel m(true);
+  const auto senders = study::edge_senders(m.model, false);
+  const std::string module = kDec1 + ".src_tgt_attention";
+  const study::EdgeReceiver whole{module + ".hook_q_input"}, head1{module + ".hook_q_input", 1};
+  const auto clean = study::run_with_cache<double>(m.model, m.clean(), study::edge_points(senders, {head1}));
+  const auto exact_whole = study::patch_edges<double>(m.model, m.corrupted(), clean, senders, {{senders[5], whole}});
+  // The whole input's patched value, as patch_edges' own forward reads it: the target run's input
+  // plus the effect of the sender, rebuilt here by patching its out into frozen outs.
+  Array moved_input, target_q, moved_q;
+  const auto target = study::run_with_cache<double>(m.model, m.corrupted(), study::edge_points(senders, {head1}));
+  {
+    study::ScopedPointHooks<double> hooks;
+    for (const auto& s : senders) {
+      const Array value = s.out == senders[5].out ? Array(clean.value(s.out)) : Array(target.value(s.out));
+      hooks.add(m.model.hook_point(s.out), [value](const Tensor<double>&) -> std::optional<Tensor<double>> { return Tensor<double>(value); });
+    }
+    hooks.add(m.model.hook_point(whole.input), [&](const Tensor<double>& x) -> std::optional<Tensor<double>> {
+      moved_input = x.value();
+      return std::nullopt;
+    });
+    NoGradGuard no_grad;
+    m.corrupted()();
+  }
+  {
+    study::ScopedPointHooks<double> hooks;
+    hooks.add(m.model.hook_point(whole.input), [&](const Tensor<double>&) -> std::optional<Tensor<double>> { return Tensor<double>(moved_input); });
+    hooks.add(m.model.hook_point(module + ".hook_q"), [&](const Tensor<double>& q) -> std::optional<Tensor<double>> {
+      moved_q = q.value();
+      return std::nullopt;
+    });
+    NoGradGuard no_grad;
+    m.corrupted()();
+  }
+  Array kept = target.value(module + ".hook_q");
+  xt::view(kept, xt::all(), 1) = xt::view(moved_q, xt::all(), 1);
+  double by_hand = 0;
+  {
+    study::ScopedPointHooks<double> hooks;
+    hooks.add(m.model.hook_point(module + ".hook_q"), [&](const Tensor<double>&) -> std::optional<Tensor<double>> { return Tensor<double>(kept); });
+    NoGradGuard no_grad;
+    by_hand = m.corrupted()().item();
+  }
+  const auto exact_head = study::patch_edges<double>(m.model, m.corrupted(), clean, senders, {{senders[5], head1}});
+  EXPECT_NEAR(exact_head.rows[0].effect, by_hand - exact_head.target_metric, 1e-12);
+  EXPECT_GT(std::abs(exact_head.rows[0].effect), 1e-4) << "the edge must move the metric for this to mean anything";
+  EXPECT_GT(std::abs(exact_head.rows[0].effect - exact_whole.rows[0].effect), 1e-4) << "one head is not the whole input";
+}
 
 // Pre-LN: the output residual is the sum of every sender's out, so the EAP-IG scores of the edges
 // into it sum to the patch of the whole output dotted with its mean gradient: integrated_patch's
@@ -213,7 +312,7 @@ INSTANTIATE_TEST_SUITE_P(BothResidualArrangements, EdgeAttribution, ::testing::V
 TEST(EdgePatching, EAPIGIntoThePreLNOutputSumsToIntegratedPatchingOfTheOutput) {
   EdgeModel m(true);
   const auto senders = study::edge_senders(m.model, true);
-  const std::string output = kDec1 + ".hook_resid_after_ffn";
+  const study::EdgeReceiver output{kDec1 + ".hook_resid_after_ffn"};
   const std::vector<std::string> inputs = {kEnc0 + ".hook_resid_pre", kDec0 + ".hook_resid_pre"};
   auto points = study::edge_points(senders, {output});
   const auto clean = study::run_with_cache<double>(m.model, m.clean(), points);
@@ -221,7 +320,7 @@ TEST(EdgePatching, EAPIGIntoThePreLNOutputSumsToIntegratedPatchingOfTheOutput) {
                                                      {.ig_steps = 4, .interpolate_at = inputs});
   double edges = 0;
   for (const auto& row : eap_ig.rows) edges += row.effect;
-  const auto node = study::integrated_patch<double>(m.model, m.corrupted(), clean, {output}, 0,
+  const auto node = study::integrated_patch<double>(m.model, m.corrupted(), clean, {output.input}, 0,
                                                     {.steps = 4, .interpolate_at = inputs});
   double whole = 0;
   for (const auto& row : node.rows) whole += row.atp;
@@ -238,7 +337,7 @@ TEST(EdgePatching, EAPIGIntoThePreLNOutputSumsToIntegratedPatchingOfTheOutput) {
 TEST(EdgePatching, ACallersTapeOrNoGradGuardChangesNothing) {
   EdgeModel m(true);
   const auto senders = study::edge_senders(m.model, true);
-  const auto receivers = study::edge_receivers(m.model);
+  const auto receivers = study::edge_receivers(m.model, false);
   const auto clean = study::run_with_cache<double>(m.model, m.clean(), study::edge_points(senders, receivers));
   const auto eap = study::attribute_edges<double>(m.model, m.corrupted(), clean, senders, receivers);
   const auto exact = study::patch_edges<double>(m.model, m.corrupted(), clean, senders, study::edges_of(eap));
@@ -267,15 +366,29 @@ TEST(EdgePatching, ACallersTapeOrNoGradGuardChangesNothing) {
 TEST(EdgePatching, BadInputIsRefusedNamingTheProblem) {
   EdgeModel m(false);
   const auto senders = study::edge_senders(m.model, true);
-  const auto receivers = study::edge_receivers(m.model);
+  const auto receivers = study::edge_receivers(m.model, false);
   const auto clean = study::run_with_cache<double>(m.model, m.clean(), study::edge_points(senders, receivers));
   const auto run = m.corrupted();
   EXPECT_TRUE(throws_with<ValueError>([&] { study::attribute_edges<double>(m.model, run, clean, {}, receivers); }, {"attribute_edges: no senders"}));
   EXPECT_TRUE(throws_with<ValueError>([&] { study::attribute_edges<double>(m.model, run, clean, senders, {}); }, {"attribute_edges: no receivers"}));
-  EXPECT_TRUE(throws_with<ValueError>([&] { study::attribute_edges<double>(m.model, run, clean, senders, {senders[3].out}); }, {"is both a receiver and a sender's out"}));
+  using Receivers = std::vector<study::EdgeReceiver>;
+  EXPECT_TRUE(throws_with<ValueError>([&] { study::attribute_edges<double>(m.model, run, clean, senders, Receivers{{senders[3].out}}); }, {"is both a receiver and a sender's out"}));
   EXPECT_TRUE(throws_with<ValueError>([&] { study::attribute_edges<double>(m.model, run, clean, senders, {receivers[0], receivers[1], receivers[0]}); },
-                                      {"attribute_edges: the receiver '" + receivers[0] + "' is named twice"}));
-  EXPECT_TRUE(throws_with<ValueError>([&] { study::attribute_edges<double>(m.model, run, clean, senders, {"decoder.nope"}); }, {"has no hook point 'nope'"}));
+                                      {"attribute_edges: the receiver '" + receivers[0].name() + "' is named twice"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { study::attribute_edges<double>(m.model, run, clean, senders, Receivers{{"decoder.nope"}}); }, {"has no hook point 'nope'"}));
+  const study::EdgeReceiver head0{receivers[0].input, 0};
+  EXPECT_TRUE(throws_with<ValueError>([&] { study::attribute_edges<double>(m.model, run, clean, senders, {head0, receivers[1], head0}); },
+                                      {"the receiver '" + receivers[0].input + ".head0' is named twice"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { study::attribute_edges<double>(m.model, run, clean, senders, {head0, receivers[0]}); },
+                                      {"the receiver '" + receivers[0].input + "' is named both whole and split into heads"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { study::patch_edges<double>(m.model, run, clean, senders, {{senders[1], head0}, {senders[1], receivers[0]}}); },
+                                      {"patch_edges: the receiver '" + receivers[0].input + "' is named both whole and split into heads"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { study::attribute_edges<double>(m.model, run, clean, senders, Receivers{{receivers.back().input, 0}}); },
+                                      {"names a head of a point that is not an attention module's hook_q_input"}));
+  const auto split = study::edge_receivers(m.model, true);
+  const auto split_clean = study::run_with_cache<double>(m.model, m.clean(), study::edge_points(senders, split));
+  EXPECT_TRUE(throws_with<ValueError>([&] { study::patch_edges<double>(m.model, run, split_clean, senders, {{senders[1], {receivers[3].input, 2}}}); },
+                                      {"patch_edges: the receiver '" + receivers[3].input + ".head2' is past the heads of '" + kEnc1 + ".multi_head_attention.hook_q', [2,2,5,4]"}));
   study::EdgeSender past = senders[1];
   past.head = 2;
   EXPECT_TRUE(throws_with<ValueError>([&] { study::attribute_edges<double>(m.model, run, clean, {past}, receivers); }, {"head 2 of it cannot add to"}));
@@ -297,7 +410,7 @@ TEST(EdgePatching, BadInputIsRefusedNamingTheProblem) {
 TEST(EdgePatching, TrainingModeWithActiveDropoutIsRefused) {
   EdgeModel m(false, /*dropout=*/0.1);
   const auto senders = study::edge_senders(m.model, false);
-  const auto receivers = study::edge_receivers(m.model);
+  const auto receivers = study::edge_receivers(m.model, false);
   const auto clean = study::run_with_cache<double>(m.model, m.clean(), study::edge_points(senders, receivers));
   m.model.train();
   EXPECT_TRUE(throws_with<ValueError>([&] { study::patch_edges<double>(m.model, m.corrupted(), clean, senders, {{senders[1], receivers[3]}}); },

@@ -39,11 +39,11 @@ std::string sender_name(const study::EdgeSender& sender, const StudyResult& name
 }
 
 // "<module short name> q|k|v", or the residual point's name.
-std::string receiver_name(const std::string& receiver, const StudyResult& names) {
-  const auto [module, point] = study::module_and_point(receiver);
+std::string receiver_name(const study::EdgeReceiver& receiver, const StudyResult& names) {
+  const auto [module, point] = study::module_and_point(receiver.input);
   for (const char* input : {"q", "k", "v"})
     if (point == std::string("hook_") + input + "_input") return names.short_name_of(module) + " " + input;
-  return layer_point_name(receiver);
+  return layer_point_name(receiver.input);
 }
 
 std::vector<double> effects(const study::EdgeTable& table) {
@@ -58,7 +58,7 @@ EdgeCircuit edge_circuit(nn::transformer::Transformer<float>& model, const study
                          const study::RunLoss<float>& run_corrupted, const std::vector<std::string>& inputs,
                          const StudyResult& names) {
   const auto senders = study::edge_senders(model, /*heads=*/true);
-  const auto receivers = study::edge_receivers(model);
+  const auto receivers = study::edge_receivers(model, /*heads=*/false);
   std::vector<std::string> points = study::edge_points(senders, receivers);
   for (const std::string& input : inputs)
     if (std::find(points.begin(), points.end(), input) == points.end()) points.push_back(input);

@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
   }
   // Edges: "<out>|<receiver>" or "<out>@<head>|<receiver>", ';'-separated, in the rows' order.
   const auto senders = study::edge_senders(model, /*heads=*/true);
-  const auto receivers = study::edge_receivers(model);
+  const auto receivers = study::edge_receivers(model, /*heads=*/false);
   const auto edge_clean = study::run_with_cache(model, metric_of(batch), study::edge_points(senders, receivers));
   const auto eap = study::attribute_edges(model, metric_of(corrupted), edge_clean, senders, receivers);
   const auto path_patched = study::patch_edges(model, metric_of(corrupted), edge_clean, senders, study::edges_of(eap));
@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
   for (std::size_t i = 0; i < eap.rows.size(); ++i) {
     const study::Edge& e = eap.rows[i].edge;
     edges += (i ? ";" : "") + e.sender.out + (e.sender.result.empty() ? "" : "@" + std::to_string(e.sender.head)) + "|" +
-             e.receiver;
+             e.receiver.name();
     exact_effects(i) = path_patched.rows[i].effect;
     eap_effects(i) = eap.rows[i].effect;
   }
