@@ -4,10 +4,12 @@
 // of the batch with, for every head's z of every attention call, tapegrad's exact patching
 // (study::patch_slices) and AtP (study::attribution_patch) of the clean z into the corrupted run,
 // and for every edge (heads as senders) tapegrad's path patching (study::patch_edges) and EAP
-// (study::attribute_edges), the edges listed in the metadata key "edges".
+// (study::attribute_edges), the edges listed in the metadata keys "edges" (into whole attention
+// inputs) and "edges_per_head" (into each head's share of them).
 //   export_copy_model OUT_DIR
 #include <cstdio>
 #include <filesystem>
+#include <map>
 
 #include "autograd/ops/loss.h"
 #include "autograd/ops/shape.h"
@@ -86,29 +88,34 @@ int main(int argc, char** argv) {
     expected["patch.exact." + points[p]] = patched;
     expected["patch.atp." + points[p]] = attributed;
   }
-  // Edges: "<out>|<receiver>" or "<out>@<head>|<receiver>", ';'-separated, in the rows' order.
-  const auto senders = study::edge_senders(model, /*heads=*/true);
-  const auto receivers = study::edge_receivers(model, /*heads=*/false);
-  const auto edge_clean = study::run_with_cache(model, metric_of(batch), study::edge_points(senders, receivers));
-  const auto eap = study::attribute_edges(model, metric_of(corrupted), edge_clean, senders, receivers);
-  const auto path_patched = study::patch_edges(model, metric_of(corrupted), edge_clean, senders, study::edges_of(eap));
-  std::string edges;
-  xt::xarray<double> exact_effects = xt::zeros<double>({eap.rows.size()}), eap_effects = exact_effects;
-  for (std::size_t i = 0; i < eap.rows.size(); ++i) {
-    const study::Edge& e = eap.rows[i].edge;
-    edges += (i ? ";" : "") + e.sender.out + (e.sender.result.empty() ? "" : "@" + std::to_string(e.sender.head)) + "|" +
-             e.receiver.name();
-    exact_effects(i) = path_patched.rows[i].effect;
-    eap_effects(i) = eap.rows[i].effect;
+  // Edges: "<out>|<receiver>" or "<out>@<head>|<receiver>", ';'-separated, in the rows' order;
+  // "edges" into whole attention inputs, "edges_per_head" into each head's share ("<input>.head<h>").
+  std::map<std::string, std::string> listed;
+  for (const bool per_head : {false, true}) {
+    const std::string key = per_head ? "edges_per_head" : "edges";
+    const auto senders = study::edge_senders(model, /*heads=*/true);
+    const auto receivers = study::edge_receivers(model, per_head);
+    const auto edge_clean = study::run_with_cache(model, metric_of(batch), study::edge_points(senders, receivers));
+    const auto eap = study::attribute_edges(model, metric_of(corrupted), edge_clean, senders, receivers);
+    const auto path_patched = study::patch_edges(model, metric_of(corrupted), edge_clean, senders, study::edges_of(eap));
+    std::string& edges = listed[key];
+    xt::xarray<double> exact_effects = xt::zeros<double>({eap.rows.size()}), eap_effects = exact_effects;
+    for (std::size_t i = 0; i < eap.rows.size(); ++i) {
+      const study::Edge& e = eap.rows[i].edge;
+      edges += (i ? ";" : "") + e.sender.out + (e.sender.result.empty() ? "" : "@" + std::to_string(e.sender.head)) +
+               "|" + e.receiver.name();
+      exact_effects(i) = path_patched.rows[i].effect;
+      eap_effects(i) = eap.rows[i].effect;
+    }
+    expected[key + ".exact"] = exact_effects;
+    expected[key + ".eap"] = eap_effects;
   }
-  expected["edges.exact"] = exact_effects;
-  expected["edges.eap"] = eap_effects;
   nn::save_safetensors(out / "model.safetensors", model.state_dict(), {{"d_model", std::to_string(d_model)}});
   nn::save_safetensors(out / "expected.safetensors", expected,
                        {{"vocab", std::to_string(vocab)}, {"d_model", std::to_string(d_model)},
                         {"d_ff", std::to_string(d_ff)}, {"heads", std::to_string(heads)},
                         {"layers", std::to_string(layers)}, {"max_len", std::to_string(seq)}, {"pad", "0"},
-                        {"edges", edges}});
+                        {"edges", listed["edges"]}, {"edges_per_head", listed["edges_per_head"]}});
   std::printf("wrote %s and %s (loss %.12f)\n", (out / "model.safetensors").c_str(),
               (out / "expected.safetensors").c_str(), loss.item());
   return 0;

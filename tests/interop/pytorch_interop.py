@@ -64,11 +64,15 @@ class MultiHeadAttention(nn.Module):
         self.z_hook = None
 
     def forward(self, q, k, v, mask):
-        b = q.size(0)
-        # The annotated encoder-decoder: repeat over heads, then einsum "hijk,hkl->hijl"; each tensor keeps its own length.
-        q = torch.einsum("hijk,hkl->hijl", q.repeat(self.h, 1, 1, 1), self.W_q).reshape(self.h * b, q.size(1), self.d_k)
-        k = torch.einsum("hijk,hkl->hijl", k.repeat(self.h, 1, 1, 1), self.W_k).reshape(self.h * b, k.size(1), self.d_k)
-        v = torch.einsum("hijk,hkl->hijl", v.repeat(self.h, 1, 1, 1), self.W_v).reshape(self.h * b, v.size(1), self.d_k)
+        # The annotated encoder-decoder: repeat over heads, then einsum "hijk,hkl->hijl"; each tensor keeps its own
+        # length. An input already [h, batch, seq, d_model] gives each head its own (replay's receivers per head).
+        def per_head(x):
+            return x if x.dim() == 4 else x.repeat(self.h, 1, 1, 1)
+        q, k, v = per_head(q), per_head(k), per_head(v)
+        b = q.size(1)
+        q = torch.einsum("hijk,hkl->hijl", q, self.W_q).reshape(self.h * b, q.size(2), self.d_k)
+        k = torch.einsum("hijk,hkl->hijl", k, self.W_k).reshape(self.h * b, k.size(2), self.d_k)
+        v = torch.einsum("hijk,hkl->hijl", v, self.W_v).reshape(self.h * b, v.size(2), self.d_k)
         out = self.scaled_dot_product_attention(q, k, v, mask.repeat(self.h, 1, 1))
         if self.z_hook is not None:
             out = self.z_hook(out)
@@ -238,9 +242,10 @@ def compare_patching(model, expected, cfg, src_mask, causal, compare):
 
 def replay(model, batch, pad, causal, outs=None, inputs=None, record=None):
     """The twin's forward written out sublayer by sublayer, under tapegrad's point names: outs[name]
-    replaces what a sublayer adds to the stream (or an embedding), inputs[name] one attention input
-    (or the decoder's last residual); record gets every such tensor and each module's z (head-major
-    [h * batch, seq, d_k]). Returns the log-probabilities."""
+    replaces what a sublayer adds to the stream (or an embedding), inputs[name] one attention input,
+    one head's copy of it ("<input>.head<h>"), or the decoder's last residual; record gets every
+    such tensor and each module's z (head-major [h * batch, seq, d_k]). Returns the
+    log-probabilities."""
     outs, inputs = outs or {}, inputs or {}
     src, tgt_in = batch
     src_mask = (src != pad).unsqueeze(1)
@@ -255,6 +260,9 @@ def replay(model, batch, pad, causal, outs=None, inputs=None, record=None):
         # A clone per input, as tapegrad's points are: one tensor feeding q, k and v (and the
         # stream) would otherwise gather all their gradients.
         q, k, v = (point(f"{module}.hook_{c}_input", t.clone(), inputs) for c, t in zip("qkv", (q, k, v)))
+        # And a clone per head, as each head's projection reads its input.
+        q, k, v = (torch.stack([point(f"{module}.hook_{c}_input.head{j}", t.clone(), inputs) for j in range(m.h)])
+                   for c, t in zip("qkv", (q, k, v)))
         def keep(z):
             if record is not None:
                 record[module + ".z"] = z
@@ -283,7 +291,7 @@ def replay(model, batch, pad, causal, outs=None, inputs=None, record=None):
     return model.generator(point(last + ".hook_resid_after_ffn", y, inputs))
 
 
-def compare_edges(model, expected, edges, cfg, causal, compare):
+def compare_edges(model, expected, key, edges, cfg, causal, compare):
     """Every edge tapegrad listed, path-patched and estimated by EAP here: the receiver's input
     recomputed with every sender's output frozen at the corrupted run's but this sender's (the clean
     run's, or for one head the clean run's share of that head: its z through its slice of the output
@@ -348,8 +356,8 @@ def compare_edges(model, expected, edges, cfg, causal, compare):
             replay(model, corrupted, pad, causal, outs={**frozen, out: frozen[out] + patch}, record=moved)
             exact[i] = metric(replay(model, corrupted, pad, causal, inputs={receiver: moved[receiver]})) - corrupted_metric
             eap[i] = (patch * pulled[receiver][out]).sum()
-    worst = compare("edges.exact", expected["edges.exact"], exact)
-    worst = max(worst, compare("edges.eap", expected["edges.eap"], eap))
+    worst = compare(key + ".exact", expected[key + ".exact"], exact)
+    worst = max(worst, compare(key + ".eap", expected[key + ".eap"], eap))
     if exact.abs().max().item() < 1e-3:
         compare("edge patches that move the metric", torch.tensor(0.0), torch.tensor(1.0))  # records a mismatch
     return worst, len(edges)
@@ -358,7 +366,7 @@ def compare_edges(model, expected, edges, cfg, causal, compare):
 def main(directory):
     params, _ = load_safetensors(f"{directory}/model.safetensors")
     expected, meta = load_safetensors(f"{directory}/expected.safetensors")
-    edges = meta.pop("edges").split(";")
+    edges = {key: meta.pop(key).split(";") for key in ("edges", "edges_per_head")}
     cfg = {k: int(v) for k, v in meta.items()}
     model = Transformer(cfg["vocab"], cfg["max_len"], cfg["pad"], cfg["d_model"], cfg["layers"], cfg["d_ff"], cfg["heads"])
     model.load_state_dict(params, strict=True)  # every name and shape must match
@@ -385,11 +393,13 @@ def main(directory):
     for name, p in model.named_parameters():
         grad_worst = max(grad_worst, compare("grad." + name, expected["grad." + name], p.grad))
     patch_worst = compare_patching(model, expected, cfg, src_mask, causal, compare)
-    edge_worst, edge_count = compare_edges(model, expected, edges, cfg, causal, compare)
+    edge_worst, edge_count = compare_edges(model, expected, "edges", edges["edges"], cfg, causal, compare)
+    head_worst, head_count = compare_edges(model, expected, "edges_per_head", edges["edges_per_head"], cfg, causal, compare)
     print(f"PyTorch {torch.__version__}: {len(params)} parameters loaded strictly; loss {loss.item():.12f}")
     print(f"max |difference|: log_probs {worst['log_probs']:.3g}, loss {worst['loss']:.3g}, "
           f"parameter gradients {grad_worst:.3g}, patched metrics and AtP of every head {patch_worst:.3g}, "
-          f"path patching and EAP of {edge_count} edges {edge_worst:.3g} (tolerance 1e-9)")
+          f"path patching and EAP of {edge_count} edges {edge_worst:.3g}, "
+          f"of {head_count} edges into receivers per head {head_worst:.3g} (tolerance 1e-9)")
     if failures:
         print("MISMATCH in: " + ", ".join(failures))
         return 1
