@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <regex>
 #include <set>
@@ -65,8 +66,8 @@ TEST(AttentionStudy, WritesThePageTablesExportsAndSnapshotsNothingElse) {
   std::set<std::string> expected{"index.html", "grad_norms.md", "grad_norms_heads.csv", "grad_norms_modules.csv",
                                   "grad_norms_sublayers.csv", "head_ablation.csv", "attention.safetensors",
                                   "bertviz.json", "snapshots.safetensors", "npy", "circuit.csv",
-                                  "patching_methods.csv", "edges.csv", "edge_methods.csv", "positions.csv",
-                                  "positions_atp.csv"};
+                                  "patching_methods.csv", "edges.csv", "edge_methods.csv", "edges_per_head.csv",
+                                  "edge_methods_per_head.csv", "positions.csv", "positions_atp.csv"};
   for (const auto& f : files)
     if (f.starts_with("npy/")) expected.insert(f);  // the exports, checked below
   EXPECT_EQ(files, expected);
@@ -199,6 +200,38 @@ TEST(AttentionStudy, WritesTheCircuitStudyWithEveryMethodAgainstExactPatching) {
   EXPECT_NE(edges.find("\ndec1 cross h1,dec1 output,"), std::string::npos);
   EXPECT_EQ(csv_header_and_rows(read_text(out / "edge_methods.csv")),
             std::make_pair(std::string("method,seconds,Pearson,Spearman,top-k recall,k"), 3));
+}
+
+// The receivers split into heads: each of the 75 edges into an attention input becomes one per
+// head (EdgePatching.EAPIsTheDerivativeOfPathPatchingAlongThePatch counts them), and a head reads
+// its input through its own slice of the projection, so the heads' EAP shares add up to the
+// whole input's in edges.csv.
+TEST(AttentionStudy, EdgesIntoEachHeadAddUpToTheWholeInputsByEAP) {
+  const fs::path& out = trained_output();
+  const auto shares = [](const std::string& text) {
+    std::map<std::string, double> eap;  // "<sender>|<receiver without its head>" -> summed EAP share
+    std::istringstream lines(text);
+    std::string line;
+    std::getline(lines, line);
+    while (std::getline(lines, line)) {
+      std::vector<std::string> cells;
+      std::istringstream fields(line);
+      for (std::string cell; std::getline(fields, cell, ',');) cells.push_back(cell);
+      std::string receiver = cells.at(1);
+      const auto head = receiver.find(" h");
+      if (head != std::string::npos) receiver.erase(head, receiver.find(' ', head + 1) - head);
+      eap[cells.at(0) + "|" + receiver] += std::stod(cells.at(3));
+    }
+    return eap;
+  };
+  const std::string per_head = read_text(out / "edges_per_head.csv");
+  EXPECT_EQ(csv_header_and_rows(per_head), std::make_pair(std::string("sender,receiver,exact,EAP,EAP-IG"), 2 * 75 + 11));
+  EXPECT_NE(per_head.find("\nenc emb,dec1 cross h1 v,"), std::string::npos);
+  const auto summed = shares(per_head);
+  const auto whole = shares(read_text(out / "edges.csv"));
+  ASSERT_EQ(summed.size(), whole.size());
+  for (const auto& [edge, share] : whole) EXPECT_NEAR(summed.at(edge), share, 1e-4 * (1 + std::abs(share))) << edge;
+  EXPECT_EQ(csv_header_and_rows(read_text(out / "edge_methods_per_head.csv")).second, 3);
 }
 
 // The residual stream position by position: a row per layer input and stack output, a column per

@@ -28,6 +28,7 @@ struct CircuitStudy {
   std::vector<std::string> row_names;  // per row of the comparison: "dec0 cross h2 z"
   study::PatchingComparison comparison;
   EdgeCircuit edges;  // the same runs, edge by edge (edge_circuit.h)
+  EdgeCircuit edges_per_head;  // and into each head's share of an attention input
   PositionSweep positions;  // and position by position in the residual stream (position_sweep.h)
   double recovered(double effect) const { return effect / (clean_metric - corrupted_metric); }
 };

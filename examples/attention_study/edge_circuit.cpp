@@ -38,11 +38,15 @@ std::string sender_name(const study::EdgeSender& sender, const StudyResult& name
   return head_name(names.short_name_of(study::module_and_point(sender.result).first), sender.head);
 }
 
-// "<module short name> q|k|v", or the residual point's name.
+// "<module short name> q|k|v" ("<module short name> h<head> q|k|v" for one head's share), or the
+// residual point's name.
 std::string receiver_name(const study::EdgeReceiver& receiver, const StudyResult& names) {
   const auto [module, point] = study::module_and_point(receiver.input);
-  for (const char* input : {"q", "k", "v"})
-    if (point == std::string("hook_") + input + "_input") return names.short_name_of(module) + " " + input;
+  for (const char* input : {"q", "k", "v"}) {
+    if (point != std::string("hook_") + input + "_input") continue;
+    const std::string& reader = names.short_name_of(module);
+    return (receiver.head ? head_name(reader, *receiver.head) : reader) + " " + input;
+  }
   return layer_point_name(receiver.input);
 }
 
@@ -56,9 +60,9 @@ std::vector<double> effects(const study::EdgeTable& table) {
 
 EdgeCircuit edge_circuit(nn::transformer::Transformer<float>& model, const study::RunLoss<float>& run_clean,
                          const study::RunLoss<float>& run_corrupted, const std::vector<std::string>& inputs,
-                         const StudyResult& names) {
+                         const StudyResult& names, bool receivers_per_head) {
   const auto senders = study::edge_senders(model, /*heads=*/true);
-  const auto receivers = study::edge_receivers(model, /*heads=*/false);
+  const auto receivers = study::edge_receivers(model, receivers_per_head);
   std::vector<std::string> points = study::edge_points(senders, receivers);
   for (const std::string& input : inputs)
     if (std::find(points.begin(), points.end(), input) == points.end()) points.push_back(input);

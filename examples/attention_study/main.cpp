@@ -146,6 +146,9 @@ int study(const tapegrad::copy_task::Config& config, const Options& options,
                 "output) the same way; EAP and EAP-IG against exact path patching (edges.csv):\n%s",
                 circuit->edges.exact.rows.size(),
                 attention_study::to_markdown(attention_study::edge_method_table(circuit->edges)).c_str());
+    std::printf("And its %zu edges into each head's share of an attention input (edges_per_head.csv):\n%s",
+                circuit->edges_per_head.exact.rows.size(),
+                attention_study::to_markdown(attention_study::edge_method_table(circuit->edges_per_head)).c_str());
   }
   std::printf("Wrote %s\n", (std::filesystem::path(options.out) / "index.html").c_str());
   return 0;
@@ -207,7 +210,8 @@ int main(int argc, char** argv) {
   tapegrad::examples::add_switch(app, "circuit", options.circuit,
                                  "patch every head's z, q and k, and every edge between them, from the study batch "
                                  "into a corrupted copy, exactly and by attribution patching (circuit.csv, "
-                                 "patching_methods.csv, edges.csv, edge_methods.csv)");
+                                 "patching_methods.csv, edges.csv, edge_methods.csv, edges_per_head.csv, "
+                                 "edge_methods_per_head.csv)");
   CLI11_PARSE(app, argc, argv);
   options.metric = {metrics.at(metric), app.count("--metric-position") > 0
                                             ? std::optional<std::size_t>(metric_position)
