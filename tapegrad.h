@@ -55,3 +55,4 @@
 #include "study/metrics.h"
 #include "study/patching_agreement.h"
 #include "study/patching_comparison.h"
+#include "study/subset_diagnostic.h"

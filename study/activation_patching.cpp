@@ -22,25 +22,40 @@ double PatchTable::recovered(const PatchedSlice& row) const {
 
 namespace {
 
-// The target run's metric with slice `index` of the checked `point` taken from the source.
+// The target run's metric with slices `indices` of the checked `point` taken from the source (at
+// every call of the point, each from its own cached tensor).
 template <class T>
-double metric_with_slice_patched(nn::HookPoint<T>& point, const RunLoss<T>& run_target,
-                                 const ActivationCache<T>& source, const std::string& path, const SliceAxes& axes,
-                                 std::size_t index, const std::string& who) {
-  std::size_t call = 0;
+double metric_with_slices_patched(const std::vector<nn::HookPoint<T>*>& points, const std::vector<std::string>& paths,
+                                  const std::vector<std::vector<std::size_t>>& indices, const RunLoss<T>& run_target,
+                                  const ActivationCache<T>& source, const SliceAxes& axes, const std::string& who) {
+  std::vector<std::size_t> calls(points.size(), 0);
   ScopedPointHooks<T> hooks;
-  hooks.add(point, [&](const Tensor<T>& x) -> std::optional<Tensor<T>> {
-    const std::string name = ++call == 1 ? path : path + "#" + std::to_string(call);
-    const xt::xarray<T>& from = source.value(name);
-    if (from.shape() != x.value().shape()) {
-      throw ShapeError(who + ": '" + name + "' is " + format_shape(x.shape()) + " in the target run but " +
-                       format_shape(from.shape()) + " in the source");
-    }
-    return Tensor<T>(with_slice_from(x.value(), from, axes, index));
-  });
+  for (std::size_t p = 0; p < points.size(); ++p) {
+    hooks.add(*points[p], [&, p](const Tensor<T>& x) -> std::optional<Tensor<T>> {
+      const std::string name = ++calls[p] == 1 ? paths[p] : paths[p] + "#" + std::to_string(calls[p]);
+      const xt::xarray<T>& from = source.value(name);
+      if (from.shape() != x.value().shape()) {
+        throw ShapeError(who + ": '" + name + "' is " + format_shape(x.shape()) + " in the target run but " +
+                         format_shape(from.shape()) + " in the source");
+      }
+      xt::xarray<T> patched = x.value();
+      for (const std::size_t index : indices[p]) patched = with_slice_from(patched, from, axes, index);
+      return Tensor<T>(std::move(patched));
+    });
+  }
   const double metric = metric_without_tape<T>(run_target, who, "run_target", "metric");
-  require_reached(call, path, who);
+  for (std::size_t p = 0; p < points.size(); ++p) require_reached(calls[p], paths[p], who);
   return metric;
+}
+
+// ValueError naming `who` unless `index` is one of the slices of `point` in the source.
+template <class T>
+void require_slice(const ActivationCache<T>& source, const std::string& point, const SliceAxes& axes,
+                   std::size_t index, const std::string& who) {
+  if (index >= axes.count(source.values.at(point).shape())) {
+    throw ValueError(who + ": slice " + std::to_string(index) + " is out of range for " + axes.describe() +
+                     " of '" + point + "', " + format_shape(source.values.at(point).shape()));
+  }
 }
 
 }  // namespace
@@ -59,7 +74,8 @@ PatchTable patch_slices(nn::Module<T>& model, const RunLoss<T>& run_target, cons
     const auto& shape = source.values.at(points[p]).shape();
     for (std::size_t index = 0; index < axes.count(shape); ++index) {
       table.rows.push_back({points[p], index, axes.coordinates(shape, index),
-                            metric_with_slice_patched(*found[p], run_target, source, points[p], axes, index, who)});
+                            metric_with_slices_patched<T>({found[p]}, {points[p]}, {{index}}, run_target, source,
+                                                          axes, who)});
     }
   }
   return table;
@@ -71,11 +87,33 @@ double patch_slice(nn::Module<T>& model, const RunLoss<T>& run_target, const Act
   const std::string who = "patch_slice";
   require_deterministic_forward(model, who);
   nn::HookPoint<T>& found = patchable_point(model, source, point, axes, who);
-  if (index >= axes.count(source.values.at(point).shape())) {
-    throw ValueError(who + ": slice " + std::to_string(index) + " is out of range for " + axes.describe() +
-                     " of '" + point + "', " + format_shape(source.values.at(point).shape()));
+  require_slice(source, point, axes, index, who);
+  return metric_with_slices_patched<T>({&found}, {point}, {{index}}, run_target, source, axes, who);
+}
+
+template <class T>
+double patch_slice_set(nn::Module<T>& model, const RunLoss<T>& run_target, const ActivationCache<T>& source,
+                       const std::vector<PointSlice>& slices, const SliceAxes& axes) {
+  const std::string who = "patch_slice_set";
+  require_deterministic_forward(model, who);
+  if (slices.empty()) throw ValueError(who + ": no slices to patch");
+  std::vector<nn::HookPoint<T>*> found;
+  std::vector<std::string> paths;
+  std::vector<std::vector<std::size_t>> indices;
+  for (const PointSlice& slice : slices) {
+    std::size_t p = std::find(paths.begin(), paths.end(), slice.point) - paths.begin();
+    if (p == paths.size()) {
+      found.push_back(&patchable_point(model, source, slice.point, axes, who));
+      paths.push_back(slice.point);
+      indices.emplace_back();
+    }
+    require_slice(source, slice.point, axes, slice.index, who);
+    if (std::find(indices[p].begin(), indices[p].end(), slice.index) != indices[p].end()) {
+      throw ValueError(who + ": slice " + std::to_string(slice.index) + " of '" + slice.point + "' is named twice");
+    }
+    indices[p].push_back(slice.index);
   }
-  return metric_with_slice_patched(found, run_target, source, point, axes, index, who);
+  return metric_with_slices_patched(found, paths, indices, run_target, source, axes, who);
 }
 
 template <class T>
@@ -112,6 +150,8 @@ ActivationCache<T> zero_cache(const ActivationCache<T>& like) {
                                    const std::vector<std::string>&, const SliceAxes&);                    \
   template double patch_slice(nn::Module<T>&, const RunLoss<T>&, const ActivationCache<T>&,               \
                               const std::string&, const SliceAxes&, std::size_t);                         \
+  template double patch_slice_set(nn::Module<T>&, const RunLoss<T>&, const ActivationCache<T>&,           \
+                                  const std::vector<PointSlice>&, const SliceAxes&);                      \
   template ActivationCache<T> mean_cache(nn::Module<T>&, const std::vector<RunLoss<T>>&,                  \
                                          const std::vector<std::string>&);                                \
   template ActivationCache<T> zero_cache(const ActivationCache<T>&);

@@ -55,6 +55,20 @@ template <class T>
 double patch_slice(nn::Module<T>& model, const RunLoss<T>& run_target, const ActivationCache<T>& source,
                    const std::string& point, const SliceAxes& axes, std::size_t index);
 
+// One slice of one point: what patch_slice_set patches together with others.
+struct PointSlice {
+  std::string point;
+  std::size_t index = 0;
+  bool operator==(const PointSlice&) const = default;
+};
+
+// The target run's metric with every slice of `slices` taken from the source at once, in one
+// forward (AtP*'s subset diagnostic patches random sets of slices; study/subset_diagnostic.h).
+// patch_slice's errors naming patch_slice_set, and ValueError for no slices or a slice named twice.
+template <class T>
+double patch_slice_set(nn::Module<T>& model, const RunLoss<T>& run_target, const ActivationCache<T>& source,
+                       const std::vector<PointSlice>& slices, const SliceAxes& axes);
+
 // The mean, over runs, of the tensors at `points` (mean ablation's source; runs over a dataset,
 // each a forward returning its metric). ShapeError when two runs give a point different shapes;
 // ValueError for no runs.

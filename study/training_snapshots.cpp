@@ -131,7 +131,8 @@ void save_snapshots(const fs::path& path, const std::vector<AttentionSnapshot>& 
         if (!tensors.emplace(key, (*arrays)[i]).second) fail(op, path, "the array name '" + key + "' occurs twice");
       }
     }
-    steps += (steps.empty() ? "" : ",") + std::to_string(s.step);
+    if (!steps.empty()) steps += ',';
+    steps += std::to_string(s.step);
     metadata[at + ".loss"] = exact_text(s.loss);
     metadata[at + ".names"] = nlohmann::json(s.names).dump();
   }

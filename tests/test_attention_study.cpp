@@ -3,6 +3,8 @@
 // in a browser by test_attention_page.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -67,7 +69,8 @@ TEST(AttentionStudy, WritesThePageTablesExportsAndSnapshotsNothingElse) {
                                   "grad_norms_sublayers.csv", "head_ablation.csv", "attention.safetensors",
                                   "bertviz.json", "snapshots.safetensors", "npy", "circuit.csv",
                                   "patching_methods.csv", "edges.csv", "edge_methods.csv", "edges_per_head.csv",
-                                  "edge_methods_per_head.csv", "positions.csv", "positions_atp.csv"};
+                                  "edge_methods_per_head.csv", "atp_diagnostic.csv", "positions.csv",
+                                  "positions_atp.csv"};
   for (const auto& f : files)
     if (f.starts_with("npy/")) expected.insert(f);  // the exports, checked below
   EXPECT_EQ(files, expected);
@@ -232,6 +235,37 @@ TEST(AttentionStudy, EdgesIntoEachHeadAddUpToTheWholeInputsByEAP) {
   ASSERT_EQ(summed.size(), whole.size());
   for (const auto& [edge, share] : whole) EXPECT_NEAR(summed.at(edge), share, 1e-4 * (1 + std::abs(share))) << edge;
   EXPECT_EQ(csv_header_and_rows(read_text(out / "edge_methods_per_head.csv")).second, 3);
+}
+
+// AtP*'s subset diagnostic of the AtP column: a row per head-study row outside AtP's top 10, and a
+// row is ruled out exactly when its bound falls below the threshold, so every bound of a row kept
+// is above every bound of a row ruled out.
+TEST(AttentionStudy, TheSubsetDiagnosticRulesOutTheRowsBelowItsThreshold) {
+  std::istringstream rows(read_text(trained_output() / "atp_diagnostic.csv"));
+  std::string line;
+  std::getline(rows, line);
+  EXPECT_EQ(line, "name,exact,AtP,bound,ruled out");
+  double lowest_kept = INFINITY, highest_ruled_out = 0;
+  int count = 0, kept = 0;
+  while (std::getline(rows, line)) {
+    ++count;
+    std::vector<std::string> cells;
+    std::istringstream fields(line);
+    for (std::string cell; std::getline(fields, cell, ',');) cells.push_back(cell);
+    ASSERT_EQ(cells.size(), 5u) << line;
+    const double bound = cells[3] == "inf" ? INFINITY : std::stod(cells[3]);
+    EXPECT_GE(bound, 0.0) << line;
+    if (cells[4] == "no") {
+      ++kept;
+      lowest_kept = std::min(lowest_kept, bound);
+    } else {
+      EXPECT_EQ(cells[4], "yes") << line;
+      highest_ruled_out = std::max(highest_ruled_out, bound);
+    }
+  }
+  EXPECT_EQ(count, 3 * kLayers * 3 * kHeads - 10);
+  EXPECT_GT(count - kept, 0) << "with bounds from 64 subsets some rows must be ruled out";
+  EXPECT_GT(lowest_kept, highest_ruled_out);
 }
 
 // The residual stream position by position: a row per layer input and stack output, a column per

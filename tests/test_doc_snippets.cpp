@@ -215,6 +215,24 @@ TEST(DocSnippets, AttributionPatchingMethods) {
   }
 }
 
+TEST(DocSnippets, SubsetDiagnostic) {
+  Generator gen(0);
+  nn::transformer::Transformer<float> model(11, 11, 16, 0, 8, 2, 16, 2, 0.0, 1e-5, gen);
+  model.eval();
+  const auto src = IndexArray({{1, 2, 3, 4}, {1, 5, 6, 7}}), corrupted_src = IndexArray({{1, 3, 2, 5}, {1, 7, 5, 6}});
+  const auto weights = Tensor<float>::randn({2, 4, 8}, gen);
+  const std::function<Tensor<float>()> run_clean = [&] { return sum(model(src, src) * weights); };
+  const std::function<Tensor<float>()> run_corrupted = [&] { return sum(model(corrupted_src, src) * weights); };
+  const std::vector<std::string> points = {"encoder.encoder_layers.0.multi_head_attention.hook_z",
+                                           "encoder.encoder_layers.1.multi_head_attention.hook_z"};
+  const auto clean = study::run_with_cache<float>(model, run_clean, points);
+#include "doc_snippets/subset_diagnostic.inc"
+  EXPECT_EQ(diagnostic.rows, (std::vector<std::size_t>{1, 2}));  // 4 heads, 2 verified
+  EXPECT_EQ(diagnostic.bound.size(), 2u);
+  EXPECT_GT(diagnostic.subsets_patched, 0u);
+  for (const std::size_t r : diagnostic.not_ruled_out) EXPECT_TRUE(r == 1 || r == 2);
+}
+
 TEST(DocSnippets, EdgePatching) {
   Generator gen(0);
   nn::transformer::Transformer<float> model(11, 11, 16, 0, 8, 2, 16, 2, 0.0, 1e-5, gen);

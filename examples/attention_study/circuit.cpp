@@ -53,6 +53,7 @@ CircuitStudy circuit_study(nn::transformer::Transformer<float>& model, const Ind
       model, run_corrupted, source, points, /*axis=*/1,
       {.grad_drop_layers = study::layer_output_points(model), .ig_inputs = kInputPoints});
   circuit.corrupted_metric = circuit.comparison.exact.target_metric;
+  circuit.atp_check = atp_diagnostic(model, run_corrupted, source, circuit.comparison);
   circuit.edges = edge_circuit(model, run_clean, run_corrupted, kInputPoints, names, /*receivers_per_head=*/false);
   circuit.edges_per_head = edge_circuit(model, run_clean, run_corrupted, kInputPoints, names, /*receivers_per_head=*/true);
   circuit.positions = position_sweep(model, run_clean, run_corrupted);

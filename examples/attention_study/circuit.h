@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "examples/attention_study/atp_diagnostic.h"
 #include "examples/attention_study/edge_circuit.h"
 #include "examples/attention_study/position_sweep.h"
 #include "examples/attention_study/study.h"
@@ -27,6 +28,7 @@ struct CircuitStudy {
   double clean_metric = 0, corrupted_metric = 0;
   std::vector<std::string> row_names;  // per row of the comparison: "dec0 cross h2 z"
   study::PatchingComparison comparison;
+  AtPDiagnostic atp_check;  // AtP*'s subset diagnostic of the AtP column (atp_diagnostic.h)
   EdgeCircuit edges;  // the same runs, edge by edge (edge_circuit.h)
   EdgeCircuit edges_per_head;  // and into each head's share of an attention input
   PositionSweep positions;  // and position by position in the residual stream (position_sweep.h)

@@ -142,6 +142,9 @@ int study(const tapegrad::copy_task::Config& config, const Options& options,
                 "clean %.4f, corrupted %.4f); each method against exact patching (circuit.csv):\n%s",
                 circuit->clean_metric, circuit->corrupted_metric,
                 attention_study::to_markdown(attention_study::method_agreement_table(*circuit)).c_str());
+    std::fputs(attention_study::atp_diagnostic_summary(circuit->atp_check, circuit->clean_metric - circuit->corrupted_metric)
+                   .c_str(),
+               stdout);
     std::printf("Patching each of its %zu edges (a head, feed-forward or embedding into an attention input or the "
                 "output) the same way; EAP and EAP-IG against exact path patching (edges.csv):\n%s",
                 circuit->edges.exact.rows.size(),
@@ -210,8 +213,8 @@ int main(int argc, char** argv) {
   tapegrad::examples::add_switch(app, "circuit", options.circuit,
                                  "patch every head's z, q and k, and every edge between them, from the study batch "
                                  "into a corrupted copy, exactly and by attribution patching (circuit.csv, "
-                                 "patching_methods.csv, edges.csv, edge_methods.csv, edges_per_head.csv, "
-                                 "edge_methods_per_head.csv)");
+                                 "patching_methods.csv, atp_diagnostic.csv, edges.csv, edge_methods.csv, "
+                                 "edges_per_head.csv, edge_methods_per_head.csv)");
   CLI11_PARSE(app, argc, argv);
   options.metric = {metrics.at(metric), app.count("--metric-position") > 0
                                             ? std::optional<std::size_t>(metric_position)

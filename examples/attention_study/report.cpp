@@ -33,6 +33,8 @@ void write_report(const std::filesystem::path& dir, const RunInfo& run, const St
     write_file_atomic(dir / "edge_methods.csv", to_csv(edge_method_table(circuit->edges)));
     const double gap = circuit->clean_metric - circuit->corrupted_metric;
     write_file_atomic(dir / "edges_per_head.csv", to_csv(edge_table(circuit->edges_per_head, gap)));
+    write_file_atomic(dir / "atp_diagnostic.csv",
+                      to_csv(atp_diagnostic_table(circuit->atp_check, circuit->comparison, circuit->row_names, gap)));
     write_file_atomic(dir / "edge_methods_per_head.csv", to_csv(edge_method_table(circuit->edges_per_head)));
     write_file_atomic(dir / "positions.csv", to_csv(position_table(circuit->positions, gap, false)));
     write_file_atomic(dir / "positions_atp.csv", to_csv(position_table(circuit->positions, gap, true)));
