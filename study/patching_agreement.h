@@ -42,7 +42,8 @@ struct Verification {
   std::size_t sampled_false_negatives = 0;
   // The 95% upper confidence bound (Clopper-Pearson) on the share of false negatives among all
   // the rows outside the estimate's top k, from the sample: with none found in 59 sampled rows,
-  // 0.0495. 1 without a sample. In the spirit of AtP*'s diagnostic, not its subset sampling.
+  // 0.0495. 1 without a sample. AtP*'s own diagnostic, subsets patched together, is
+  // study/subset_diagnostic.h.
   double false_negative_share_bound = 1;
 };
 
