@@ -75,16 +75,17 @@ Table cell_table(const CellSweep& sweep, std::size_t largest) {
 }
 
 std::string cell_sweep_summary(const CellSweep& sweep) {
-  const std::string cells = std::to_string(sweep.cells()) + " cells (" + std::to_string(sweep.heads) + " heads x " +
-                            std::to_string(sweep.queries) + " queries x " + std::to_string(sweep.keys) + " keys)";
+  const std::string cells = std::to_string(sweep.cells()) + " attention cells (" + std::to_string(sweep.heads) +
+                            " heads x " + std::to_string(sweep.queries) + " queries x " + std::to_string(sweep.keys) +
+                            " keys) of " + sweep.name;
   if (!sweep.swept) {
-    return "skipped: its " + cells + " would take a forward each, more than " + std::to_string(kMaxSweptCells) + ".";
+    return "The " + cells + " were not patched: a forward each, more than " + std::to_string(kMaxSweptCells) + ".";
   }
   const study::Agreement& a = sweep.agreement;
-  return cells + "; AtP against exact patching over the " + std::to_string(a.compared) +
-         " whose A differs between the runs: Pearson " + short_number(a.pearson) + ", Spearman " +
-         short_number(a.spearman) + ", top-" + std::to_string(a.k) + " recall " + short_number(a.top_k_recall) +
-         " (cells.csv).";
+  return "Patching each of the " + cells + " the same way; AtP against exact patching over the " +
+         std::to_string(a.compared) + " cells whose A differs between the runs: Pearson " + short_number(a.pearson) +
+         ", Spearman " + short_number(a.spearman) + ", top-" + std::to_string(a.k) + " recall " +
+         short_number(a.top_k_recall) + " (cells.csv).";
 }
 
 }  // namespace tapegrad::attention_study

@@ -40,8 +40,8 @@ CellSweep cell_sweep(nn::Module<float>& model, const study::RunLoss<float>& run_
 // metric) patching the cell recovers, exactly and by AtP: every cell in the sweep's order or, with
 // `largest`, that many cells largest in |exact share| first. No rows for a sweep that was skipped.
 Table cell_table(const CellSweep& sweep, std::size_t largest = 0);
-// One sentence: the cells, and AtP's agreement with exact patching over the cells compared, or
-// why the sweep was skipped.
+// One sentence: the cells and the module, and AtP's agreement with exact patching over the cells
+// compared, or why the sweep was skipped.
 std::string cell_sweep_summary(const CellSweep& sweep);
 
 }  // namespace tapegrad::attention_study

@@ -152,9 +152,8 @@ int study(const tapegrad::copy_task::Config& config, const Options& options,
                 circuit->edges_per_head.exact.rows.size(),
                 attention_study::to_markdown(attention_study::edge_method_table(circuit->edges_per_head)).c_str());
     const attention_study::CellSweep& cells = circuit->cells;
-    std::printf("Patching each attention cell (head, query, key) of %s, the module whose heads' z patches recover the "
-                "most, the same way: %s\n",
-                cells.name.c_str(), attention_study::cell_sweep_summary(cells).c_str());
+    std::printf("%s %s is the module whose heads' z patches recover the most.\n",
+                attention_study::cell_sweep_summary(cells).c_str(), cells.name.c_str());
     if (cells.swept) {
       std::printf("%s", attention_study::to_markdown(attention_study::cell_table(cells, kTopCells)).c_str());
     }
