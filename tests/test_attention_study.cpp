@@ -329,7 +329,8 @@ TEST(AttentionStudy, CellSweepAtPIsTheCellsChangeTimesTheGradient) {
   const auto clean = tapegrad::study::run_with_cache<float>(model, runs.clean, {point});
   const auto corrupted = tapegrad::study::run_with_cache<float>(model, runs.corrupted, {point},
                                                                 tapegrad::study::CacheGradients::kYes);
-  const xt::xarray<float>&a_clean = clean.value(point), &a_corrupted = corrupted.value(point);
+  const xt::xarray<float>& a_clean = clean.value(point);
+  const xt::xarray<float>& a_corrupted = corrupted.value(point);
   const xt::xarray<float>& grad = corrupted.grad(point);
   const tapegrad::attention_study::Table table = tapegrad::attention_study::cell_table(sweep);
   std::size_t unchanged = 0;

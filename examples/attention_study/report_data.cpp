@@ -225,15 +225,16 @@ std::string report_json(const RunInfo& run, const StudyResult& study,
                     position_table(circuit->positions, circuit->clean_metric - circuit->corrupted_metric, false),
                     /*heat_from=*/1)});
   }
-  std::vector<std::pair<std::string, std::string>> members = {{"facts", facts(run, study)},
-                      {"percentile", json_number(kScalePercentile)},
-                      {"calls", json_array(calls)},
-                      {"snapshots", json_array(snaps)},
-                      {"attributions", json_array(attributions)},
-                      {"tables", json_array(tables)},
-                      {"losses", json_array(losses)},
-                      {"no_loss_note", json_string("The model was loaded from a checkpoint (" + run.source +
-                                                   "); a checkpoint holds no loss history, so there is no loss curve.")}};
+  std::vector<std::pair<std::string, std::string>> members = {
+      {"facts", facts(run, study)},
+      {"percentile", json_number(kScalePercentile)},
+      {"calls", json_array(calls)},
+      {"snapshots", json_array(snaps)},
+      {"attributions", json_array(attributions)},
+      {"tables", json_array(tables)},
+      {"losses", json_array(losses)},
+      {"no_loss_note", json_string("The model was loaded from a checkpoint (" + run.source +
+                                   "); a checkpoint holds no loss history, so there is no loss curve.")}};
   if (circuit) members.emplace_back("cells", cells_json(circuit->cells));
   return json_object(members);
 }
