@@ -173,7 +173,8 @@ void expect_colourful_overview(const std::string& chromium, const fs::path& page
 // hold for a snapshot and must not take from the end of training; the readout after choosing
 // another sequence (cleared: the value read was sequence 0's); a cell of the circuit table, with
 // its heatmap colour; the points of a method's scatter against exact patching; the circuit graph's
-// edges and the readout of its largest. Then the overview's screenshot.
+// edges and the readout of its largest; the cell sweep coloured by AtP, hovered at its largest cell,
+// whose readout gives the cell's exact and AtP shares of cells.csv. Then the overview's screenshot.
 TEST(AttentionPage, Seq10HoverReadsTheCapturedValueAndTheSlidersSnapshot) {
   REQUIRE_CHROMIUM(chromium);
   const StudyPage& page = seq10_page();
@@ -187,12 +188,21 @@ TEST(AttentionPage, Seq10HoverReadsTheCapturedValueAndTheSlidersSnapshot) {
     if (std::abs(share) > std::abs(edges.exact.rows[largest].effect / gap)) largest = i;
   }
   const std::string largest_edge = edges.sender_names[largest] + "|" + edges.receiver_names[largest];
+  // The cell of cells.csv largest in |exact share| (the page's cell sweep is its float32 copy).
+  const std::vector<std::vector<std::string>> cells = csv_cells(read_text(page.html.parent_path() / "cells.csv"));
+  ASSERT_GT(cells.size(), 2u);
+  const auto largest_cell = std::max_element(cells.begin() + 1, cells.end(), [](const auto& a, const auto& b) {
+    return std::abs(std::stod(a[4])) < std::abs(std::stod(b[4]));
+  });
+  const auto& cell = *largest_cell;
+  const std::string cell_head = cell[0] + " h" + cell[1];
   const std::string dom = dump_dom(
       chromium, page.html, "selftest=dec0 cross h1,2,3,dS;enc1 self h0,4,1,A,0;enc1 self h0,4,1,dS,0;sequence=1;"
-      "cell=circuit,dec1 cross h1 z,exact;scatter=AtP + QK fix;edges;edge=" + largest_edge);
+      "cell=circuit,dec1 cross h1 z,exact;scatter=AtP + QK fix;edges;edge=" + largest_edge + ";cells=" + cell_head +
+      "," + cell[2] + "," + cell[3] + ",AtP");
   EXPECT_NE(dom.find("id=\"snapshot-slider\""), std::string::npos);
   const std::vector<std::string> readouts = selftest_results(dom);
-  ASSERT_EQ(readouts.size(), 8u) << dom.substr(0, 3000);
+  ASSERT_EQ(readouts.size(), 9u) << dom.substr(0, 3000);
   EXPECT_EQ(readouts[2].rfind("unavailable: dL/dS at step 0 is not in the page", 0), 0u) << readouts[2];
   EXPECT_EQ(readouts[3], "Click a thumbnail; move the mouse over a map to read its values. ");
 
@@ -230,6 +240,16 @@ TEST(AttentionPage, Seq10HoverReadsTheCapturedValueAndTheSlidersSnapshot) {
   const double read = std::stod(readouts[7].substr(head.size()));
   const double largest_share = edges.exact.rows[largest].effect / gap;
   EXPECT_NEAR(read, largest_share, 5e-3 * std::abs(largest_share)) << readouts[7];
+  // "<head> cell, query <q>, key <k> (AtP shown) = exact <share>, AtP <share>", each share the
+  // float32 the page holds, printed to its last bit.
+  const std::string cell_readout = cell_head + " cell, query " + cell[2] + ", key " + cell[3] + " (AtP shown) = exact ";
+  ASSERT_EQ(readouts[8].rfind(cell_readout, 0), 0u) << readouts[8];
+  const std::string shares = readouts[8].substr(cell_readout.size());
+  const auto atp_at = shares.find(", AtP ");
+  ASSERT_NE(atp_at, std::string::npos) << readouts[8];
+  ASSERT_NE(std::stod(cell[4]), 0.0);
+  EXPECT_EQ(std::stod(shares.substr(0, atp_at)), double(float(std::stod(cell[4])))) << readouts[8];
+  EXPECT_EQ(std::stod(shares.substr(atp_at + 6)), double(float(std::stod(cell[5])))) << readouts[8];
   expect_colourful_overview(chromium, page.html, "overview_seq10");
 }
 

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "examples/attention_study/circuit.h"
 #include "examples/attention_study/json.h"
 #include "examples/attention_study/study.h"
 #include "nn/io/checkpoint.h"
@@ -70,7 +71,7 @@ TEST(AttentionStudy, WritesThePageTablesExportsAndSnapshotsNothingElse) {
                                   "bertviz.json", "snapshots.safetensors", "npy", "circuit.csv",
                                   "patching_methods.csv", "edges.csv", "edge_methods.csv", "edges_per_head.csv",
                                   "edge_methods_per_head.csv", "atp_diagnostic.csv", "positions.csv",
-                                  "positions_atp.csv"};
+                                  "positions_atp.csv", "cells.csv"};
   for (const auto& f : files)
     if (f.starts_with("npy/")) expected.insert(f);  // the exports, checked below
   EXPECT_EQ(files, expected);
@@ -295,6 +296,39 @@ TEST(AttentionStudy, PositionSweepOfTheDecodersOutputAddsUpToTheWholeGap) {
   EXPECT_NEAR(decoder_output_total, 1.0, 1e-4);
 }
 
+// The cell sweep patches the module whose heads' z patches recover the most of the gap in
+// circuit.csv, every cell once in row-major order: 2 heads x 5 x 5 cells for an encoder module,
+// 2 x 4 x 5 for a decoder cross-attention (its queries are the decoder's 4 input tokens, its keys
+// the 5 source tokens), 2 x 4 x 4 for a decoder self-attention, its masked cells included (their
+// shares are 0: CellSweepAtPIsTheCellsChangeTimesTheGradient). The output prints the largest.
+TEST(AttentionStudy, CellSweepPatchesEveryCellOfTheModuleWhoseHeadsCarryMost) {
+  std::map<std::string, double> z_share;  // per module short name, summed over its heads
+  for (const auto& row : csv_cells(read_text(trained_output() / "circuit.csv"))) {
+    if (row.size() > 3 && row[0].ends_with(" z")) z_share[row[0].substr(0, row[0].rfind(" h"))] += std::stod(row[3]);
+  }
+  ASSERT_EQ(z_share.size(), 3u * kLayers);
+  const std::string module =
+      std::max_element(z_share.begin(), z_share.end(), [](const auto& a, const auto& b) { return a.second < b.second; })
+          ->first;
+  const std::vector<std::vector<std::string>> cells = csv_cells(read_text(trained_output() / "cells.csv"));
+  ASSERT_FALSE(cells.empty());
+  EXPECT_EQ(cells[0], (std::vector<std::string>{"module", "head", "query", "key", "exact", "AtP"}));
+  const bool decoder_self = module.starts_with("dec") && module.ends_with(" self");
+  const std::size_t queries = module.starts_with("enc") ? 5 : 4, keys = decoder_self ? 4 : 5;
+  ASSERT_EQ(cells.size(), 1 + kHeads * queries * keys) << module;
+  for (std::size_t i = 1; i < cells.size(); ++i) {
+    const std::size_t cell = i - 1;
+    const std::vector<std::string> where = {module, std::to_string(cell / (queries * keys)),
+                                            std::to_string(cell / keys % queries), std::to_string(cell % keys)};
+    ASSERT_EQ(std::vector<std::string>(cells[i].begin(), cells[i].begin() + 4), where) << i;
+  }
+  const std::string log = read_text(trained_output().parent_path() / "log");
+  EXPECT_NE(log.find(" keys) of " + module + " the same way; AtP against exact patching over the "), std::string::npos)
+      << log;
+  EXPECT_NE(log.find(module + " is the module whose heads' z patches recover the most."), std::string::npos) << log;
+  EXPECT_NE(log.find("| module | head | query | key | exact | AtP |"), std::string::npos) << log;
+}
+
 // An untrained copy-task model (2 layers of 2 heads, d_model 8) and two sequences of 5 tokens.
 struct SmallStudy {
   tapegrad::copy_task::Config config = [] {
@@ -309,6 +343,48 @@ struct SmallStudy {
   std::unique_ptr<tapegrad::nn::transformer::Transformer<float>> model = tapegrad::copy_task::make_model<float>(config, gen);
   tapegrad::IndexArray data = tapegrad::copy_task::random_sequences(2, 5, config.vocab, data_gen);
 };
+
+// Every cell of the decoder's first self-attention on the circuit study's runs: AtP of a cell is
+// (A_clean - A_corrupted) * d metric / dA summed over the sequences, recomputed here from
+// run_with_cache's gradient. The cells the causal mask forbids (key after query) and the first
+// query's one key (A = 1 in every run) are the same in both runs: patching them recovers exactly
+// nothing, AtP says 0, and the agreement leaves them out.
+TEST(AttentionStudy, CellSweepAtPIsTheCellsChangeTimesTheGradient) {
+  SmallStudy small;
+  auto& model = *small.model;
+  model.eval();
+  const auto runs = tapegrad::attention_study::copy_runs(model, small.data, small.config.vocab, 7);
+  const std::string module = "decoder.decoder_layers.0.self_attention", point = module + ".hook_pattern";
+  const auto sweep = tapegrad::attention_study::cell_sweep(model, runs.clean, runs.corrupted, module, "dec0 self");
+  ASSERT_TRUE(sweep.swept);
+  ASSERT_EQ(sweep.exact.rows.size(), 2u * 4 * 4);
+  ASSERT_EQ(sweep.atp.rows.size(), sweep.exact.rows.size());
+  const auto clean = tapegrad::study::run_with_cache<float>(model, runs.clean, {point});
+  const auto corrupted = tapegrad::study::run_with_cache<float>(model, runs.corrupted, {point},
+                                                                tapegrad::study::CacheGradients::kYes);
+  const xt::xarray<float>& a_clean = clean.value(point);
+  const xt::xarray<float>& a_corrupted = corrupted.value(point);
+  const xt::xarray<float>& grad = corrupted.grad(point);
+  const tapegrad::attention_study::Table table = tapegrad::attention_study::cell_table(sweep);
+  std::size_t unchanged = 0;
+  for (std::size_t i = 0; i < sweep.exact.rows.size(); ++i) {
+    const auto& at = sweep.exact.rows[i].at;
+    const std::size_t h = at[0], q = at[1], k = at[2];
+    double expected = 0;
+    for (std::size_t b = 0; b < a_clean.shape()[0]; ++b)
+      expected += (double(a_clean(b, h, q, k)) - double(a_corrupted(b, h, q, k))) * double(grad(b, h, q, k));
+    EXPECT_NEAR(sweep.atp.rows[i].atp, expected, 1e-4 * std::abs(expected) + 1e-7) << h << " " << q << " " << k;
+    if (k > q || (k == 0 && q == 0)) {
+      ++unchanged;
+      EXPECT_EQ(sweep.exact.rows[i].metric, sweep.exact.target_metric) << h << " " << q << " " << k;
+      EXPECT_EQ(std::get<double>(table.rows[i][4]), 0.0) << h << " " << q << " " << k;
+      EXPECT_EQ(std::get<double>(table.rows[i][5]), 0.0) << h << " " << q << " " << k;
+    }
+  }
+  EXPECT_EQ(unchanged, 2u * (6 + 1));
+  EXPECT_EQ(sweep.unchanged, unchanged);
+  EXPECT_EQ(sweep.agreement.compared, sweep.exact.rows.size() - unchanged);
+}
 
 // The loss is minus the target log-probability, so their dL/dA are opposite, element for element;
 // the target logit's is another map. The loss and the ablation are the loss's whatever L is.

@@ -1,11 +1,14 @@
 #include "examples/attention_study/circuit.h"
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "autograd/ops/reduce.h"
 #include "nn/copy_task/copy_task.h"
 #include "study/attention_sites.h"
 #include "study/metrics.h"
+#include "study/patch_source.h"
 
 namespace tapegrad::attention_study {
 
@@ -17,24 +20,41 @@ const std::vector<std::string> kInputPoints = {"encoder.encoder_layers.0.hook_re
 
 // The copy metric of `data` through the model, teacher-forced: the mean logit difference between
 // the tokens `correct` and `wrong` continue with (study::score_difference on the log-probabilities).
-study::RunLoss<float> copy_metric(nn::transformer::Transformer<float>& model, const copy_task::Batch& batch,
+study::RunLoss<float> copy_metric(nn::transformer::Transformer<float>& model, copy_task::Batch batch,
                                   const IndexArray& correct, const IndexArray& wrong) {
-  return [&model, &batch, correct, wrong] {
+  return [&model, batch, correct, wrong] {
     const Tensor<float> out = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask);
     return study::score_difference(model.generator(out), correct, wrong);
   };
 }
 
+// The attention module whose heads' z patches recover the most of the gap, summed over its heads.
+std::string module_carrying_most(const study::PatchTable& exact) {
+  std::map<std::string, double> recovered;
+  for (const auto& row : exact.rows) {
+    const auto [module, point] = study::module_and_point(row.point);
+    if (point == "hook_z") recovered[module] += exact.recovered(row);
+  }
+  return std::max_element(recovered.begin(), recovered.end(),
+                          [](const auto& a, const auto& b) { return a.second < b.second; })
+      ->first;
+}
+
 }  // namespace
+
+CopyRuns copy_runs(nn::transformer::Transformer<float>& model, const IndexArray& data, std::size_t vocab,
+                   std::uint64_t seed) {
+  Generator gen(seed);
+  const copy_task::Batch clean = copy_task::make_batch(data);
+  const copy_task::Batch corrupted = copy_task::make_batch(copy_task::corrupt_sequences(data, vocab, gen));
+  return {copy_metric(model, clean, clean.tgt_out, corrupted.tgt_out),
+          copy_metric(model, corrupted, clean.tgt_out, corrupted.tgt_out)};
+}
 
 CircuitStudy circuit_study(nn::transformer::Transformer<float>& model, const IndexArray& data, std::size_t vocab,
                            std::uint64_t seed, const StudyResult& names) {
   model.eval();
-  Generator gen(seed);
-  const copy_task::Batch clean = copy_task::make_batch(data);
-  const copy_task::Batch corrupted = copy_task::make_batch(copy_task::corrupt_sequences(data, vocab, gen));
-  const study::RunLoss<float> run_clean = copy_metric(model, clean, clean.tgt_out, corrupted.tgt_out);
-  const study::RunLoss<float> run_corrupted = copy_metric(model, corrupted, clean.tgt_out, corrupted.tgt_out);
+  const auto [run_clean, run_corrupted] = copy_runs(model, data, vocab, seed);
 
   CircuitStudy circuit;
   std::vector<std::string> points = kInputPoints;  // cached for EAP-IG on inputs, not patched
@@ -57,6 +77,8 @@ CircuitStudy circuit_study(nn::transformer::Transformer<float>& model, const Ind
   circuit.edges = edge_circuit(model, run_clean, run_corrupted, kInputPoints, names, /*receivers_per_head=*/false);
   circuit.edges_per_head = edge_circuit(model, run_clean, run_corrupted, kInputPoints, names, /*receivers_per_head=*/true);
   circuit.positions = position_sweep(model, run_clean, run_corrupted);
+  const std::string module = module_carrying_most(circuit.comparison.exact);
+  circuit.cells = cell_sweep(model, run_clean, run_corrupted, module, names.short_name_of(module));
   return circuit;
 }
 

@@ -42,6 +42,8 @@ constexpr std::size_t kAccuracySequences = 100;
 constexpr std::uint64_t kStudyStream = 0x5EED5EED;
 // The circuit study's corruption of the study batch, from a stream of its own.
 constexpr std::uint64_t kCorruptionStream = 0xC0220;
+// The attention cells printed, largest first (cells.csv has them all).
+constexpr std::size_t kTopCells = 5;
 
 // The flags that are not the model's (copy_task/model_flags.h has those).
 struct Options {
@@ -152,6 +154,12 @@ int study(const tapegrad::copy_task::Config& config, const Options& options,
     std::printf("And its %zu edges into each head's share of an attention input (edges_per_head.csv):\n%s",
                 circuit->edges_per_head.exact.rows.size(),
                 attention_study::to_markdown(attention_study::edge_method_table(circuit->edges_per_head)).c_str());
+    const attention_study::CellSweep& cells = circuit->cells;
+    std::printf("%s %s is the module whose heads' z patches recover the most.\n",
+                attention_study::cell_sweep_summary(cells).c_str(), cells.name.c_str());
+    if (cells.swept) {
+      std::printf("%s", attention_study::to_markdown(attention_study::cell_table(cells, kTopCells)).c_str());
+    }
   }
   std::printf("Wrote %s\n", (std::filesystem::path(options.out) / "index.html").c_str());
   return 0;
@@ -214,7 +222,8 @@ int main(int argc, char** argv) {
                                  "patch every head's z, q and k, and every edge between them, from the study batch "
                                  "into a corrupted copy, exactly and by attribution patching (circuit.csv, "
                                  "patching_methods.csv, atp_diagnostic.csv, edges.csv, edge_methods.csv, "
-                                 "edges_per_head.csv, edge_methods_per_head.csv)");
+                                 "edges_per_head.csv, edge_methods_per_head.csv), and the residual stream's positions "
+                                 "and one module's attention cells (positions.csv, cells.csv)");
   CLI11_PARSE(app, argc, argv);
   options.metric = {metrics.at(metric), app.count("--metric-position") > 0
                                             ? std::optional<std::size_t>(metric_position)

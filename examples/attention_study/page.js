@@ -23,6 +23,7 @@ for (const c of D.calls) {
 }
 for (const s of D.snapshots) s.calls = s.calls.map(c => ({A: floats(c.A), dA: floats(c.dA)}));
 for (const a of D.attributions) a.values = floats(a.values);
+if (D.cells) for (const q of ['exact', 'atp']) D.cells[q] = floats(D.cells[q]);
 
 const QUANTITY = {
   A: {label: 'A (weights)', diverging: false},
@@ -37,7 +38,7 @@ const PERCENTILE = D.percentile;  // the diverging limit: this percentile of |va
 const LOG_DECADES = 4;
 const isGradient = quantity => quantity === 'dA' || quantity === 'dS';
 const headName = (call, h) => call.name + ' h' + h;  // the C++ head_name
-const state = {seq: 0, perMap: false, logGradients: true, snapshot: D.snapshots.length, head: null};
+const state = {seq: 0, perMap: false, logGradients: true, snapshot: D.snapshots.length, head: null, cellView: 'exact'};
 
 // ---- colour ---------------------------------------------------------------------------------
 const VIRIDIS = [[68, 1, 84], [72, 40, 120], [62, 74, 137], [49, 104, 142], [38, 130, 142],
@@ -176,6 +177,23 @@ function drawHeatmap(canvas, m, scale, rowLabels, colLabels, target) {
   for (let j = 0; j < m.cols; j += cstep) ctx.fillText(colLabels[j], x0 + (j + 0.5) * cell, LABEL_HEIGHT / 2 + 2);
   return {x0, y0, cell, rows: m.rows, cols: m.cols};
 }
+// The cell [i, j] of drawHeatmap's geometry g under a mouse event on its canvas, null outside.
+function cellUnderMouse(canvas, g, e) {
+  const r = canvas.getBoundingClientRect();
+  const x = (e.clientX - r.left) * canvas.width / r.width - g.x0, y = (e.clientY - r.top) * canvas.height / r.height - g.y0;
+  const i = Math.floor(y / g.cell), j = Math.floor(x / g.cell);
+  return i < 0 || j < 0 || i >= g.rows || j >= g.cols ? null : [i, j];
+}
+// The self-test's hover: moves the mouse over the middle of cell (i, j) of a rows x cols heatmap
+// drawn at `target`, found from the canvas's size (the map ends 4 px from its right and bottom
+// edges), not from what drawHeatmap returned.
+function hoverCell(canvas, rows, cols, target, i, j) {
+  const cell = cellSize({rows, cols}, target), x0 = canvas.width - 4 - cell * cols, y0 = canvas.height - 4 - cell * rows;
+  const r = canvas.getBoundingClientRect();
+  canvas.dispatchEvent(new MouseEvent('mousemove', {bubbles: true,
+    clientX: r.left + (x0 + (j + 0.5) * cell) * r.width / canvas.width,
+    clientY: r.top + (y0 + (i + 0.5) * cell) * r.height / canvas.height}));
+}
 // The bar's ticks sit evenly spaced: on the log scale, +-hi/100 falls a quarter of the way from
 // 0 to each end (log(1 + 10^2) / log(1 + 10^4) = 0.501).
 function colourBar(scale, note) {
@@ -253,11 +271,9 @@ function openDetail(ci, h) {
     const rows = tokens(c.query_tokens, state.seq), cols = tokens(c.key_tokens, state.seq);
     const g = drawHeatmap(canvas, m, scale, rows, cols, TARGET);
     canvas.addEventListener('mousemove', e => {
-      const r = canvas.getBoundingClientRect();
-      const x = (e.clientX - r.left) * canvas.width / r.width - g.x0, y = (e.clientY - r.top) * canvas.height / r.height - g.y0;
-      const i = Math.floor(y / g.cell), j = Math.floor(x / g.cell);
-      if (i < 0 || j < 0 || i >= g.rows || j >= g.cols) return;
-      const v = m.masked(i, j) ? 'masked' : String(m.value(i, j));
+      const at = cellUnderMouse(canvas, g, e);
+      if (!at) return;
+      const [i, j] = at, v = m.masked(i, j) ? 'masked' : String(m.value(i, j));
       showReadout(`${headName(c, h)} ${QUANTITY[quantity].label}, sequence ${state.seq}: query ${i} (token ${rows[i]}), key ${j} (token ${cols[j]}) =`, v);
     });
     panels.append(el('figure', {}, el('figcaption', {}, QUANTITY[quantity].label), canvas,
@@ -413,6 +429,50 @@ function drawEdgeGraph() {
       'module (top, middle, bottom of its column) or to the output. Red recovers the clean metric, blue works against it; ' +
       'hover an edge for its exact, EAP and EAP-IG shares (the edges table below).'));
 }
+// The cell sweep (D.cells): a heatmap per head, query by key, of the share of the gap patching each
+// attention cell recovers, exactly or as AtP estimates it (the menu), on one scale for both views;
+// grey where the module's mask forbids the cell in every sequence. The readout gives both numbers.
+const CELL_VIEWS = {exact: 'exact', AtP: 'atp'};
+function drawCellSweep() {
+  const s = D.cells, box = document.getElementById('cell-sweep');
+  if (!s) return;
+  const title = el('h3', {}, `Which attention cells carry the copy: ${s.name}, cell by cell`);
+  if (!s.heads) { box.replaceChildren(title, el('p', {class: 'note'}, s.note)); return; }
+  const call = D.calls.find(c => c.module === s.module), size = s.seq_q * s.seq_k;
+  const maskedEverywhere = (i, j) => {
+    for (let b = 0; b < call.batch; ++b) if (call.mask[b * size + i * s.seq_k + j]) return false;
+    return true;
+  };
+  const limit = [...s.exact, ...s.atp].reduce((l, v) => Number.isFinite(v) ? Math.max(l, Math.abs(v)) : l, 1e-30);
+  const scale = {lo: -limit, hi: limit, diverging: true, log: false};
+  const menu = el('select', {id: 'cells-view'}, ...Object.keys(CELL_VIEWS).map(v => el('option', {value: v}, v)));
+  menu.value = state.cellView;
+  menu.addEventListener('change', () => { state.cellView = menu.value; clearReadout(); drawCellSweep(); });
+  const positions = n => Array.from({length: n}, (_, i) => String(i));
+  const figures = [];
+  for (let h = 0; h < s.heads; ++h) {
+    const share = (view, i, j) => s[CELL_VIEWS[view]][h * size + i * s.seq_k + j];
+    const m = {rows: s.seq_q, cols: s.seq_k, value: (i, j) => share(state.cellView, i, j), masked: maskedEverywhere};
+    const name = s.name + ' h' + h, canvas = el('canvas', {class: 'cell-sweep', 'data-head': name});
+    const g = drawHeatmap(canvas, m, scale, positions(s.seq_q), positions(s.seq_k), SMALL);
+    canvas.addEventListener('mousemove', e => {
+      const at = cellUnderMouse(canvas, g, e);
+      if (!at) return;
+      const [i, j] = at;
+      showReadout(`${name} cell, query ${i}, key ${j} (${state.cellView} shown) =`,
+                  m.masked(i, j) ? 'masked' : `exact ${share('exact', i, j)}, AtP ${share('AtP', i, j)}`);
+    });
+    figures.push(el('figure', {}, el('figcaption', {}, name), canvas));
+  }
+  const a = s.agreement, num = v => v === null ? 'undefined' : fmt(v);  // null: NaN in the JSON
+  box.replaceChildren(title, el('label', {}, 'Colour by: ', menu), el('div', {class: 'panels'}, ...figures),
+    colourBar(scale, 'shared by every head and both views: 0 white, the limit the largest |share|'),
+    el('p', {class: 'note'}, `Each cell (rows: query position, columns: key position) patches that one weight of A from ` +
+      `the study batch into the corrupted copy, in every sequence at once: the share of the gap of the circuit table ` +
+      `it recovers (cells.csv). ${s.name}: the module whose heads' z patches recover the most. AtP against exact over ` +
+      `the ${a.compared} cells whose A differs between the runs: Pearson ${num(a.pearson)}, Spearman ${num(a.spearman)}, ` +
+      `top-${a.k} recall ${num(a.top_k_recall)}. Hover a cell for both numbers.`));
+}
 function drawLoss() {
   const box = document.getElementById('loss'), L = D.losses;
   if (!L.length) { box.textContent = D.no_loss_note; return; }
@@ -480,7 +540,9 @@ function controls() {
 // probe sequence=<b> chooses sequence b in the menu; a probe cell=<table id>,<row name>,<column>
 // reads a table's cell and its background colour; scatter=<method> counts the points of that
 // method's scatter against exact patching; edges counts the circuit graph's edges and
-// edge=<sender>|<receiver> reads one edge's readout. Each appends the readout then shown as a line
+// edge=<sender>|<receiver> reads one edge's readout; cells=<head name>,<query>,<key>[,<view>]
+// colours the cell sweep by the view (exact or AtP), when given, and moves the mouse over that
+// head's cell. Each appends the readout then shown as a line
 // to #selftest-result (the page's browser test reads it back).
 function probe(text) {
   const readout = () => document.getElementById('readout').textContent + ' ' + document.getElementById('readout-value').textContent;
@@ -496,6 +558,19 @@ function probe(text) {
     return path ? path.querySelector('title').textContent : 'no edge ' + text;
   }
   if (text === 'edges') return 'edges ' + document.querySelectorAll('svg.edge-graph path.edge').length;
+  const cell = text.match(/^cells=([^,]+),(\d+),(\d+)(?:,(\w+))?$/);
+  if (cell) {
+    const menu = document.getElementById('cells-view');
+    if (!menu) return 'no cell sweep';
+    if (cell[4] !== undefined) {
+      menu.value = cell[4];
+      menu.dispatchEvent(new Event('change', {bubbles: true}));
+    }
+    const canvas = document.querySelector(`canvas.cell-sweep[data-head="${cell[1]}"]`);
+    if (!canvas) return 'no head ' + cell[1];
+    hoverCell(canvas, D.cells.seq_q, D.cells.seq_k, SMALL, Number(cell[2]), Number(cell[3]));
+    return readout();
+  }
   const cellOf = text.match(/^cell=([^,]+),([^,]+),(.+)$/);
   if (cellOf) {
     const table = document.getElementById('table-' + cellOf[1]);
@@ -528,12 +603,8 @@ function probe(text) {
     const note = document.querySelector(`#detail .unavailable[data-quantity="${m[4]}"]`);
     return note ? 'unavailable: ' + note.textContent : 'no map ' + m[4];
   }
-  const c = D.calls[state.head[0]], rows = c.seq_q, cols = c.seq_k, cell = cellSize({rows, cols}, TARGET);
-  const x0 = canvas.width - 4 - cell * cols, y0 = canvas.height - 4 - cell * rows;
-  const r = canvas.getBoundingClientRect();
-  canvas.dispatchEvent(new MouseEvent('mousemove', {bubbles: true,
-    clientX: r.left + (x0 + (Number(m[3]) + 0.5) * cell) * r.width / canvas.width,
-    clientY: r.top + (y0 + (Number(m[2]) + 0.5) * cell) * r.height / canvas.height}));
+  const c = D.calls[state.head[0]];
+  hoverCell(canvas, c.seq_q, c.seq_k, TARGET, Number(m[2]), Number(m[3]));
   return readout();
 }
 function selftest() {
@@ -548,5 +619,6 @@ drawAttributions();
 document.getElementById('tables').append(...D.tables.map(sortable));
 drawCircuitScatters();
 drawEdgeGraph();
+drawCellSweep();
 drawLoss();
 selftest();

@@ -38,6 +38,7 @@ void write_report(const std::filesystem::path& dir, const RunInfo& run, const St
     write_file_atomic(dir / "edge_methods_per_head.csv", to_csv(edge_method_table(circuit->edges_per_head)));
     write_file_atomic(dir / "positions.csv", to_csv(position_table(circuit->positions, gap, false)));
     write_file_atomic(dir / "positions_atp.csv", to_csv(position_table(circuit->positions, gap, true)));
+    if (circuit->cells.swept) write_file_atomic(dir / "cells.csv", to_csv(cell_table(circuit->cells)));
   }
   write_file_atomic(dir / "index.html", page);
 }

@@ -14,6 +14,9 @@
 //                              EAP and EAP-IG
 //   positions.csv, positions_atp.csv   per residual-stream point and position, the share each
 //                              patch recovers, exactly and by AtP (position_sweep.h)
+//   cells.csv                  per attention cell (head, query, key) of the module whose heads carry
+//                              most, the share each patch recovers, exactly and by AtP (cell_sweep.h);
+//                              not written when the module has too many cells to sweep
 #include <filesystem>
 #include <string>
 #include <vector>

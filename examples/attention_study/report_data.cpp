@@ -135,6 +135,31 @@ std::string facts(const RunInfo& run, const StudyResult& study) {
   return json_array(out);
 }
 
+// The cell sweep: its shape, the shares as float32 [heads, seq_q, seq_k] (exact and AtP), AtP's
+// agreement, and a note saying what was swept or why not.
+std::string cells_json(const CellSweep& sweep) {
+  const Table table = cell_table(sweep);
+  xt::xarray<float> exact = xt::zeros<float>({table.rows.size()}), atp = exact;
+  for (std::size_t i = 0; i < table.rows.size(); ++i) {
+    exact(i) = static_cast<float>(std::get<double>(table.rows[i][4]));
+    atp(i) = static_cast<float>(std::get<double>(table.rows[i][5]));
+  }
+  const study::Agreement& a = sweep.agreement;
+  return json_object({{"name", json_string(sweep.name)},
+                      {"module", json_string(sweep.module)},
+                      {"heads", std::to_string(sweep.swept ? sweep.heads : 0)},
+                      {"seq_q", std::to_string(sweep.queries)},
+                      {"seq_k", std::to_string(sweep.keys)},
+                      {"exact", floats(exact)},
+                      {"atp", floats(atp)},
+                      {"agreement", json_object({{"compared", std::to_string(a.compared)},
+                                                 {"pearson", json_number(a.pearson)},
+                                                 {"spearman", json_number(a.spearman)},
+                                                 {"top_k_recall", json_number(a.top_k_recall)},
+                                                 {"k", std::to_string(a.k)}})},
+                      {"note", json_string(cell_sweep_summary(sweep))}});
+}
+
 }  // namespace
 
 std::string token_label(Index token) {
@@ -200,15 +225,18 @@ std::string report_json(const RunInfo& run, const StudyResult& study,
                     position_table(circuit->positions, circuit->clean_metric - circuit->corrupted_metric, false),
                     /*heat_from=*/1)});
   }
-  return json_object({{"facts", facts(run, study)},
-                      {"percentile", json_number(kScalePercentile)},
-                      {"calls", json_array(calls)},
-                      {"snapshots", json_array(snaps)},
-                      {"attributions", json_array(attributions)},
-                      {"tables", json_array(tables)},
-                      {"losses", json_array(losses)},
-                      {"no_loss_note", json_string("The model was loaded from a checkpoint (" + run.source +
-                                                   "); a checkpoint holds no loss history, so there is no loss curve.")}});
+  std::vector<std::pair<std::string, std::string>> members = {
+      {"facts", facts(run, study)},
+      {"percentile", json_number(kScalePercentile)},
+      {"calls", json_array(calls)},
+      {"snapshots", json_array(snaps)},
+      {"attributions", json_array(attributions)},
+      {"tables", json_array(tables)},
+      {"losses", json_array(losses)},
+      {"no_loss_note", json_string("The model was loaded from a checkpoint (" + run.source +
+                                   "); a checkpoint holds no loss history, so there is no loss curve.")}};
+  if (circuit) members.emplace_back("cells", cells_json(circuit->cells));
+  return json_object(members);
 }
 
 }  // namespace tapegrad::attention_study

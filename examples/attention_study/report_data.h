@@ -12,6 +12,10 @@
 //   attributions per map: name, description, seq, tokens, values (base64 float32 [batch, seq, seq])
 //   tables       per table: id, title, caption, header, rows (strings)
 //   losses       training loss per step ([] when the model was loaded), no_loss_note
+//   cells        with a circuit study, its cell sweep (cell_sweep.h): name, module, heads (0 when
+//                skipped), seq_q, seq_k, exact and atp (base64 float32 [heads, seq_q, seq_k], the
+//                share of the gap each cell recovers), agreement {compared, pearson, spearman,
+//                top_k_recall, k}, note (one sentence: what was swept, or why not)
 #include <string>
 #include <vector>
 

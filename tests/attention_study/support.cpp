@@ -29,6 +29,17 @@ std::string read_text(const fs::path& path) {
   return s.str();
 }
 
+std::vector<std::vector<std::string>> csv_cells(const std::string& csv) {
+  std::istringstream lines(csv);
+  std::vector<std::vector<std::string>> out;
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    out.emplace_back();
+    for (std::string cell; std::getline(fields, cell, ',');) out.back().push_back(cell);
+  }
+  return out;
+}
+
 Result run(const std::string& command, const fs::path& log) {
   const int raw = std::system((command + " > '" + log.string() + "' 2>&1").c_str());
   return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, read_text(log)};

@@ -11,6 +11,8 @@
 namespace tapegrad::attention_study_test {
 
 std::string read_text(const std::filesystem::path& path);
+// The cells of each line of a CSV table whose cells hold no comma or quote, the header first.
+std::vector<std::vector<std::string>> csv_cells(const std::string& csv);
 
 using testing_support::TempDir;
 
