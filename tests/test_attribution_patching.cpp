@@ -24,6 +24,7 @@
 #include "study/patching_comparison.h"
 #include "study/patching_agreement.h"
 #include "study/slices.h"
+#include "tests/support/attention_pair.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {
@@ -31,42 +32,7 @@ namespace {
 
 using Array = xt::xarray<double>;
 
-Tensor<double> uniform_input(const Shape& shape, std::uint64_t seed, double scale = 1.0) {
-  Generator gen(seed);
-  return (Tensor<double>::uniform(shape, gen) * 2.0 - 1.0) * scale;
-}
-
-// One attention module in a cross-attention call, queries from one input, keys and values from
-// another, with a metric linear in the output: m = sum(out * w). Patching a q or k slice changes
-// only A; the metric is linear in A, V, z and each head's result.
-struct AttentionPair {
-  Generator gen{43};
-  nn::transformer::MultiHeadAttention<double> mha{8, 4, gen};
-  Tensor<double> weights = uniform_input({2, 3, 8}, 3), squared_weights = uniform_input({2, 3, 8}, 9);
-  Tensor<double> clean_q, clean_kv, corrupted_q, corrupted_kv;
-
-  explicit AttentionPair(double scale)
-      : clean_q(uniform_input({2, 3, 8}, 1, scale)),
-        clean_kv(uniform_input({2, 5, 8}, 4, scale)),
-        corrupted_q(uniform_input({2, 3, 8}, 2, scale)),
-        corrupted_kv(uniform_input({2, 5, 8}, 5, scale)) {}
-
-  Tensor<double> output(const Tensor<double>& q, const Tensor<double>& kv) { return mha(q, kv, kv); }
-  Tensor<double> linear_metric(const Tensor<double>& q, const Tensor<double>& kv) { return sum(output(q, kv) * weights); }
-  study::RunLoss<double> clean() {
-    return [this] { return linear_metric(clean_q, clean_kv); };
-  }
-  study::RunLoss<double> corrupted() {
-    return [this] { return linear_metric(corrupted_q, corrupted_kv); };
-  }
-  // m = sum(out * w) + sum(out^2 * u): quadratic in z, v and each head's result (out is linear in them).
-  study::RunLoss<double> quadratic(const Tensor<double>& q, const Tensor<double>& kv) {
-    return [this, q, kv] {
-      const Tensor<double> out = output(q, kv);
-      return sum(out * weights) + sum(out * out * squared_weights);
-    };
-  }
-};
+using testing::AttentionPair;
 
 std::vector<double> first_order_estimates(const study::AttributionTable& table) {
   std::vector<double> out;
@@ -201,7 +167,7 @@ struct PatchedTransformer {
   IndexArray clean_src = IndexArray({{1, 2, 3, 4, 5}, {6, 5, 4, 3, 2}});
   IndexArray corrupted_src = IndexArray({{1, 2, 6, 4, 5}, {6, 1, 4, 3, 3}});
   IndexArray tgt = IndexArray({{1, 2, 3}, {1, 6, 5}});
-  Tensor<double> weights = uniform_input({2, 3, 8}, 62);
+  Tensor<double> weights = testing::uniform_attention_input({2, 3, 8}, 62);
 
   PatchedTransformer() { model.eval(); }
   study::RunLoss<double> run(const IndexArray& src) {
@@ -426,7 +392,7 @@ TEST(AttributionPatching, ASourceHoldingNaNIsRefusedByEveryFunction) {
 TEST(AttributionPatching, ScoresWithMinusInfinityPatch) {
   Generator gen(12);
   nn::labml::MultiHeadAttention<double> mha(2, 4, gen, /*dropout_prob=*/0.0);
-  const Tensor<double> x = uniform_input({3, 2, 4}, 13);
+  const Tensor<double> x = testing::uniform_attention_input({3, 2, 4}, 13);
   const AttendMask causal(Mask(xt::xarray<bool>(  // [seq_q, seq_k, batch]
       {{{true, true}, {false, false}, {false, false}}, {{true, true}, {true, true}, {false, false}}, {{true, true}, {true, true}, {true, true}}})));
   const study::RunLoss<double> run = [&] { return sum(mha(x, x, x, causal) * mha(x, x, x, causal)); };
@@ -454,7 +420,7 @@ TEST(AttributionPatching, BadInputNamesTheFunctionAndWhatIsWrong) {
       },
       {"attribution_patch", "requires no gradient"}));
   const auto other_shape = study::run_with_cache<double>(
-      p.mha, [&] { return sum(p.output(uniform_input({1, 3, 8}, 7), uniform_input({1, 5, 8}, 8))); }, {"hook_z"});
+      p.mha, [&] { return sum(p.output(testing::uniform_attention_input({1, 3, 8}, 7), testing::uniform_attention_input({1, 5, 8}, 8))); }, {"hook_z"});
   EXPECT_TRUE(throws_with<ShapeError>(
       [&] { study::attribution_patch<double>(p.mha, p.corrupted(), other_shape, {"hook_z"}, 1); },
       {"attribution_patch", "'hook_z' is [2,4,3,2] in the target run but [1,4,3,2] in the source"}));

@@ -197,13 +197,23 @@ TEST(DocSnippets, RunWithCachePoints) {
   EXPECT_GT(double(xt::amax(xt::abs(dz))()), 0.0);
 }
 
+// The patching snippets' model and runs: a two-layer Transformer, a clean and a corrupted source,
+// and a metric linear in the decoder's output.
+struct PatchingSnippetModel {
+  Generator gen{0};
+  nn::transformer::Transformer<float> model{11, 11, 16, 0, 8, 2, 16, 2, 0.0, 1e-5, gen};
+  IndexArray src = IndexArray({{1, 2, 3, 4}, {1, 5, 6, 7}}), corrupted_src = IndexArray({{1, 3, 2, 5}, {1, 7, 5, 6}});
+  Tensor<float> weights = Tensor<float>::randn({2, 4, 8}, gen);
+  std::function<Tensor<float>()> run_clean = [this] { return sum(model(src, src) * weights); };
+  std::function<Tensor<float>()> run_corrupted = [this] { return sum(model(corrupted_src, src) * weights); };
+  PatchingSnippetModel() { model.eval(); }
+};
+
 TEST(DocSnippets, AttributionPatchingMethods) {
-  Generator gen(0);
-  nn::transformer::Transformer<float> model(11, 11, 16, 0, 8, 2, 16, 2, 0.0, 1e-5, gen);
-  const auto src = IndexArray({{1, 2, 3, 4}, {1, 5, 6, 7}}), corrupted_src = IndexArray({{1, 3, 2, 5}, {1, 7, 5, 6}});
-  const auto weights = Tensor<float>::randn({2, 4, 8}, gen);
-  const std::function<Tensor<float>()> run_clean = [&] { return sum(model(src, src) * weights); };
-  const std::function<Tensor<float>()> run_corrupted = [&] { return sum(model(corrupted_src, src) * weights); };
+  PatchingSnippetModel m;
+  auto& model = m.model;
+  const auto& run_clean = m.run_clean;
+  const auto& run_corrupted = m.run_corrupted;
 #include "doc_snippets/attribution_patching_methods.inc"
   EXPECT_EQ(atp.rows.size(), 4u);  // 2 heads of 2 points
   EXPECT_EQ(how_good.compared, 4u);
@@ -216,13 +226,10 @@ TEST(DocSnippets, AttributionPatchingMethods) {
 }
 
 TEST(DocSnippets, SubsetDiagnostic) {
-  Generator gen(0);
-  nn::transformer::Transformer<float> model(11, 11, 16, 0, 8, 2, 16, 2, 0.0, 1e-5, gen);
-  model.eval();
-  const auto src = IndexArray({{1, 2, 3, 4}, {1, 5, 6, 7}}), corrupted_src = IndexArray({{1, 3, 2, 5}, {1, 7, 5, 6}});
-  const auto weights = Tensor<float>::randn({2, 4, 8}, gen);
-  const std::function<Tensor<float>()> run_clean = [&] { return sum(model(src, src) * weights); };
-  const std::function<Tensor<float>()> run_corrupted = [&] { return sum(model(corrupted_src, src) * weights); };
+  PatchingSnippetModel m;
+  auto& model = m.model;
+  const auto& run_clean = m.run_clean;
+  const auto& run_corrupted = m.run_corrupted;
   const std::vector<std::string> points = {"encoder.encoder_layers.0.multi_head_attention.hook_z",
                                            "encoder.encoder_layers.1.multi_head_attention.hook_z"};
   const auto clean = study::run_with_cache<float>(model, run_clean, points);
@@ -234,13 +241,10 @@ TEST(DocSnippets, SubsetDiagnostic) {
 }
 
 TEST(DocSnippets, EdgePatching) {
-  Generator gen(0);
-  nn::transformer::Transformer<float> model(11, 11, 16, 0, 8, 2, 16, 2, 0.0, 1e-5, gen);
-  model.eval();
-  const auto src = IndexArray({{1, 2, 3, 4}, {1, 5, 6, 7}}), corrupted_src = IndexArray({{1, 3, 2, 5}, {1, 7, 5, 6}});
-  const auto weights = Tensor<float>::randn({2, 4, 8}, gen);
-  const std::function<Tensor<float>()> run_clean = [&] { return sum(model(src, src) * weights); };
-  const std::function<Tensor<float>()> run_corrupted = [&] { return sum(model(corrupted_src, src) * weights); };
+  PatchingSnippetModel m;
+  auto& model = m.model;
+  const auto& run_clean = m.run_clean;
+  const auto& run_corrupted = m.run_corrupted;
 #include "doc_snippets/edge_patching.inc"
   // 4 senders and 9 receivers per stack of two layers, heads split in two; connected edges only.
   EXPECT_EQ(senders.size(), 18u);

@@ -12,61 +12,41 @@
 
 #include "autograd/ops/operators.h"
 #include "autograd/ops/reduce.h"
-#include "nn/transformer/multi_head_attention.h"
 #include "study/activation_patching.h"
 #include "study/attribution_patching.h"
 #include "study/patching_agreement.h"
 #include "study/scoped_point_hooks.h"
 #include "study/subset_diagnostic.h"
+#include "tests/support/attention_pair.h"
 #include "tests/support/reference.h"
 
 namespace tapegrad {
 namespace {
 
-Tensor<double> subset_test_input(const Shape& shape, std::uint64_t seed, double scale) {
-  Generator g(seed);
-  return (Tensor<double>::uniform(shape, g) * 2.0 - 1.0) * scale;
+using testing::AttentionPair;
+
+// sum((z - z_corrupted)^2), z as the pair's module sees it in the run (after any patch): each slice
+// of z patched adds its own non-negative term, so effects add up and never cancel; and the
+// gradient at the corrupted run is 0, so AtP sees nothing.
+study::RunLoss<double> z_distance_run(AttentionPair& a, const xt::xarray<double>& z_corrupted, const Tensor<double>& q,
+                                     const Tensor<double>& kv) {
+  return [&a, z_corrupted, q, kv] {
+    Tensor<double> z;
+    study::ScopedPointHooks<double> read;
+    read.add(a.mha.hook_point("hook_z"), [&](const Tensor<double>& x) -> std::optional<Tensor<double>> {
+      z = x;
+      return std::nullopt;
+    });
+    a.output(q, kv);
+    const Tensor<double> d = z - Tensor<double>(z_corrupted);
+    return sum(d * d);
+  };
 }
 
-// One attention module (4 heads) on a clean and a corrupted pair of inputs.
-struct SubsetAttention {
-  Generator gen{47};
-  nn::transformer::MultiHeadAttention<double> mha{8, 4, gen};
-  Tensor<double> weights = subset_test_input({2, 3, 8}, 3, 1.0);
-  Tensor<double> clean_q, clean_kv, corrupted_q, corrupted_kv;
-
-  explicit SubsetAttention(double scale)
-      : clean_q(subset_test_input({2, 3, 8}, 1, scale)),
-        clean_kv(subset_test_input({2, 5, 8}, 4, scale)),
-        corrupted_q(subset_test_input({2, 3, 8}, 2, scale)),
-        corrupted_kv(subset_test_input({2, 5, 8}, 5, scale)) {}
-
-  study::RunLoss<double> linear(const Tensor<double>& q, const Tensor<double>& kv) {
-    return [this, q, kv] { return sum(mha(q, kv, kv) * weights); };
-  }
-  // sum((z - z_corrupted)^2), z as the run sees it (after any patch): each slice of z patched adds
-  // its own non-negative term, so effects add up and never cancel; and the gradient at the
-  // corrupted run is 0, so AtP sees nothing.
-  study::RunLoss<double> distance_from(const xt::xarray<double>& z_corrupted, const Tensor<double>& q,
-                                       const Tensor<double>& kv) {
-    return [this, z_corrupted, q, kv] {
-      Tensor<double> z;
-      study::ScopedPointHooks<double> read;
-      read.add(mha.hook_point("hook_z"), [&](const Tensor<double>& x) -> std::optional<Tensor<double>> {
-        z = x;
-        return std::nullopt;
-      });
-      mha(q, kv, kv);
-      const Tensor<double> d = z - Tensor<double>(z_corrupted);
-      return sum(d * d);
-    };
-  }
-};
-
 TEST(PatchSliceSet, IsItsSlicesPatchedTogetherByHand) {
-  SubsetAttention a(1.0);
-  const auto run = a.linear(a.corrupted_q, a.corrupted_kv);
-  const auto clean = study::run_with_cache<double>(a.mha, a.linear(a.clean_q, a.clean_kv), {"hook_z", "hook_v"});
+  AttentionPair a(1.0);
+  const auto run = a.corrupted();
+  const auto clean = study::run_with_cache<double>(a.mha, a.clean(), {"hook_z", "hook_v"});
   EXPECT_EQ(study::patch_slice_set<double>(a.mha, run, clean, {{"hook_z", 2}}, 1),
             study::patch_slice<double>(a.mha, run, clean, "hook_z", 1, 2));
   double by_hand = 0;
@@ -100,11 +80,11 @@ TEST(PatchSliceSet, IsItsSlicesPatchedTogetherByHand) {
 // Effects that add up without cancelling: each row's bound is at least its exact effect, every row
 // at the threshold stays, and rows below it are ruled out, although AtP estimates every row as 0.
 TEST(SubsetDiagnostic, WhereEffectsDoNotCancelEveryRowAtTheThresholdStays) {
-  SubsetAttention a(1.0);
+  AttentionPair a(1.0);
   const xt::xarray<double> z_corrupted =
-      study::run_with_cache<double>(a.mha, a.linear(a.corrupted_q, a.corrupted_kv), {"hook_z"}).value("hook_z");
-  const auto run = a.distance_from(z_corrupted, a.corrupted_q, a.corrupted_kv);
-  const auto clean = study::run_with_cache<double>(a.mha, a.distance_from(z_corrupted, a.clean_q, a.clean_kv), {"hook_z"});
+      study::run_with_cache<double>(a.mha, a.corrupted(), {"hook_z"}).value("hook_z");
+  const auto run = z_distance_run(a, z_corrupted, a.corrupted_q, a.corrupted_kv);
+  const auto clean = study::run_with_cache<double>(a.mha, z_distance_run(a, z_corrupted, a.clean_q, a.clean_kv), {"hook_z"});
   const study::SliceAxes head_and_query{1, 2};
   const auto atp = study::attribution_patch<double>(a.mha, run, clean, {"hook_z"}, head_and_query);
   const std::vector<double> exact = study::exact_effects(study::patch_slices<double>(a.mha, run, clean, {"hook_z"}, head_and_query));
@@ -133,10 +113,10 @@ TEST(SubsetDiagnostic, WhereEffectsDoNotCancelEveryRowAtTheThresholdStays) {
 // Through a saturated softmax AtP misses the large query and key patches; with AtP's top 2
 // verified, every large patch it left stays among the rows not ruled out.
 TEST(SubsetDiagnostic, KeepsThePatchesAtPMissesThroughASaturatedSoftmax) {
-  SubsetAttention a(30.0);
-  const auto run = a.linear(a.corrupted_q, a.corrupted_kv);
+  AttentionPair a(30.0);
+  const auto run = a.corrupted();
   const std::vector<std::string> points = {"hook_q", "hook_k"};
-  const auto clean = study::run_with_cache<double>(a.mha, a.linear(a.clean_q, a.clean_kv), points);
+  const auto clean = study::run_with_cache<double>(a.mha, a.clean(), points);
   const auto atp = study::attribution_patch<double>(a.mha, run, clean, points, 1);
   const std::vector<double> exact = study::exact_effects(study::patch_slices<double>(a.mha, run, clean, points, 1));
   std::vector<std::size_t> order(atp.rows.size());
@@ -155,9 +135,9 @@ TEST(SubsetDiagnostic, KeepsThePatchesAtPMissesThroughASaturatedSoftmax) {
 }
 
 TEST(SubsetDiagnostic, BadInputIsRefusedNamingTheProblem) {
-  SubsetAttention a(1.0);
-  const auto run = a.linear(a.corrupted_q, a.corrupted_kv);
-  const auto clean = study::run_with_cache<double>(a.mha, a.linear(a.clean_q, a.clean_kv), {"hook_z"});
+  AttentionPair a(1.0);
+  const auto run = a.corrupted();
+  const auto clean = study::run_with_cache<double>(a.mha, a.clean(), {"hook_z"});
   const auto atp = study::attribution_patch<double>(a.mha, run, clean, {"hook_z"}, 1);
   const auto diagnose = [&](const std::vector<std::size_t>& verified, double threshold, study::SubsetDiagnosticOptions options) {
     return [&, verified, threshold, options] { study::subset_diagnostic<double>(a.mha, run, clean, study::slices_of(atp), 1, verified, threshold, options); };
