@@ -303,8 +303,10 @@ class FrozenGraph {
   FrozenGraph(nn::Module<T>& model, const RunLoss<T>& run_target, const std::vector<std::string>& outs,
               const std::vector<EdgeReceiver>& receivers, const std::vector<std::string>& cached)
       : receivers_(receivers), zeros_(outs.size()) {
-    for (const EdgeReceiver& r : receivers)
-      if (std::find(inputs_.begin(), inputs_.end(), r.input) == inputs_.end()) inputs_.push_back(r.input);
+    for (const EdgeReceiver& r : receivers) {
+      input_of_.push_back(std::find(inputs_.begin(), inputs_.end(), r.input) - inputs_.begin());
+      if (input_of_.back() == inputs_.size()) inputs_.push_back(r.input);
+    }
     received_.resize(inputs_.size());
     projected_.resize(inputs_.size());
     {
@@ -351,7 +353,7 @@ class FrozenGraph {
     reaches_ = outs_reaching_inputs();
   }
 
-  bool connected(std::size_t out, std::size_t receiver) const { return reaches_[input_of(receiver)][out]; }
+  bool connected(std::size_t out, std::size_t receiver) const { return reaches_[input_of_[receiver]][out]; }
   // The target run's metric and its tensors at the cached points.
   const ActivationCache<T>& values() const { return values_; }
 
@@ -363,7 +365,7 @@ class FrozenGraph {
     for (std::size_t o = 0; o < zeros_.size(); ++o)
       if (connected(o, receiver)) sources.push_back(zeros_[o]);
     const EdgeReceiver& r = receivers_[receiver];
-    const std::size_t i = input_of(receiver);
+    const std::size_t i = input_of_[receiver];
     Tensor<T> read;
     if (r.head) {
       xt::xarray<T> head_only = xt::zeros<T>(g.shape());
@@ -380,10 +382,6 @@ class FrozenGraph {
   }
 
  private:
-  std::size_t input_of(std::size_t receiver) const {
-    return std::find(inputs_.begin(), inputs_.end(), receivers_[receiver].input) - inputs_.begin();
-  }
-
   // reaches[i][o]: the tape recorded a path from out o's leaf to input i. Entries are in creation
   // order, a topological order, so one pass carries each node's set of outs.
   std::vector<std::vector<bool>> outs_reaching_inputs() const {
@@ -415,7 +413,8 @@ class FrozenGraph {
 
   GradientTape tape_{/*persistent=*/true};  // walked once per receiver
   std::vector<EdgeReceiver> receivers_;
-  std::vector<std::string> inputs_;  // the receivers' distinct inputs
+  std::vector<std::string> inputs_;     // the receivers' distinct inputs
+  std::vector<std::size_t> input_of_;  // per receiver, its input's index
   std::vector<Tensor<T>> zeros_;
   std::vector<Tensor<T>> received_;   // per input
   std::vector<Tensor<T>> projected_;  // per input split into heads: its projection, recorded
