@@ -5,6 +5,7 @@
 #include <string>
 
 #include "autograd/base/generator.h"
+#include "study/deterministic_forward.h"
 #include "study/metric_without_tape.h"
 
 namespace tapegrad::study {
@@ -15,6 +16,7 @@ SubsetDiagnostic subset_diagnostic(nn::Module<T>& model, const RunLoss<T>& run_t
                                    const std::vector<std::size_t>& verified, double threshold,
                                    const SubsetDiagnosticOptions& options) {
   const std::string who = "subset_diagnostic";
+  require_deterministic_forward(model, who);
   std::vector<bool> is_verified(slices.size(), false);
   for (const std::size_t v : verified) {
     if (v >= slices.size()) {

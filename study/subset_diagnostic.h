@@ -50,9 +50,9 @@ std::vector<PointSlice> slices_of(const Table& table) {
 }
 
 // The diagnostic over `slices` outside `verified` (indices into slices). ValueError naming
-// subset_diagnostic for a verified index past the slices or named twice, a threshold that is not
-// positive and finite, no subsets, or an inclusion outside (0, 1]; patch_slice_set's errors
-// otherwise.
+// subset_diagnostic for active dropout (the subsets' forwards would draw different masks), a
+// verified index past the slices or named twice, a threshold that is not positive and finite, no
+// subsets, or an inclusion outside (0, 1]; patch_slice_set's errors otherwise.
 template <class T>
 SubsetDiagnostic subset_diagnostic(nn::Module<T>& model, const RunLoss<T>& run_target, const ActivationCache<T>& source,
                                    const std::vector<PointSlice>& slices, const SliceAxes& axes,

@@ -12,6 +12,7 @@
 
 #include "autograd/ops/operators.h"
 #include "autograd/ops/reduce.h"
+#include "nn/transformer/transformer.h"
 #include "study/activation_patching.h"
 #include "study/attribution_patching.h"
 #include "study/patching_agreement.h"
@@ -149,6 +150,18 @@ TEST(SubsetDiagnostic, BadInputIsRefusedNamingTheProblem) {
   EXPECT_TRUE(throws_with<ValueError>(diagnose({}, 1, {.subsets = 0}), {"subset_diagnostic: no subsets to patch"}));
   EXPECT_TRUE(throws_with<ValueError>(diagnose({}, 1, {.inclusion = 0}), {"subset_diagnostic: inclusion must be in (0, 1]"}));
   EXPECT_TRUE(throws_with<ValueError>(diagnose({}, 1, {.inclusion = 1.5}), {"inclusion must be in (0, 1]"}));
+
+  // Training mode with dropout: each subset's forward would draw its own masks.
+  Generator gen(5);
+  nn::transformer::Transformer<double> model(7, 7, 10, 0, 8, 2, 16, 2, /*dropout=*/0.1, 1e-5, gen);
+  model.train();
+  const study::RunLoss<double> run_model = [&] { return sum(model(IndexArray({{1, 2, 3}}), IndexArray({{1, 2}}))); };
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] {
+        study::subset_diagnostic<double>(model, run_model, study::ActivationCache<double>{},
+                                         {{"encoder.encoder_layers.0.multi_head_attention.hook_z", 0}}, 1, {}, 1);
+      },
+      {"subset_diagnostic", "dropout is active in '"}));
 }
 
 }  // namespace
