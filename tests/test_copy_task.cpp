@@ -93,7 +93,9 @@ TEST(CopyTask, CorruptedSequencesChangeEveryTokenButTheStartUniformly) {
   // 2000 draws over 4 tokens, each to 3 others: about 167 per pair; 4 standard deviations is 48.
   for (std::size_t from = 2; from < vocab; ++from)
     for (std::size_t to = 2; to < vocab; ++to)
-      if (from != to) EXPECT_NEAR(counts[from][to], 2000.0 / 12, 48) << from << " -> " << to;
+      if (from != to) {
+        EXPECT_NEAR(counts[from][to], 2000.0 / 12, 48) << from << " -> " << to;
+      }
   EXPECT_TRUE(throws_with<ValueError>([&] { copy_task::corrupt_sequences(data, 3, gen); },
                                       {"corrupt_sequences", "vocab 3"}));
   IndexArray bad = data;
