@@ -39,7 +39,7 @@ double metric_with_slices_patched(const std::vector<nn::HookPoint<T>*>& points, 
                          format_shape(from.shape()) + " in the source");
       }
       xt::xarray<T> patched = x.value();
-      for (const std::size_t index : indices[p]) patched = with_slice_from(patched, from, axes, index);
+      for (const std::size_t index : indices[p]) copy_slice(from, patched, axes, index);
       return Tensor<T>(std::move(patched));
     });
   }

@@ -74,12 +74,18 @@ void for_each_slice_element(const Shape& shape, const SliceAxes& slice, std::siz
   }
 }
 
+// Slice `index` of `into` overwritten with the same slice of `source` (of into's shape).
+template <class T>
+void copy_slice(const xt::xarray<T>& source, xt::xarray<T>& into, const SliceAxes& slice, std::size_t index) {
+  for_each_slice_element(into.shape(), slice, index, [&](std::size_t at) { into.data()[at] = source.data()[at]; });
+}
+
 // x with slice `index` taken from `source` (of x's shape).
 template <class T>
 xt::xarray<T> with_slice_from(const xt::xarray<T>& x, const xt::xarray<T>& source, const SliceAxes& slice,
                               std::size_t index) {
   xt::xarray<T> out = x;
-  for_each_slice_element(x.shape(), slice, index, [&](std::size_t at) { out.data()[at] = source.data()[at]; });
+  copy_slice(source, out, slice, index);
   return out;
 }
 
