@@ -22,7 +22,9 @@
 #include "examples/attention_study/json.h"
 #include "examples/attention_study/study.h"
 #include "nn/io/checkpoint.h"
+#include "nn/linear.h"
 #include "tests/attention_study/support.h"
+#include "tests/support/reference.h"
 
 namespace {
 
@@ -267,6 +269,28 @@ TEST(AttentionStudy, TheSubsetDiagnosticRulesOutTheRowsBelowItsThreshold) {
   EXPECT_EQ(count, 3 * kLayers * 3 * kHeads - 10);
   EXPECT_GT(count - kept, 0) << "with bounds from 64 subsets some rows must be ruled out";
   EXPECT_GT(lowest_kept, highest_ruled_out);
+}
+
+// AtP's top rows without an exact effect set no threshold: the diagnostic is skipped and says so,
+// without running a forward (the model is never called); a comparison without its AtP column is
+// refused.
+TEST(AttentionStudy, TheSubsetDiagnosticIsSkippedWhenNoVerifiedRowHasAnEffect) {
+  namespace study = tapegrad::study;
+  tapegrad::Generator gen(3);
+  tapegrad::nn::Linear<float> never_run(2, 2, gen);
+  study::PatchingComparison comparison;
+  comparison.exact.target_metric = 1.0;
+  comparison.exact.rows = {{"p", 0, {0}, 1.0}, {"p", 1, {1}, 1.0}};  // both patches leave the metric as it was
+  comparison.methods.push_back({"AtP", {0.5, -0.2}, 0.0, {}});
+  const study::RunLoss<float> run = [] { return tapegrad::Tensor<float>::zeros({1}); };
+  const auto d = tapegrad::attention_study::atp_diagnostic(never_run, run, study::ActivationCache<float>{}, comparison);
+  EXPECT_EQ(d.verified.size(), 2u);
+  EXPECT_TRUE(d.subsets.rows.empty());
+  EXPECT_NE(tapegrad::attention_study::atp_diagnostic_summary(d, 1.0).find("skipped"), std::string::npos);
+  comparison.methods.front().method = "GradDrop";
+  EXPECT_TRUE(tapegrad::throws_with<tapegrad::ValueError>(
+      [&] { tapegrad::attention_study::atp_diagnostic(never_run, run, study::ActivationCache<float>{}, comparison); },
+      {"atp_diagnostic: the comparison has no AtP column"}));
 }
 
 // The residual stream position by position: a row per layer input and stack output, a column per

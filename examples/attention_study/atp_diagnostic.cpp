@@ -3,20 +3,38 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
+
+#include "autograd/base/errors.h"
 
 namespace tapegrad::attention_study {
+
+namespace {
+
+// The plain AtP column of the comparison.
+const std::vector<double>& atp_estimates(const study::PatchingComparison& comparison) {
+  for (const auto& method : comparison.methods)
+    if (method.method == "AtP") return method.estimates;
+  throw ValueError("atp_diagnostic: the comparison has no AtP column");
+}
+
+}  // namespace
 
 AtPDiagnostic atp_diagnostic(nn::Module<float>& model, const study::RunLoss<float>& run_corrupted,
                              const study::ActivationCache<float>& source, const study::PatchingComparison& comparison) {
   const std::vector<double> exact = study::exact_effects(comparison.exact);
-  const std::vector<double>& atp = comparison.methods.at(0).estimates;  // "AtP"
+  const std::vector<double>& atp = atp_estimates(comparison);
   AtPDiagnostic d;
   std::vector<std::size_t> order(atp.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return std::abs(atp[a]) > std::abs(atp[b]); });
   d.verified.assign(order.begin(), order.begin() + std::ptrdiff_t(std::min(kAtPVerified, order.size())));
+  // The smallest effect verified; a verified row without effect (a point the corruption leaves
+  // alone) sets no threshold. None left: nothing to diagnose.
   double threshold = INFINITY;
-  for (const std::size_t v : d.verified) threshold = std::min(threshold, std::abs(exact[v]));
+  for (const std::size_t v : d.verified)
+    if (std::abs(exact[v]) > 0) threshold = std::min(threshold, std::abs(exact[v]));
+  if (!std::isfinite(threshold)) return d;
   d.subsets = study::subset_diagnostic<float>(model, run_corrupted, source, study::slices_of(comparison.exact), 1,
                                               d.verified, threshold, {.subsets = 64, .inclusion = 0.1, .seed = 7});
   for (const std::size_t r : d.subsets.rows) {
@@ -36,7 +54,7 @@ Table atp_diagnostic_table(const AtPDiagnostic& diagnostic, const study::Patchin
   for (std::size_t i = 0; i < diagnostic.subsets.rows.size(); ++i) {
     const std::size_t r = diagnostic.subsets.rows[i];
     const bool ruled_out = std::find(kept.begin(), kept.end(), r) == kept.end();
-    t.rows.push_back({names[r], exact[r] / gap, comparison.methods.at(0).estimates[r] / gap,
+    t.rows.push_back({names[r], exact[r] / gap, atp_estimates(comparison)[r] / gap,
                       diagnostic.subsets.bound[i] / std::abs(gap), ruled_out ? "yes" : "no"});
   }
   return t;
@@ -44,6 +62,8 @@ Table atp_diagnostic_table(const AtPDiagnostic& diagnostic, const study::Patchin
 
 std::string atp_diagnostic_summary(const AtPDiagnostic& diagnostic, double gap) {
   const study::SubsetDiagnostic& s = diagnostic.subsets;
+  if (s.threshold == 0) return "AtP*'s subset diagnostic: skipped, no row of AtP's top " +
+                               std::to_string(diagnostic.verified.size()) + " has an exact effect to set its threshold.\n";
   char line[512];
   std::snprintf(line, sizeof line,
                 "AtP*'s subset diagnostic: AtP's top %zu verified, threshold %.3g of the gap (the smallest among "

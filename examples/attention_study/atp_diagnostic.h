@@ -3,7 +3,8 @@
 // kAtPVerified largest rows count as verified, the threshold is the smallest |exact effect| among
 // them, and the other rows are patched together in random subsets to rule out the ones that cannot
 // reach it. The head study's full exact sweep then says which rows really do, so the diagnostic
-// is itself checked: every such false negative should stay among the rows not ruled out.
+// is itself checked: every such false negative should stay among the rows not ruled out. When no
+// verified row has an effect (nothing sets a threshold), the diagnostic is skipped: no rows.
 #include <cstddef>
 #include <string>
 #include <vector>
