@@ -1,19 +1,24 @@
 // tapegrad_bench: every workload of bench/, as Google Benchmark runs them, plus a peak-RSS mode.
 //
-//   tapegrad_bench [--threads=N] [--openblas-only] [Google Benchmark flags]   e.g. --benchmark_filter=softmax
+//   tapegrad_bench [--threads=N] [--openblas-only] [--spread=measured|always|never] [Google Benchmark flags]
+//                  e.g. --benchmark_filter=softmax
 //   tapegrad_bench [--threads=N] --rss=tiny|paper [--rss-steps=S] [--rss-capture]
 //
 // Threads: --threads=N, else the TAPEGRAD_BENCH_THREADS environment variable, else all cores
 // (0). The count goes to tapegrad::set_num_threads and into the JSON context as "tapegrad_threads".
 // --openblas-only: every float product to OpenBLAS, none to oneDNN (autograd/kernels/gemm/gemm_backend.h),
 // to hold a build with oneDNN against itself without it; the JSON context says "gemm_backends".
+// --spread: how kernels decide to spread their parts over threads (autograd/base/spread.h):
+// measured (the default), always (as before issue 40) or never; the JSON context says "spread".
 #include <cstdlib>
 #include <iostream>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "autograd/base/spread.h"
 #include "autograd/kernels/gemm/gemm_backend.h"
 #include "autograd/kernels/parallel.h"
 #include "bench/bench_util.h"
@@ -26,7 +31,15 @@ struct Options {
   std::size_t rss_steps = 5;
   bool rss_capture = false;  // each step through a StepCapture
   bool openblas_only = false;
+  tapegrad::SpreadPolicy spread = tapegrad::SpreadPolicy::kMeasured;
 };
+
+tapegrad::SpreadPolicy spread_policy_named(const std::string& name) {
+  if (name == "measured") return tapegrad::SpreadPolicy::kMeasured;
+  if (name == "always") return tapegrad::SpreadPolicy::kAlwaysSpread;
+  if (name == "never") return tapegrad::SpreadPolicy::kNeverSpread;
+  throw std::invalid_argument("--spread=" + name + " (measured, always or never)");
+}
 
 // Takes this program's flags out of argv (leaving Google Benchmark's); throws on a bad value.
 Options take_own_flags(int& argc, char** argv) {
@@ -44,6 +57,8 @@ Options take_own_flags(int& argc, char** argv) {
       options.rss_capture = true;
     } else if (arg.starts_with("--rss-steps=")) {
       options.rss_steps = std::stoul(value("--rss-steps="));
+    } else if (arg.starts_with("--spread=")) {
+      options.spread = spread_policy_named(value("--spread="));
     } else if (arg == "--openblas-only") {
       options.openblas_only = true;
     } else {
@@ -61,10 +76,11 @@ int main(int argc, char** argv) {
   try {
     options = take_own_flags(argc, argv);
   } catch (const std::exception& e) {
-    std::cerr << "tapegrad_bench: bad --threads, --rss-steps or TAPEGRAD_BENCH_THREADS value (" << e.what() << ")\n";
+    std::cerr << "tapegrad_bench: bad --threads, --rss-steps, --spread or TAPEGRAD_BENCH_THREADS value (" << e.what() << ")\n";
     return 2;
   }
   tapegrad::set_num_threads(options.threads);
+  tapegrad::set_spread_policy(options.spread);
   std::optional<tapegrad::kernels::GemmBackendGuard> openblas_only;
   if (options.openblas_only) openblas_only.emplace(tapegrad::kernels::GemmBackend::kOpenBlas);
   if (options.rss_size) {
@@ -76,6 +92,9 @@ int main(int argc, char** argv) {
     }
   }
   benchmark::AddCustomContext("tapegrad_threads", std::to_string(tapegrad::num_threads()));
+  benchmark::AddCustomContext("spread", options.spread == tapegrad::SpreadPolicy::kMeasured       ? "measured"
+                                       : options.spread == tapegrad::SpreadPolicy::kAlwaysSpread ? "always"
+                                                                                                 : "never");
   benchmark::AddCustomContext("gemm_backends", options.openblas_only || !tapegrad::kernels::onednn_available()
                                                    ? "openblas"
                                                    : "openblas+onednn");

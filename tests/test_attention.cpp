@@ -97,7 +97,7 @@ TEST(AttentionSoftmax, FullyMaskedRowIsUniformWithZeroGradient) {
 }
 
 TEST(AttentionSoftmax, SameBitsAtAnyThreadCount) {
-  const testing_support::DefaultThreadsAtExit default_threads_at_exit;
+  const testing_support::ThreadCountTest thread_count_test;
   Generator gen(5);
   auto x = Tensor<float>::uniform({64, 40, 40}, gen, -4.0f, 4.0f, true);
   const std::optional<AttendMask> mask = random_mask({64, 1, 40}, 9);

@@ -127,7 +127,7 @@ TEST(CopyTask, SameSeedGivesBitIdenticalLosses) {
 }
 
 TEST(CopyTask, LossesDoNotDependOnTheThreadCount) {
-  const testing_support::DefaultThreadsAtExit default_threads_at_exit;
+  const testing_support::ThreadCountTest thread_count_test;
   for (const MatmulPrecision precision : {MatmulPrecision::kFloat32, MatmulPrecision::kBfloat16}) {
     auto config = tiny_config();
     config.dropout = 0.1;  // dropout masks must not depend on the thread count either
@@ -138,6 +138,29 @@ TEST(CopyTask, LossesDoNotDependOnTheThreadCount) {
     const auto two = epoch_losses(config, 1);
     EXPECT_EQ(one, two);
   }
+}
+
+// Every kernel runs the same parts whether it spreads them over threads or not (base/spread.h),
+// so the measured rule, which may pick either way at any call, cannot change a bit. The model is
+// large enough that every kind of partition has several parts: products of 42 M multiply-adds,
+// [640, 512] activations, dropout masks of 327,680 draws.
+TEST(CopyTask, LossesDoNotDependOnHowWorkIsSpread) {
+  const testing_support::ThreadCountTest thread_count_test;
+  set_num_threads(2);
+  auto config = tiny_config();
+  config.batch = 64;
+  config.batches_per_epoch = 3;
+  config.d_model = 128;
+  config.d_ff = 512;
+  config.dropout = 0.1;
+  std::vector<std::vector<double>> losses;
+  for (const SpreadPolicy policy :
+       {SpreadPolicy::kAlwaysSpread, SpreadPolicy::kNeverSpread, SpreadPolicy::kMeasured}) {
+    set_spread_policy(policy);
+    losses.push_back(epoch_losses(config, 1));
+  }
+  EXPECT_EQ(losses[0], losses[1]);
+  EXPECT_EQ(losses[0], losses[2]);
 }
 
 TEST(CopyTask, ParameterCountComputedFromTheSizesMatchesTheBuiltModel) {

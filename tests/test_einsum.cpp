@@ -425,7 +425,7 @@ TEST(EinsumKernel, PlansOncePerEquationAndShapes) {
 
 TEST(EinsumKernel, SameBitsAtAnyThreadCount) {
   // Large enough for the parallel strided passes, the batched GEMM and a parallel reduction.
-  const testing_support::DefaultThreadsAtExit default_threads_at_exit;
+  const testing_support::ThreadCountTest thread_count_test;
   Generator gen(9);
   const auto q = Tensor<float>::uniform({48, 4, 4, 32}, gen, -1.0f, 1.0f);
   const auto k = Tensor<float>::uniform({40, 4, 4, 32}, gen, -1.0f, 1.0f);
@@ -445,7 +445,7 @@ TEST(EinsumKernel, SameBitsAtAnyThreadCount) {
 // enough to run whole): chunks change where the products go, not how they are computed. In bf16
 // mode too, at 2 threads: chunks that run on a TBB worker keep the calling thread's mode.
 TEST(EinsumKernel, ChunkedProductHasTheBitsOfItsSlices) {
-  const testing_support::DefaultThreadsAtExit default_threads_at_exit;
+  const testing_support::ThreadCountTest thread_count_test;
   Generator gen(12);
   const xt::xarray<float> q = Tensor<float>::uniform({64, 13, 16, 8}, gen, -1.0f, 1.0f).value();
   const xt::xarray<float> k = Tensor<float>::uniform({64, 13, 16, 8}, gen, -1.0f, 1.0f).value();

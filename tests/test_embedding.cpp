@@ -102,7 +102,7 @@ TEST(Embedding, BackwardSumsSeedRowsPerPickedRow) {
 }
 
 TEST(Embedding, SameGradientBitsAtOneAndTwoThreads) {
-  const testing_support::DefaultThreadsAtExit default_threads_at_exit;
+  const testing_support::ThreadCountTest thread_count_test;
   Generator gen(8);
   const auto weight = Tensor<float>::randn({100, 64}, gen, 0.0f, 1.0f, true);
   IndexArray indices = IndexArray::from_shape({64, 64});

@@ -265,7 +265,7 @@ TEST(GemmBackends, OneDnnInBf16RoundsACoveredSourceOncePerScope) {
 }
 
 void expect_same_bits_at_any_thread_count(GemmBackend backend, MatmulPrecision precision) {
-  const testing_support::DefaultThreadsAtExit default_threads_at_exit;
+  const testing_support::ThreadCountTest thread_count_test;
   const GemmBackendGuard force(backend);
   const MatmulPrecisionGuard mode(precision);
   for (const Layout& l : {kLayouts[1], kLayouts[2], kLayouts[3]}) {
@@ -305,7 +305,7 @@ std::size_t threads_in_process() {
 // products (big ones split over TBB tasks on 2 threads, and a batch): while it is alive the process
 // must have no more threads than before plus itself.
 TEST(GemmBackends, OneDnnStartsNoThreadsOfItsOwn) {
-  const testing_support::DefaultThreadsAtExit default_threads_at_exit;
+  const testing_support::ThreadCountTest thread_count_test;
   SKIP_WITHOUT_ONEDNN();
   set_num_threads(2);
   const Layout big{"big", 1, 512, 256, 256, false, false, 0, 1, 0};

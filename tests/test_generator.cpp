@@ -115,7 +115,7 @@ TEST(Generator, UniformCoversTheRangeEvenly) {
 }
 
 TEST(Generator, ResultsDoNotDependOnTheThreadCount) {
-  const testing_support::DefaultThreadsAtExit default_threads_at_exit;
+  const testing_support::ThreadCountTest thread_count_test;
   std::vector<float> one(1 << 20), two(1 << 20);
   set_num_threads(1);
   Generator(11).fill_normal(one.data(), one.size());

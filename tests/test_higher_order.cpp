@@ -216,7 +216,7 @@ TEST_P(EveryOpInFloat32AndAtAnyThreadCount, Float32AgreesWithFloat64) {
 TEST_P(EveryOpInFloat32AndAtAnyThreadCount, SameBitsAtOneAndTwoThreads) {
   const OpCase& c = GetParam();
   if (!c.deterministic) GTEST_SKIP() << "its spec says its bits depend on the thread count";
-  const testing_support::DefaultThreadsAtExit default_threads_at_exit;
+  const testing_support::ThreadCountTest thread_count_test;
   for (const auto& inputs : input_sets(c)) {
     set_num_threads(1);
     const Evaluation<double> one = evaluate(c.fn, inputs);

@@ -151,7 +151,7 @@ TEST(Matmul, LargeProductUsesRowBlocksAndMatchesNaive) {
 
 TEST(Matmul, LargeProductSameBitsAtAnyThreadCount) {
   // Row blocks (tall), column blocks (wide); the backward's products are split both ways too.
-  const testing_support::DefaultThreadsAtExit default_threads_at_exit;
+  const testing_support::ThreadCountTest thread_count_test;
   for (const auto& [sa, sb] : std::vector<std::pair<Shape, Shape>>{{{300, 200}, {200, 100}}, {{100, 200}, {200, 300}}}) {
     SCOPED_TRACE(format_shape(sa) + " x " + format_shape(sb));
     Generator gen(8);
@@ -268,7 +268,7 @@ TEST(Linear, GradcheckWithAndWithoutBias) {
 TEST(Linear, WideLayerGradientsMatchNaiveAndSameBitsAtAnyThreadCount) {
   // 600 outputs: the bias gradient is summed in several parallel column blocks; 300 rows: the
   // products are split into blocks.
-  const testing_support::DefaultThreadsAtExit default_threads_at_exit;
+  const testing_support::ThreadCountTest thread_count_test;
   auto x = random_tensor({300, 40}, 1), w = random_tensor({600, 40}, 2), b = random_tensor({600}, 3);
   const auto seed = random_tensor({300, 600}, 4, false).value();
   std::vector<xt::xarray<double>> runs;

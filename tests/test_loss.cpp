@@ -210,7 +210,7 @@ TEST(CrossEntropy, GradcheckOverShapesReductionsSmoothingAndIgnoredTargets) {
 }
 
 TEST(CrossEntropy, SameBitsAtOneAndTwoThreads) {
-  const testing_support::DefaultThreadsAtExit default_threads_at_exit;
+  const testing_support::ThreadCountTest thread_count_test;
   const Shape shape = {512, 1000};
   Generator gen(15);
   const auto logits = Tensor<float>::randn(shape, gen, 0.0f, 3.0f, true);

@@ -142,7 +142,7 @@ TEST(LayerNorm, ParameterGradientsMatchNaiveRowSums) {
 }
 
 TEST(LayerNorm, BitIdenticalAtAnyThreadCount) {
-  const testing_support::DefaultThreadsAtExit default_threads_at_exit;
+  const testing_support::ThreadCountTest thread_count_test;
   Generator gen(15);
   const auto x = Tensor<float>::randn({1000, 64}, gen, 0.0f, 2.0f, true);
   const auto w = Tensor<float>::randn({64}, gen, 1.0f, 0.1f, true);

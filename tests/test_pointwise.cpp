@@ -82,7 +82,7 @@ TEST(Pointwise, EveryRowMatchesItsReferenceAtEveryTailLength) {
 }
 
 TEST(Pointwise, EveryRowGivesTheSameBitsAtOneAndTwoThreads) {
-  const testing_support::DefaultThreadsAtExit default_threads_at_exit;
+  const testing_support::ThreadCountTest thread_count_test;
   const std::size_t n = 3 * kernels::detail::kMapBlock + 5;
   for (const auto& row : rows<double>()) {
     const Tensor<double> x(testing::pointwise_inputs<double>(row.domain, {n}, 3));
@@ -149,7 +149,7 @@ TEST(Pointwise, EveryBinaryRowMatchesItsReferenceOnEveryBroadcastPath) {
 }
 
 TEST(Pointwise, EveryBinaryRowGivesTheSameBitsAtOneAndTwoThreads) {
-  const testing_support::DefaultThreadsAtExit default_threads_at_exit;
+  const testing_support::ThreadCountTest thread_count_test;
   for (const auto& row : binary_rows<double>()) {
     for (const auto& [shape_a, shape_b] : binary_shapes()) {
       const Tensor<double> a(testing::pointwise_inputs<double>(row.domain_a, shape_a, 5));

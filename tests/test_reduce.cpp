@@ -317,7 +317,7 @@ TEST(Reduce, FloatSumsAccumulatePrecisely) {
 }
 
 TEST(Reduce, SameBitsAtAnyThreadCount) {
-  const testing_support::DefaultThreadsAtExit default_threads_at_exit;
+  const testing_support::ThreadCountTest thread_count_test;
   const auto a = random_tensor({300, 200}, 16, false);
   set_num_threads(1);
   const xt::xarray<double> one = sum(a, {0}).value(), one_max = max(a, {1}).value();

@@ -338,7 +338,7 @@ TEST(Softmax, NaNInputMakesItsLaneNaN) {
 }
 
 TEST(Softmax, BitIdenticalAtAnyThreadCount) {
-  const testing_support::DefaultThreadsAtExit default_threads_at_exit;
+  const testing_support::ThreadCountTest thread_count_test;
   Generator gen(35);
   const auto x = Tensor<float>::randn({512, 300}, gen, 0.0f, 3.0f, true);
   const auto g = Tensor<float>::randn({512, 300}, gen).value();

@@ -8,6 +8,7 @@
 #include <tbb/parallel_for.h>
 
 #include "autograd/base/errors.h"
+#include "autograd/base/spread.h"
 
 namespace tapegrad {
 namespace detail {
@@ -89,14 +90,26 @@ T unit_uniform(const std::uint32_t* words, std::size_t v) {
 // on which thread computed them.
 template <class Fill>
 void for_each_block(std::uint64_t key, std::uint64_t first, std::size_t blocks, Fill fill) {
-  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, blocks, 4096), [&](const tbb::blocked_range<std::size_t>& r) {
+  const auto fill_range = [&](std::size_t begin, std::size_t end) {
     std::uint32_t words[4 * detail::kPhiloxLanes];
-    for (std::size_t b = r.begin(); b < r.end(); b += detail::kPhiloxLanes) {
-      const std::size_t count = std::min(detail::kPhiloxLanes, r.end() - b);
+    for (std::size_t b = begin; b < end; b += detail::kPhiloxLanes) {
+      const std::size_t count = std::min(detail::kPhiloxLanes, end - b);
       detail::philox_blocks(key, first + b, count, words);
       fill(b, count, words);
     }
-  });
+  };
+  constexpr std::size_t kBlocksPerTask = 4096;
+  if (blocks <= kBlocksPerTask) {
+    fill_range(0, blocks);
+    return;
+  }
+  static SpreadRule rule;  // one per kind of draw
+  run_spread(
+      rule, blocks, [&] { fill_range(0, blocks); },
+      [&] {
+        tbb::parallel_for(tbb::blocked_range<std::size_t>(0, blocks, kBlocksPerTask),
+                          [&](const tbb::blocked_range<std::size_t>& r) { fill_range(r.begin(), r.end()); });
+      });
 }
 
 }  // namespace

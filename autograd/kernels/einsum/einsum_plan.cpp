@@ -10,6 +10,7 @@
 
 #include "autograd/kernels/gemm/blas.h"
 #include "autograd/kernels/layout/strided_pass.h"
+#include "autograd/base/spread.h"
 #include "autograd/base/matmul_precision.h"
 #include "autograd/base/checks.h"
 
@@ -380,7 +381,8 @@ xt::xarray<T> run_plan(const EinsumPlan& plan, const std::vector<const xt::xarra
   // chunk_count's minimum. The matmul mode is per thread (base/matmul_precision.h): a chunk run by a
   // TBB worker takes the calling thread's.
   const MatmulPrecision precision = matmul_precision();
-  tbb::parallel_for(std::size_t{0}, chunks, [&](std::size_t chunk) {
+  static SpreadRule rule;
+  spread_indices(rule, plan.copied, chunks, [&](std::size_t chunk) {
     const MatmulPrecisionGuard mode(precision);
     const std::size_t first = chunk * indices / chunks, last = (chunk + 1) * indices / chunks;
     run_product_range(plan, x_left, x_right, out.data(), first, last - first, false);

@@ -14,6 +14,7 @@
 #include "autograd/kernels/gemm/gemm_backend.h"
 #include "autograd/kernels/gemm/onednn_matmul.h"
 #include "autograd/kernels/gemm/small_gemm.h"
+#include "autograd/base/spread.h"
 #include "autograd/base/matmul_precision.h"
 
 namespace tapegrad::kernels {
@@ -116,15 +117,17 @@ void for_each_block(bool trans_a, bool trans_b, std::size_t m, std::size_t n, st
     run(m, n, a, b, c);
     return;
   }
-  const std::size_t block = block_size(extent);
-  tbb::parallel_for(std::size_t{0}, (extent + block - 1) / block, [&](std::size_t blk) {
+  const std::size_t block = block_size(extent), blocks = (extent + block - 1) / block;
+  const auto one_block = [&](std::size_t blk) {
     const std::size_t first = blk * block, size = std::min(block, extent - first);
     if (split_rows) {  // rows of op(A): rows of A, or its columns when transposed
       run(size, n, trans_a ? a + first : a + first * lda, b, c + first * ldc);
     } else {  // columns of op(B): columns of B, or its rows when transposed
       run(m, size, a, trans_b ? b + first * ldb : b + first, c + first);
     }
-  });
+  };
+  static SpreadRule rule;
+  spread_indices(rule, m * n * k, blocks, one_block);
 }
 
 // A batch of products in fixed groups: run(first, last) for each group of products, in TBB tasks,
@@ -143,7 +146,8 @@ void for_each_group(std::size_t batch, std::size_t m, std::size_t n, std::size_t
     group(0);
     return;
   }
-  tbb::parallel_for(std::size_t{0}, groups, group);
+  static SpreadRule rule;
+  spread_indices(rule, batch * work, groups, group);
 }
 
 // ---- bf16 mode (base/matmul_precision.h) ----
@@ -171,13 +175,19 @@ RoundedCopy<E> rounded_copy(const float* x, std::size_t batch, std::size_t strid
   auto values = std::make_shared_for_overwrite<E[]>(count * rows * cols);  // every element is written
   rounded_floats += count * rows * cols;
   constexpr std::size_t kRowsPerTask = 64;
-  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, count * rows, kRowsPerTask),
-                    [&](const tbb::blocked_range<std::size_t>& range) {
-                      for (std::size_t r = range.begin(); r < range.end(); ++r) {
-                        const std::size_t matrix = r / rows, row = r % rows;
-                        copy_rounded_to_bf16(x + matrix * stride + row * ld, cols, values.get() + r * cols);
-                      }
-                    });
+  const auto round_rows = [&](std::size_t begin, std::size_t end) {
+    for (std::size_t r = begin; r < end; ++r) {
+      const std::size_t matrix = r / rows, row = r % rows;
+      copy_rounded_to_bf16(x + matrix * stride + row * ld, cols, values.get() + r * cols);
+    }
+  };
+  static SpreadRule rule;
+  run_spread(
+      rule, count * rows * cols, [&] { round_rows(0, count * rows); },
+      [&] {
+        tbb::parallel_for(tbb::blocked_range<std::size_t>(0, count * rows, kRowsPerTask),
+                          [&](const tbb::blocked_range<std::size_t>& range) { round_rows(range.begin(), range.end()); });
+      });
   ReuseRoundedSource::keep(key, values);
   return {std::move(values), cols, copy_stride};
 }

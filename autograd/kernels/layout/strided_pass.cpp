@@ -7,6 +7,7 @@
 #include <tbb/parallel_for.h>
 
 #include "autograd/kernels/layout/merged_axes.h"
+#include "autograd/base/spread.h"
 
 namespace tapegrad::kernels {
 
@@ -166,7 +167,8 @@ bool run_tiled_permutation(const StridedPass& p, const T* src, T* dst, bool para
   if (!parallel || rest_count * rows.size * cols.size < kParallelWork) {
     for (std::size_t task = 0; task < strips; ++task) strip(task);
   } else {
-    tbb::parallel_for(std::size_t{0}, strips, strip);
+    static SpreadRule rule;
+    spread_indices(rule, rest_count * rows.size * cols.size, strips, strip);
   }
   return true;
 }
@@ -192,7 +194,8 @@ void run_pass(const StridedPass& p, const T* src, T* dst, bool parallel) {
     return;
   }
   const std::size_t chunk = std::max<std::size_t>(kChunkWork / per_element, 1);
-  tbb::parallel_for(std::size_t{0}, (count + chunk - 1) / chunk, [&](std::size_t c) {
+  static SpreadRule rule;
+  spread_indices(rule, count * per_element, (count + chunk - 1) / chunk, [&](std::size_t c) {
     run_pass_range(p, src, dst, c * chunk, std::min(count, (c + 1) * chunk));
   });
 }

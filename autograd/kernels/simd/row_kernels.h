@@ -13,14 +13,16 @@
 #include <tbb/parallel_for.h>
 
 #include "autograd/base/errors.h"
+#include "autograd/base/spread.h"
 
 namespace tapegrad::kernels {
 
 // Below this many elements a task is not worth spawning: rows are grouped until a task holds it.
 inline constexpr std::size_t kTaskElements = 1 << 14;
 
-// Calls fn(begin, end) over [0, count) in parallel, with tasks of at least
-// kTaskElements / elements_per_item items. Each item is handled by one task.
+// Calls fn(begin, end) over [0, count): in parallel with tasks of at least
+// kTaskElements / elements_per_item items when the kernel's SpreadRule finds that faster, else
+// once on the calling thread. Each item is handled by one task, so the way never changes a bit.
 template <class Fn>
 void parallel_items(std::size_t count, std::size_t elements_per_item, Fn&& fn) {
   if (count == 0) return;
@@ -29,8 +31,13 @@ void parallel_items(std::size_t count, std::size_t elements_per_item, Fn&& fn) {
     fn(std::size_t{0}, count);
     return;
   }
-  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, count, grain),
-                    [&](const tbb::blocked_range<std::size_t>& r) { fn(r.begin(), r.end()); });
+  static SpreadRule rule;  // one per kernel: each Fn is its own instantiation
+  run_spread(
+      rule, count * elements_per_item, [&] { fn(std::size_t{0}, count); },
+      [&] {
+        tbb::parallel_for(tbb::blocked_range<std::size_t>(0, count, grain),
+                          [&](const tbb::blocked_range<std::size_t>& r) { fn(r.begin(), r.end()); });
+      });
 }
 
 // A row-major tensor seen around one axis as [outer, n, inner]. A "lane" is one 1-D row along the

@@ -1,0 +1,71 @@
+#include "autograd/base/spread.h"
+
+#include <algorithm>
+#include <bit>
+
+#include <tbb/global_control.h>
+#include <tbb/task_arena.h>
+
+namespace tapegrad {
+
+namespace {
+std::atomic<SpreadPolicy> policy{SpreadPolicy::kMeasured};
+}  // namespace
+
+void set_spread_policy(SpreadPolicy p) { policy.store(p, std::memory_order_relaxed); }
+SpreadPolicy spread_policy() { return policy.load(std::memory_order_relaxed); }
+
+std::size_t threads_available() {
+  const auto arena = static_cast<std::size_t>(tbb::this_task_arena::max_concurrency());
+  return std::min(arena, tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));
+}
+
+namespace {
+// Weight of a new time in its way's moving average: the last few calls dominate.
+constexpr float kNewWeight = 0.25f;
+// A call is counted as at most this many times its way's average: one call the host preempted
+// must not make the faster way look slower for the next hundred calls.
+constexpr float kMaxJump = 2.0f;
+}  // namespace
+
+std::size_t SpreadRule::group_of(std::size_t work) {
+  return std::min<std::size_t>(std::bit_width(work), std::tuple_size_v<decltype(groups_)> - 1);
+}
+
+SpreadRule::Decision SpreadRule::decide(std::size_t work, std::size_t threads) {
+  if (threads <= 1) return {false, false};
+  switch (spread_policy()) {
+    case SpreadPolicy::kAlwaysSpread:
+      return {true, false};
+    case SpreadPolicy::kNeverSpread:
+      return {false, false};
+    case SpreadPolicy::kMeasured:
+      break;
+  }
+  Group& group = groups_[group_of(work)];
+  const std::uint32_t call = group.calls.fetch_add(1, std::memory_order_relaxed);
+  const std::uint32_t serial_calls = group.ways[0].calls.load(std::memory_order_relaxed);
+  const std::uint32_t spread_calls = group.ways[1].calls.load(std::memory_order_relaxed);
+  // Trials: the way with fewer timed calls (the first call each way is not counted).
+  if (serial_calls <= kTrials || spread_calls <= kTrials) return {spread_calls < serial_calls, true};
+  const bool spread_is_faster = group.ways[1].ns_per_unit.load(std::memory_order_relaxed) <
+                                group.ways[0].ns_per_unit.load(std::memory_order_relaxed);
+  const bool retry = call % kRetryEvery == 0;
+  return {spread_is_faster != retry, true};
+}
+
+void SpreadRule::measured(std::size_t work, bool spread, std::chrono::nanoseconds took) {
+  Way& way = groups_[group_of(work)].ways[spread ? 1 : 0];
+  const std::uint32_t earlier = way.calls.fetch_add(1, std::memory_order_relaxed);
+  if (earlier == 0) return;
+  const float time = static_cast<float>(took.count()) / static_cast<float>(std::max<std::size_t>(work, 1));
+  if (earlier == 1) {
+    way.ns_per_unit.store(time, std::memory_order_relaxed);
+    return;
+  }
+  const float average = way.ns_per_unit.load(std::memory_order_relaxed);
+  const float counted = average > 0 ? std::min(time, kMaxJump * average) : time;
+  way.ns_per_unit.store(average + kNewWeight * (counted - average), std::memory_order_relaxed);
+}
+
+}  // namespace tapegrad

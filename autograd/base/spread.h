@@ -1,0 +1,96 @@
+#pragma once
+// Whether a kernel's fixed partition runs on the calling thread or is spread over TBB's workers,
+// decided at each call site, per size, from what the two ways measured in this process.
+//
+// Why measured and not a constant: what a second thread is worth depends on the CPU and on the
+// host. The same size rules made the tiny copy-task step 1.28x faster at 2 threads on a Zen 3 VM
+// and 1.12-1.20x slower on a Zen 5 VM, where element-wise passes gain nothing at any size; and on
+// one VM the second vCPU's worth moves with the host's load from one minute to the next, so a
+// calibration at start-up would capture one moment (bench/RESULTS.md, issue 40).
+//
+// How: each call site owns a SpreadRule. Calls are grouped by the base-2 logarithm of their work
+// (elements, multiply-adds: the site's unit). For each group the rule keeps a moving average of
+// the time per unit of work each way took. It tries both ways kTrials times, takes the faster from
+// then on, and every kRetryEvery-th call runs the other way again, so that a change in the host's
+// load is followed. With one thread allowed nothing is spread or timed.
+//
+// Bits: both ways run the same parts, each part on one thread in the same order, so the choice
+// never changes a result (tests/test_spread_rule.cpp compares them bit for bit).
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+
+#include <tbb/parallel_for.h>
+
+namespace tapegrad {
+
+// How every SpreadRule decides; for tests and benchmarks that compare the ways. Process-wide.
+enum class SpreadPolicy {
+  kMeasured,      // the default: the faster way as measured (above)
+  kAlwaysSpread,  // every partition of more than one part goes to TBB, as before issue 40
+  kNeverSpread,   // every partition runs on the calling thread
+};
+void set_spread_policy(SpreadPolicy policy);
+SpreadPolicy spread_policy();
+
+// The threads a partition started here could use: TBB's limit (set_num_threads) within the
+// calling thread's arena.
+std::size_t threads_available();
+
+class SpreadRule {
+ public:
+  static constexpr std::uint32_t kTrials = 3;
+  static constexpr std::uint32_t kRetryEvery = 32;
+
+  struct Decision {
+    bool spread = false;
+    bool timed = false;  // whether measured() is to be told how long the call took
+  };
+
+  // The way to run a call of `work` units when `threads` threads are allowed.
+  Decision decide(std::size_t work, std::size_t threads);
+  // A timed call's duration. The first call each way is not counted: it may have started TBB's
+  // workers or faulted in pages.
+  void measured(std::size_t work, bool spread, std::chrono::nanoseconds took);
+
+ private:
+  struct Way {
+    std::atomic<float> ns_per_unit{0};
+    std::atomic<std::uint32_t> calls{0};
+  };
+  struct Group {
+    std::array<Way, 2> ways;  // [0] on the calling thread, [1] spread
+    std::atomic<std::uint32_t> calls{0};
+  };
+  static std::size_t group_of(std::size_t work);
+
+  std::array<Group, 64> groups_;
+};
+
+// Runs serial() or spread() as rule decides, and tells it how long that took. Both must compute
+// the same parts in the same way (above). A call that throws is not timed.
+template <class Serial, class Spread>
+void run_spread(SpreadRule& rule, std::size_t work, Serial&& serial, Spread&& spread) {
+  const SpreadRule::Decision way = rule.decide(work, threads_available());
+  if (!way.timed) {
+    way.spread ? spread() : serial();
+    return;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  way.spread ? spread() : serial();
+  rule.measured(work, way.spread, std::chrono::steady_clock::now() - start);
+}
+
+// fn(i) for every i < count: in order on the calling thread, or as TBB tasks, as rule decides.
+template <class Fn>
+void spread_indices(SpreadRule& rule, std::size_t work, std::size_t count, const Fn& fn) {
+  run_spread(
+      rule, work, [&] {
+        for (std::size_t i = 0; i < count; ++i) fn(i);
+      },
+      [&] { tbb::parallel_for(std::size_t{0}, count, fn); });
+}
+
+}  // namespace tapegrad

@@ -1,0 +1,141 @@
+// SpreadRule (autograd/base/spread.h): told made-up times, it must try both ways, keep to the
+// faster, retry the other now and then, follow a change, and not be swayed by one slow call.
+// Whether the ways give the same bits is checked on a whole training step in test_copy_task.cpp.
+#include <chrono>
+#include <cstddef>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "autograd/base/spread.h"
+
+namespace tapegrad {
+namespace {
+
+using std::chrono::nanoseconds;
+
+constexpr std::size_t kWork = 100000;
+
+class PolicyDuring {
+ public:
+  explicit PolicyDuring(SpreadPolicy policy) { set_spread_policy(policy); }
+  ~PolicyDuring() { set_spread_policy(SpreadPolicy::kMeasured); }
+  PolicyDuring(const PolicyDuring&) = delete;
+  PolicyDuring& operator=(const PolicyDuring&) = delete;
+};
+
+// Calls the rule `calls` times, each call taking serial_ns or spread_ns in all; returns the ways.
+std::vector<bool> run_calls(SpreadRule& rule, std::size_t calls, long serial_ns, long spread_ns,
+                            std::size_t work = kWork) {
+  std::vector<bool> ways;
+  for (std::size_t i = 0; i < calls; ++i) {
+    const SpreadRule::Decision d = rule.decide(work, 2);
+    EXPECT_TRUE(d.timed);
+    rule.measured(work, d.spread, nanoseconds(d.spread ? spread_ns : serial_ns));
+    ways.push_back(d.spread);
+  }
+  return ways;
+}
+
+std::size_t spread_count(const std::vector<bool>& ways, std::size_t from = 0) {
+  std::size_t n = 0;
+  for (std::size_t i = from; i < ways.size(); ++i) n += ways[i];
+  return n;
+}
+
+TEST(SpreadRule, OneThreadRunsOnTheCallingThreadUntimed) {
+  SpreadRule rule;
+  for (int i = 0; i < 10; ++i) {
+    const SpreadRule::Decision d = rule.decide(kWork, 1);
+    EXPECT_FALSE(d.spread);
+    EXPECT_FALSE(d.timed);
+  }
+}
+
+TEST(SpreadRule, APolicyOverridesTheMeasure) {
+  SpreadRule rule;
+  run_calls(rule, 100, 100, 1000);  // serial measured much faster
+  {
+    const PolicyDuring always(SpreadPolicy::kAlwaysSpread);
+    const SpreadRule::Decision d = rule.decide(kWork, 2);
+    EXPECT_TRUE(d.spread);
+    EXPECT_FALSE(d.timed);
+    EXPECT_FALSE(rule.decide(kWork, 1).spread);  // one thread has nothing to spread over
+  }
+  const PolicyDuring never(SpreadPolicy::kNeverSpread);
+  const SpreadRule::Decision d = rule.decide(kWork, 2);
+  EXPECT_FALSE(d.spread);
+  EXPECT_FALSE(d.timed);
+}
+
+TEST(SpreadRule, TriesBothWaysThenKeepsToTheFasterAndRetriesTheOther) {
+  for (const bool spread_faster : {false, true}) {
+    SpreadRule rule;
+    const auto ways = run_calls(rule, 20 * SpreadRule::kRetryEvery, spread_faster ? 300 : 100,
+                                spread_faster ? 100 : 300);
+    const std::size_t trials = 2 * (SpreadRule::kTrials + 1);
+    // The trials alternate, so each way has kTrials counted calls after its uncounted first.
+    EXPECT_EQ(spread_count({ways.begin(), ways.begin() + trials}), SpreadRule::kTrials + 1);
+    const std::size_t after = ways.size() - trials, other_way = spread_faster ? after - spread_count(ways, trials)
+                                                                             : spread_count(ways, trials);
+    // One call in kRetryEvery runs the slower way, to notice when it becomes the faster.
+    EXPECT_GE(other_way, after / SpreadRule::kRetryEvery - 1) << spread_faster;
+    EXPECT_LE(other_way, after / SpreadRule::kRetryEvery + 1) << spread_faster;
+  }
+}
+
+TEST(SpreadRule, FollowsWhenTheOtherWayBecomesFaster) {
+  SpreadRule rule;
+  const auto before = run_calls(rule, 10 * SpreadRule::kRetryEvery, 100, 300);
+  EXPECT_LT(spread_count(before, before.size() / 2), before.size() / 8);
+  // The host frees the second core: spreading now takes a fifth of the time.
+  const auto after = run_calls(rule, 20 * SpreadRule::kRetryEvery, 100, 20);
+  EXPECT_GT(spread_count(after, after.size() / 2), after.size() / 2 * 9 / 10);
+}
+
+TEST(SpreadRule, OneSlowCallDoesNotMakeTheFasterWayLookSlower) {
+  SpreadRule rule;
+  run_calls(rule, 4 * SpreadRule::kRetryEvery, 100, 150);
+  // One call on the calling thread preempted for a millisecond.
+  rule.measured(kWork, false, nanoseconds(1000000));
+  std::size_t spread = 0;
+  for (std::size_t i = 0; i < SpreadRule::kRetryEvery - 1; ++i) {
+    const SpreadRule::Decision d = rule.decide(kWork, 2);
+    spread += d.spread;
+    rule.measured(kWork, d.spread, nanoseconds(d.spread ? 150 : 100));
+  }
+  EXPECT_LE(spread, 1u);  // at most the regular retry
+}
+
+TEST(SpreadRule, SizesAreMeasuredApart) {
+  SpreadRule rule;
+  constexpr std::size_t kSmall = 1000, kLarge = std::size_t{1} << 24;
+  for (std::size_t i = 0; i < 8 * SpreadRule::kRetryEvery; ++i) {
+    const SpreadRule::Decision small = rule.decide(kSmall, 2);
+    rule.measured(kSmall, small.spread, nanoseconds(small.spread ? 5000 : 1000));
+    const SpreadRule::Decision large = rule.decide(kLarge, 2);
+    rule.measured(kLarge, large.spread, nanoseconds(large.spread ? 1000000 : 2000000));
+  }
+  std::size_t small_spread = 0, large_spread = 0;
+  for (std::size_t i = 1; i < SpreadRule::kRetryEvery; ++i) {  // a stretch without a retry
+    small_spread += rule.decide(kSmall, 2).spread;
+    large_spread += rule.decide(kLarge, 2).spread;
+  }
+  EXPECT_LE(small_spread, 1u);
+  EXPECT_GE(large_spread, SpreadRule::kRetryEvery - 2);
+}
+
+TEST(SpreadRule, RunSpreadRunsTheDecidedWayOnce) {
+  SpreadRule rule;
+  const PolicyDuring never(SpreadPolicy::kNeverSpread);
+  int serial = 0, spread = 0;
+  run_spread(rule, kWork, [&] { ++serial; }, [&] { ++spread; });
+  EXPECT_EQ(serial, 1);
+  EXPECT_EQ(spread, 0);
+  std::vector<int> seen(100, 0);
+  spread_indices(rule, kWork, seen.size(), [&](std::size_t i) { ++seen[i]; });
+  EXPECT_EQ(seen, std::vector<int>(100, 1));
+}
+
+}  // namespace
+}  // namespace tapegrad
