@@ -3,6 +3,7 @@
 // Whether the ways give the same bits is checked on a whole training step in test_copy_task.cpp.
 #include <chrono>
 #include <cstddef>
+#include <limits>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -71,17 +72,34 @@ TEST(SpreadRule, APolicyOverridesTheMeasure) {
 TEST(SpreadRule, TriesBothWaysThenKeepsToTheFasterAndRetriesTheOther) {
   for (const bool spread_faster : {false, true}) {
     SpreadRule rule;
-    const auto ways = run_calls(rule, 20 * SpreadRule::kRetryEvery, spread_faster ? 300 : 100,
-                                spread_faster ? 100 : 300);
+    // The other way 10% slower: retried every kRetryEvery-th call.
+    const auto ways = run_calls(rule, 20 * SpreadRule::kRetryEvery, spread_faster ? 110 : 100,
+                                spread_faster ? 100 : 110);
     const std::size_t trials = 2 * (SpreadRule::kTrials + 1);
     // The trials alternate, so each way has kTrials counted calls after its uncounted first.
     EXPECT_EQ(spread_count({ways.begin(), ways.begin() + trials}), SpreadRule::kTrials + 1);
     const std::size_t after = ways.size() - trials, other_way = spread_faster ? after - spread_count(ways, trials)
                                                                              : spread_count(ways, trials);
-    // One call in kRetryEvery runs the slower way, to notice when it becomes the faster.
     EXPECT_GE(other_way, after / SpreadRule::kRetryEvery - 1) << spread_faster;
     EXPECT_LE(other_way, after / SpreadRule::kRetryEvery + 1) << spread_faster;
   }
+}
+
+// Retrying a way 3x slower every 32nd call would cost 6% of the time; the rule keeps it to 1%.
+TEST(SpreadRule, RetriesAFarSlowerWayRarelyEnoughToCostAtMostOnePercent) {
+  EXPECT_EQ(SpreadRule::retry_interval(1.1f), SpreadRule::kRetryEvery);
+  EXPECT_EQ(SpreadRule::retry_interval(3.0f), 200u);
+  EXPECT_EQ(SpreadRule::retry_interval(1000.0f), SpreadRule::kMaxRetryEvery);
+  EXPECT_EQ(SpreadRule::retry_interval(std::numeric_limits<float>::infinity()), SpreadRule::kMaxRetryEvery);
+  EXPECT_EQ(SpreadRule::retry_interval(std::numeric_limits<float>::quiet_NaN()), SpreadRule::kMaxRetryEvery);
+  SpreadRule rule;
+  const auto ways = run_calls(rule, 4000, 100, 300);
+  const std::size_t retries = spread_count(ways, 2 * (SpreadRule::kTrials + 1));
+  EXPECT_GE(retries, 4000u / 200 - 1);
+  EXPECT_LE(retries, 4000u / 200 + 1);
+  // Retried at all, though: a way 1000x slower still gets a call every kMaxRetryEvery.
+  SpreadRule far;
+  EXPECT_EQ(spread_count(run_calls(far, 3 * SpreadRule::kMaxRetryEvery, 1, 1000), 8), 2u);
 }
 
 TEST(SpreadRule, FollowsWhenTheOtherWayBecomesFaster) {
@@ -89,7 +107,7 @@ TEST(SpreadRule, FollowsWhenTheOtherWayBecomesFaster) {
   const auto before = run_calls(rule, 10 * SpreadRule::kRetryEvery, 100, 300);
   EXPECT_LT(spread_count(before, before.size() / 2), before.size() / 8);
   // The host frees the second core: spreading now takes a fifth of the time.
-  const auto after = run_calls(rule, 20 * SpreadRule::kRetryEvery, 100, 20);
+  const auto after = run_calls(rule, 40 * SpreadRule::kRetryEvery, 100, 20);
   EXPECT_GT(spread_count(after, after.size() / 2), after.size() / 2 * 9 / 10);
 }
 

@@ -48,10 +48,21 @@ SpreadRule::Decision SpreadRule::decide(std::size_t work, std::size_t threads) {
   const std::uint32_t spread_calls = group.ways[1].calls.load(std::memory_order_relaxed);
   // Trials: the way with fewer timed calls (the first call each way is not counted).
   if (serial_calls <= kTrials || spread_calls <= kTrials) return {spread_calls < serial_calls, true};
-  const bool spread_is_faster = group.ways[1].ns_per_unit.load(std::memory_order_relaxed) <
-                                group.ways[0].ns_per_unit.load(std::memory_order_relaxed);
-  const bool retry = call % kRetryEvery == 0;
-  return {spread_is_faster != retry, true};
+  const float serial = group.ways[0].ns_per_unit.load(std::memory_order_relaxed);
+  const float spread = group.ways[1].ns_per_unit.load(std::memory_order_relaxed);
+  const bool spread_is_faster = spread < serial;
+  const std::uint32_t last_retry = group.last_retry.load(std::memory_order_relaxed);
+  if (call - last_retry >= retry_interval(spread_is_faster ? serial / spread : spread / serial)) {
+    group.last_retry.store(call, std::memory_order_relaxed);
+    return {!spread_is_faster, true};
+  }
+  return {spread_is_faster, true};
+}
+
+std::uint32_t SpreadRule::retry_interval(float slowdown) {
+  if (!(slowdown < static_cast<float>(kMaxRetryEvery))) return kMaxRetryEvery;  // also NaN, infinity
+  const float calls = (slowdown - 1.0f) / kRetryCost;
+  return std::clamp(static_cast<std::uint32_t>(calls), kRetryEvery, kMaxRetryEvery);
 }
 
 void SpreadRule::measured(std::size_t work, bool spread, std::chrono::nanoseconds took) {
