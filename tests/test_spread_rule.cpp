@@ -102,6 +102,18 @@ TEST(SpreadRule, RetriesAFarSlowerWayRarelyEnoughToCostAtMostOnePercent) {
   EXPECT_EQ(spread_count(run_calls(far, 3 * SpreadRule::kMaxRetryEvery, 1, 1000), 8), 2u);
 }
 
+// A call of a millisecond or more spread is never tried alone, however fast the made-up times say
+// it would be: such calls are few, and a trial could cost half of one.
+TEST(SpreadRule, ALongCallSpreadFromItsFirstOn) {
+  SpreadRule rule;
+  const auto ways = run_calls(rule, 100, 1000, 2000000);
+  EXPECT_EQ(spread_count(ways), 100u);
+  SpreadRule shorter;  // half a millisecond: tried alone, and kept alone when that is faster
+  const auto shorter_ways = run_calls(shorter, 100, 1000, 500000);
+  EXPECT_TRUE(shorter_ways[0]);  // spreading first
+  EXPECT_LE(spread_count(shorter_ways), SpreadRule::kTrials + 2);
+}
+
 TEST(SpreadRule, FollowsWhenTheOtherWayBecomesFaster) {
   SpreadRule rule;
   const auto before = run_calls(rule, 10 * SpreadRule::kRetryEvery, 100, 300);

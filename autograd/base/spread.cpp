@@ -46,10 +46,13 @@ SpreadRule::Decision SpreadRule::decide(std::size_t work, std::size_t threads) {
   const std::uint32_t call = group.calls.fetch_add(1, std::memory_order_relaxed);
   const std::uint32_t serial_calls = group.ways[0].calls.load(std::memory_order_relaxed);
   const std::uint32_t spread_calls = group.ways[1].calls.load(std::memory_order_relaxed);
-  // Trials: the way with fewer timed calls (the first call each way is not counted).
-  if (serial_calls <= kTrials || spread_calls <= kTrials) return {spread_calls < serial_calls, true};
   const float serial = group.ways[0].ns_per_unit.load(std::memory_order_relaxed);
   const float spread = group.ways[1].ns_per_unit.load(std::memory_order_relaxed);
+  // A call this long spread is never tried alone: the rest is explained in the header.
+  if (spread_calls > 0 && spread * static_cast<float>(work) >= kSpreadAlwaysPaysNs) return {true, true};
+  // Trials: the way with fewer timed calls, spreading first (the first call each way is not
+  // counted in the choice).
+  if (serial_calls <= kTrials || spread_calls <= kTrials) return {spread_calls <= serial_calls, true};
   const bool spread_is_faster = spread < serial;
   const std::uint32_t last_retry = group.last_retry.load(std::memory_order_relaxed);
   if (call - last_retry >= retry_interval(spread_is_faster ? serial / spread : spread / serial)) {
@@ -68,9 +71,8 @@ std::uint32_t SpreadRule::retry_interval(float slowdown) {
 void SpreadRule::measured(std::size_t work, bool spread, std::chrono::nanoseconds took) {
   Way& way = groups_[group_of(work)].ways[spread ? 1 : 0];
   const std::uint32_t earlier = way.calls.fetch_add(1, std::memory_order_relaxed);
-  if (earlier == 0) return;
   const float time = static_cast<float>(took.count()) / static_cast<float>(std::max<std::size_t>(work, 1));
-  if (earlier == 1) {
+  if (earlier <= 1) {  // the first call's time only until the second's replaces it
     way.ns_per_unit.store(time, std::memory_order_relaxed);
     return;
   }

@@ -17,6 +17,12 @@
 // that woke TBB's sleeping workers took 40 us where the calling thread alone took 1.6 us). With
 // one thread allowed nothing is spread or timed.
 //
+// Except: a call that took kSpreadAlwaysPaysNs or more spread, its first call included, always
+// spreads. Its dispatch is a few percent of it at most, and a part no worker picks up is done by
+// the calling thread itself (TBB's work stealing), so running it alone could save little; trying
+// it alone could cost up to half of it, and a training step of large products sees each size a few
+// times a step: the trials alone made the first steps of the paper-size model 1.2-1.6x slower.
+//
 // Bits: both ways run the same parts, each part on one thread in the same order, so the choice
 // never changes a result (tests/test_spread_rule.cpp compares them bit for bit).
 #include <array>
@@ -48,6 +54,7 @@ class SpreadRule {
   static constexpr std::uint32_t kRetryEvery = 32;
   static constexpr std::uint32_t kMaxRetryEvery = 4096;
   static constexpr float kRetryCost = 0.01f;
+  static constexpr float kSpreadAlwaysPaysNs = 1e6f;
 
   // Calls between retries of the slower way when it takes `slowdown` times as long as the faster.
   static std::uint32_t retry_interval(float slowdown);
@@ -59,8 +66,8 @@ class SpreadRule {
 
   // The way to run a call of `work` units when `threads` threads are allowed.
   Decision decide(std::size_t work, std::size_t threads);
-  // A timed call's duration. The first call each way is not counted: it may have started TBB's
-  // workers or faulted in pages.
+  // A timed call's duration. The first call each way is not counted in the choice between them:
+  // it may have started TBB's workers or faulted in pages.
   void measured(std::size_t work, bool spread, std::chrono::nanoseconds took);
 
  private:
