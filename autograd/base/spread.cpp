@@ -22,9 +22,11 @@ std::size_t threads_available() {
 
 namespace {
 // Weight of a new time in its way's moving average: the last few calls dominate.
+// Timing noise is one-sided (preemption, page faults, cold caches only ever add time), so a time
+// below a way's average replaces it, and one above moves it by this weight ...
 constexpr float kNewWeight = 0.25f;
-// A call is counted as at most this many times its way's average: one call the host preempted
-// must not make the faster way look slower for the next hundred calls.
+// ... counted as at most this many times the average: one call the host preempted must not make the
+// faster way look slower for the next hundred calls.
 constexpr float kMaxJump = 2.0f;
 }  // namespace
 
@@ -55,17 +57,19 @@ SpreadRule::Decision SpreadRule::decide(std::size_t work, std::size_t threads) {
   if (serial_calls <= kTrials || spread_calls <= kTrials) return {spread_calls <= serial_calls, true};
   const bool spread_is_faster = spread < serial;
   const std::uint32_t last_retry = group.last_retry.load(std::memory_order_relaxed);
-  if (call - last_retry >= retry_interval(spread_is_faster ? serial / spread : spread / serial)) {
+  const std::uint32_t retries = (spread_is_faster ? serial_calls : spread_calls) - (kTrials + 1);
+  if (call - last_retry >= retry_interval(spread_is_faster ? serial / spread : spread / serial, retries)) {
     group.last_retry.store(call, std::memory_order_relaxed);
     return {!spread_is_faster, true};
   }
   return {spread_is_faster, true};
 }
 
-std::uint32_t SpreadRule::retry_interval(float slowdown) {
-  if (!(slowdown < static_cast<float>(kMaxRetryEvery))) return kMaxRetryEvery;  // also NaN, infinity
+std::uint32_t SpreadRule::retry_interval(float slowdown, std::uint32_t retries) {
+  const std::uint32_t doubling = kRetryEvery << std::min(retries, kDoublings);
+  if (!(slowdown < static_cast<float>(kMaxRetryEvery))) return doubling;  // also NaN, infinity
   const float calls = (slowdown - 1.0f) / kRetryCost;
-  return std::clamp(static_cast<std::uint32_t>(calls), kRetryEvery, kMaxRetryEvery);
+  return std::min(std::clamp(static_cast<std::uint32_t>(calls), kRetryEvery, kMaxRetryEvery), doubling);
 }
 
 void SpreadRule::measured(std::size_t work, bool spread, std::chrono::nanoseconds took) {
@@ -77,6 +81,10 @@ void SpreadRule::measured(std::size_t work, bool spread, std::chrono::nanosecond
     return;
   }
   const float average = way.ns_per_unit.load(std::memory_order_relaxed);
+  if (time <= average) {
+    way.ns_per_unit.store(time, std::memory_order_relaxed);
+    return;
+  }
   const float counted = average > 0 ? std::min(time, kMaxJump * average) : time;
   way.ns_per_unit.store(average + kNewWeight * (counted - average), std::memory_order_relaxed);
 }

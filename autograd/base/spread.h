@@ -9,13 +9,18 @@
 // calibration at start-up would capture one moment (bench/RESULTS.md, issue 40).
 //
 // How: each call site owns a SpreadRule. Calls are grouped by the base-2 logarithm of their work
-// (elements, multiply-adds: the site's unit). For each group the rule keeps a moving average of
-// the time per unit of work each way took. It tries both ways kTrials times and takes the faster
-// from then on. Now and then it runs the other way again, so that a change in the host's load is
-// followed: every kRetryEvery-th call when the two are close, less often the slower the other way
-// is, so that retrying never costs more than kRetryCost of the time (on a Zen 5 VM a spread call
-// that woke TBB's sleeping workers took 40 us where the calling thread alone took 1.6 us). With
-// one thread allowed nothing is spread or timed.
+// (elements, multiply-adds: the site's unit). For each group the rule keeps an estimate of the
+// time per unit of work each way takes: a time below it replaces it, a time above moves it a
+// quarter of the way (timing noise only ever adds). It tries both ways kTrials times and takes the
+// faster from then on. Now and then it runs the other way again, so that a change in the host's
+// load is followed, and so that trials in a program's first steps, whose fresh pages fault (on a
+// Zen 5 VM a relu over 320 KiB of new memory took 800 us, 14 us once the memory was reused), do not
+// decide for good:
+// - the retries come after kRetryEvery calls, then twice as many each time, up to kMaxRetryEvery;
+// - never less often than every kRetryEvery-th call while the two ways are close, and less often
+//   the slower the other way is, so that retrying costs at most kRetryCost of the time (a spread
+//   call that woke TBB's sleeping workers took 40 us where the calling thread alone took 1.6 us).
+// With one thread allowed nothing is spread or timed.
 //
 // Except: a call that took kSpreadAlwaysPaysNs or more spread, its first call included, always
 // spreads. Its dispatch is a few percent of it at most, and a part no worker picks up is done by
@@ -53,11 +58,13 @@ class SpreadRule {
   static constexpr std::uint32_t kTrials = 3;
   static constexpr std::uint32_t kRetryEvery = 32;
   static constexpr std::uint32_t kMaxRetryEvery = 4096;
+  static constexpr std::uint32_t kDoublings = 7;  // kRetryEvery << kDoublings == kMaxRetryEvery
   static constexpr float kRetryCost = 0.01f;
   static constexpr float kSpreadAlwaysPaysNs = 1e6f;
 
-  // Calls between retries of the slower way when it takes `slowdown` times as long as the faster.
-  static std::uint32_t retry_interval(float slowdown);
+  // Calls between retries of the slower way when it takes `slowdown` times as long as the faster
+  // and was retried `retries` times since its trials.
+  static std::uint32_t retry_interval(float slowdown, std::uint32_t retries);
 
   struct Decision {
     bool spread = false;
