@@ -72,9 +72,9 @@ TEST(SpreadRule, APolicyOverridesTheMeasure) {
 TEST(SpreadRule, TriesBothWaysThenKeepsToTheFasterAndRetriesTheOther) {
   for (const bool spread_faster : {false, true}) {
     SpreadRule rule;
-    // The other way 10% slower: retried every kRetryEvery-th call.
-    const auto ways = run_calls(rule, 20 * SpreadRule::kRetryEvery, spread_faster ? 110 : 100,
-                                spread_faster ? 100 : 110);
+    // The other way 30% slower: retried every kRetryEvery-th call.
+    const auto ways = run_calls(rule, 20 * SpreadRule::kRetryEvery, spread_faster ? 130 : 100,
+                                spread_faster ? 100 : 130);
     const std::size_t trials = 2 * (SpreadRule::kTrials + 1);
     // The trials alternate, so each way has kTrials counted calls after its uncounted first.
     EXPECT_EQ(spread_count({ways.begin(), ways.begin() + trials}), SpreadRule::kTrials + 1);
@@ -117,6 +117,17 @@ TEST(SpreadRule, TrialsSpoiltByFirstStepsAreCorrectedByTheFirstRetry) {
   const auto ways = run_calls(rule, 200, 10000, 14000);           // warm: alone is faster
   // From the retry after 32 calls on, alone, but for the spread way's own retries (after 32, 64).
   EXPECT_LE(spread_count(ways, 40), 4u);
+}
+
+// Spreading 10% faster by its own time is not enough: the calls after it pay for its output being
+// in two cores' caches.
+TEST(SpreadRule, SpreadsOnlyWhenClearlyFaster) {
+  SpreadRule rule;
+  const auto ways = run_calls(rule, 10 * SpreadRule::kRetryEvery, 110, 100);
+  EXPECT_LE(spread_count(ways, 8), 10u);  // retries only
+  SpreadRule clearly;
+  const auto clearly_ways = run_calls(clearly, 10 * SpreadRule::kRetryEvery, 130, 100);
+  EXPECT_GE(spread_count(clearly_ways, 8), clearly_ways.size() - 8 - 10);
 }
 
 // A call of a millisecond or more spread is never tried alone, however fast the made-up times say

@@ -55,7 +55,7 @@ SpreadRule::Decision SpreadRule::decide(std::size_t work, std::size_t threads) {
   // Trials: the way with fewer timed calls, spreading first (the first call each way is not
   // counted in the choice).
   if (serial_calls <= kTrials || spread_calls <= kTrials) return {spread_calls <= serial_calls, true};
-  const bool spread_is_faster = spread < serial;
+  const bool spread_is_faster = spread * kSpreadMargin < serial;
   const std::uint32_t last_retry = group.last_retry.load(std::memory_order_relaxed);
   const std::uint32_t retries = (spread_is_faster ? serial_calls : spread_calls) - (kTrials + 1);
   if (call - last_retry >= retry_interval(spread_is_faster ? serial / spread : spread / serial, retries)) {
@@ -68,7 +68,7 @@ SpreadRule::Decision SpreadRule::decide(std::size_t work, std::size_t threads) {
 std::uint32_t SpreadRule::retry_interval(float slowdown, std::uint32_t retries) {
   const std::uint32_t doubling = kRetryEvery << std::min(retries, kDoublings);
   if (!(slowdown < static_cast<float>(kMaxRetryEvery))) return doubling;  // also NaN, infinity
-  const float calls = (slowdown - 1.0f) / kRetryCost;
+  const float calls = std::max(slowdown - 1.0f, 0.0f) / kRetryCost;
   return std::min(std::clamp(static_cast<std::uint32_t>(calls), kRetryEvery, kMaxRetryEvery), doubling);
 }
 

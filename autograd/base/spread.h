@@ -12,7 +12,10 @@
 // (elements, multiply-adds: the site's unit). For each group the rule keeps an estimate of the
 // time per unit of work each way takes: a time below it replaces it, a time above moves it a
 // quarter of the way (timing noise only ever adds). It tries both ways kTrials times and takes the
-// faster from then on. Now and then it runs the other way again, so that a change in the host's
+// faster from then on, spreading only when that is kSpreadMargin times as fast: a spread call's
+// output ends up in two cores' caches, and the calls after it, which its time does not include,
+// read it from there (with no margin the tiny copy-task step ran 1-3% slower at 2 threads than at
+// 1, with it as fast). Now and then it runs the other way again, so that a change in the host's
 // load is followed, and so that trials in a program's first steps, whose fresh pages fault (on a
 // Zen 5 VM a relu over 320 KiB of new memory took 800 us, 14 us once the memory was reused), do not
 // decide for good:
@@ -61,6 +64,7 @@ class SpreadRule {
   static constexpr std::uint32_t kDoublings = 7;  // kRetryEvery << kDoublings == kMaxRetryEvery
   static constexpr float kRetryCost = 0.01f;
   static constexpr float kSpreadAlwaysPaysNs = 1e6f;
+  static constexpr float kSpreadMargin = 1.25f;
 
   // Calls between retries of the slower way when it takes `slowdown` times as long as the faster
   // and was retried `retries` times since its trials.
