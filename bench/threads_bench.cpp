@@ -25,6 +25,8 @@
 #include "autograd/kernels/parallel.h"
 #include "autograd/ops/all.h"
 #include "bench/bench_util.h"
+#include "nn/transformer/transformer.h"
+#include "optim/adam.h"
 
 namespace tapegrad::bench {
 namespace {
@@ -85,6 +87,28 @@ std::vector<Workload> workloads(std::string_view filter) {
       {"layer_norm/10x10x80x8", [] {
          const Tensor<float> x = random_tensor({10, 10, 80, 8}, 1), w = random_tensor({8}, 3), b = random_tensor({8}, 4);
          return forward_backward({x}, [x, w, b] { return layer_norm(x, {8}, w, b, 1e-5); });
+       }},
+      {"masked_fill/10x10x80x8", [] {
+         const Tensor<float> x = random_tensor({10, 10, 80, 8}, 1);
+         Mask mask = Mask::from_shape({10, 10, 80, 8});
+         for (std::size_t i = 0; i < mask.size(); ++i) mask.flat(i) = i % 3 == 0;
+         return forward_backward({x}, [x, mask] { return masked_fill(x, mask, -1e9f); });
+       }},
+      {"dropout/4096x512", [] {
+         const Tensor<float> x = random_tensor({4096, 512}, 1);
+         auto gen = std::make_shared<Generator>(5);
+         return forward_backward({x}, [x, gen] { return dropout(x, 0.1, true, *gen); });
+       }},
+      {"adam_step/paper", [] {
+         Generator gen(1);
+         auto model = std::make_shared<nn::transformer::Transformer<float>>(11, 11, 10, 0, 512, 2, 2048, 8, 0.1,
+                                                                             1e-5, gen);
+         std::size_t seed = 3;
+         for (const Tensor<float>& p : model->parameters()) p.node()->grad = random_tensor(p.shape(), seed++, false).value();
+         auto adam = std::make_shared<optim::Adam<float>>(model->named_parameters(),
+                                                          optim::AdamOptions{.lr = 1e-4, .betas = {0.9, 0.98}, .eps = 1e-9});
+         adam->step();  // the first step allocates the moments
+         return std::function<void()>([model, adam] { adam->step(); });
        }},
       {"matmul/800x512x2048", [] {
          const Tensor<float> a = random_tensor({800, 512}, 1), b = random_tensor({512, 2048}, 2);

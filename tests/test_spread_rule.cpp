@@ -69,43 +69,39 @@ TEST(SpreadRule, APolicyOverridesTheMeasure) {
   EXPECT_FALSE(d.timed);
 }
 
-TEST(SpreadRule, TriesBothWaysThenKeepsToTheFasterAndRetriesTheOther) {
-  for (const bool spread_faster : {false, true}) {
-    SpreadRule rule;
-    // The other way 30% slower: retried every kRetryEvery-th call.
-    const auto ways = run_calls(rule, 20 * SpreadRule::kRetryEvery, spread_faster ? 130 : 100,
-                                spread_faster ? 100 : 130);
-    const std::size_t trials = 2 * (SpreadRule::kTrials + 1);
-    // The trials alternate, so each way has kTrials counted calls after its uncounted first.
-    EXPECT_EQ(spread_count({ways.begin(), ways.begin() + trials}), SpreadRule::kTrials + 1);
-    const std::size_t after = ways.size() - trials, other_way = spread_faster ? after - spread_count(ways, trials)
-                                                                             : spread_count(ways, trials);
-    EXPECT_GE(other_way, after / SpreadRule::kRetryEvery - 1) << spread_faster;
-    EXPECT_LE(other_way, after / SpreadRule::kRetryEvery + 1) << spread_faster;
-  }
+constexpr std::size_t kTrialCalls = 2 * (SpreadRule::kTrials + 1);
+constexpr std::uint32_t kBurst = SpreadRule::kRetryBurst;
+
+TEST(SpreadRule, TriesBothWaysInTurnThenKeepsToTheFasterAndRetriesTheOtherInBursts) {
+  SpreadRule rule;
+  // Alone 5% faster: spreading is retried every kRetryEvery calls, kRetryBurst calls in a row.
+  const auto ways = run_calls(rule, kTrialCalls + 20 * SpreadRule::kRetryEvery, 100, 105);
+  // The trials: kTrials + 1 calls spread, then as many alone (the first of each not counted).
+  for (std::size_t i = 0; i < kTrialCalls; ++i) EXPECT_EQ(ways[i], i <= SpreadRule::kTrials) << i;
+  // Then: bursts of spread calls in a row, 20 of them, every 32 calls counted from the first trial.
+  EXPECT_EQ(spread_count(ways, kTrialCalls), 20 * kBurst);
+  for (std::size_t i = SpreadRule::kRetryEvery; i < SpreadRule::kRetryEvery + kBurst; ++i) EXPECT_TRUE(ways[i]) << i;
 }
 
-// Retrying a way 3x slower every 32nd call would cost 6% of the time; the rule keeps it to 1%,
-// once the first retries (after 32 calls, then 64, 128, ...) have confirmed the trials.
+// Retrying a way 3x slower in every 32 calls would cost 19% of the time; the rule keeps it to 1%,
+// once the first bursts (after 32 calls, then 64, 128, ...) have confirmed the trials.
 TEST(SpreadRule, RetriesAFarSlowerWayRarelyEnoughToCostAtMostOnePercent) {
-  constexpr std::uint32_t kMany = 100;  // retries: the doubling has reached its cap
-  EXPECT_EQ(SpreadRule::retry_interval(1.1f, kMany), SpreadRule::kRetryEvery);
-  EXPECT_EQ(SpreadRule::retry_interval(3.0f, kMany), 200u);
+  constexpr std::uint32_t kMany = 100;  // bursts: the doubling has reached its cap
+  EXPECT_EQ(SpreadRule::retry_interval(1.05f, kMany), SpreadRule::kRetryEvery);
+  EXPECT_EQ(SpreadRule::retry_interval(3.0f, kMany), 600u);  // 3 calls costing 2x more each per 600
   EXPECT_EQ(SpreadRule::retry_interval(1000.0f, kMany), SpreadRule::kMaxRetryEvery);
   EXPECT_EQ(SpreadRule::retry_interval(std::numeric_limits<float>::infinity(), kMany), SpreadRule::kMaxRetryEvery);
   EXPECT_EQ(SpreadRule::retry_interval(std::numeric_limits<float>::quiet_NaN(), kMany), SpreadRule::kMaxRetryEvery);
   EXPECT_EQ(SpreadRule::retry_interval(1000.0f, 0), SpreadRule::kRetryEvery);
   EXPECT_EQ(SpreadRule::retry_interval(1000.0f, 2), 4 * SpreadRule::kRetryEvery);
   SpreadRule rule;
-  const auto ways = run_calls(rule, 4000, 100, 300);
-  // After 32, 64 and 128 calls, then every 200.
-  const std::size_t retries = spread_count(ways, 2 * (SpreadRule::kTrials + 1));
-  EXPECT_GE(retries, 3 + (4000u - 8 - 224) / 200 - 1);
-  EXPECT_LE(retries, 3 + (4000u - 8 - 224) / 200 + 1);
-  // A way 1000x slower is still retried: after 32, 64, ..., 4096 calls (8 retries, 8160 calls),
+  const auto ways = run_calls(rule, kTrialCalls + 32 + 64 + 128 + 256 + 512 + 600 * 10, 100, 300);
+  // Bursts after 32, 64, 128, 256 and 512 calls, then every 600: 15 bursts.
+  EXPECT_EQ(spread_count(ways, kTrialCalls), 15 * kBurst);
+  // A way 1000x slower is still retried: after 32, 64, ..., 4096 calls (8 bursts, 8160 calls),
   // then every 4096.
   SpreadRule far;
-  EXPECT_EQ(spread_count(run_calls(far, 8 + 8160 + 4096, 1, 1000), 8), 9u);
+  EXPECT_EQ(spread_count(run_calls(far, kTrialCalls + 8160 + 4096, 1, 1000), kTrialCalls), 9 * kBurst);
 }
 
 // The failure that made the retries start often: the trials ran in a program's first steps, where
@@ -113,21 +109,37 @@ TEST(SpreadRule, RetriesAFarSlowerWayRarelyEnoughToCostAtMostOnePercent) {
 // rule spread a relu for thousands of calls that was faster alone.
 TEST(SpreadRule, TrialsSpoiltByFirstStepsAreCorrectedByTheFirstRetry) {
   SpreadRule rule;
-  run_calls(rule, 2 * (SpreadRule::kTrials + 1), 800000, 14000);  // cold: alone looks 57x slower
-  const auto ways = run_calls(rule, 200, 10000, 14000);           // warm: alone is faster
-  // From the retry after 32 calls on, alone, but for the spread way's own retries (after 32, 64).
-  EXPECT_LE(spread_count(ways, 40), 4u);
+  run_calls(rule, kTrialCalls, 800000, 14000);           // cold: alone looks 57x slower
+  const auto ways = run_calls(rule, 200, 10000, 14000);  // warm: alone is faster
+  // From the burst after 32 calls on, alone, but for spreading's own bursts (after 32, 64).
+  EXPECT_LE(spread_count(ways, 32 + kBurst), 2 * kBurst);
+}
+
+// The failure that made retries come in bursts: a spread call right after calls alone wakes TBB's
+// workers and looks slow; the next ones, finding them awake, show what spreading every call gives.
+TEST(SpreadRule, ABurstShowsWhatSpreadingCallAfterCallGives) {
+  SpreadRule warming;
+  bool previous_spread = false;
+  std::size_t last_stretch_spread = 0;
+  for (std::size_t i = 0; i < 2000; ++i) {
+    const SpreadRule::Decision d = warming.decide(kWork, 2);
+    // Alone 100 ns; spread 300 ns when the previous call ran alone (waking), 50 ns after a spread.
+    warming.measured(kWork, d.spread, nanoseconds(d.spread ? (previous_spread ? 50 : 300) : 100));
+    previous_spread = d.spread;
+    if (i >= 1000) last_stretch_spread += d.spread;
+  }
+  EXPECT_GE(last_stretch_spread, 950u);
 }
 
 // Spreading 10% faster by its own time is not enough: the calls after it pay for its output being
 // in two cores' caches.
 TEST(SpreadRule, SpreadsOnlyWhenClearlyFaster) {
   SpreadRule rule;
-  const auto ways = run_calls(rule, 10 * SpreadRule::kRetryEvery, 110, 100);
-  EXPECT_LE(spread_count(ways, 8), 10u);  // retries only
+  const auto ways = run_calls(rule, kTrialCalls + 10 * SpreadRule::kRetryEvery, 110, 100);
+  EXPECT_EQ(spread_count(ways, kTrialCalls), 10 * kBurst);  // the bursts only
   SpreadRule clearly;
-  const auto clearly_ways = run_calls(clearly, 10 * SpreadRule::kRetryEvery, 130, 100);
-  EXPECT_GE(spread_count(clearly_ways, 8), clearly_ways.size() - 8 - 10);
+  const auto clearly_ways = run_calls(clearly, kTrialCalls + 10 * SpreadRule::kRetryEvery, 130, 100);
+  EXPECT_GE(spread_count(clearly_ways, kTrialCalls), 10 * SpreadRule::kRetryEvery - 10 * kBurst);
 }
 
 // A call of a millisecond or more spread is never tried alone, however fast the made-up times say
@@ -138,8 +150,7 @@ TEST(SpreadRule, ALongCallSpreadFromItsFirstOn) {
   EXPECT_EQ(spread_count(ways), 100u);
   SpreadRule shorter;  // half a millisecond: tried alone, and kept alone when that is faster
   const auto shorter_ways = run_calls(shorter, 100, 1000, 500000);
-  EXPECT_TRUE(shorter_ways[0]);  // spreading first
-  EXPECT_LE(spread_count(shorter_ways), SpreadRule::kTrials + 1 + 2);  // its trials, 2 retries
+  EXPECT_EQ(spread_count(shorter_ways), SpreadRule::kTrials + 1 + 2 * kBurst);  // trials, 2 bursts
 }
 
 TEST(SpreadRule, FollowsWhenTheOtherWayBecomesFaster) {

@@ -52,23 +52,30 @@ SpreadRule::Decision SpreadRule::decide(std::size_t work, std::size_t threads) {
   const float spread = group.ways[1].ns_per_unit.load(std::memory_order_relaxed);
   // A call this long spread is never tried alone: the rest is explained in the header.
   if (spread_calls > 0 && spread * static_cast<float>(work) >= kSpreadAlwaysPaysNs) return {true, true};
-  // Trials: the way with fewer timed calls, spreading first (the first call each way is not
-  // counted in the choice).
-  if (serial_calls <= kTrials || spread_calls <= kTrials) return {spread_calls <= serial_calls, true};
+  // Trials: kTrials + 1 calls spread, then as many alone (the first call each way is not counted
+  // in the choice).
+  if (spread_calls <= kTrials) return {true, true};
+  if (serial_calls <= kTrials) return {false, true};
   const bool spread_is_faster = spread * kSpreadMargin < serial;
+  std::uint32_t burst_left = group.burst_left.load(std::memory_order_relaxed);
+  while (burst_left > 0 &&
+         !group.burst_left.compare_exchange_weak(burst_left, burst_left - 1, std::memory_order_relaxed)) {
+  }
+  if (burst_left > 0) return {!spread_is_faster, true};
   const std::uint32_t last_retry = group.last_retry.load(std::memory_order_relaxed);
-  const std::uint32_t retries = (spread_is_faster ? serial_calls : spread_calls) - (kTrials + 1);
-  if (call - last_retry >= retry_interval(spread_is_faster ? serial / spread : spread / serial, retries)) {
+  const std::uint32_t bursts = ((spread_is_faster ? serial_calls : spread_calls) - (kTrials + 1)) / kRetryBurst;
+  if (call - last_retry >= retry_interval(spread_is_faster ? serial / spread : spread / serial, bursts)) {
     group.last_retry.store(call, std::memory_order_relaxed);
+    group.burst_left.store(kRetryBurst - 1, std::memory_order_relaxed);
     return {!spread_is_faster, true};
   }
   return {spread_is_faster, true};
 }
 
-std::uint32_t SpreadRule::retry_interval(float slowdown, std::uint32_t retries) {
-  const std::uint32_t doubling = kRetryEvery << std::min(retries, kDoublings);
+std::uint32_t SpreadRule::retry_interval(float slowdown, std::uint32_t bursts) {
+  const std::uint32_t doubling = kRetryEvery << std::min(bursts, kDoublings);
   if (!(slowdown < static_cast<float>(kMaxRetryEvery))) return doubling;  // also NaN, infinity
-  const float calls = std::max(slowdown - 1.0f, 0.0f) / kRetryCost;
+  const float calls = static_cast<float>(kRetryBurst) * std::max(slowdown - 1.0f, 0.0f) / kRetryCost;
   return std::min(std::clamp(static_cast<std::uint32_t>(calls), kRetryEvery, kMaxRetryEvery), doubling);
 }
 

@@ -11,18 +11,21 @@
 // How: each call site owns a SpreadRule. Calls are grouped by the base-2 logarithm of their work
 // (elements, multiply-adds: the site's unit). For each group the rule keeps an estimate of the
 // time per unit of work each way takes: a time below it replaces it, a time above moves it a
-// quarter of the way (timing noise only ever adds). It tries both ways kTrials times and takes the
-// faster from then on, spreading only when that is kSpreadMargin times as fast: a spread call's
+// quarter of the way (timing noise only ever adds). It tries each way for kTrials + 1 calls in a
+// row and takes the faster from then on, spreading only when that is kSpreadMargin times as fast: a spread call's
 // output ends up in two cores' caches, and the calls after it, which its time does not include,
 // read it from there (with no margin the tiny copy-task step ran 1-3% slower at 2 threads than at
 // 1, with it as fast). Now and then it runs the other way again, so that a change in the host's
 // load is followed, and so that trials in a program's first steps, whose fresh pages fault (on a
 // Zen 5 VM a relu over 320 KiB of new memory took 800 us, 14 us once the memory was reused), do not
 // decide for good:
-// - the retries come after kRetryEvery calls, then twice as many each time, up to kMaxRetryEvery;
+// - a retry is kRetryBurst calls in a row: the first spread call after calls alone wakes TBB's
+//   sleeping workers (40 us on a Zen 5 VM, where the call alone took 1.6 us), the next find them
+//   awake, as they would be if the kernel spread call after call. Retried one call at a time, the
+//   paper model's Adam step stayed alone, 19% slower than spreading every call;
+// - the bursts come after kRetryEvery calls, then twice as many each time, up to kMaxRetryEvery;
 // - never less often than every kRetryEvery-th call while the two ways are close, and less often
-//   the slower the other way is, so that retrying costs at most kRetryCost of the time (a spread
-//   call that woke TBB's sleeping workers took 40 us where the calling thread alone took 1.6 us).
+//   the slower the other way is, so that retrying costs at most kRetryCost of the time.
 // With one thread allowed nothing is spread or timed.
 //
 // Except: a call that took kSpreadAlwaysPaysNs or more spread, its first call included, always
@@ -62,13 +65,14 @@ class SpreadRule {
   static constexpr std::uint32_t kRetryEvery = 32;
   static constexpr std::uint32_t kMaxRetryEvery = 4096;
   static constexpr std::uint32_t kDoublings = 7;  // kRetryEvery << kDoublings == kMaxRetryEvery
+  static constexpr std::uint32_t kRetryBurst = 3;
   static constexpr float kRetryCost = 0.01f;
   static constexpr float kSpreadAlwaysPaysNs = 1e6f;
   static constexpr float kSpreadMargin = 1.25f;
 
-  // Calls between retries of the slower way when it takes `slowdown` times as long as the faster
-  // and was retried `retries` times since its trials.
-  static std::uint32_t retry_interval(float slowdown, std::uint32_t retries);
+  // Calls between bursts of retries of the slower way when it takes `slowdown` times as long as
+  // the faster and was retried in `bursts` bursts since its trials.
+  static std::uint32_t retry_interval(float slowdown, std::uint32_t bursts);
 
   struct Decision {
     bool spread = false;
@@ -90,6 +94,7 @@ class SpreadRule {
     std::array<Way, 2> ways;  // [0] on the calling thread, [1] spread
     std::atomic<std::uint32_t> calls{0};
     std::atomic<std::uint32_t> last_retry{0};
+    std::atomic<std::uint32_t> burst_left{0};  // calls left in the current burst of retries
   };
   static std::size_t group_of(std::size_t work);
 
