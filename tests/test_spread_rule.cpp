@@ -118,13 +118,15 @@ TEST(SpreadRule, TrialsSpoiltByFirstStepsAreCorrectedByTheFirstRetry) {
 // The failure that made retries come in bursts: a spread call right after calls alone wakes TBB's
 // workers and looks slow; the next ones, finding them awake, show what spreading every call gives.
 TEST(SpreadRule, ABurstShowsWhatSpreadingCallAfterCallGives) {
-  SpreadRule warming;
+  SpreadRule rule;
+  run_calls(rule, 200, 100, 300);  // the host's second core busy: spreading is slow, even warm
   bool previous_spread = false;
   std::size_t last_stretch_spread = 0;
   for (std::size_t i = 0; i < 2000; ++i) {
-    const SpreadRule::Decision d = warming.decide(kWork, 2);
-    // Alone 100 ns; spread 300 ns when the previous call ran alone (waking), 50 ns after a spread.
-    warming.measured(kWork, d.spread, nanoseconds(d.spread ? (previous_spread ? 50 : 300) : 100));
+    const SpreadRule::Decision d = rule.decide(kWork, 2);
+    // The core free again: alone 100 ns; spread 300 ns right after a call alone (waking the
+    // workers), 50 ns right after a spread call.
+    rule.measured(kWork, d.spread, nanoseconds(d.spread ? (previous_spread ? 50 : 300) : 100));
     previous_spread = d.spread;
     if (i >= 1000) last_stretch_spread += d.spread;
   }
