@@ -133,6 +133,28 @@ TEST(SpreadRule, ABurstShowsWhatSpreadingCallAfterCallGives) {
   EXPECT_GE(last_stretch_spread, 950u);
 }
 
+// Spreading costs 300 ns when the workers are asleep and 50 ns when a spread call just ended;
+// alone costs 100 ns. Called back to back, a kernel keeps its workers awake and spreads for runs
+// of calls (each ended by a burst alone, base/spread.h); called between kernels that run alone, it
+// finds them asleep every time and runs alone.
+TEST(SpreadRule, JudgesSpreadingWithTheWorkersAsTheyAreNow) {
+  const auto run = [](bool back_to_back) {
+    SpreadRule rule;
+    bool previous_spread = false;
+    std::size_t spread_later = 0;
+    for (std::size_t i = 0; i < 2000; ++i) {
+      const bool awake = back_to_back && previous_spread;
+      const SpreadRule::Decision d = rule.decide(kWork, 2, awake);
+      rule.measured(kWork, d.spread, nanoseconds(d.spread ? (awake ? 50 : 300) : 100), awake);
+      previous_spread = d.spread;
+      if (i >= 1000) spread_later += d.spread;
+    }
+    return spread_later;
+  };
+  EXPECT_GE(run(true), 350u);
+  EXPECT_LE(run(false), 50u);
+}
+
 // Spreading 10% faster by its own time is not enough: the calls after it pay for its output being
 // in two cores' caches.
 TEST(SpreadRule, SpreadsOnlyWhenClearlyFaster) {
