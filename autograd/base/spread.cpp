@@ -85,7 +85,11 @@ SpreadRule::Decision SpreadRule::decide(std::size_t work, std::size_t threads, b
   if (burst_left > 0) return {group.burst_spreads.load(std::memory_order_relaxed), true};
   const std::uint32_t last_retry = group.last_retry.load(std::memory_order_relaxed);
   const std::uint32_t bursts = ((spread_is_faster ? serial_calls : spread_calls) - (kTrials + 1)) / kRetryBurst;
-  if (call - last_retry >= retry_interval(spread_is_faster ? serial / spread : spread / serial, bursts)) {
+  // Running alone is retried only when the workers are asleep anyway: a burst alone in the middle
+  // of a run of spread calls would let them fall asleep, and the run would end.
+  const bool postponed = spread_is_faster && awake;
+  if (!postponed &&
+      call - last_retry >= retry_interval(spread_is_faster ? serial / spread : spread / serial, bursts)) {
     group.last_retry.store(call, std::memory_order_relaxed);
     group.burst_spreads.store(!spread_is_faster, std::memory_order_relaxed);
     group.burst_left.store(kRetryBurst - 1, std::memory_order_relaxed);

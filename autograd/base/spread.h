@@ -30,11 +30,9 @@
 //   spread call (within kAwakeNs, on any thread) finds them spinning, one after calls alone wakes
 //   them. The rule keeps the two apart and judges this call as it would run now. So a kernel called
 //   back to back (Adam over the parameters) keeps spreading once it has started, and one called
-//   between kernels that run alone (the tiny step's) is judged by what waking costs. A burst that
-//   retries running alone ends such a run, and it starts again at the next burst that spreads:
-//   in the test's model, 40% of the calls instead of all. Judging a sleeping call by the mix of
-//   awake and asleep costs so far spread the whole model's run there, but made the tiny copy-task
-//   step 1.11x slower at 2 threads than at 1 (1.02x as it is).
+//   between kernels that run alone (the tiny step's) is judged by what waking costs. Running alone
+//   is retried only at a call that finds the workers asleep: a burst alone in the middle of a run
+//   would let them fall asleep and end the run (the test's model then spread 40% of its calls).
 // With one thread allowed nothing is spread or timed.
 //
 // Except: a call that took kSpreadAlwaysPaysNs or more spread, its first call included, always
