@@ -22,20 +22,13 @@ std::size_t threads_available() {
 }
 
 namespace {
-// Weight of a new time in its way's moving average: the last few calls dominate.
 // Timing noise is one-sided (preemption, page faults, cold caches only ever add time), so a time
-// below a way's average replaces it, and one above moves it by this weight ...
+// below a way's estimate replaces it, and one above moves it by this weight ...
 constexpr float kNewWeight = 0.25f;
-// ... counted as at most this many times the average: one call the host preempted must not make the
-// faster way look slower for the next hundred calls.
+// ... counted as at most this many times the estimate: one call the host preempted must not make
+// the faster way look slower for the next hundred calls.
 constexpr float kMaxJump = 2.0f;
-}  // namespace
 
-std::size_t SpreadRule::group_of(std::size_t work) {
-  return std::min<std::size_t>(std::bit_width(work), std::tuple_size_v<decltype(groups_)> - 1);
-}
-
-namespace {
 // When the last spread call on any thread ended, in steady_clock nanoseconds.
 std::atomic<std::int64_t> last_spread_end{std::numeric_limits<std::int64_t>::min() / 2};
 }  // namespace
@@ -48,6 +41,10 @@ bool spread_workers_awake(std::chrono::steady_clock::time_point now) {
 void spread_ended(std::chrono::steady_clock::time_point when) {
   last_spread_end.store(std::chrono::duration_cast<std::chrono::nanoseconds>(when.time_since_epoch()).count(),
                         std::memory_order_relaxed);
+}
+
+std::size_t SpreadRule::group_of(std::size_t work) {
+  return std::min<std::size_t>(std::bit_width(work), std::tuple_size_v<decltype(groups_)> - 1);
 }
 
 SpreadRule::Decision SpreadRule::decide(std::size_t work, std::size_t threads, bool awake) {

@@ -4,45 +4,41 @@
 //
 // Why measured and not a constant: what a second thread is worth depends on the CPU and on the
 // host. The same size rules made the tiny copy-task step 1.28x faster at 2 threads on a Zen 3 VM
-// and 1.12-1.20x slower on a Zen 5 VM, where element-wise passes gain nothing at any size; and on
-// one VM the second vCPU's worth moves with the host's load from one minute to the next, so a
+// and 1.12-1.20x slower on a Zen 5 VM, where element-wise passes gained nothing at any size; and
+// on one VM the second vCPU's worth moves with the host's load from one minute to the next, so a
 // calibration at start-up would capture one moment (bench/RESULTS.md, issue 40).
 //
 // How: each call site owns a SpreadRule. Calls are grouped by the base-2 logarithm of their work
-// (elements, multiply-adds: the site's unit). For each group the rule keeps an estimate of the
-// time per unit of work each way takes: a time below it replaces it, a time above moves it a
-// quarter of the way (timing noise only ever adds). It tries each way for kTrials + 1 calls in a
-// row and takes the faster from then on, spreading only when that is kSpreadMargin times as fast: a spread call's
-// output ends up in two cores' caches, and the calls after it, which its time does not include,
-// read it from there (with no margin the tiny copy-task step ran 1-3% slower at 2 threads than at
-// 1, with it as fast). Now and then it runs the other way again, so that a change in the host's
-// load is followed, and so that trials in a program's first steps, whose fresh pages fault (on a
-// Zen 5 VM a relu over 320 KiB of new memory took 800 us, 14 us once the memory was reused), do not
-// decide for good:
-// - a retry is kRetryBurst calls in a row: the first spread call after calls alone wakes TBB's
-//   sleeping workers (40 us on a Zen 5 VM, where the call alone took 1.6 us), the next find them
-//   awake, as they would be if the kernel spread call after call. Retried one call at a time, the
-//   paper model's Adam step stayed alone, 19% slower than spreading every call;
-// - the bursts come after kRetryEvery calls, then twice as many each time, up to kMaxRetryEvery;
-// - never less often than every kRetryEvery-th call while the two ways are close, and less often
-//   the slower the other way is, so that retrying costs at most kRetryCost of the time.
-// - a spread call's time depends on whether TBB's workers are awake: a call right after another
-//   spread call (within kAwakeNs, on any thread) finds them spinning, one after calls alone wakes
-//   them. The rule keeps the two apart and judges this call as it would run now. So a kernel called
-//   back to back (Adam over the parameters) keeps spreading once it has started, and one called
-//   between kernels that run alone (the tiny step's) is judged by what waking costs. Running alone
-//   is retried only at a call that finds the workers asleep: a burst alone in the middle of a run
-//   would let them fall asleep and end the run (the test's model then spread 40% of its calls).
-// With one thread allowed nothing is spread or timed.
-//
-// Except: a call that took kSpreadAlwaysPaysNs or more spread, its first call included, always
-// spreads. Its dispatch is a few percent of it at most, and a part no worker picks up is done by
-// the calling thread itself (TBB's work stealing), so running it alone could save little; trying
-// it alone could cost up to half of it, and a training step of large products sees each size a few
-// times a step: the trials alone made the first steps of the paper-size model 1.2-1.6x slower.
+// (elements, multiply-adds: the site's unit), and each group decides on its own:
+// - Estimates. Per way, the time per unit of work. A time below the estimate replaces it, a time
+//   above moves it a quarter of the way: timing noise only ever adds.
+// - Workers awake or asleep. A spread call within kAwakeNs of the last spread call (on any thread)
+//   finds TBB's workers spinning; one after calls alone has to wake them (40 us on a Zen 5 VM, for
+//   a call that took 1.6 us alone). The two costs are estimated apart, and a call is judged as it
+//   would run now. So a kernel called back to back (Adam over the parameters) keeps spreading once
+//   it has started, and one called between kernels that run alone (the tiny step's) is judged by
+//   what waking costs.
+// - Trials. kTrials + 1 calls spread in a row, then as many alone; the first each way is not
+//   counted (it may have started the workers or faulted in pages).
+// - Choice. The faster way, spreading only when that is kSpreadMargin times as fast: a spread
+//   call's output ends up in two cores' caches, which costs the calls after it, outside its time.
+// - Retries. Now and then the other way runs again, kRetryBurst calls in a row, so that a change in
+//   the host's load is followed and so that spreading is seen with the workers awake. Trials in a
+//   program's first steps meet fresh pages (a relu over 320 KiB of new memory took 800 us, 14 us
+//   once its memory was reused), so the bursts start often, after kRetryEvery calls, then twice as
+//   many each time up to kMaxRetryEvery, and never cost more than kRetryCost of the time. Running
+//   alone is retried only at a call that finds the workers asleep: a burst alone in the middle of a
+//   run of spread calls would let them fall asleep and end the run.
+// - Large calls. A call that took kSpreadAlwaysPaysNs or more spread, its first included, always
+//   spreads: its dispatch is a few percent of it at most, and a part no worker picks up is done by
+//   the calling thread itself (TBB's work stealing), while a trial alone could cost half of it.
+//   Trials of such calls made the paper-size model's first steps 1.2-1.6x slower.
+// With one thread allowed nothing is spread or timed. bench/RESULTS.md (issue 40) has the
+// measurements behind each point, and what each earlier version of the rule got wrong.
 //
 // Bits: both ways run the same parts, each part on one thread in the same order, so the choice
-// never changes a result (tests/test_spread_rule.cpp compares them bit for bit).
+// never changes a result (CopyTask.LossesDoNotDependOnHowWorkIsSpread trains under all three
+// policies and compares).
 #include <array>
 #include <atomic>
 #include <chrono>
