@@ -376,9 +376,9 @@ xt::xarray<T> run_plan(const EinsumPlan& plan, const std::vector<const xt::xarra
     run_product_range(plan, x_left, x_right, out.data(), 0, indices, true);
     return out;
   }
-  // Chunks in TBB tasks, each on one thread from its gathers to its final pass: what one step of a
-  // chunk writes, the next reads from that core's cache. Even splits: every chunk holds at least
-  // chunk_count's minimum. The matmul mode is per thread (base/matmul_precision.h): a chunk run by a
+  // Chunks in TBB tasks (or one after another, as the SpreadRule decides), each on one thread from
+  // its gathers to its final pass: what one step of a chunk writes, the next reads from that core's
+  // cache. Even splits: every chunk holds at least chunk_count's minimum. The matmul mode is per thread (base/matmul_precision.h): a chunk run by a
   // TBB worker takes the calling thread's.
   const MatmulPrecision precision = matmul_precision();
   static SpreadRule rule;

@@ -107,7 +107,8 @@ GemmBackend backend_for(std::size_t batch, bool ta, bool tb, std::size_t m, std:
 }
 
 // One product split into blocks (above): run(rows, cols, a_part, b_part, c_part) for each, in TBB
-// tasks, or once for the whole product when it is small. In is the type A and B are stored in.
+// tasks or one after another as the SpreadRule decides (base/spread.h), or once for the whole
+// product when it is small. In is the type A and B are stored in.
 template <class In, class Out, class Run>
 void for_each_block(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, const In* a,
                     std::size_t lda, const In* b, std::size_t ldb, Out* c, std::size_t ldc, const Run& run) {
@@ -130,8 +131,9 @@ void for_each_block(bool trans_a, bool trans_b, std::size_t m, std::size_t n, st
   spread_indices(rule, m * n * k, blocks, one_block);
 }
 
-// A batch of products in fixed groups: run(first, last) for each group of products, in TBB tasks,
-// or once on the calling thread when there is one group. Small products are grouped into tasks of
+// A batch of products in fixed groups: run(first, last) for each group of products, in TBB tasks
+// or one after another as the SpreadRule decides, or once on the calling thread when there is one
+// group. Small products are grouped into tasks of
 // at least kSplitThreshold multiply-adds, and a batch smaller than that runs on the calling
 // thread: a task per [10,16]x[16,10] attention product cost more in scheduling than in
 // arithmetic. The groups are fixed (per_task products each, the last one shorter), so a oneDNN
