@@ -1,9 +1,11 @@
 // SpreadRule (autograd/base/spread.h): told made-up times, it must try both ways, keep to the
 // faster, retry the other now and then, follow a change, and not be swayed by one slow call.
 // Whether the ways give the same bits is checked on a whole training step in test_copy_task.cpp.
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <limits>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -215,6 +217,25 @@ TEST(SpreadRule, SizesAreMeasuredApart) {
   }
   EXPECT_LE(small_spread, 1u);
   EXPECT_GE(large_spread, SpreadRule::kRetryEvery - 2);
+}
+
+// One kernel called from several threads at once shares its rule: the counts and estimates race
+// (relaxed atomics), but every decision stays one of the two ways and the faster one still wins.
+TEST(SpreadRule, SeveralThreadsSharingOneRuleStillFindTheFasterWay) {
+  SpreadRule rule;
+  std::vector<std::thread> threads;
+  std::atomic<std::size_t> spread_late{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (std::size_t i = 0; i < 20000; ++i) {
+        const SpreadRule::Decision d = rule.decide(kWork, 2);
+        rule.measured(kWork, d.spread, nanoseconds(d.spread ? 300 : 100));
+        if (i >= 10000) spread_late += d.spread;
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_LE(spread_late.load(), 4u * 10000 / 50);  // retries only, at most 2%
 }
 
 TEST(SpreadRule, RunSpreadRunsTheDecidedWayOnce) {
