@@ -23,20 +23,30 @@ inline Tensor<float> random_tensor(const Shape& shape, std::uint64_t seed, bool 
   return Tensor<float>::randn(shape, gen, 0.0f, 1.0f, requires_grad);
 }
 
-// Times forward + backward of f(): each iteration records f() on a fresh tape, seeds its output
-// with a fixed random gradient, walks the tape, then drops the inputs' gradients (as PyTorch's
-// x.grad = None does in the peer script), so every iteration does the same work.
+// One forward + backward of f(): records f() on a fresh tape, seeds its output with `seed`, walks
+// the tape, then drops the inputs' gradients (as PyTorch's x.grad = None does in the peer script),
+// so every call does the same work.
+template <class Forward>
+void forward_backward_once(std::vector<Tensor<float>>& inputs, const xt::xarray<float>& seed, Forward& f) {
+  {
+    GradientTape tape;
+    const Tensor<float> y = f();
+    tape.backward(y, seed);
+  }
+  for (auto& x : inputs) x.zero_grad();
+}
+
+// A fixed random gradient for f()'s output.
+template <class Forward>
+xt::xarray<float> output_seed(Forward& f) {
+  return random_tensor(f().shape(), 99, false).value();
+}
+
+// Times forward_backward_once of f().
 template <class Forward>
 void time_forward_backward(benchmark::State& state, std::vector<Tensor<float>> inputs, Forward f) {
-  const xt::xarray<float> seed = random_tensor(f().shape(), 99, false).value();
-  for (auto _ : state) {
-    {
-      GradientTape tape;
-      const Tensor<float> y = f();
-      tape.backward(y, seed);
-    }
-    for (auto& x : inputs) x.zero_grad();
-  }
+  const xt::xarray<float> seed = output_seed(f);
+  for (auto _ : state) forward_backward_once(inputs, seed, f);
 }
 
 // Times f() alone; no tape is alive, so nothing is recorded.

@@ -48,19 +48,11 @@ struct Workload {
   std::function<void()> iteration;
 };
 
-// Forward and backward of f on a fresh tape, as time_forward_backward does, then the inputs'
-// gradients dropped.
+// forward_backward_once of f (bench_util.h), as a workload's iteration.
 template <class Forward>
 std::function<void()> forward_backward(std::vector<Tensor<float>> inputs, Forward f) {
-  const xt::xarray<float> seed = random_tensor(f().shape(), 99, false).value();
-  return [inputs, f, seed]() mutable {
-    {
-      GradientTape tape;
-      const Tensor<float> y = f();
-      tape.backward(y, seed);
-    }
-    for (auto& x : inputs) x.zero_grad();
-  };
+  const xt::xarray<float> seed = output_seed(f);
+  return [inputs, f, seed]() mutable { forward_backward_once(inputs, seed, f); };
 }
 
 std::function<void()> training_step(const std::string& size, MatmulPrecision precision) {
