@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <span>
 #include <string>
@@ -152,17 +153,44 @@ TEST(GemmBackends, SmallProductsMatchFloat64ReferenceOnEveryLayout) {
   expect_matches_reference(GemmBackend::kSmallProducts);
 }
 
+// The products as small_gemm.h defines their bits: each element a chain of fused multiply-adds over
+// k in order, starting from 0, then (beta 1) plus C's element. Padding is left as it was.
+// o gives the strides; a, b and c its operands in T.
+template <class T>
+std::vector<T> sequential_fma(const Layout& l, bool ta, bool tb, const Operands& o, const std::vector<T>& a,
+                              const std::vector<T>& b, std::vector<T> c) {
+  for (std::size_t i = 0; i < l.batch; ++i)
+    for (std::size_t r = 0; r < l.m; ++r)
+      for (std::size_t col = 0; col < l.n; ++col) {
+        T sum = 0;
+        for (std::size_t p = 0; p < l.k; ++p)
+          sum = std::fma(a[i * o.stride_a + (ta ? p * o.lda + r : r * o.lda + p)],
+                         b[i * o.stride_b + (tb ? col * o.ldb + p : p * o.ldb + col)], sum);
+        T& out = c[i * o.stride_c + r * o.ldc + col];
+        out = l.beta == 0 ? sum : sum + out;
+      }
+  return c;
+}
+
+template <class T>
+bool same_bits(const std::vector<T>& x, const std::vector<T>& y) {
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(T)) == 0;
+}
+
 // small_gemm_batched called directly, in float and double, on every tail of its blocks: rows not a
-// multiple of its 4-row blocks, columns not a multiple of a vector or of two, k of 0 and 1, an
-// extent of 0, the largest extent it takes, every transpose, beta 0 over C full of NaN (not read)
-// and beta 1, leading dimensions padded by 3 whose padding must stay as it was, and A or B shared
-// by the batch (a shared B is packed once).
+// multiple of its row blocks (4 rows with AVX2, 12 with AVX-512), columns not a multiple of a
+// vector or of two, k of 0 and 1, an extent of 0, the largest extent it takes, every transpose,
+// beta 0 over C full of NaN (not read) and beta 1, leading dimensions padded by 3 whose padding
+// must stay as it was, and A or B shared by the batch (a shared B is packed once).
+// Every bit is the header's promise: each element the fused multiply-adds over k in order from 0
+// (then plus C with beta 1), whatever the blocks, the vector width or the masked lanes.
 TEST(GemmBackends, SmallKernelMatchesFloat64ReferenceOnEveryTail) {
   struct Shape {
     std::size_t m, n, k;
   };
   const std::vector<Shape> shapes = {{1, 1, 1},  {5, 9, 3},    {4, 16, 8}, {7, 17, 13}, {10, 10, 8}, {3, 33, 0},
-                                     {0, 5, 5},  {6, 0, 2},    {2, 24, 1}, {64, 16, 4}, {9, 64, 7}, {64, 1, 64}};
+                                     {0, 5, 5},  {6, 0, 2},    {2, 24, 1}, {64, 16, 4}, {9, 64, 7}, {64, 1, 64},
+                                     {13, 40, 5}, {12, 48, 3}, {25, 40, 4}};
   struct Sharing {
     bool a, b;
   };
@@ -193,6 +221,8 @@ TEST(GemmBackends, SmallKernelMatchesFloat64ReferenceOnEveryTail) {
             std::vector<double> got_double(o.c.begin(), o.c.end());
             kernels::small_gemm_batched<double>(p, 0, l.batch, a.data(), b.data(), beta, got_double.data());
             EXPECT_LT(largest_difference(got_double, want), 1e-14 * double(l.k + 1));
+            EXPECT_TRUE(same_bits(got, sequential_fma(l, ta, tb, o, o.a, o.b, o.c)));
+            EXPECT_TRUE(same_bits(got_double, sequential_fma(l, ta, tb, o, a, b, std::vector<double>(o.c.begin(), o.c.end()))));
           }
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <type_traits>
 #include <utility>
 
 #include <xsimd/xsimd.hpp>
@@ -13,14 +14,69 @@ namespace {
 template <class T>
 using Batch = xsimd::batch<T>;
 
-// Rows of C computed together: each B row loaded is used kRowBlock times from registers.
+// With AVX-512 a vector load or store takes a mask of lanes: the last, partial vector of a row is
+// read and written in place (the masked-off lanes are neither read nor written), so B is read
+// where it lies unless it must be transposed. Without it, op(B) is packed into rows padded with
+// zeros to whole vectors, and a partial vector of C is written through the stack.
+#if defined(__AVX512F__)
+constexpr bool kMaskedLanes = true;
+static_assert(sizeof(Batch<float>) == 64, "xsimd's vectors are AVX-512's");
+// AVX-512 has 32 vector registers: a block of 12 rows x 2 vectors keeps its 24 accumulators and
+// 2 rows of B in registers. Attention's 10 rows are one block: 10 independent chains of
+// fused multiply-adds hide the instruction's latency, where blocks of 8 and 2 waited on it.
+constexpr std::size_t kRowBlock = 12;
+#else
+constexpr bool kMaskedLanes = false;
+// AVX2 has 16: 4 rows x 2 vectors of accumulators, and B's 2.
 constexpr std::size_t kRowBlock = 4;
-// Vectors of C's row computed together: kRowBlock x kVectorBlock accumulators stay in registers
-// (8 of AVX2's 16).
+#endif
+// Vectors of C's row computed together: each row of B loaded is used kRowBlock times from registers.
 constexpr std::size_t kVectorBlock = 2;
 
-// op(B) [k, n] copied row by row into `packed`, rows `padded` columns apart (a whole number of
-// vectors); the columns from n on are zeros written once for the whole batch.
+#if defined(__AVX512F__)
+// Lanes [0, count) of the vector at p and zeros, count <= the width; p[count] on are not read.
+template <class T>
+Batch<T> load_lanes(const T* p, std::size_t count) {
+  if constexpr (std::is_same_v<T, float>) {
+    return Batch<T>(_mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << count) - 1), p));
+  } else {
+    return Batch<T>(_mm512_maskz_loadu_pd(static_cast<__mmask8>((1u << count) - 1), p));
+  }
+}
+#endif
+
+// p[l] = value's lane l for l < count (or p[l] + the lane, with beta 1); p[count] on untouched.
+template <class T>
+void store_lanes(T* p, Batch<T> value, std::size_t count, T beta) {
+  constexpr std::size_t width = Batch<T>::size;
+  if (count == width) {
+    if (beta != T(0)) value += Batch<T>::load_unaligned(p);
+    value.store_unaligned(p);
+    return;
+  }
+#if defined(__AVX512F__)
+  if (beta != T(0)) value += load_lanes(p, count);
+  if constexpr (std::is_same_v<T, float>) {
+    _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << count) - 1), value);
+  } else {
+    _mm512_mask_storeu_pd(p, static_cast<__mmask8>((1u << count) - 1), value);
+  }
+#else
+  alignas(64) T lanes[width];
+  value.store_aligned(lanes);
+  for (std::size_t l = 0; l < count; ++l) p[l] = beta != T(0) ? p[l] + lanes[l] : lanes[l];
+#endif
+}
+
+// Where the rows of op(B) [k, n] are read from: B itself, or its packed copy; rows `ld` apart.
+template <class T>
+struct RowsOfB {
+  const T* first;
+  std::size_t ld;
+};
+
+// op(B) copied row by row into `packed`, rows `padded` columns apart (a whole number of vectors);
+// the columns from n on are zeros written once for the whole batch.
 template <class T>
 void pack_b(const detail::StridedProducts& p, const T* b, std::size_t padded, T* packed) {
   if (p.trans_b) {  // B's rows are op(B)'s columns: read them in order, write with a stride
@@ -32,61 +88,70 @@ void pack_b(const detail::StridedProducts& p, const T* b, std::size_t padded, T*
 }
 
 // Rows [i, i + Rows) of C, columns [j, j + Vectors * width) (of which those below n are stored).
+// Every loop but the one over k has a fixed length and unrolls, so that the accumulators stay in
+// registers.
 template <class T, std::size_t Rows, std::size_t Vectors>
-void block(const detail::StridedProducts& p, const T* a, const T* packed_b, std::size_t padded, std::size_t i,
-           std::size_t j, T beta, T* c) {
+void block(const detail::StridedProducts& p, const T* a, RowsOfB<T> b, std::size_t i, std::size_t j, T beta, T* c) {
   constexpr std::size_t width = Batch<T>::size;
-  std::array<std::array<Batch<T>, Vectors>, Rows> acc;
-  for (auto& row : acc) row.fill(Batch<T>(T(0)));
+  std::array<std::size_t, Vectors> lanes;  // of each vector, the columns below n
+  for (std::size_t v = 0; v < Vectors; ++v) {
+    const std::size_t col = j + v * width;
+    lanes[v] = col < p.n ? std::min(width, p.n - col) : 0;
+  }
+  Batch<T> acc[Rows][Vectors];
+  for (std::size_t r = 0; r < Rows; ++r)
+    for (std::size_t v = 0; v < Vectors; ++v) acc[r][v] = Batch<T>(T(0));
   const std::size_t row_step = p.trans_a ? 1 : p.lda, k_step = p.trans_a ? p.lda : 1;
   for (std::size_t kk = 0; kk < p.k; ++kk) {
-    std::array<Batch<T>, Vectors> b_row;
-    for (std::size_t v = 0; v < Vectors; ++v)
-      b_row[v] = Batch<T>::load_unaligned(packed_b + kk * padded + j + v * width);
-    for (std::size_t r = 0; r < Rows; ++r) {
-      const Batch<T> a_value(a[(i + r) * row_step + kk * k_step]);
-      for (std::size_t v = 0; v < Vectors; ++v) acc[r][v] = xsimd::fma(a_value, b_row[v], acc[r][v]);
-    }
-  }
-  for (std::size_t r = 0; r < Rows; ++r) {
-    T* c_row = c + (i + r) * p.ldc;
+    const T* b_row = b.first + kk * b.ld + j;
+    Batch<T> b_vectors[Vectors];
     for (std::size_t v = 0; v < Vectors; ++v) {
-      const std::size_t col = j + v * width;
-      if (col >= p.n) break;
-      if (col + width <= p.n) {
-        Batch<T> out = acc[r][v];
-        if (beta != T(0)) out += Batch<T>::load_unaligned(c_row + col);
-        out.store_unaligned(c_row + col);
+      if constexpr (kMaskedLanes) {
+        b_vectors[v] = lanes[v] == width ? Batch<T>::load_unaligned(b_row + v * width) : load_lanes(b_row + v * width, lanes[v]);
       } else {
-        alignas(64) T lanes[width];
-        acc[r][v].store_aligned(lanes);
-        for (std::size_t l = 0; col + l < p.n; ++l)
-          c_row[col + l] = beta != T(0) ? c_row[col + l] + lanes[l] : lanes[l];
+        b_vectors[v] = Batch<T>::load_unaligned(b_row + v * width);  // packed: zeros past n
       }
     }
+    for (std::size_t r = 0; r < Rows; ++r) {
+      const Batch<T> a_value(a[(i + r) * row_step + kk * k_step]);
+      for (std::size_t v = 0; v < Vectors; ++v) acc[r][v] = xsimd::fma(a_value, b_vectors[v], acc[r][v]);
+    }
   }
+  for (std::size_t r = 0; r < Rows; ++r)
+    for (std::size_t v = 0; v < Vectors; ++v)
+      if (lanes[v] > 0) store_lanes(c + (i + r) * p.ldc + j + v * width, acc[r][v], lanes[v], beta);
 }
 
 template <class T, std::size_t Rows>
-void row_block(const detail::StridedProducts& p, const T* a, const T* packed_b, std::size_t padded, std::size_t i,
-               T beta, T* c) {
+void row_block(const detail::StridedProducts& p, const T* a, RowsOfB<T> b, std::size_t i, T beta, T* c) {
   constexpr std::size_t width = Batch<T>::size;
   std::size_t j = 0;
-  for (; j + kVectorBlock * width <= padded; j += kVectorBlock * width)
-    block<T, Rows, kVectorBlock>(p, a, packed_b, padded, i, j, beta, c);
-  for (; j < padded; j += width) block<T, Rows, 1>(p, a, packed_b, padded, i, j, beta, c);
+  for (; j + kVectorBlock * width <= p.n; j += kVectorBlock * width) block<T, Rows, kVectorBlock>(p, a, b, i, j, beta, c);
+  if (j + width < p.n) {
+    block<T, Rows, kVectorBlock>(p, a, b, i, j, beta, c);  // a whole vector and a partial one
+  } else if (j < p.n) {
+    block<T, Rows, 1>(p, a, b, i, j, beta, c);
+  }
+}
+
+// The last `rows` rows of C from row i, fewer than kRowBlock, as one block of that many.
+template <class T, std::size_t Rows = kRowBlock - 1>
+void last_rows(std::size_t rows, const detail::StridedProducts& p, const T* a, RowsOfB<T> b, std::size_t i, T beta,
+               T* c) {
+  if constexpr (Rows > 0) {
+    if (rows == Rows) {
+      row_block<T, Rows>(p, a, b, i, beta, c);
+    } else {
+      last_rows<T, Rows - 1>(rows, p, a, b, i, beta, c);
+    }
+  }
 }
 
 template <class T>
-void one_product(const detail::StridedProducts& p, const T* a, const T* packed_b, std::size_t padded, T beta, T* c) {
+void one_product(const detail::StridedProducts& p, const T* a, RowsOfB<T> b, T beta, T* c) {
   std::size_t i = 0;
-  for (; i + kRowBlock <= p.m; i += kRowBlock) row_block<T, kRowBlock>(p, a, packed_b, padded, i, beta, c);
-  switch (p.m - i) {
-    case 3: row_block<T, 3>(p, a, packed_b, padded, i, beta, c); break;
-    case 2: row_block<T, 2>(p, a, packed_b, padded, i, beta, c); break;
-    case 1: row_block<T, 1>(p, a, packed_b, padded, i, beta, c); break;
-    default: break;
-  }
+  for (; i + kRowBlock <= p.m; i += kRowBlock) row_block<T, kRowBlock>(p, a, b, i, beta, c);
+  last_rows<T>(p.m - i, p, a, b, i, beta, c);
 }
 
 }  // namespace
@@ -99,6 +164,12 @@ bool is_small_product(std::size_t m, std::size_t n, std::size_t k) {
 template <class T>
 void small_gemm_batched(const detail::StridedProducts& p, std::size_t first, std::size_t last, const T* a,
                         const T* b, T beta, T* c) {
+  if (p.n == 0) return;
+  if (kMaskedLanes && !p.trans_b) {  // B read where it lies
+    for (std::size_t item = first; item < last; ++item)
+      one_product(p, a + item * p.stride_a, RowsOfB<T>{b + item * p.stride_b, p.ldb}, beta, c + item * p.stride_c);
+    return;
+  }
   constexpr std::size_t width = Batch<T>::size;
   const std::size_t padded = (p.n + width - 1) / width * width;
   // Two copies of op(B), at most kSmallGemmMaxExtent rows of kSmallGemmMaxExtent columns rounded up
@@ -114,7 +185,7 @@ void small_gemm_batched(const detail::StridedProducts& p, std::size_t first, std
   if (first < last) pack_b(p, b + first * p.stride_b, padded, current);
   for (std::size_t item = first; item < last; ++item) {
     if (p.stride_b != 0 && item + 1 < last) pack_b(p, b + (item + 1) * p.stride_b, padded, next);
-    one_product(p, a + item * p.stride_a, current, padded, beta, c + item * p.stride_c);
+    one_product(p, a + item * p.stride_a, RowsOfB<T>{current, padded}, beta, c + item * p.stride_c);
     if (p.stride_b != 0) std::swap(current, next);
   }
 }
