@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <limits>
 
 #include <tbb/global_control.h>
 #include <tbb/task_arena.h>
@@ -28,20 +27,7 @@ constexpr float kNewWeight = 0.25f;
 // ... counted as at most this many times the estimate: one call the host preempted must not make
 // the faster way look slower for the next hundred calls.
 constexpr float kMaxJump = 2.0f;
-
-// When the last spread call on any thread ended, in steady_clock nanoseconds.
-std::atomic<std::int64_t> last_spread_end{std::numeric_limits<std::int64_t>::min() / 2};
 }  // namespace
-
-bool spread_workers_awake(std::chrono::steady_clock::time_point now) {
-  const std::int64_t t = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
-  return t - last_spread_end.load(std::memory_order_relaxed) < SpreadRule::kAwakeNs;
-}
-
-void spread_ended(std::chrono::steady_clock::time_point when) {
-  last_spread_end.store(std::chrono::duration_cast<std::chrono::nanoseconds>(when.time_since_epoch()).count(),
-                        std::memory_order_relaxed);
-}
 
 std::size_t SpreadRule::group_of(std::size_t work) {
   return std::min<std::size_t>(std::bit_width(work), std::tuple_size_v<decltype(groups_)> - 1);
@@ -82,11 +68,7 @@ SpreadRule::Decision SpreadRule::decide(std::size_t work, std::size_t threads, b
   if (burst_left > 0) return {group.burst_spreads.load(std::memory_order_relaxed), true};
   const std::uint32_t last_retry = group.last_retry.load(std::memory_order_relaxed);
   const std::uint32_t bursts = ((spread_is_faster ? serial_calls : spread_calls) - (kTrials + 1)) / kRetryBurst;
-  // Running alone is retried only when the workers are asleep anyway: a burst alone in the middle
-  // of a run of spread calls would let them fall asleep, and the run would end.
-  const bool postponed = spread_is_faster && awake;
-  if (!postponed &&
-      call - last_retry >= retry_interval(spread_is_faster ? serial / spread : spread / serial, bursts)) {
+  if (call - last_retry >= retry_interval(spread_is_faster ? serial / spread : spread / serial, bursts)) {
     group.last_retry.store(call, std::memory_order_relaxed);
     group.burst_spreads.store(!spread_is_faster, std::memory_order_relaxed);
     group.burst_left.store(kRetryBurst - 1, std::memory_order_relaxed);
