@@ -2,12 +2,13 @@
 // faster, retry the other now and then, follow a change, and not be swayed by one slow call.
 // And the workers it spreads to linger after a call, then stop (base/lingering_workers.h).
 // Whether the ways give the same bits is checked on a whole training step in test_copy_task.cpp.
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -174,6 +175,30 @@ TEST(SpreadRule, RetriesAloneWithTheWorkersAwake) {
   EXPECT_LE(spread_later, 50u);
 }
 
+// The workers linger after a call (Decision::keep_awake) while spreading with them awake pays, and
+// no longer once it measured slower than alone even then: a host with no core to spare must not
+// have its other core spinning for nothing.
+TEST(SpreadRule, KeepsTheWorkersAwakeOnlyWhileSpreadingWithThemAwakePays) {
+  const auto kept_awake_later = [](long awake_spread_ns) {
+    SpreadRule rule;
+    std::size_t kept = 0, alone_kept = 0;
+    for (std::size_t i = 0; i < 2000; ++i) {
+      const SpreadRule::Decision d = rule.decide(kWork, 2, true);
+      rule.measured(kWork, d.spread, nanoseconds(d.spread ? awake_spread_ns : 100), true);
+      if (i < 1000) continue;
+      kept += d.keep_awake;
+      alone_kept += !d.spread && d.keep_awake;
+    }
+    return std::pair{kept, alone_kept};
+  };
+  const auto [kept_paying, alone_kept_paying] = kept_awake_later(50);
+  EXPECT_EQ(kept_paying, 1000u);
+  EXPECT_GT(alone_kept_paying, 0u);  // the retries alone keep them awake too
+  const auto [kept_not_paying, alone_kept_not_paying] = kept_awake_later(200);
+  EXPECT_LE(kept_not_paying, 20u);  // only the retries that spread
+  EXPECT_EQ(alone_kept_not_paying, 0u);
+}
+
 // Spreading 10% faster by its own time is not enough: the calls after it pay for its output being
 // in two cores' caches.
 TEST(SpreadRule, SpreadsOnlyWhenClearlyFaster) {
@@ -286,9 +311,10 @@ TEST(LingeringWorkers, AWorkerSpinsAfterASpreadCallAndStopsOnItsOwn) {
   if (threads_available() < 2) GTEST_SKIP() << "needs 2 threads, this machine allows " << threads_available();
   SpreadRule rule;
   const PolicyDuring always(SpreadPolicy::kAlwaysSpread);
+  const std::uint64_t before = detail::lingers_so_far();
   std::vector<int> seen(64, 0);
   spread_indices(rule, kWork, seen.size(), [&](std::size_t i) { ++seen[i]; });
-  EXPECT_TRUE(within(std::chrono::milliseconds(2000), [] { return detail::spinning_workers() >= 1; }));
+  EXPECT_TRUE(within(std::chrono::milliseconds(2000), [&] { return detail::lingers_so_far() > before; }));
   EXPECT_LE(detail::spinning_workers(), threads_available() - 1);
   EXPECT_TRUE(within(std::chrono::milliseconds(2000), [] { return detail::spinning_workers() == 0; }));
 }
@@ -299,14 +325,10 @@ TEST(LingeringWorkers, NoWorkerSpinsWhenNothingSpreads) {
   ASSERT_TRUE(within(std::chrono::milliseconds(2000), [] { return detail::spinning_workers() == 0; }));
   SpreadRule rule;
   const PolicyDuring never(SpreadPolicy::kNeverSpread);
-  std::size_t most_spinning = 0;  // over 20 ms of calls, each of which would start a linger
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
-  while (std::chrono::steady_clock::now() < until) {
-    run_spread(rule, kWork, [] {}, [] {});
-    most_spinning = std::max(most_spinning, detail::spinning_workers());
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-  EXPECT_EQ(most_spinning, 0u);
+  const std::uint64_t before = detail::lingers_so_far();
+  for (int i = 0; i < 100; ++i) run_spread(rule, kWork, [] {}, [] {});
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // time for a linger to start
+  EXPECT_EQ(detail::lingers_so_far(), before);
 }
 
 }  // namespace

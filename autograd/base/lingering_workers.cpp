@@ -18,16 +18,20 @@ namespace {
 std::atomic<std::uint64_t> spread_calls_started{0};
 std::atomic<std::size_t> lingering{0};  // tasks enqueued and not finished
 std::atomic<std::size_t> spinning{0};   // of those, the ones a worker is running
+std::atomic<std::uint64_t> started_spinning{0};
 
 thread_local bool tbb_worker = false;
 
-// Marks TBB's worker threads as they enter the scheduler: a thread not marked never lingers.
+// Marks TBB's worker threads as they enter the scheduler: a thread not marked never lingers. It
+// observes from the program's start, before any worker exists: TBB does not tell an observer made
+// later about the workers already running.
 class WorkerMarker : public tbb::task_scheduler_observer {
  public:
   WorkerMarker() { observe(true); }
   ~WorkerMarker() override { observe(false); }
   void on_scheduler_entry(bool is_worker) override { tbb_worker = is_worker; }
 };
+WorkerMarker worker_marker;
 
 void pause() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -38,6 +42,7 @@ void pause() {
 void linger(std::uint64_t started) {
   if (tbb_worker) {
     spinning.fetch_add(1, std::memory_order_relaxed);
+    started_spinning.fetch_add(1, std::memory_order_relaxed);
     const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(kLingerNs);
     while (spread_calls_started.load(std::memory_order_relaxed) == started && std::chrono::steady_clock::now() < until) {
       for (int i = 0; i < 16; ++i) pause();  // a clock read costs more than the pauses between
@@ -52,7 +57,6 @@ void linger(std::uint64_t started) {
 void stop_lingering() { spread_calls_started.fetch_add(1, std::memory_order_relaxed); }
 
 void linger_workers(std::size_t threads) {
-  static WorkerMarker marker;
   const std::uint64_t started = spread_calls_started.load(std::memory_order_relaxed);
   std::size_t now = lingering.load(std::memory_order_relaxed);
   while (now + 1 < threads) {
@@ -63,5 +67,7 @@ void linger_workers(std::size_t threads) {
 }
 
 std::size_t spinning_workers() { return spinning.load(std::memory_order_relaxed); }
+
+std::uint64_t lingers_so_far() { return started_spinning.load(std::memory_order_relaxed); }
 
 }  // namespace tapegrad::detail

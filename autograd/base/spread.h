@@ -12,11 +12,12 @@
 // (elements, multiply-adds: the site's unit), and each group decides on its own:
 // - Estimates. Per way, the time per unit of work. A time below the estimate replaces it, a time
 //   above moves it a quarter of the way: timing noise only ever adds.
-// - Workers awake or asleep. After every call at any site the workers linger, spinning, for
-//   detail::kLingerNs (base/lingering_workers.h), so a program that calls kernels keeps them awake
-//   and a spread call costs only its tasks. One that finds them asleep has to wake them (40-85 us
-//   on a VM, for a call that took 1.6 us alone). The two costs are estimated apart, and a call is
-//   judged as it would run now.
+// - Workers awake or asleep. After a call the workers linger, spinning, for detail::kLingerNs
+//   (base/lingering_workers.h), unless its group measured spreading no faster than alone even with
+//   them awake; so a program that calls kernels that gain from them keeps them awake, and a spread
+//   call costs only its tasks. One that finds them asleep has to wake them (40-85 us on a VM, for a
+//   call that took 1.6 us alone). The two costs are estimated apart, and a call is judged as it
+//   would run now.
 // - Trials. kTrials + 1 calls spread in a row, then as many alone; the first each way is not
 //   counted (it may have started the workers or faulted in pages).
 // - Choice. The faster way, spreading only when that is kSpreadMargin times as fast: a spread
@@ -79,7 +80,8 @@ class SpreadRule {
 
   struct Decision {
     bool spread = false;
-    bool timed = false;  // whether measured() is to be told how long the call took
+    bool timed = false;       // whether measured() is to be told how long the call took
+    bool keep_awake = false;  // whether the workers are to linger after the call
   };
 
   // The way to run a call of `work` units when `threads` threads are allowed and TBB's workers
@@ -125,7 +127,7 @@ void run_spread(SpreadRule& rule, std::size_t work, Serial&& serial, Spread&& sp
   } else {
     serial();
   }
-  if (spread_policy() != SpreadPolicy::kNeverSpread) detail::linger_workers(threads);
+  if (way.keep_awake) detail::linger_workers(threads);
   if (way.timed) rule.measured(work, way.spread, std::chrono::steady_clock::now() - start, awake);
 }
 
