@@ -50,8 +50,12 @@ bool onednn_available() {
 // (small_gemm.h), on every CPU: a library call costs more than such a product. On AVX2 (Zen 3) it
 // ran the copy task's and the tiny step's attention products at 1.0-2.1x OpenBLAS's rate and
 // 2.6-5x oneDNN's; on larger ones (8192 multiply-adds, or the paper's 10x64x10) at 0.7-1.07x
-// (bench/RESULTS.md, section "tiny attention products in tapegrad's own kernel"). Not measured
-// on AVX-512.
+// (bench/RESULTS.md, section "tiny attention products in tapegrad's own kernel"). On AVX-512
+// (Zen 5, OpenBLAS's SkylakeX kernels, whose own small-matrix path is fast) it ran them at
+// 0.67-0.79x OpenBLAS's rate on the tiny step's NN and TN products and 1.4-2.1x on the copy task's
+// TN and both scores, and at 0.61-0.87x oneDNN's on the scores; its bits were the same as both
+// libraries' on every one of these shapes. A choice per shape would gain about 1% of the tiny
+// step: the rule stays (bench/RESULTS.md, issue 40, "the small-product kernel on AVX-512").
 // Longer narrow scores (seq 128 at d_k 16) keep the rule above.
 constexpr std::size_t kLargeProduct = std::size_t{1} << 22;
 constexpr std::size_t kLargeBf16Product = std::size_t{1} << 18;
