@@ -68,6 +68,22 @@ void store_lanes(T* p, Batch<T> value, std::size_t count, T beta) {
 #endif
 }
 
+// acc + a * b, rounded once. xsimd 8 has no AVX-512 kernel for its fma: it falls back to a * b +
+// acc, which GCC contracts into one instruction and clang does not, so the bits depended on the
+// compiler (the sanitized build's clang failed the sequential-FMA test).
+template <class T>
+Batch<T> fused_multiply_add(Batch<T> a, Batch<T> b, Batch<T> acc) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float>) {
+    return Batch<T>(_mm512_fmadd_ps(a, b, acc));
+  } else {
+    return Batch<T>(_mm512_fmadd_pd(a, b, acc));
+  }
+#else
+  return xsimd::fma(a, b, acc);
+#endif
+}
+
 // Where the rows of op(B) [k, n] are read from: B itself, or its packed copy; rows `ld` apart.
 template <class T>
 struct RowsOfB {
@@ -114,7 +130,7 @@ void block(const detail::StridedProducts& p, const T* a, RowsOfB<T> b, std::size
     }
     for (std::size_t r = 0; r < Rows; ++r) {
       const Batch<T> a_value(a[(i + r) * row_step + kk * k_step]);
-      for (std::size_t v = 0; v < Vectors; ++v) acc[r][v] = xsimd::fma(a_value, b_vectors[v], acc[r][v]);
+      for (std::size_t v = 0; v < Vectors; ++v) acc[r][v] = fused_multiply_add(a_value, b_vectors[v], acc[r][v]);
     }
   }
   for (std::size_t r = 0; r < Rows; ++r)
