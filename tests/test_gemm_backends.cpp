@@ -174,7 +174,8 @@ std::vector<T> sequential_fma(const Layout& l, bool ta, bool tb, const Operands&
 
 template <class T>
 bool same_bits(const std::vector<T>& x, const std::vector<T>& y) {
-  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(T)) == 0;
+  // (memcmp must not see the null data of an empty vector)
+  return x.size() == y.size() && (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(T)) == 0);
 }
 
 // small_gemm_batched called directly, in float and double, on every tail of its blocks: rows not a
