@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <limits>
 
 #include <tbb/global_control.h>
 #include <tbb/task_arena.h>
@@ -27,7 +28,20 @@ constexpr float kNewWeight = 0.25f;
 // ... counted as at most this many times the estimate: one call the host preempted must not make
 // the faster way look slower for the next hundred calls.
 constexpr float kMaxJump = 2.0f;
+
+// When the last spread call on any thread ended, in steady_clock nanoseconds.
+std::atomic<std::int64_t> last_spread_end{std::numeric_limits<std::int64_t>::min() / 2};
 }  // namespace
+
+bool spread_workers_awake(std::chrono::steady_clock::time_point now) {
+  const std::int64_t t = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
+  return t - last_spread_end.load(std::memory_order_relaxed) < SpreadRule::kAwakeNs;
+}
+
+void spread_ended(std::chrono::steady_clock::time_point when) {
+  last_spread_end.store(std::chrono::duration_cast<std::chrono::nanoseconds>(when.time_since_epoch()).count(),
+                        std::memory_order_relaxed);
+}
 
 std::size_t SpreadRule::group_of(std::size_t work) {
   return std::min<std::size_t>(std::bit_width(work), std::tuple_size_v<decltype(groups_)> - 1);
@@ -37,7 +51,7 @@ SpreadRule::Decision SpreadRule::decide(std::size_t work, std::size_t threads, b
   if (threads <= 1) return {false, false};
   switch (spread_policy()) {
     case SpreadPolicy::kAlwaysSpread:
-      return {true, false, true};
+      return {true, false};
     case SpreadPolicy::kNeverSpread:
       return {false, false};
     case SpreadPolicy::kMeasured:
@@ -54,33 +68,31 @@ SpreadRule::Decision SpreadRule::decide(std::size_t work, std::size_t threads, b
   const bool use_awake = awake ? awake_calls > 0 : asleep_calls == 0;
   const float spread =
       group.ways[use_awake ? kSpreadAwake : kSpreadAsleep].ns_per_unit.load(std::memory_order_relaxed);
-  // The workers linger after this call unless, after the trials, spreading measured no faster than
-  // alone even with them awake: a program none of whose kernels gain from them (a host with no
-  // core to spare) does not keep them spinning.
-  const float awake_spread = group.ways[kSpreadAwake].ns_per_unit.load(std::memory_order_relaxed);
-  const bool keep_awake = awake_calls <= 1 || serial_calls <= kTrials || awake_spread * kSpreadMargin < serial;
-  const auto decided = [keep_awake](bool spread) { return Decision{spread, true, spread || keep_awake}; };
   // A call this long spread is never tried alone: the rest is explained in the header.
-  if (spread_calls > 0 && spread * static_cast<float>(work) >= kSpreadAlwaysPaysNs) return decided(true);
+  if (spread_calls > 0 && spread * static_cast<float>(work) >= kSpreadAlwaysPaysNs) return {true, true};
   // Trials: kTrials + 1 calls spread, then as many alone (the first call each way is not counted
   // in the choice).
-  if (spread_calls <= kTrials) return decided(true);
-  if (serial_calls <= kTrials) return decided(false);
+  if (spread_calls <= kTrials) return {true, true};
+  if (serial_calls <= kTrials) return {false, true};
   const bool spread_is_faster = spread * kSpreadMargin < serial;
   std::uint32_t burst_left = group.burst_left.load(std::memory_order_relaxed);
   while (burst_left > 0 &&
          !group.burst_left.compare_exchange_weak(burst_left, burst_left - 1, std::memory_order_relaxed)) {
   }
-  if (burst_left > 0) return decided(group.burst_spreads.load(std::memory_order_relaxed));
+  if (burst_left > 0) return {group.burst_spreads.load(std::memory_order_relaxed), true};
   const std::uint32_t last_retry = group.last_retry.load(std::memory_order_relaxed);
   const std::uint32_t bursts = ((spread_is_faster ? serial_calls : spread_calls) - (kTrials + 1)) / kRetryBurst;
-  if (call - last_retry >= retry_interval(spread_is_faster ? serial / spread : spread / serial, bursts)) {
+  // Running alone is retried only when the workers are asleep anyway: a burst alone in the middle
+  // of a run of spread calls would let them fall asleep, and the run would end.
+  const bool postponed = spread_is_faster && awake;
+  if (!postponed &&
+      call - last_retry >= retry_interval(spread_is_faster ? serial / spread : spread / serial, bursts)) {
     group.last_retry.store(call, std::memory_order_relaxed);
     group.burst_spreads.store(!spread_is_faster, std::memory_order_relaxed);
     group.burst_left.store(kRetryBurst - 1, std::memory_order_relaxed);
-    return decided(!spread_is_faster);
+    return {!spread_is_faster, true};
   }
-  return decided(spread_is_faster);
+  return {spread_is_faster, true};
 }
 
 std::uint32_t SpreadRule::retry_interval(float slowdown, std::uint32_t bursts) {

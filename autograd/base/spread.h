@@ -12,12 +12,12 @@
 // (elements, multiply-adds: the site's unit), and each group decides on its own:
 // - Estimates. Per way, the time per unit of work. A time below the estimate replaces it, a time
 //   above moves it a quarter of the way: timing noise only ever adds.
-// - Workers awake or asleep. After a call the workers linger, spinning, for detail::kLingerNs
-//   (base/lingering_workers.h), unless its group measured spreading no faster than alone even with
-//   them awake; so a program that calls kernels that gain from them keeps them awake, and a spread
-//   call costs only its tasks. One that finds them asleep has to wake them (40-85 us on a VM, for a
-//   call that took 1.6 us alone). The two costs are estimated apart, and a call is judged as it
-//   would run now.
+// - Workers awake or asleep. A spread call within kAwakeNs of the last spread call (on any thread)
+//   finds TBB's workers spinning; one after calls alone has to wake them (40 us on a Zen 5 VM, for
+//   a call that took 1.6 us alone). The two costs are estimated apart, and a call is judged as it
+//   would run now. So a kernel called back to back (Adam over the parameters) keeps spreading once
+//   it has started, and one called between kernels that run alone (the tiny step's) is judged by
+//   what waking costs.
 // - Trials. kTrials + 1 calls spread in a row, then as many alone; the first each way is not
 //   counted (it may have started the workers or faulted in pages).
 // - Choice. The faster way, spreading only when that is kSpreadMargin times as fast: a spread
@@ -26,8 +26,9 @@
 //   the host's load is followed and so that spreading is seen with the workers awake. Trials in a
 //   program's first steps meet fresh pages (a relu over 320 KiB of new memory took 800 us, 14 us
 //   once its memory was reused), so the bursts start often, after kRetryEvery calls, then twice as
-//   many each time up to kMaxRetryEvery, and never cost more than kRetryCost of the time. A burst
-//   alone does not let the workers fall asleep: they linger after calls alone too.
+//   many each time up to kMaxRetryEvery, and never cost more than kRetryCost of the time. Running
+//   alone is retried only at a call that finds the workers asleep: a burst alone in the middle of a
+//   run of spread calls would let them fall asleep and end the run.
 // - Large calls. A call that took kSpreadAlwaysPaysNs or more spread, its first included, always
 //   spreads: its dispatch is a few percent of it at most, and a part no worker picks up is done by
 //   the calling thread itself (TBB's work stealing), while a trial alone could cost half of it.
@@ -45,8 +46,6 @@
 #include <cstdint>
 
 #include <tbb/parallel_for.h>
-
-#include "autograd/base/lingering_workers.h"
 
 namespace tapegrad {
 
@@ -73,6 +72,9 @@ class SpreadRule {
   static constexpr float kRetryCost = 0.01f;
   static constexpr float kSpreadAlwaysPaysNs = 1e6f;
   static constexpr float kSpreadMargin = 1.25f;
+  // TBB's workers spin for a while after their last task before they sleep; a spread call this
+  // soon after the last one counts as finding them awake. An estimate, not tuned.
+  static constexpr std::int64_t kAwakeNs = 50000;
 
   // Calls between bursts of retries of the slower way when it takes `slowdown` times as long as
   // the faster and was retried in `bursts` bursts since its trials.
@@ -80,12 +82,11 @@ class SpreadRule {
 
   struct Decision {
     bool spread = false;
-    bool timed = false;       // whether measured() is to be told how long the call took
-    bool keep_awake = false;  // whether the workers are to linger after the call
+    bool timed = false;  // whether measured() is to be told how long the call took
   };
 
   // The way to run a call of `work` units when `threads` threads are allowed and TBB's workers
-  // are `awake` (spinning: base/lingering_workers.h).
+  // are `awake` (spread_workers_awake).
   Decision decide(std::size_t work, std::size_t threads, bool awake = false);
   // A timed call's duration, decided with `awake`. The first call each way is not counted in the
   // choice between them: it may have started TBB's workers or faulted in pages.
@@ -109,6 +110,11 @@ class SpreadRule {
   std::array<Group, 64> groups_;
 };
 
+// Whether a spread call started `now` would find TBB's workers awake (SpreadRule::kAwakeNs), and
+// the end of a spread call, which keeps them so.
+bool spread_workers_awake(std::chrono::steady_clock::time_point now);
+void spread_ended(std::chrono::steady_clock::time_point when);
+
 // Runs serial() or spread() as rule decides, and tells it how long that took. Both must compute
 // the same parts in the same way (above). A call that throws is not timed.
 template <class Serial, class Spread>
@@ -119,16 +125,13 @@ void run_spread(SpreadRule& rule, std::size_t work, Serial&& serial, Spread&& sp
     return;
   }
   const auto start = std::chrono::steady_clock::now();
-  const bool awake = detail::spinning_workers() + 1 >= threads;
+  const bool awake = spread_workers_awake(start);
   const SpreadRule::Decision way = rule.decide(work, threads, awake);
-  if (way.spread) {
-    detail::stop_lingering();
-    spread();
-  } else {
-    serial();
-  }
-  if (way.keep_awake) detail::linger_workers(threads);
-  if (way.timed) rule.measured(work, way.spread, std::chrono::steady_clock::now() - start, awake);
+  way.spread ? spread() : serial();
+  if (!way.timed && !way.spread) return;
+  const auto end = std::chrono::steady_clock::now();
+  if (way.spread) spread_ended(end);
+  if (way.timed) rule.measured(work, way.spread, end - start, awake);
 }
 
 // fn(i) for every i < count: in order on the calling thread, or as TBB tasks, as rule decides.

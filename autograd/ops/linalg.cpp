@@ -15,7 +15,6 @@
 #include "autograd/kernels/einsum/einsum_subscripts.h"
 #include "autograd/kernels/simd/row_kernels.h"
 #include "autograd/base/matmul_precision.h"
-#include "autograd/base/spread.h"
 #include "autograd/ops/shape.h"
 
 namespace tapegrad {
@@ -173,73 +172,26 @@ struct MatrixProduct {
   const char* op = "matmul";  // the op whose backward this is, for error messages
 };
 
-// The product's value, of `shape`, in three steps, so that its arithmetic may run on another
-// thread while every array is allocated on the calling one (a StepCapture plans only that
-// thread's arrays): the constructor allocates, run() computes (any thread, once), take() sums over
-// the broadcast batch and hands the value over. `workspace` names the [batch, rows, cols] array
-// computed before that sum (it can dwarf every input) when it is refused.
+// The product's value, given `shape`. `workspace` names the [batch, rows, cols] array computed
+// before the sum over the batch (it can dwarf every input) when it is refused.
 template <class T>
-class PreparedProduct {
- public:
-  PreparedProduct(const T* x, const T* y, const MatrixProduct& p, const Shape& shape, const char* workspace)
-      : x_(x), y_(y), p_(p), shape_(shape) {
-    const std::size_t count = shape_product(p.batch);
-    // x^T y summed over the whole batch, neither operand broadcast: the sum is folded into one
-    // product, x' [count * inner, rows]^T y' [count * inner, cols].
-    folded_ = p.x_t && !p.y_t && shape_product(p.out_batch) == 1 && shape_product(p.x_batch) == count &&
-              shape_product(p.y_batch) == count;
-    if (folded_) {
-      value_ = xt::xarray<T>::from_shape(Shape{p.rows, p.cols});
-      return;
-    }
-    Shape full_shape = p.batch;
-    full_shape.insert(full_shape.end(), {p.rows, p.cols});
-    value_ = xt::xarray<T>::from_shape(allocatable(full_shape, sizeof(T), p.op, workspace));
+xt::xarray<T> product_value(const T* x, const T* y, const MatrixProduct& p, const Shape& shape, const char* workspace) {
+  const std::size_t count = shape_product(p.batch);
+  // x^T y summed over the whole batch, neither operand broadcast: the sum is folded into one
+  // product, x' [count * inner, rows]^T y' [count * inner, cols].
+  if (p.x_t && !p.y_t && shape_product(p.out_batch) == 1 && shape_product(p.x_batch) == count && shape_product(p.y_batch) == count) {
+    auto out = xt::xarray<T>::from_shape(Shape{p.rows, p.cols});
+    kernels::gemm(true, false, p.rows, p.cols, count * p.inner, T(1), x, p.rows, y, p.cols, T(0), out.data(), p.cols);
+    out.reshape(shape);
+    return out;
   }
-
-  void run() {
-    const MatrixProduct& p = p_;
-    if (folded_) {
-      kernels::gemm(true, false, p.rows, p.cols, shape_product(p.batch) * p.inner, T(1), x_, p.rows, y_, p.cols, T(0),
-                    value_.data(), p.cols);
-    } else {
-      broadcast_gemm(x_, p.x_batch, p.x_t, y_, p.y_batch, p.y_t, p.rows, p.cols, p.inner, p.batch, value_.data());
-    }
-  }
-
-  xt::xarray<T> take() {
-    Shape own = p_.out_batch;
-    own.insert(own.end(), {p_.rows, p_.cols});
-    if (!folded_ && shape_product(own) != value_.size()) value_ = kernels::sum_to(value_, own);
-    value_.reshape(shape_);
-    return std::move(value_);
-  }
-
-  std::size_t multiply_adds() const { return shape_product(p_.batch) * p_.rows * p_.cols * p_.inner; }
-
- private:
-  const T* x_;
-  const T* y_;
-  MatrixProduct p_;
-  Shape shape_;
-  bool folded_ = false;
-  xt::xarray<T> value_;
-};
-
-// gradient(k) for the k < count gradient products of one backward, prepared beforehand: side by
-// side in TBB tasks (the backward's dX and dW are independent) or one after another, as `rule`
-// measures faster; the bits are the same either way. In bf16 always one after another on this
-// thread, where the rounded copies the products share are kept (kernels/gemm/blas.h).
-template <class Gradient>
-void run_gradient_products(SpreadRule& rule, std::size_t count, std::size_t work, const Gradient& gradient) {
-  if (count < 2 || matmul_precision() != MatmulPrecision::kFloat32) {
-    for (std::size_t k = 0; k < count; ++k) gradient(k);
-    return;
-  }
-  spread_indices(rule, work, count, [&](std::size_t k) {
-    const MatmulPrecisionGuard float32(MatmulPrecision::kFloat32);  // a TBB worker's own mode may differ
-    gradient(k);
-  });
+  Shape full_shape = p.batch, own = p.out_batch;
+  for (Shape* s : {&full_shape, &own}) s->insert(s->end(), {p.rows, p.cols});
+  auto full = xt::xarray<T>::from_shape(allocatable(full_shape, sizeof(T), p.op, workspace));
+  broadcast_gemm(x, p.x_batch, p.x_t, y, p.y_batch, p.y_t, p.rows, p.cols, p.inner, p.batch, full.data());
+  if (shape_product(own) != full.size()) full = kernels::sum_to(full, own);
+  full.reshape(shape);
+  return full;
 }
 
 constexpr const char* kHigherOrderWorkspace = "the workspace of a higher-order gradient";
@@ -248,13 +200,12 @@ template <class T>
 void accumulate_product_gradients(const Tensor<T>& x, const Tensor<T>& y, const MatrixProduct& p, const Tensor<T>& g,
                                   const char* x_workspace, const char* y_workspace, CallSite where);
 
-// A product as a recorded op (the gradient of a matmul's or a linear's operand): `value`, computed
-// from x and y as p says.
+// A product as a recorded op (the gradient of a matmul's or a linear's operand), of `shape`.
 template <class T>
-Tensor<T> product_result(const Tensor<T>& x, const Tensor<T>& y, const MatrixProduct& p, xt::xarray<T> value,
-                         CallSite where) {
-  return make_result("matmul_backward", where, std::move(value), should_record(x, y),
-                     [x, y, p, where, precision = matmul_precision()](const Tensor<T>& g) {
+Tensor<T> product_op(const Tensor<T>& x, const Tensor<T>& y, const MatrixProduct& p, const Shape& shape,
+                     const char* workspace, CallSite where) {
+  return make_result("matmul_backward", where, product_value(x.value().data(), y.value().data(), p, shape, workspace),
+                     should_record(x, y), [x, y, p, where, precision = matmul_precision()](const Tensor<T>& g) {
                        const MatmulPrecisionGuard as_forward(precision);
                        const auto rounded_once = round_once<T>({&g, &x, &y});
                        accumulate_product_gradients(x, y, p, g, kHigherOrderWorkspace, kHigherOrderWorkspace, where);
@@ -265,42 +216,27 @@ Tensor<T> product_result(const Tensor<T>& x, const Tensor<T>& y, const MatrixPro
 // d op(x) = g op(y)^T and d op(y) = op(x)^T g, each summed to its operand's batch axes. For a
 // transposed operand the product is transposed instead ((g op(y)^T)^T = op(y) g^T), so each
 // gradient is again a product of g and the other operand with transpose flags, never a copy.
-// Both are computed (run_gradient_products) before either is added, x's first.
 template <class T>
 void accumulate_product_gradients(const Tensor<T>& x, const Tensor<T>& y, const MatrixProduct& p, const Tensor<T>& g,
                                   const char* x_workspace, const char* y_workspace, CallSite where) {
-  struct Gradient {
-    const Tensor<T>& of;
-    Tensor<T> left, right;  // the product's operands
-    MatrixProduct product;
-    const char* workspace;
-    std::optional<PreparedProduct<T>> kernel;
-  };
-  std::vector<Gradient> gradients;
-  gradients.reserve(2);
   if (x.requires_grad()) {
     if (!p.x_t) {
-      gradients.push_back({x, g, y, {p.out_batch, false, p.y_batch, !p.y_t, p.rows, p.inner, p.cols, p.batch, p.x_batch, p.op}, x_workspace, {}});
+      const MatrixProduct dx{p.out_batch, false, p.y_batch, !p.y_t, p.rows, p.inner, p.cols, p.batch, p.x_batch, p.op};
+      accumulate(x, product_op(g, y, dx, x.shape(), x_workspace, where));
     } else {
-      gradients.push_back({x, y, g, {p.y_batch, p.y_t, p.out_batch, true, p.inner, p.rows, p.cols, p.batch, p.x_batch, p.op}, x_workspace, {}});
+      const MatrixProduct dx{p.y_batch, p.y_t, p.out_batch, true, p.inner, p.rows, p.cols, p.batch, p.x_batch, p.op};
+      accumulate(x, product_op(y, g, dx, x.shape(), x_workspace, where));
     }
   }
   if (y.requires_grad()) {
     if (!p.y_t) {
-      gradients.push_back({y, x, g, {p.x_batch, !p.x_t, p.out_batch, false, p.inner, p.cols, p.rows, p.batch, p.y_batch, p.op}, y_workspace, {}});
+      const MatrixProduct dy{p.x_batch, !p.x_t, p.out_batch, false, p.inner, p.cols, p.rows, p.batch, p.y_batch, p.op};
+      accumulate(y, product_op(x, g, dy, y.shape(), y_workspace, where));
     } else {
-      gradients.push_back({y, g, x, {p.out_batch, true, p.x_batch, p.x_t, p.cols, p.inner, p.rows, p.batch, p.y_batch, p.op}, y_workspace, {}});
+      const MatrixProduct dy{p.out_batch, true, p.x_batch, p.x_t, p.cols, p.inner, p.rows, p.batch, p.y_batch, p.op};
+      accumulate(y, product_op(g, x, dy, y.shape(), y_workspace, where));
     }
   }
-  std::size_t work = 0;
-  for (Gradient& d : gradients) {
-    d.kernel.emplace(d.left.value().data(), d.right.value().data(), d.product, d.of.shape(), d.workspace);
-    work += d.kernel->multiply_adds();
-  }
-  static SpreadRule rule;
-  run_gradient_products(rule, gradients.size(), work, [&](std::size_t k) { gradients[k].kernel->run(); });
-  for (Gradient& d : gradients)
-    accumulate(d.of, product_result(d.left, d.right, d.product, d.kernel->take(), where));
 }
 
 // linear's bias gradient: g [rows, out] summed over its rows, an op of its own so that the sum
@@ -329,64 +265,12 @@ Tensor<T> bias_gradient(const Tensor<T>& g, std::size_t rows, std::size_t out_fe
 
 // ---- einsum ----
 
-// One recorded einsum over one or two operands (`op` names it in the tape): `value`, computed from
-// operands by eq, with the bf16 copies its computation made. Its backward is einsum again,
-// recorded: for operand i, d operand_i = einsum(output, other operand -> operand_i's letters), with
-// the sizes of letters found in operand_i only (summed away in the forward) taken from `sizes`; a
-// letter repeated in operand_i gets the gradient on its diagonal. That gradient is an einsum of the
-// same kind (output-only letters broadcast, repeated output letters written on their diagonal),
-// whose gradients are einsums again. The operands' gradients are computed (run_gradient_products)
-// before any is added, operand 0's first.
-template <class T>
-Tensor<T> einsum_result(const char* op, const kernels::EinsumEquation& eq, const std::vector<Tensor<T>>& operands,
-                        const kernels::EinsumSizes& sizes, xt::xarray<T> value, RoundedCopies forward_copies,
-                        CallSite where) {
-  return make_result(op, where, std::move(value), detail::should_record_any(operands),
-                     [eq, operands, sizes, where, precision = matmul_precision(),
-                      forward_copies = std::move(forward_copies)](const Tensor<T>& g) {
-                       const MatmulPrecisionGuard as_forward(precision);
-                       const Tensor<T>* second = operands.size() == 2 ? &operands[1] : nullptr;
-                       const auto rounded_once = round_once<T>({&g, &operands[0], second}, forward_copies);
-                       struct Gradient {
-                         std::size_t of;  // the operand
-                         kernels::EinsumEquation eq;
-                         std::vector<Tensor<T>> operands;
-                         std::optional<kernels::PreparedEinsum<T>> kernel;
-                         RoundedCopies copies;
-                       };
-                       std::vector<Gradient> gradients;
-                       std::size_t work = 0;
-                       for (std::size_t i = 0; i < operands.size(); ++i) {
-                         if (!operands[i].requires_grad()) continue;
-                         const bool pair = operands.size() == 2;
-                         Gradient& d = gradients.emplace_back();
-                         d.of = i;
-                         d.eq = {{eq.output}, eq.operands[i]};
-                         d.operands = {g};
-                         if (pair) {
-                           d.eq.operands.push_back(eq.operands[1 - i]);
-                           d.operands.push_back(operands[1 - i]);
-                         }
-                         std::vector<const xt::xarray<T>*> values;
-                         for (const Tensor<T>& x : d.operands) values.push_back(&x.value());
-                         d.kernel.emplace(d.eq, std::move(values), sizes);
-                         work += d.kernel->multiply_adds();
-                       }
-                       static SpreadRule rule;
-                       run_gradient_products(rule, gradients.size(), work, [&](std::size_t k) {
-                         Gradient& d = gradients[k];
-                         const auto rounded = round_once<T>({&d.operands[0], d.operands.size() == 2 ? &d.operands[1] : nullptr});
-                         d.kernel->run();
-                         d.copies = copies_made(rounded);
-                       });
-                       for (Gradient& d : gradients) {
-                         accumulate(operands[d.of], einsum_result("einsum_backward", d.eq, d.operands, sizes,
-                                                                  d.kernel->take(), std::move(d.copies), where));
-                       }
-                     });
-}
-
-// einsum_result of the einsum's value, computed here.
+// One recorded einsum over one or two operands (`op` names it in the tape). Its backward is
+// einsum again, recorded: for operand i, d operand_i = einsum(output, other operand -> operand_i's
+// letters), with the sizes of letters found in operand_i only (summed away in the forward) taken
+// from `sizes`; a letter repeated in operand_i gets the gradient on its diagonal. That gradient is
+// an einsum of the same kind (output-only letters broadcast, repeated output letters written on
+// their diagonal), whose gradients are einsums again.
 template <class T>
 Tensor<T> einsum_node(const char* op, const kernels::EinsumEquation& eq, const std::vector<Tensor<T>>& operands,
                       const kernels::EinsumSizes& sizes, CallSite where) {
@@ -400,7 +284,22 @@ Tensor<T> einsum_node(const char* op, const kernels::EinsumEquation& eq, const s
     forward_copies = copies_made(rounded_once);
     return value;
   }();
-  return einsum_result(op, eq, operands, sizes, std::move(out), std::move(forward_copies), where);
+  return make_result(op, where, std::move(out), detail::should_record_any(operands),
+                     [eq, operands, sizes, where, precision = matmul_precision(),
+                      forward_copies = std::move(forward_copies)](const Tensor<T>& g) {
+                       const MatmulPrecisionGuard as_forward(precision);
+                       const Tensor<T>* second = operands.size() == 2 ? &operands[1] : nullptr;
+                       const auto rounded_once = round_once<T>({&g, &operands[0], second}, forward_copies);
+                       for (std::size_t i = 0; i < operands.size(); ++i) {
+                         if (!operands[i].requires_grad()) continue;
+                         const bool pair = operands.size() == 2;
+                         kernels::EinsumEquation grad_eq{{eq.output}, eq.operands[i]};
+                         if (pair) grad_eq.operands.push_back(eq.operands[1 - i]);
+                         const auto grad_operands = pair ? std::vector<Tensor<T>>{g, operands[1 - i]}
+                                                         : std::vector<Tensor<T>>{g};
+                         accumulate(operands[i], einsum_node("einsum_backward", grad_eq, grad_operands, sizes, where));
+                       }
+                     });
 }
 
 }  // namespace

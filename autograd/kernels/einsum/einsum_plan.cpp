@@ -60,11 +60,6 @@ std::map<char, std::size_t> letter_strides(const std::string& letters, const Sha
   return strides;
 }
 
-}  // namespace
-
-// The plan's types live in detail, named, because PreparedEinsum (the header) holds a plan.
-namespace detail {
-
 // How a GEMM operand is read: matrix i of the batch starts at i * batch_stride; element (r, c)
 // of op(X) is at r * ld + c, or at c * ld + r when trans.
 struct MatrixLayout {
@@ -95,14 +90,6 @@ struct EinsumPlan {
   std::size_t first_batch_size = 1;
   std::size_t finish_axis = 0;  // that letter's axis in finish->outer
 };
-
-}  // namespace detail
-
-namespace {
-
-using detail::EinsumPlan;
-using detail::GemmOperand;
-using detail::MatrixLayout;
 
 // A group of letters read as one axis: its total size and the stride of its innermost letter.
 // Letters of size 1 are skipped (any stride reads them). nullopt when the letters are not laid
@@ -371,23 +358,23 @@ std::size_t chunk_count(const EinsumPlan& plan, std::size_t element_size) {
   return chunks;
 }
 
-// Writes the plan's output into `out` (allocated with plan.out_shape).
 template <class T>
-void run_plan(const EinsumPlan& plan, const std::vector<const xt::xarray<T>*>& operands, xt::xarray<T>& out) {
+xt::xarray<T> run_plan(const EinsumPlan& plan, const std::vector<const xt::xarray<T>*>& operands) {
+  auto out = xt::xarray<T>::from_shape(allocatable(plan.out_shape, sizeof(T), plan.op, "the output"));
   if (plan.empty) {
     std::fill(out.begin(), out.end(), T(0));
-    return;
+    return out;
   }
   if (operands.size() == 1) {
     run_pass(plan.single, operands[0]->data(), out.data());
-    return;
+    return out;
   }
   const T* x_left = operands[plan.swap ? 1 : 0]->data();
   const T* x_right = operands[plan.swap ? 0 : 1]->data();
   const std::size_t chunks = chunk_count(plan, sizeof(T)), indices = plan.first_batch_size;
   if (chunks == 1) {
     run_product_range(plan, x_left, x_right, out.data(), 0, indices, true);
-    return;
+    return out;
   }
   // Chunks in TBB tasks (or one after another, as the SpreadRule decides), each on one thread from
   // its gathers to its final pass: what one step of a chunk writes, the next reads from that core's
@@ -400,6 +387,7 @@ void run_plan(const EinsumPlan& plan, const std::vector<const xt::xarray<T>*>& o
     const std::size_t first = chunk * indices / chunks, last = (chunk + 1) * indices / chunks;
     run_product_range(plan, x_left, x_right, out.data(), first, last - first, false);
   });
+  return out;
 }
 
 using PlanCache = std::unordered_map<std::string, std::shared_ptr<const EinsumPlan>>;
@@ -480,38 +468,15 @@ EinsumSizes einsum_sizes(std::string_view subscripts, const EinsumEquation& eq, 
 }
 
 template <class T>
-PreparedEinsum<T>::PreparedEinsum(const EinsumEquation& eq, std::vector<const xt::xarray<T>*> operands,
-                                  const EinsumSizes& output_only)
-    : operands_(std::move(operands)) {
-  if (operands_.empty() || operands_.size() > 2 || operands_.size() != eq.operands.size()) {
-    throw ValueError(quoted(eq.str()) + ": the einsum kernel takes 1 or 2 operands matching the subscripts, got " +
-                     std::to_string(operands_.size()));
-  }
-  std::vector<Shape> shapes;
-  for (const auto* x : operands_) shapes.emplace_back(x->shape().begin(), x->shape().end());
-  plan_ = find_plan(eq, shapes, output_only);
-  out_ = xt::xarray<T>::from_shape(allocatable(plan_->out_shape, sizeof(T), plan_->op, "the output"));
-}
-
-template <class T>
-PreparedEinsum<T>::~PreparedEinsum() = default;
-
-template <class T>
-void PreparedEinsum<T>::run() {
-  run_plan(*plan_, operands_, out_);
-}
-
-template <class T>
-std::size_t PreparedEinsum<T>::multiply_adds() const {
-  return plan_->empty || operands_.size() == 1 ? 0 : plan_->batch * plan_->m * plan_->n * plan_->k;
-}
-
-template <class T>
 xt::xarray<T> einsum(const EinsumEquation& eq, const std::vector<const xt::xarray<T>*>& operands,
                      const EinsumSizes& output_only) {
-  PreparedEinsum<T> prepared(eq, operands, output_only);
-  prepared.run();
-  return prepared.take();
+  if (operands.empty() || operands.size() > 2 || operands.size() != eq.operands.size()) {
+    throw ValueError(quoted(eq.str()) + ": the einsum kernel takes 1 or 2 operands matching the subscripts, got " +
+                     std::to_string(operands.size()));
+  }
+  std::vector<Shape> shapes;
+  for (const auto* x : operands) shapes.emplace_back(x->shape().begin(), x->shape().end());
+  return run_plan(*find_plan(eq, shapes, output_only), operands);
 }
 
 std::size_t einsum_cached_plans() { return plan_cache().size(); }
@@ -520,8 +485,6 @@ std::size_t einsum_chunks(const EinsumEquation& eq, const std::vector<Shape>& sh
   return chunk_count(*find_plan(eq, shapes, {}), element_size);
 }
 
-template class PreparedEinsum<float>;
-template class PreparedEinsum<double>;
 template xt::xarray<float> einsum<float>(const EinsumEquation&, const std::vector<const xt::xarray<float>*>&,
                                          const EinsumSizes&);
 template xt::xarray<double> einsum<double>(const EinsumEquation&, const std::vector<const xt::xarray<double>*>&,

@@ -29,7 +29,6 @@
 // number of threads.
 #include <cstddef>
 #include <map>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -70,32 +69,6 @@ EinsumSizes einsum_sizes(std::string_view subscripts, const EinsumEquation& eq, 
 template <class T>
 xt::xarray<T> einsum(const EinsumEquation& eq, const std::vector<const xt::xarray<T>*>& operands,
                      const EinsumSizes& output_only = {});
-
-namespace detail {
-struct EinsumPlan;
-}
-
-// einsum in two steps, for a caller that runs the arithmetic on another thread: the constructor
-// validates, plans and allocates the output on the calling thread (plans are cached per thread,
-// and a StepCapture plans only that thread's arrays); run() computes it, once, on any thread
-// (the matmul precision is the running thread's); take() hands the output over.
-template <class T>
-class PreparedEinsum {
- public:
-  PreparedEinsum(const EinsumEquation& eq, std::vector<const xt::xarray<T>*> operands,
-                 const EinsumSizes& output_only = {});
-  ~PreparedEinsum();
-  PreparedEinsum(PreparedEinsum&&) noexcept = default;
-  void run();
-  xt::xarray<T> take() { return std::move(out_); }
-  // The multiply-adds of its product (0 for one operand): the size a SpreadRule groups it by.
-  std::size_t multiply_adds() const;
-
- private:
-  std::shared_ptr<const detail::EinsumPlan> plan_;
-  std::vector<const xt::xarray<T>*> operands_;
-  xt::xarray<T> out_;
-};
 
 // Number of plans cached on the calling thread (for tests and diagnostics).
 std::size_t einsum_cached_plans();
