@@ -223,7 +223,8 @@ TEST(GemmBackends, SmallKernelMatchesFloat64ReferenceOnEveryTail) {
             kernels::small_gemm_batched<double>(p, 0, l.batch, a.data(), b.data(), beta, got_double.data());
             EXPECT_LT(largest_difference(got_double, want), 1e-14 * double(l.k + 1));
             EXPECT_TRUE(same_bits(got, sequential_fma(l, ta, tb, o, o.a, o.b, o.c)));
-            EXPECT_TRUE(same_bits(got_double, sequential_fma(l, ta, tb, o, a, b, std::vector<double>(o.c.begin(), o.c.end()))));
+            const std::vector<double> c_double(o.c.begin(), o.c.end());
+            EXPECT_TRUE(same_bits(got_double, sequential_fma(l, ta, tb, o, a, b, c_double)));
           }
 }
 

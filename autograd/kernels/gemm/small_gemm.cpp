@@ -123,7 +123,8 @@ void block(const detail::StridedProducts& p, const T* a, RowsOfB<T> b, std::size
     Batch<T> b_vectors[Vectors];
     for (std::size_t v = 0; v < Vectors; ++v) {
       if constexpr (kMaskedLanes) {
-        b_vectors[v] = lanes[v] == width ? Batch<T>::load_unaligned(b_row + v * width) : load_lanes(b_row + v * width, lanes[v]);
+        const T* at = b_row + v * width;
+        b_vectors[v] = lanes[v] == width ? Batch<T>::load_unaligned(at) : load_lanes(at, lanes[v]);
       } else {
         b_vectors[v] = Batch<T>::load_unaligned(b_row + v * width);  // packed: zeros past n
       }
@@ -142,7 +143,8 @@ template <class T, std::size_t Rows>
 void row_block(const detail::StridedProducts& p, const T* a, RowsOfB<T> b, std::size_t i, T beta, T* c) {
   constexpr std::size_t width = Batch<T>::size;
   std::size_t j = 0;
-  for (; j + kVectorBlock * width <= p.n; j += kVectorBlock * width) block<T, Rows, kVectorBlock>(p, a, b, i, j, beta, c);
+  for (; j + kVectorBlock * width <= p.n; j += kVectorBlock * width)
+    block<T, Rows, kVectorBlock>(p, a, b, i, j, beta, c);
   if (j + width < p.n) {
     block<T, Rows, kVectorBlock>(p, a, b, i, j, beta, c);  // a whole vector and a partial one
   } else if (j < p.n) {
