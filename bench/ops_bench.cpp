@@ -149,6 +149,14 @@ void register_row_ops() {
   register_row_op("softmax", kAttention, [](const Tensor<float>& x) { return softmax(x, 1); });
   register_row_op("log_softmax", kRows, [](const Tensor<float>& x) { return log_softmax(x, -1); });
   register_row_op("log_softmax", kAttention, [](const Tensor<float>& x) { return log_softmax(x, 1); });
+  // The fused scale, mask and softmax of the tiny training step's decoder self-attention: [batch,
+  // heads, 10, 10] scores under a look-ahead mask.
+  Mask causal = Mask::from_shape({10, 10});
+  for (std::size_t q = 0; q < 10; ++q)
+    for (std::size_t k = 0; k < 10; ++k) causal(q, k) = k <= q;
+  register_row_op("attention_softmax", {32, 4, 10, 10}, [may_attend = AttendMask(causal)](const Tensor<float>& x) {
+    return attention_softmax(x, may_attend, 0.25f);
+  });
   for (const Shape& shape : {kRows, kAttention}) {
     const Shape last = {shape.back()};
     const Tensor<float> weight = random_tensor(last, 3), bias = random_tensor(last, 4);

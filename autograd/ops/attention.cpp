@@ -54,26 +54,37 @@ MaskRows mask_rows(const Shape& mask_shape, const Shape& shape, std::size_t rows
   return m;
 }
 
-// One row: y = softmax over the allowed positions of scale * x, 0 elsewhere; uniform when
-// nothing is allowed (returns false then).
+// Rows [begin, end) of the scores x: y = softmax over the allowed positions of scale * x, 0
+// elsewhere; uniform where nothing is allowed, and live[r] = 0 there. The exps of the rows run as
+// one pass (exp_rows_inplace), after every row is scaled, masked and shifted by its maximum.
 template <class T>
-bool attention_row(const T* x, const bool* allow, std::size_t step, std::size_t n, T scale, T* y) {
+void attention_rows(const T* x, const Mask* allowed, const MaskRows& mask, std::size_t begin, std::size_t end,
+                    std::size_t n, T scale, T* y, std::uint8_t* live) {
   constexpr T neg_inf = -std::numeric_limits<T>::infinity();
-  if (allow) {
-    for (std::size_t k = 0; k < n; ++k) y[k] = allow[k * step] ? x[k] * scale : neg_inf;
-  } else {
-    for (std::size_t k = 0; k < n; ++k) y[k] = x[k] * scale;
+  for (std::size_t r = begin; r < end; ++r) {
+    const T* xr = x + r * n;
+    T* yr = y + r * n;
+    if (allowed) {
+      const bool* allow = allowed->data() + mask.offset[r];
+      for (std::size_t k = 0; k < n; ++k) yr[k] = allow[k * mask.step] ? xr[k] * scale : neg_inf;
+    } else {
+      for (std::size_t k = 0; k < n; ++k) yr[k] = xr[k] * scale;
+    }
+    const T m = kernels::simd::max(yr, n);
+    live[r] = m != neg_inf;
+    if (!live[r]) continue;  // filled below, after the exps (which leave -inf at 0)
+    for (std::size_t k = 0; k < n; ++k) yr[k] -= m;
   }
-  const T m = kernels::simd::max(y, n);
-  if (m == neg_inf) {
-    std::fill_n(y, n, T(1) / static_cast<T>(n));
-    return false;
+  kernels::simd::exp_rows_inplace(y + begin * n, end - begin, n);  // exp(-inf) is exactly 0
+  for (std::size_t r = begin; r < end; ++r) {
+    T* yr = y + r * n;
+    if (!live[r]) {
+      std::fill_n(yr, n, T(1) / static_cast<T>(n));
+      continue;
+    }
+    const T inv = T(1) / kernels::simd::sum(yr, n);
+    for (std::size_t k = 0; k < n; ++k) yr[k] *= inv;
   }
-  for (std::size_t k = 0; k < n; ++k) y[k] -= m;
-  kernels::simd::exp_inplace(y, n);  // exp(-inf) is exactly 0
-  const T inv = T(1) / kernels::simd::sum(y, n);
-  for (std::size_t k = 0; k < n; ++k) y[k] *= inv;
-  return true;
 }
 
 // attention_softmax's backward, dx = scale * y * (g - sum_j g_j y_j) on live rows and 0 on the
@@ -139,10 +150,7 @@ Tensor<T> attention_softmax(const Tensor<T>& scores, const std::optional<AttendM
   std::vector<std::uint8_t> live(rows);  // rows with an allowed position (the others get no gradient)
   const T* x = scores.value().data();
   kernels::parallel_items(rows, n, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t r = begin; r < end; ++r) {
-      const bool* allow = allowed ? allowed->data() + mask.offset[r] : nullptr;
-      live[r] = attention_row(x + r * n, allow, mask.step, n, scale, y.data() + r * n);
-    }
+    attention_rows(x, allowed, mask, begin, end, n, scale, y.data(), live.data());
   });
   return make_result("attention_softmax", where, std::move(y), should_record(scores),
                      [scores = detail::edge(scores), live = std::make_shared<const std::vector<std::uint8_t>>(std::move(live)), n,

