@@ -13,6 +13,7 @@
 #include "autograd/ops/all.h"
 #include "bench/bench_util.h"
 #include "nn/labml/multi_head_attention.h"
+#include "nn/transformer/multi_head_attention.h"
 
 namespace tapegrad::bench {
 
@@ -53,7 +54,26 @@ void register_labml_attention() {
   });
 }
 
-// The attention core of the same module, as the target defines it (seq 10, batch 80,
+// The copy-task Transformer's MultiHeadAttention at the tiny training step's size (d_model 64, 4
+// heads, batch 32, 10 tokens) under a look-ahead mask: the sublayer whose ops are the step's
+// smallest; gradients into x and every parameter.
+void register_transformer_attention() {
+  add_workload("transformer_mha/tiny", [](benchmark::State& state) {
+    Generator gen(1);
+    nn::transformer::MultiHeadAttention<float> mha(64, 4, gen);
+    const Tensor<float> x = random_tensor({32, 10, 64}, 2);
+    Mask allowed = Mask::from_shape({1, 10, 10});
+    for (std::size_t i = 0; i < 10; ++i)
+      for (std::size_t j = 0; j < 10; ++j) allowed(0, i, j) = j <= i;
+    const AttendMask look_ahead(std::move(allowed));
+    std::vector<Tensor<float>> inputs = mha.parameters();
+    inputs.push_back(x);
+    time_forward_backward(state, inputs, [&] { return mha(x, x, x, look_ahead); });
+    state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * 32 * 10));  // tokens
+  });
+}
+
+// The attention core of labml's module, as the target defines it (seq 10, batch 80,
 // 8 heads, d_k 64): einsum scores, scale, causal mask, softmax over keys, einsum with the values;
 // gradients into q, k and v.
 void register_labml_attention_core() {
@@ -120,6 +140,7 @@ void register_training_step(const std::string& size, MatmulPrecision precision, 
 void register_model_benchmarks() {
   register_labml_attention();
   register_labml_attention_core();
+  register_transformer_attention();
   register_adam_step();
   for (const MatmulPrecision precision : {MatmulPrecision::kFloat32, MatmulPrecision::kBfloat16}) {
     register_training_step("tiny", precision);

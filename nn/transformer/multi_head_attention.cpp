@@ -96,12 +96,16 @@ Tensor<T> MultiHeadAttention<T>::forward(const Tensor<T>& q, const Tensor<T>& k,
   const auto through = [&](const HookPoint<T>& point, const Tensor<T>& x) {
     return point.active() ? join(point(split(x))) : x;
   };
-  const Tensor<T> z = through(points_.z, (*scaled_dot_product_attention_)(
-                                           through(points_.q, project(points_.q_input(q), W_q_)),
-                                           through(points_.k, project(points_.k_input(k), W_k_)),
-                                           through(points_.v, project(points_.v_input(v), W_v_)), heads_mask, probe ? &*probe : nullptr));
-  if (!points_.result.active()) return (*linear_)(cat(chunk(z, h_, 0), 2));
-  return sum_of_head_results(points_.result(head_results(split(z), *linear_)), *linear_);
+  Tensor<T> z = through(points_.z, (*scaled_dot_product_attention_)(
+                                     through(points_.q, project(points_.q_input(q), W_q_)),
+                                     through(points_.k, project(points_.k_input(k), W_k_)),
+                                     through(points_.v, project(points_.v_input(v), W_v_)), heads_mask, probe ? &*probe : nullptr));
+  if (points_.result.active()) return sum_of_head_results(points_.result(head_results(split(z), *linear_)), *linear_);
+  // [h*batch, seq_q, d_k] -> [batch, seq_q, h*d_k], the heads side by side: the reference's
+  // cat(chunk(z, h, 0), 2) as one permutation, whose backward is one too (chunk's scatters each
+  // head's gradient into zeros of z's shape, and the h of them are added up).
+  const auto h = static_cast<Index>(h_), b = static_cast<Index>(batch), s = static_cast<Index>(seq_q);
+  return (*linear_)(reshape(permute(view(std::move(z), {h, b, s, d_k}), {1, 2, 0, 3}), {b, s, h * d_k}));
 }
 
 template <class T>
