@@ -26,9 +26,12 @@
 //   the host's load is followed and so that spreading is seen with the workers awake. Trials in a
 //   program's first steps meet fresh pages (a relu over 320 KiB of new memory took 800 us, 14 us
 //   once its memory was reused), so the bursts start often, after kRetryEvery calls, then twice as
-//   many each time up to kMaxRetryEvery, and never cost more than kRetryCost of the time. Running
-//   alone is retried only at a call that finds the workers asleep: a burst alone in the middle of a
-//   run of spread calls would let them fall asleep and end the run.
+//   many each time up to kMaxRetryEvery, and never cost more than kRetryCost of the calls' measured
+//   time. That is 0.1%, not 1%: a spread retry costs more than its own time (the output in two
+//   caches, workers woken), and at 1% the retries of products measured near a tie made the tiny
+//   step at 2 threads 1.03-1.07x its 1-thread time, against 1.00-1.02x at 0.1% (bench/RESULTS.md,
+//   issue 40). Running alone is retried only at a call that finds the workers asleep: a burst
+//   alone in the middle of a run of spread calls would let them fall asleep and end the run.
 // - Large calls. A call that took kSpreadAlwaysPaysNs or more spread, its first included, always
 //   spreads: its dispatch is a few percent of it at most, and a part no worker picks up is done by
 //   the calling thread itself (TBB's work stealing), while a trial alone could cost half of it.
@@ -69,7 +72,7 @@ class SpreadRule {
   static constexpr std::uint32_t kMaxRetryEvery = 4096;
   static constexpr std::uint32_t kDoublings = 7;  // kRetryEvery << kDoublings == kMaxRetryEvery
   static constexpr std::uint32_t kRetryBurst = 3;
-  static constexpr float kRetryCost = 0.01f;
+  static constexpr float kRetryCost = 0.001f;
   static constexpr float kSpreadAlwaysPaysNs = 1e6f;
   static constexpr float kSpreadMargin = 1.25f;
   // TBB's workers spin for a while after their last task before they sleep; a spread call this
