@@ -6,13 +6,15 @@
 //
 //   gemm_backends_bench [Google Benchmark flags]    e.g. --benchmark_repetitions=3
 //
-// Rows are "<step>/<product>/<backend>"; the FLOP/s column counts 2 m n k per product. Where
+// Rows are "<step>/<product>/<backend>"; the FLOP/s column counts 2 m n k per product. The row
+// fma_peak is the core's own ceiling: vector FMAs on registers. Where
 // oneDNN has bf16 matmul for the CPU, each product also gets its bf16 rows (bf16_matmul_rows.cpp).
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include <benchmark/benchmark.h>
+#include <xsimd/xsimd.hpp>
 
 #include "autograd/base/generator.h"
 #include "autograd/kernels/gemm/blas.h"
@@ -94,7 +96,28 @@ void time_product(benchmark::State& state, const Product& p, kernels::GemmBacken
   report_product_flops(state, p);
 }
 
+// The core's float FMA peak, the ceiling every rate above is read against: independent chains of
+// vector fused multiply-adds on registers, no memory traffic. (GCC contracts xsimd's a * b + c
+// into one instruction; the row's FLOP/s count 2 per lane.)
+void time_fma_peak(benchmark::State& state) {
+  using Vector = xsimd::batch<float>;
+  constexpr std::size_t kChains = 16, kSteps = 4096;  // enough chains to cover the FMA latency
+  const Vector scale(0.999999f), shift(1e-7f);
+  for (auto _ : state) {
+    Vector acc[kChains];
+    for (std::size_t c = 0; c < kChains; ++c) acc[c] = Vector(1.0f + 1e-3f * static_cast<float>(c));
+    for (std::size_t step = 0; step < kSteps; ++step)
+      for (std::size_t c = 0; c < kChains; ++c) acc[c] = xsimd::fma(acc[c], scale, shift);
+    Vector total(0.0f);
+    for (const Vector& a : acc) total += a;
+    benchmark::DoNotOptimize(total);
+  }
+  state.counters["FLOP/s"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * kChains * kSteps * Vector::size * 2, benchmark::Counter::kIsRate);
+}
+
 void register_products() {
+  benchmark::RegisterBenchmark("fma_peak", time_fma_peak)->UseRealTime()->Unit(benchmark::kMicrosecond);
   for (const Product& p : gemm_products()) {
     std::vector<std::pair<std::string, kernels::GemmBackend>> backends = {{"openblas", kernels::GemmBackend::kOpenBlas}};
     if (kernels::onednn_available()) backends.emplace_back("onednn", kernels::GemmBackend::kOneDnn);
