@@ -191,7 +191,7 @@ TEST(GemmBackends, SmallKernelMatchesFloat64ReferenceOnEveryTail) {
   };
   const std::vector<Shape> shapes = {{1, 1, 1},  {5, 9, 3},    {4, 16, 8}, {7, 17, 13}, {10, 10, 8}, {3, 33, 0},
                                      {0, 5, 5},  {6, 0, 2},    {2, 24, 1}, {64, 16, 4}, {9, 64, 7}, {64, 1, 64},
-                                     {13, 40, 5}, {12, 48, 3}, {25, 40, 4}};
+                                     {13, 40, 5}, {12, 48, 3}, {25, 40, 4}, {10, 10, 16}, {16, 16, 16}};
   struct Sharing {
     bool a, b;
   };
