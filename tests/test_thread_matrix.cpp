@@ -224,7 +224,7 @@ TEST(ThreadMatrix, HookRegisteredAndRemovedWhileAnotherThreadWalks) {
   constexpr int kWalks = 300;
   Tensor<double> x(Array{1.0}, true);
   std::atomic<int> permanent_calls{0}, toggled_calls{0};
-  const auto hook = x.register_hook([&](const Array&) -> Hooked {
+  x.register_hook([&](const Array&) -> Hooked {  // stays for the whole test
     ++permanent_calls;
     return std::nullopt;
   });
