@@ -76,8 +76,9 @@ constexpr std::uint32_t kBurst = SpreadRule::kRetryBurst;
 
 TEST(SpreadRule, TriesBothWaysInTurnThenKeepsToTheFasterAndRetriesTheOtherInBursts) {
   SpreadRule rule;
-  // Alone 1% faster: spreading is retried every kRetryEvery calls, kRetryBurst calls in a row.
-  const auto ways = run_calls(rule, kTrialCalls + 20 * SpreadRule::kRetryEvery, 100, 101);
+  // Alone 5% faster on calls of 0.9 ms: spreading is retried every kRetryEvery calls, kRetryBurst
+  // calls in a row (what a spread call costs beyond its time, kRetrySpreadCostNs, is 4% of it).
+  const auto ways = run_calls(rule, kTrialCalls + 20 * SpreadRule::kRetryEvery, 900000, 945000);
   // The trials: kTrials + 1 calls spread, then as many alone (the first of each not counted).
   for (std::size_t i = 0; i < kTrialCalls; ++i) EXPECT_EQ(ways[i], i <= SpreadRule::kTrials) << i;
   // Then: bursts of spread calls in a row, 20 of them, every 32 calls counted from the first trial.
@@ -85,26 +86,38 @@ TEST(SpreadRule, TriesBothWaysInTurnThenKeepsToTheFasterAndRetriesTheOtherInBurs
   for (std::size_t i = SpreadRule::kRetryEvery; i < SpreadRule::kRetryEvery + kBurst; ++i) EXPECT_TRUE(ways[i]) << i;
 }
 
-// Retrying a way 1.2x slower in every 32 calls would cost 1.9% of the time; the rule keeps it to
-// 0.1%, once the first bursts (after 32 calls, then 64, 128, ...) have confirmed the trials.
-TEST(SpreadRule, RetriesASlowerWayRarelyEnoughToCostAtMostATenthOfAPercent) {
+// Retrying a way 3x slower in every 32 calls would cost 19% of the time; the rule keeps it to 1%,
+// once the first bursts (after 32 calls, then 64, 128, ...) have confirmed the trials.
+TEST(SpreadRule, RetriesAFarSlowerWayRarelyEnoughToCostAtMostOnePercent) {
   constexpr std::uint32_t kMany = 100;  // bursts: the doubling has reached its cap
-  EXPECT_EQ(SpreadRule::retry_interval(1.01f, kMany), SpreadRule::kRetryEvery);
-  EXPECT_EQ(SpreadRule::retry_interval(1.2f, kMany), 600u);  // 3 calls costing 0.2x more each per 600
-  EXPECT_EQ(SpreadRule::retry_interval(3.0f, kMany), SpreadRule::kMaxRetryEvery);
+  EXPECT_EQ(SpreadRule::retry_interval(1.05f, kMany), SpreadRule::kRetryEvery);
+  EXPECT_EQ(SpreadRule::retry_interval(3.0f, kMany), 600u);  // 3 calls costing 2x more each per 600
   EXPECT_EQ(SpreadRule::retry_interval(1000.0f, kMany), SpreadRule::kMaxRetryEvery);
   EXPECT_EQ(SpreadRule::retry_interval(std::numeric_limits<float>::infinity(), kMany), SpreadRule::kMaxRetryEvery);
   EXPECT_EQ(SpreadRule::retry_interval(std::numeric_limits<float>::quiet_NaN(), kMany), SpreadRule::kMaxRetryEvery);
   EXPECT_EQ(SpreadRule::retry_interval(1000.0f, 0), SpreadRule::kRetryEvery);
   EXPECT_EQ(SpreadRule::retry_interval(1000.0f, 2), 4 * SpreadRule::kRetryEvery);
+  // Spreading 2x slower on calls of 0.4 ms, plus kRetrySpreadCostNs (0.1x): bursts after 32, 64,
+  // 128 and 256 calls, then every 3 * 1.1 / 1% = 330: 15 bursts.
   SpreadRule rule;
-  const auto ways = run_calls(rule, kTrialCalls + 32 + 64 + 128 + 256 + 512 + 600 * 10, 100, 120);
-  // Bursts after 32, 64, 128, 256 and 512 calls, then every 600: 15 bursts.
+  const auto ways = run_calls(rule, kTrialCalls + 32 + 64 + 128 + 256 + 330 * 11, 400000, 800000);
   EXPECT_EQ(spread_count(ways, kTrialCalls), 15 * kBurst);
   // A way 1000x slower is still retried: after 32, 64, ..., 4096 calls (8 bursts, 8160 calls),
   // then every 4096.
   SpreadRule far;
   EXPECT_EQ(spread_count(run_calls(far, kTrialCalls + 8160 + 4096, 1, 1000), kTrialCalls), 9 * kBurst);
+}
+
+// A spread call costs more than its own time shows (kRetrySpreadCostNs: caches, woken workers), so
+// spreading a short call is retried more rarely than a long one that measured as much slower.
+TEST(SpreadRule, RetriesSpreadingOfShortCallsMoreRarely) {
+  EXPECT_EQ(SpreadRule::retry_interval(1.5f, 100, 0.5f), 300u);  // 3 calls costing 1x more each per 300
+  EXPECT_EQ(SpreadRule::retry_interval(1.01f, 100, 40.0f), SpreadRule::kMaxRetryEvery);
+  // Spreading 1% slower: a 1 us call (the hidden cost 40x its time) is retried after 32, 64, ...,
+  // 4096 calls (8 bursts in 8160 calls); a 0.9 ms call every 32 calls (255 bursts).
+  SpreadRule short_call, long_call;
+  EXPECT_EQ(spread_count(run_calls(short_call, kTrialCalls + 8160, 1000, 1010), kTrialCalls), 8 * kBurst);
+  EXPECT_EQ(spread_count(run_calls(long_call, kTrialCalls + 8160, 900000, 909000), kTrialCalls), 255 * kBurst);
 }
 
 // The failure that made the retries start often: the trials ran in a program's first steps, where
@@ -158,13 +171,13 @@ TEST(SpreadRule, JudgesSpreadingWithTheWorkersAsTheyAreNow) {
 }
 
 // Spreading 10% faster by its own time is not enough: the calls after it pay for its output being
-// in two cores' caches.
+// in two cores' caches. (Calls of 0.8-0.9 ms, so that the retries come every kRetryEvery calls.)
 TEST(SpreadRule, SpreadsOnlyWhenClearlyFaster) {
   SpreadRule rule;
-  const auto ways = run_calls(rule, kTrialCalls + 10 * SpreadRule::kRetryEvery, 110, 100);
+  const auto ways = run_calls(rule, kTrialCalls + 10 * SpreadRule::kRetryEvery, 880000, 800000);
   EXPECT_EQ(spread_count(ways, kTrialCalls), 10 * kBurst);  // the bursts only
   SpreadRule clearly;
-  const auto clearly_ways = run_calls(clearly, kTrialCalls + 10 * SpreadRule::kRetryEvery, 130, 100);
+  const auto clearly_ways = run_calls(clearly, kTrialCalls + 10 * SpreadRule::kRetryEvery, 910000, 700000);
   EXPECT_GE(spread_count(clearly_ways, kTrialCalls), 10 * SpreadRule::kRetryEvery - 10 * kBurst);
 }
 

@@ -85,8 +85,9 @@ SpreadRule::Decision SpreadRule::decide(std::size_t work, std::size_t threads, b
   // Running alone is retried only when the workers are asleep anyway: a burst alone in the middle
   // of a run of spread calls would let them fall asleep, and the run would end.
   const bool postponed = spread_is_faster && awake;
-  if (!postponed &&
-      call - last_retry >= retry_interval(spread_is_faster ? serial / spread : spread / serial, bursts)) {
+  const float hidden_cost = spread_is_faster ? 0.0f : kRetrySpreadCostNs / (serial * static_cast<float>(work));
+  if (!postponed && call - last_retry >= retry_interval(spread_is_faster ? serial / spread : spread / serial, bursts,
+                                                        hidden_cost)) {
     group.last_retry.store(call, std::memory_order_relaxed);
     group.burst_spreads.store(!spread_is_faster, std::memory_order_relaxed);
     group.burst_left.store(kRetryBurst - 1, std::memory_order_relaxed);
@@ -95,10 +96,11 @@ SpreadRule::Decision SpreadRule::decide(std::size_t work, std::size_t threads, b
   return {spread_is_faster, true};
 }
 
-std::uint32_t SpreadRule::retry_interval(float slowdown, std::uint32_t bursts) {
+std::uint32_t SpreadRule::retry_interval(float slowdown, std::uint32_t bursts, float hidden_cost) {
   const std::uint32_t doubling = kRetryEvery << std::min(bursts, kDoublings);
-  if (!(slowdown < static_cast<float>(kMaxRetryEvery))) return doubling;  // also NaN, infinity
-  const float calls = static_cast<float>(kRetryBurst) * std::max(slowdown - 1.0f, 0.0f) / kRetryCost;
+  const float cost = std::max(slowdown - 1.0f, 0.0f) + std::max(hidden_cost, 0.0f);
+  if (!(cost < static_cast<float>(kMaxRetryEvery))) return doubling;  // also NaN, infinity
+  const float calls = static_cast<float>(kRetryBurst) * cost / kRetryCost;
   return std::min(std::clamp(static_cast<std::uint32_t>(calls), kRetryEvery, kMaxRetryEvery), doubling);
 }
 

@@ -26,12 +26,13 @@
 //   the host's load is followed and so that spreading is seen with the workers awake. Trials in a
 //   program's first steps meet fresh pages (a relu over 320 KiB of new memory took 800 us, 14 us
 //   once its memory was reused), so the bursts start often, after kRetryEvery calls, then twice as
-//   many each time up to kMaxRetryEvery, and never cost more than kRetryCost of the calls' measured
-//   time. That is 0.1%, not 1%: a spread retry costs more than its own time (the output in two
-//   caches, workers woken), and at 1% the retries of products measured near a tie made the tiny
-//   step at 2 threads 1.03-1.07x its 1-thread time, against 1.00-1.02x at 0.1% (bench/RESULTS.md,
-//   issue 40). Running alone is retried only at a call that finds the workers asleep: a burst
-//   alone in the middle of a run of spread calls would let them fall asleep and end the run.
+//   many each time up to kMaxRetryEvery, and never cost more than kRetryCost of the time. A spread
+//   retry is counted as costing kRetrySpreadCostNs more than its own time shows (the output in two
+//   cores' caches, the workers woken and left spinning): counted by their own time alone, retries of
+//   the tiny step's products, measured near a tie, came every 32 calls and made the step at 2
+//   threads 1.03-1.07x its 1-thread time, against 0.96-1.02x this way (bench/RESULTS.md, issue 40).
+//   Running alone is retried only at a call that finds the workers asleep: a burst alone in the
+//   middle of a run of spread calls would let them fall asleep and end the run.
 // - Large calls. A call that took kSpreadAlwaysPaysNs or more spread, its first included, always
 //   spreads: its dispatch is a few percent of it at most, and a part no worker picks up is done by
 //   the calling thread itself (TBB's work stealing), while a trial alone could cost half of it.
@@ -72,7 +73,9 @@ class SpreadRule {
   static constexpr std::uint32_t kMaxRetryEvery = 4096;
   static constexpr std::uint32_t kDoublings = 7;  // kRetryEvery << kDoublings == kMaxRetryEvery
   static constexpr std::uint32_t kRetryBurst = 3;
-  static constexpr float kRetryCost = 0.001f;
+  static constexpr float kRetryCost = 0.01f;
+  // What a spread call costs beyond its own time: about what waking the workers took on a Zen 5 VM.
+  static constexpr float kRetrySpreadCostNs = 40000.0f;
   static constexpr float kSpreadAlwaysPaysNs = 1e6f;
   static constexpr float kSpreadMargin = 1.25f;
   // TBB's workers spin for a while after their last task before they sleep; a spread call this
@@ -80,8 +83,10 @@ class SpreadRule {
   static constexpr std::int64_t kAwakeNs = 50000;
 
   // Calls between bursts of retries of the slower way when it takes `slowdown` times as long as
-  // the faster and was retried in `bursts` bursts since its trials.
-  static std::uint32_t retry_interval(float slowdown, std::uint32_t bursts);
+  // the faster and was retried in `bursts` bursts since its trials; `hidden_cost` is what a retried
+  // call costs beyond that, as a multiple of the faster way's time (kRetrySpreadCostNs over it when
+  // the slower way spreads, 0 when it runs alone).
+  static std::uint32_t retry_interval(float slowdown, std::uint32_t bursts, float hidden_cost = 0.0f);
 
   struct Decision {
     bool spread = false;
