@@ -30,7 +30,7 @@
 //   retry is counted as costing kRetrySpreadCostNs more than its own time shows (the output in two
 //   cores' caches, the workers woken and left spinning): counted by their own time alone, retries of
 //   the tiny step's products, measured near a tie, came every 32 calls and made the step at 2
-//   threads 1.03-1.07x its 1-thread time, against 0.96-1.02x this way (bench/RESULTS.md, issue 40).
+//   threads 1.03-1.07x its 1-thread time, against 1.00-1.03x this way (bench/RESULTS.md, issue 40).
 //   Running alone is retried only at a call that finds the workers asleep: a burst alone in the
 //   middle of a run of spread calls would let them fall asleep and end the run.
 // - Large calls. A call that took kSpreadAlwaysPaysNs or more spread, its first included, always
