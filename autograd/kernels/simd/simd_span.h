@@ -35,7 +35,8 @@ void exp_inplace(T* p, std::size_t n) {
 
 // exp_inplace over each of `rows` rows of n at p, one after the other: the same bits. Rows shorter
 // than a batch are all std::exp's bits, so for floats they go through libm_expf_inplace as one
-// span, whole vectors across rows (6.4x as fast as a call per row of 10 on AVX-512).
+// span, whole vectors across rows (on AVX-512, 6.4x as fast as std::exp on rows of 10, 5.3x as
+// fast as a call per row).
 template <class T>
 void exp_rows_inplace(T* p, std::size_t rows, std::size_t n) {
   if constexpr (std::is_same_v<T, float>) {
