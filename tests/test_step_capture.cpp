@@ -171,21 +171,24 @@ long resident_kib() {
   return resident * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
-// A large array a step keeps (Adam's moments made in the first step, the attention map a module
-// keeps until the next step) is mapped on its own, recorded or replayed: freeing it gives its
-// pages back at once. On the heap, with tapegrad's malloc policy (no mmap, trim threshold
-// 1 GiB), they would stay resident, and the holes it left among the step's freed temporaries
-// would be touched again by later small allocations.
-TEST(StepCapture, ALargeArrayKeptFromAStepGoesBackToTheSystemWhenFreed) {
+// A large array a replayed step keeps (the attention map a module keeps until the next step) is
+// mapped on its own: freeing it outside a step gives its pages back at once. On the heap, with
+// tapegrad's malloc policy (no mmap, trim threshold 1 GiB), they would stay resident, and the holes
+// it left among the step's freed temporaries would be touched again by later small allocations.
+// (A recording serves its arrays from the heap, as an eager step does.)
+TEST(StepCapture, ALargeArrayKeptFromAReplayGoesBackToTheSystemWhenFreed) {
   constexpr std::size_t kFloats = std::size_t{16} << 20;  // 64 MiB
   StepCapture capture;
+  xt::xarray<float> kept;
+  const auto step = [&](int i) {
+    const xt::xarray<float> temporary = xt::ones<float>({std::size_t{1} << 16});
+    kept = xt::xarray<float>::from_shape({kFloats});
+    kept.fill(temporary(i));
+  };
+  capture.run([&] { step(0); });  // the recording
+  { const xt::xarray<float> freed = std::move(kept); }
   for (int i = 0; i < 3; ++i) {
-    xt::xarray<float> kept;
-    capture.run([&] {
-      const xt::xarray<float> temporary = xt::ones<float>({std::size_t{1} << 16});
-      kept = xt::xarray<float>::from_shape({kFloats});
-      kept.fill(temporary(i));
-    });
+    capture.run([&] { step(i); });
     EXPECT_EQ(kept(kFloats - 1), 1.0f);
     const long with = resident_kib();
     { const xt::xarray<float> freed = std::move(kept); }
@@ -194,7 +197,58 @@ TEST(StepCapture, ALargeArrayKeptFromAStepGoesBackToTheSystemWhenFreed) {
                                         << " KiB after freeing it";
   }
   EXPECT_EQ(capture.stats().recorded_steps, 1u);
-  EXPECT_EQ(capture.stats().replayed_steps, 2u);
+  EXPECT_EQ(capture.stats().replayed_steps, 3u);
+}
+
+// An array remade every step and kept until the next (a module's attention map): the mapping the
+// previous step's array freed serves the next one, so that steady replays map nothing and fault no
+// page in. Mapping each afresh cost the paper-size step 684 page faults (bench/RESULTS.md, issue 40).
+TEST(StepCapture, AnArrayRemadeEveryStepReusesTheMappingItsPredecessorFreed) {
+  constexpr std::size_t kFloats = std::size_t{1} << 20;  // 4 MiB: mapped on its own off the plan
+  StepCapture capture;
+  xt::xarray<float> kept;
+  const auto step = [&](int i) {
+    const xt::xarray<float> temporary = xt::full_like(xt::xarray<float>::from_shape({std::size_t{1} << 16}), float(i));
+    kept = xt::xarray<float>::from_shape({kFloats});  // frees the previous step's array, inside this step
+    kept.fill(temporary(0) + 1.0f);
+  };
+  for (int i = 0; i < 3; ++i) capture.run([&] { step(i); });  // a recording, then two replays
+  const std::size_t made = detail::arena_mappings_made();
+  for (int i = 3; i < 8; ++i) {
+    capture.run([&] { step(i); });
+    EXPECT_EQ(kept(0), float(i + 1));
+    EXPECT_EQ(kept(kFloats - 1), float(i + 1));
+  }
+  EXPECT_EQ(detail::arena_mappings_made(), made) << "steady replays mapped arrays afresh";
+  EXPECT_EQ(capture.stats().replayed_steps, 7u);
+}
+
+// A mapping kept for the next step that the next step does not take goes back at that step's end;
+// the capture's end gives back any still kept.
+TEST(StepCapture, AKeptMappingNoStepTakesGoesBackAfterTheNextStep) {
+  constexpr std::size_t kFloats = std::size_t{16} << 20;  // 64 MiB
+  const std::size_t mappings_before = detail::arena_mappings();
+  xt::xarray<float> kept;
+  {
+    StepCapture capture;
+    const auto make = [&] {
+      const xt::xarray<float> temporary = xt::ones<float>({std::size_t{1} << 16});
+      kept = xt::xarray<float>::from_shape({kFloats});
+      kept.fill(temporary(0));
+    };
+    capture.run(make);  // recorded: on the heap
+    capture.run(make);  // replayed: in a mapping of its own
+    const long with = resident_kib();
+    capture.run([&] { kept = xt::xarray<float>(); });  // freed inside a step: kept mapped
+    EXPECT_LT(with - resident_kib(), 8 << 10) << "freed inside a step, its pages went back before the next step";
+    capture.run([] {});  // a whole step without taking it
+    EXPECT_GT(with - resident_kib(), 56 << 10) << "the kept mapping outlived the step after the one that freed it";
+
+    capture.run(make);
+    capture.run([&] { kept = xt::xarray<float>(); });
+    EXPECT_GT(detail::arena_mappings(), mappings_before);
+  }
+  EXPECT_EQ(detail::arena_mappings(), mappings_before) << "the capture's end left a kept mapping behind";
 }
 
 // A hostile step keeping more large arrays than the mappings allowed: the rest come from the heap,
@@ -205,9 +259,13 @@ TEST(StepCapture, ArraysBeyondTheMappingLimitComeFromTheHeap) {
   std::vector<xt::xarray<float>> kept;
   kept.reserve(count);
   StepCapture capture;
-  capture.run([&] {
+  const auto keep_them = [&] {
     for (std::size_t i = 0; i < count; ++i) kept.push_back(xt::xarray<float>::from_shape({floats}));
-  });
+  };
+  capture.run(keep_them);  // recorded: on the heap
+  kept.clear();
+  capture.run(keep_them);  // replayed: each in a mapping of its own, up to the limit
+  EXPECT_GE(detail::arena_mappings(), detail::kMaxArenaMappings - 1);  // (the arena's is one of them)
   EXPECT_LE(detail::arena_mappings(), detail::kMaxArenaMappings);
   for (std::size_t i = 0; i < count; ++i) {
     kept[i](0) = static_cast<float>(i);

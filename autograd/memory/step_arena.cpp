@@ -55,6 +55,10 @@ class ArenaSpace {
     if (bytes > kArenaSpaceBytes) return nullptr;  // (also keeps the rounding below from wrapping)
     const std::size_t granules = round_up(bytes, kArenaGranule);
     std::lock_guard lock(mutex_);
+    if (mappings_ == kMaxArenaMappings && !recycled_.empty()) {
+      unmap_locked(recycled_.back().at, recycled_.back().bytes);
+      recycled_.pop_back();
+    }
     if (mappings_ == kMaxArenaMappings || !reserve()) return nullptr;
     for (auto it = free_.begin(); it != free_.end(); ++it) {
       if (it->second < granules) continue;
@@ -69,6 +73,7 @@ class ArenaSpace {
       }
       if (huge_pages) ::madvise(at, mapped, MADV_HUGEPAGE);
       ++mappings_;
+      ++mappings_made_;
       return at;
     }
     return nullptr;
@@ -77,13 +82,51 @@ class ArenaSpace {
     std::lock_guard lock(mutex_);
     return mappings_;
   }
+  std::size_t mappings_made() {
+    std::lock_guard lock(mutex_);
+    return mappings_made_;
+  }
   // Drops the pages of what map(bytes) mapped at `at` (back to PROT_NONE, nothing committed) and
   // frees the range.
   void unmap(std::byte* at, std::size_t bytes) {
     std::lock_guard lock(mutex_);
-    ::mmap(at, round_up(bytes, kPage), PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    give_back(static_cast<std::size_t>(at - begin()), round_up(bytes, kArenaGranule));
-    --mappings_;
+    unmap_locked(at, bytes);
+  }
+
+  // Keeps what map(bytes) mapped at `at`, pages and all, for take_recycled: a mapping freed while a
+  // captured step runs, most likely asked for again, at the same size, by the next step.
+  void recycle(std::byte* at, std::size_t bytes) {
+    std::lock_guard lock(mutex_);
+    recycled_.push_back({at, bytes, false});
+  }
+  // A kept mapping of as many pages as map(bytes) would map, or null. unmap rounds the caller's
+  // size to the same pages and granules as the size it was mapped with.
+  std::byte* take_recycled(std::size_t bytes) {
+    std::lock_guard lock(mutex_);
+    for (auto it = recycled_.begin(); it != recycled_.end(); ++it) {
+      if (round_up(it->bytes, kPage) != round_up(bytes, kPage)) continue;
+      std::byte* at = it->at;
+      recycled_.erase(it);
+      return at;
+    }
+    return nullptr;
+  }
+  // At the end of a captured step: unmaps the kept mappings that a whole step did not take.
+  void age_recycled() {
+    std::lock_guard lock(mutex_);
+    std::erase_if(recycled_, [&](Recycled& kept) {
+      if (!kept.idle_a_step) {
+        kept.idle_a_step = true;
+        return false;
+      }
+      unmap_locked(kept.at, kept.bytes);
+      return true;
+    });
+  }
+  void release_recycled() {
+    std::lock_guard lock(mutex_);
+    for (const Recycled& kept : recycled_) unmap_locked(kept.at, kept.bytes);
+    recycled_.clear();
   }
 
  private:
@@ -113,9 +156,23 @@ class ArenaSpace {
     }
   }
 
+  void unmap_locked(std::byte* at, std::size_t bytes) {
+    ::mmap(at, round_up(bytes, kPage), PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    give_back(static_cast<std::size_t>(at - begin()), round_up(bytes, kArenaGranule));
+    --mappings_;
+  }
+
+  struct Recycled {
+    std::byte* at;
+    std::size_t bytes;
+    bool idle_a_step;  // kept at the end of a captured step already
+  };
+
   std::mutex mutex_;
   std::map<std::size_t, std::size_t> free_;
-  std::size_t mappings_ = 0;
+  std::size_t mappings_ = 0;       // recycled ones included
+  std::size_t mappings_made_ = 0;  // over the process's life
+  std::vector<Recycled> recycled_;
 };
 
 ArenaSpace& arena_space() {
@@ -130,6 +187,8 @@ std::atomic<std::size_t> recordings_in_progress{0};
 
 thread_local StepRecording* this_thread_recording = nullptr;
 thread_local StepReplay* this_thread_replay = nullptr;
+// Threads whose step memory is set now (set_step_memory).
+std::atomic<std::size_t> captured_steps_running{0};
 
 }  // namespace
 
@@ -138,13 +197,31 @@ thread_local StepReplay* this_thread_replay = nullptr;
 struct ArenaStorage {
   std::byte* base = nullptr;
   std::size_t mapped = 0;
+  bool one_array = false;  // a large array's own mapping, not an arena
   std::atomic<std::size_t> refs{1};
   std::unique_ptr<std::atomic<bool>[]> alive;  // per recorded block: handed out and not yet freed
 
   void release() noexcept {
     if (refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-    if (mapped != 0) arena_space().unmap(base, mapped);
+    if (mapped != 0) give_back_mapping();
     delete this;
+  }
+
+ private:
+  // A large array freed while a captured step runs (an attention map a module kept from the step
+  // before) is most likely allocated again at the same size in the next step: its mapping is kept
+  // for that one until the end of the next step (ArenaSpace::recycle). Unmapping and mapping again
+  // cost the paper-size step 684 page faults, at 13 us each on a Zen 5 VM, and made it 1.03x
+  // slower (bench/RESULTS.md, issue 40). A free outside any captured step gives the pages back at
+  // once.
+  void give_back_mapping() noexcept {
+    if (one_array && captured_steps_running.load(std::memory_order_relaxed) != 0) {
+      try {
+        return arena_space().recycle(base, mapped);
+      } catch (const std::bad_alloc&) {
+      }
+    }
+    arena_space().unmap(base, mapped);
   }
 };
 
@@ -163,15 +240,14 @@ void free_arena_block(void* p) noexcept {
   storage->release();
 }
 
-// What a capture serves outside its arena (every array while recording; in a replay, arrays that
-// outlive the step, the rest of a diverged step, blocks whose range is still in use): from the
-// heap when small, in a mapping of their own from glibc's default mmap threshold up. On the heap,
-// a large array that outlives the step (Adam's moments made in the first step, an attention map
-// a module keeps) would sit among the step's freed temporaries, and the holes it keeps open get
-// touched again by later small allocations: 16 MiB of the paper step's steady peak RSS. The
-// mapping goes back to the system when the array is freed, and the heap never grows with the
-// recording's arrays. (tapegrad's malloc policy turns glibc's own mmap of large blocks off, for
-// the eager step's sake: page faults on every large temporary.)
+// What a replay serves outside its arena (arrays that outlive the step, the rest of a diverged
+// step, blocks whose range is still in use): from the heap when small, in a mapping of their own
+// from glibc's default mmap threshold up. On the heap, a large array that outlives the step (the
+// attention map a module keeps until the next step) would sit among the step's freed temporaries,
+// and the holes it keeps open get touched again by later small allocations. The mapping goes back
+// to the system when the array is freed, or serves the next step (ArenaStorage). (tapegrad's
+// malloc policy turns glibc's own mmap of large blocks off, for the eager step's sake: page faults
+// on every large temporary.)
 constexpr std::size_t kOwnMappingBytes = std::size_t{128} << 10;
 
 void* allocate_off_plan(std::size_t bytes) {
@@ -180,7 +256,9 @@ void* allocate_off_plan(std::size_t bytes) {
   auto* storage = new ArenaStorage;
   storage->alive = std::make_unique<std::atomic<bool>[]>(1);
   storage->mapped = kArenaBlockHeader + bytes;
-  storage->base = arena_space().map(storage->mapped, /*huge_pages=*/false);
+  storage->one_array = true;
+  storage->base = arena_space().take_recycled(storage->mapped);
+  if (storage->base == nullptr) storage->base = arena_space().map(storage->mapped, /*huge_pages=*/false);
   if (storage->base == nullptr) {
     delete storage;
     return heap_allocate(bytes);  // no address space or mapping left: the heap can still serve it
@@ -204,8 +282,14 @@ StepRecording::~StepRecording() {
   recordings_in_progress.fetch_sub(1, std::memory_order_release);
 }
 
+// A recording serves every array from the heap, as an eager step does. With its large arrays in
+// mappings of their own (as a replay's off the plan), what outlived the recording stayed in them,
+// Adam's moments made in the first step among them, and the paper-size captured step ran 1.15-1.2x
+// slower than eager on a Zen 5 VM, against 1.00x with them on the heap. Why was not found: not page
+// faults, not their places in the reserved range, not 4 KiB aliasing (bench/RESULTS.md, issue 40).
+// The recording's freed heap goes back to the system after it (return_free_heap_to_system).
 void* StepRecording::allocate(std::size_t bytes) {
-  void* p = allocate_off_plan(bytes);
+  void* p = heap_allocate(bytes);
   try {
     std::lock_guard lock(mutex_);
     alive_[p] = blocks_.size();
@@ -310,9 +394,19 @@ void* StepReplay::allocate(std::size_t bytes) {
 std::size_t arena_mappings() { return arena_space().mappings(); }
 
 void set_step_memory(StepRecording* recording, StepReplay* replay) {
+  const bool was_set = step_memory_in_use();
   this_thread_recording = recording;
   this_thread_replay = replay;
+  const bool is_set = step_memory_in_use();
+  if (is_set && !was_set) captured_steps_running.fetch_add(1, std::memory_order_relaxed);
+  if (was_set && !is_set) captured_steps_running.fetch_sub(1, std::memory_order_relaxed);
 }
+
+void captured_step_ended() { arena_space().age_recycled(); }
+
+void release_recycled_mappings() { arena_space().release_recycled(); }
+
+std::size_t arena_mappings_made() { return arena_space().mappings_made(); }
 
 bool step_memory_in_use() { return this_thread_recording != nullptr || this_thread_replay != nullptr; }
 

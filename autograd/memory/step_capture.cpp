@@ -8,7 +8,7 @@
 namespace tapegrad {
 
 StepCapture::StepCapture() = default;
-StepCapture::~StepCapture() = default;
+StepCapture::~StepCapture() { detail::release_recycled_mappings(); }
 
 StepCapture::Running::Running(StepCapture& capture) : capture_(capture) {
   if (detail::step_memory_in_use()) {
@@ -41,6 +41,7 @@ void StepCapture::begin_step() {
 void StepCapture::end_step(bool finished) {
   if (stats_.gave_up) return;
   detail::set_step_memory(nullptr, nullptr);
+  detail::captured_step_ended();
   if (recording_ != nullptr) {
     std::vector<detail::RecordedBlock> blocks = recording_->finish();
     recording_.reset();
