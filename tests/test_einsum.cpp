@@ -566,6 +566,9 @@ TEST(Einsum, UndefinedOperand) {
 
 TEST(EinsumKernel, UnsizedOutputIndexAndOperandCount) {
   const xt::xarray<double> x = random_tensor({2, 3}, 1).value();
+  // The plans cached for sizes 0 and 4 of 'k' are not found for a call that gives none.
+  EXPECT_EQ(kernels::einsum<double>({{"ij"}, "ijk"}, {&x}, {{'k', 0}}).shape(2), 0u);
+  EXPECT_EQ(kernels::einsum<double>({{"ij"}, "ijk"}, {&x}, {{'k', 4}}).shape(2), 4u);
   EXPECT_TRUE(throws_with<ValueError>([&] { kernels::einsum<double>({{"ij"}, "ijk"}, {&x}); },
                                       {"einsum(\"ij->ijk\")", "output index 'k'", "size is unknown"}));
   EXPECT_TRUE(throws_with<ValueError>([&] { kernels::einsum<double>({{"ij", "jk", "k"}, "i"}, {&x, &x, &x}); },
