@@ -93,8 +93,8 @@ class ArenaSpace {
     unmap_locked(at, bytes);
   }
 
-  // Keeps what map(bytes) mapped at `at`, pages and all, for take_recycled: a mapping freed while a
-  // captured step runs, most likely asked for again, at the same size, by the next step.
+  // Keeps what map(bytes) mapped at `at`, pages and all, for take_recycled: a mapping freed by a
+  // replayed step, most likely asked for again, at the same size, by the next step.
   void recycle(std::byte* at, std::size_t bytes) {
     std::lock_guard lock(mutex_);
     recycled_.push_back({at, bytes, false});
@@ -187,8 +187,6 @@ std::atomic<std::size_t> recordings_in_progress{0};
 
 thread_local StepRecording* this_thread_recording = nullptr;
 thread_local StepReplay* this_thread_replay = nullptr;
-// Threads whose step memory is set now (set_step_memory).
-std::atomic<std::size_t> captured_steps_running{0};
 
 }  // namespace
 
@@ -208,14 +206,14 @@ struct ArenaStorage {
   }
 
  private:
-  // A large array freed while a captured step runs (an attention map a module kept from the step
+  // A large array a replayed step frees on its thread (an attention map a module kept from the step
   // before) is most likely allocated again at the same size in the next step: its mapping is kept
   // for that one until the end of the next step (ArenaSpace::recycle). Unmapping and mapping again
-  // cost the paper-size step 684 page faults, at 13 us each on a Zen 5 VM, and made it 1.03x
-  // slower (bench/RESULTS.md, issue 40). A free outside any captured step gives the pages back at
-  // once.
+  // cost the paper-size step 684 page faults, at 13 us each on a Zen 5 VM (bench/RESULTS.md, issue
+  // 40). Anywhere else (outside a step, in a recording, on another thread) the pages go back at
+  // once: a recording's freed arrays would not be asked for again.
   void give_back_mapping() noexcept {
-    if (one_array && captured_steps_running.load(std::memory_order_relaxed) != 0) {
+    if (one_array && this_thread_replay != nullptr) {
       try {
         return arena_space().recycle(base, mapped);
       } catch (const std::bad_alloc&) {
@@ -240,14 +238,16 @@ void free_arena_block(void* p) noexcept {
   storage->release();
 }
 
-// What a replay serves outside its arena (arrays that outlive the step, the rest of a diverged
-// step, blocks whose range is still in use): from the heap when small, in a mapping of their own
-// from glibc's default mmap threshold up. On the heap, a large array that outlives the step (the
-// attention map a module keeps until the next step) would sit among the step's freed temporaries,
-// and the holes it keeps open get touched again by later small allocations. The mapping goes back
-// to the system when the array is freed, or serves the next step (ArenaStorage). (tapegrad's
-// malloc policy turns glibc's own mmap of large blocks off, for the eager step's sake: page faults
-// on every large temporary.)
+// What a capture serves outside its arena (every array while recording; in a replay, arrays that
+// outlive the step, the rest of a diverged step, blocks whose range is still in use): from the
+// heap when small, in a mapping of their own from glibc's default mmap threshold up. On the heap,
+// a large array that outlives the step (Adam's moments made in the first step, an attention map
+// a module keeps) would sit among the step's freed temporaries, and the holes it keeps open get
+// touched again by later small allocations: 16 MiB of the paper step's steady peak RSS. The
+// mapping goes back to the system when the array is freed (or serves the next step's array,
+// ArenaStorage), and the heap never grows with the recording's arrays. (tapegrad's malloc policy
+// turns glibc's own mmap of large blocks off, for the eager step's sake: page faults on every
+// large temporary.)
 constexpr std::size_t kOwnMappingBytes = std::size_t{128} << 10;
 
 void* allocate_off_plan(std::size_t bytes) {
@@ -282,14 +282,8 @@ StepRecording::~StepRecording() {
   recordings_in_progress.fetch_sub(1, std::memory_order_release);
 }
 
-// A recording serves every array from the heap, as an eager step does. With its large arrays in
-// mappings of their own (as a replay's off the plan), what outlived the recording stayed in them,
-// Adam's moments made in the first step among them, and the paper-size captured step ran 1.15-1.2x
-// slower than eager on a Zen 5 VM, against 1.00x with them on the heap. Why was not found: not page
-// faults, not their places in the reserved range, not 4 KiB aliasing (bench/RESULTS.md, issue 40).
-// The recording's freed heap goes back to the system after it (return_free_heap_to_system).
 void* StepRecording::allocate(std::size_t bytes) {
-  void* p = heap_allocate(bytes);
+  void* p = allocate_off_plan(bytes);
   try {
     std::lock_guard lock(mutex_);
     alive_[p] = blocks_.size();
@@ -394,12 +388,8 @@ void* StepReplay::allocate(std::size_t bytes) {
 std::size_t arena_mappings() { return arena_space().mappings(); }
 
 void set_step_memory(StepRecording* recording, StepReplay* replay) {
-  const bool was_set = step_memory_in_use();
   this_thread_recording = recording;
   this_thread_replay = replay;
-  const bool is_set = step_memory_in_use();
-  if (is_set && !was_set) captured_steps_running.fetch_add(1, std::memory_order_relaxed);
-  if (was_set && !is_set) captured_steps_running.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void captured_step_ended() { arena_space().age_recycled(); }

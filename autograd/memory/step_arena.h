@@ -2,8 +2,8 @@
 // The memory side of StepCapture (autograd/memory/step_capture.h): what serves every array's bytes
 // (detail::allocate_array_bytes, autograd/memory/array_allocator.h) while a step runs on this thread.
 //
-// - StepRecording: arrays are served from the heap, and each one's size and lifetime (in
-//   allocations) is written down.
+// - StepRecording: arrays are served off the plan (the heap when small, a mapping of their own
+//   when large), and each one's size and lifetime (in allocations) is written down.
 // - StepReplay: the i-th allocation of the step gets block i of an arena planned from a
 //   recording (detail::plan_arena), if it asks for the recorded size and the block's range is
 //   free; otherwise off the plan. A different size means the step is not the recorded one: the
@@ -98,9 +98,10 @@ std::size_t arena_mappings();
 // Mappings made in the reserved range over the process's life.
 std::size_t arena_mappings_made();
 
-// A captured step ended (recorded or replayed): the mappings of large arrays freed while steps ran,
-// kept for the same sizes asked again (in step_arena.cpp, ArenaStorage), are unmapped once a whole
-// step passed without taking them. release_recycled_mappings unmaps them all (a capture's end).
+// A captured step ended (recorded or replayed): the mappings of large arrays freed by replayed
+// steps, kept for the same sizes asked again (in step_arena.cpp, ArenaStorage), are unmapped once a
+// whole step passed without taking them. release_recycled_mappings unmaps them all (a capture's
+// end).
 void captured_step_ended();
 void release_recycled_mappings();
 

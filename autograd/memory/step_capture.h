@@ -10,17 +10,17 @@
 // kernels, the same results bit for bit. Only where arrays live changes:
 // - the first call records the size and lifetime of every array the step allocates on this
 //   thread, and plans one arena in which arrays alive at the same time never share bytes
-//   (detail::plan_arena). Its arrays come from the heap, as in an eager step, and freed heap
+//   (detail::plan_arena). Its arrays are served as outliving ones are (below), and freed heap
 //   memory is then returned to the system;
 // - later calls serve the step's i-th array from the arena's block i: no heap allocation per op,
 //   and the step's memory is the plan's peak instead of the heap's high-water mark plus its holes.
 //
-// Arrays a replay makes that outlive the step (parameters' gradients, an attention map a module
-// keeps, what step returns) stay off the arena: small ones on the heap, large ones (from 128 KiB)
-// each in a mapping of its own, so that they leave no holes in the heap and their pages go back
-// to the system when freed. Freed while a captured step runs, such a mapping is kept to serve an
-// array of the same size until the end of the next step, so that an array remade every step is not
-// page-faulted in again every step.
+// Arrays that outlive the step (parameters' gradients, optimiser state, what step returns) stay
+// off the arena: small ones on the heap, large ones (from 128 KiB) each in a mapping of its own,
+// so that they leave no holes in the heap and their pages go back to the system when freed.
+// Freed by a replayed step (an attention map a module keeps until the next step), such a mapping is
+// kept to serve an array of the same size until the end of the next step, so that an array remade
+// every step is not page-faulted in again every step.
 // Whatever the caller does, a replay never hands out memory still in use: an array kept from an
 // earlier step, or kept past its recorded lifetime, keeps its bytes, and the array that would
 // have shared them is served off the arena instead. An array may outlive the capture, and may be
