@@ -254,6 +254,24 @@ TEST(StepCapture, AKeptMappingNoStepTakesGoesBackAfterTheNextStep) {
   EXPECT_EQ(detail::arena_mappings(), mappings_before) << "the capture's end left a kept mapping behind";
 }
 
+// A capture that gives up ends no more steps: a mapping its last replay kept goes back then.
+TEST(StepCapture, AKeptMappingGoesBackWhenTheCaptureGivesUp) {
+  detail::release_recycled_mappings();  // whatever earlier tests' captures left kept
+  const std::size_t mappings_before = detail::arena_mappings();
+  xt::xarray<float> kept;
+  StepCapture capture;
+  for (std::size_t n = 1; !capture.stats().gave_up; ++n) {
+    ASSERT_LT(n, 20u);
+    capture.run([&] {
+      const xt::xarray<float> temporary = xt::ones<float>({n});  // another size each step: diverges
+      kept = xt::xarray<float>::from_shape({std::size_t{16} << 20});
+      kept.fill(temporary(0));
+    });
+  }
+  kept = xt::xarray<float>();  // outside a step: unmapped at once
+  EXPECT_EQ(detail::arena_mappings(), mappings_before) << "a mapping kept by the last replay outlived giving up";
+}
+
 // A hostile step keeping more large arrays than the mappings allowed: the rest come from the heap,
 // and the process keeps kernel mappings for everyone else (each own mapping costs two).
 TEST(StepCapture, ArraysBeyondTheMappingLimitComeFromTheHeap) {

@@ -98,10 +98,10 @@ std::size_t arena_mappings();
 // Mappings made in the reserved range over the process's life.
 std::size_t arena_mappings_made();
 
-// A captured step ended (recorded or replayed): the mappings of large arrays freed by replayed
-// steps, kept for the same sizes asked again (in step_arena.cpp, ArenaStorage), are unmapped once a
-// whole step passed without taking them. release_recycled_mappings unmaps them all (a capture's
-// end).
+// A captured step ended (recorded or replayed, of any capture on any thread): the mappings of large
+// arrays freed by replayed steps, kept for the same sizes asked again (in step_arena.cpp,
+// ArenaStorage), are unmapped once a whole step passed without taking them.
+// release_recycled_mappings unmaps them all (a capture's end, or its giving up).
 void captured_step_ended();
 void release_recycled_mappings();
 

@@ -69,7 +69,10 @@ void StepCapture::end_step(bool finished) {
   }
   ++stats_.diverged_steps;
   replay_.reset();  // the arena goes once its last block is freed
-  if (++consecutive_rerecords_ > kMaxConsecutiveRerecords) stats_.gave_up = true;
+  if (++consecutive_rerecords_ > kMaxConsecutiveRerecords) {
+    stats_.gave_up = true;
+    detail::release_recycled_mappings();  // its steps end no more: they would not age out
+  }
 }
 
 StepCaptureStats StepCapture::stats() const { return stats_; }
