@@ -2,6 +2,7 @@
 // this translation unit (test PCH) and those the library makes (autograd/core/tensor.cpp).
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "autograd/core/tensor.h"
 #include <xtensor/xtensor.hpp>  // after tensor.h, which sets xtensor's default allocator first
@@ -23,6 +24,26 @@ TEST(ArrayAllocator, ArraysAreCacheLineAligned) {
     auto t = Tensor<double>::zeros({n, 7});
     EXPECT_TRUE(cache_line_aligned(t.value().data())) << n;
   }
+}
+
+// Heap arrays sit inside malloc'ed blocks at the first 64-byte boundary past a stored pointer
+// (autograd/memory/step_arena.cpp): arrays of every size up to 200 floats, alive together so that
+// malloc places them at every offset modulo 64, are aligned, hold their last element, and leave
+// malloc's own bookkeeping intact (glibc aborts on a block whose neighbour's header was written).
+TEST(ArrayAllocator, ArraysOfEverySizeAreAlignedAndKeepTheirLastElement) {
+  std::vector<xt::xarray<float>> arrays;
+  for (std::size_t n = 1; n <= 200; ++n) {
+    arrays.push_back(xt::xarray<float>::from_shape({n}));
+    arrays.back().fill(static_cast<float>(n));
+  }
+  for (std::size_t n = 1; n <= 200; ++n) {
+    const xt::xarray<float>& a = arrays[n - 1];
+    EXPECT_TRUE(cache_line_aligned(a.data())) << n;
+    EXPECT_EQ(a(0), static_cast<float>(n));
+    EXPECT_EQ(a(n - 1), static_cast<float>(n));
+  }
+  for (std::size_t i = 0; i < arrays.size(); i += 2) arrays[i] = xt::xarray<float>();  // every other one freed first
+  arrays.clear();
 }
 
 TEST(ArrayAllocator, AbsurdSizesThrowBadAlloc) {

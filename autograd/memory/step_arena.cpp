@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <new>
 
@@ -17,15 +18,40 @@
 namespace tapegrad::detail {
 namespace {
 
+// Heap arrays. glibc's aligned allocation (memalign, behind the aligned operator new) takes the
+// arena's lock and splits a free chunk on every call, where malloc serves small blocks from a
+// per-thread cache (glibc 2.36; memalign gained that cache in 2.38): most of the allocator's time
+// in a step of small ops. So an array starts at the first 64-byte boundary at least 8 bytes into
+// a malloc'ed block 64 bytes longer, and the 8 bytes before it hold malloc's pointer. Under
+// AddressSanitizer the aligned operator new stays, so that the array's own bounds are checked.
+constexpr std::size_t kHeapAlignment = ArrayAllocator<std::byte>::alignment;
+
 void* heap_allocate(std::size_t bytes) {
-  // libstdc++'s aligned operator new rounds the size up to the alignment without a check: a request
-  // within 63 bytes of 2^64 wraps to 0 and gets a block of no bytes. No object is larger than
-  // PTRDIFF_MAX bytes anyway.
+  // No object is larger than PTRDIFF_MAX bytes; the check also keeps the padding below (and
+  // libstdc++'s own rounding to the alignment) from wrapping the size.
   if (bytes > static_cast<std::size_t>(PTRDIFF_MAX)) throw std::bad_alloc();
-  return ::operator new(bytes, std::align_val_t{64});
+#if defined(TAPEGRAD_UNDER_ASAN)
+  return ::operator new(bytes, std::align_val_t{kHeapAlignment});
+#else
+  void* block = std::malloc(bytes + kHeapAlignment);
+  if (block == nullptr) throw std::bad_alloc();
+  const std::uintptr_t start =
+      (reinterpret_cast<std::uintptr_t>(block) + sizeof(void*) + kHeapAlignment - 1) & ~(kHeapAlignment - 1);
+  static_assert(alignof(std::max_align_t) >= sizeof(void*), "malloc's blocks leave room for the pointer below");
+  auto* array = reinterpret_cast<void**>(start);
+  array[-1] = block;
+  return array;
+#endif
 }
+
 // Unsized: clang before 19 does not declare sized deallocation functions by default.
-void heap_deallocate(void* p) noexcept { ::operator delete(p, std::align_val_t{64}); }
+void heap_deallocate(void* p) noexcept {
+#if defined(TAPEGRAD_UNDER_ASAN)
+  ::operator delete(p, std::align_val_t{kHeapAlignment});
+#else
+  if (p != nullptr) std::free(static_cast<void**>(p)[-1]);
+#endif
+}
 
 // The address range every arena is mapped in: reserved (PROT_NONE, no memory committed) on the
 // first arena, never released. 64 GiB of address space, far beyond any step this machine can hold.
