@@ -171,17 +171,18 @@ Shape reshape_target(const Tensor<T>& a, const std::vector<Index>& shape) {
   require_defined(a, "reshape", "a");
   const Shape in = a.shape();
   const std::size_t numel = a.numel();
-  const std::string source = format_shape(in) + " (" + std::to_string(numel) + " elements)";
+  // Built only for an error: reshape runs a few hundred times a training step.
+  const auto source = [&] { return format_shape(in) + " (" + std::to_string(numel) + " elements)"; };
   Shape out(shape.size());
   std::optional<std::size_t> inferred;  // the axis given as -1
   Shape given;                          // the other sizes
   for (std::size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == -1) {
-      if (inferred) throw ValueError("reshape: only one -1 is allowed in the new shape " + format_dims(shape) + " for " + source);
+      if (inferred) throw ValueError("reshape: only one -1 is allowed in the new shape " + format_dims(shape) + " for " + source());
       inferred = d;
     } else if (shape[d] < 0) {
       throw ValueError("reshape: size " + std::to_string(shape[d]) + " is invalid in the new shape " + format_dims(shape) +
-                       " for " + source);
+                       " for " + source());
     } else {
       out[d] = static_cast<std::size_t>(shape[d]);
       given.push_back(out[d]);
@@ -192,12 +193,12 @@ Shape reshape_target(const Tensor<T>& a, const std::vector<Index>& shape) {
       checked_numel(given, "reshape", inferred ? "the new shape without its -1" : "the new shape");
   if (inferred) {
     if (known == 0 || numel % known != 0) {
-      throw ShapeError("reshape: cannot reshape " + source + " into " + format_dims(shape) + ": the other sizes multiply to " +
+      throw ShapeError("reshape: cannot reshape " + source() + " into " + format_dims(shape) + ": the other sizes multiply to " +
                        std::to_string(known) + ", which does not divide " + std::to_string(numel));
     }
     out[*inferred] = numel / known;
   } else if (known != numel) {
-    throw ShapeError("reshape: cannot reshape " + source + " into " + format_shape(out) + " (" + std::to_string(known) +
+    throw ShapeError("reshape: cannot reshape " + source() + " into " + format_shape(out) + " (" + std::to_string(known) +
                      " elements)");
   }
   return out;
@@ -291,10 +292,10 @@ template <class T>
 Tensor<T> expand(const Tensor<T>& a, const std::vector<Index>& shape, CallSite where) {
   require_defined(a, "expand", "a");
   const Shape in = a.shape();
-  const std::string context = " (input " + format_shape(in) + ", target " + format_dims(shape) + ")";
+  const auto context = [&] { return " (input " + format_shape(in) + ", target " + format_dims(shape) + ")"; };
   if (shape.size() < in.size()) {
     throw ShapeError("expand: the target has " + std::to_string(shape.size()) + " dims, fewer than the input's " +
-                     std::to_string(in.size()) + context);
+                     std::to_string(in.size()) + context());
   }
   const std::size_t lead = shape.size() - in.size();
   Shape out(shape.size());
@@ -303,7 +304,7 @@ Tensor<T> expand(const Tensor<T>& a, const std::vector<Index>& shape, CallSite w
     const bool keep = d >= lead && target == -1;
     if (target < 0 && !keep) {
       throw ValueError("expand: size " + std::to_string(target) + " at axis " + std::to_string(d) + " is invalid" +
-                       (d < lead ? " for a new leading axis" : "") + context);
+                       (d < lead ? " for a new leading axis" : "") + context());
     }
     if (d < lead) {
       out[d] = static_cast<std::size_t>(target);
@@ -313,7 +314,7 @@ Tensor<T> expand(const Tensor<T>& a, const std::vector<Index>& shape, CallSite w
     out[d] = keep ? size : static_cast<std::size_t>(target);
     if (size != 1 && out[d] != size) {
       throw ShapeError("expand: axis " + std::to_string(d) + " of size " + std::to_string(size) + " cannot expand to " +
-                       std::to_string(out[d]) + " (only size-1 axes stretch)" + context);
+                       std::to_string(out[d]) + " (only size-1 axes stretch)" + context());
     }
   }
   allocatable(out, sizeof(T), "expand", "the output");
