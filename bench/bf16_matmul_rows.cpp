@@ -3,6 +3,8 @@
 // to bf16 (dense, the same logical layout, transposes kept), C stays f32 and oneDNN accumulates in
 // f32; the primitives are made once per row. Built into gemm_backends_bench when tapegrad has
 // oneDNN.
+#include <immintrin.h>
+
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "bench/gemm_products.h"
@@ -61,7 +63,32 @@ void time_bf16(benchmark::State& state, const Product& p, bool with_reorders) {
   report_product_flops(state, p);
 }
 
+// The core's bf16 ceiling, as fma_peak is its float one: independent chains of AVX512_BF16 dot
+// products (vdpbf16ps: per float lane, two bf16 products added to the lane) on registers. Each
+// instruction counts 4 FLOP per lane, as oneDNN's bf16 rows count 2 m n k.
+__attribute__((target("avx512f,avx512bf16"))) void time_bf16_dot_peak(benchmark::State& state) {
+  constexpr std::size_t kChains = 16, kSteps = 4096;  // enough chains to cover the instruction's latency
+  const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(0.999f), _mm512_set1_ps(1.001f));
+  const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(-1e-3f));
+  for (auto _ : state) {
+    __m512 acc[kChains];
+    for (std::size_t c = 0; c < kChains; ++c) acc[c] = _mm512_set1_ps(1.0f + 1e-3f * static_cast<float>(c));
+    for (std::size_t step = 0; step < kSteps; ++step)
+      for (std::size_t c = 0; c < kChains; ++c) acc[c] = _mm512_dpbf16_ps(acc[c], a, b);
+    __m512 total = _mm512_setzero_ps();
+    for (const __m512& v : acc) total = _mm512_add_ps(total, v);
+    benchmark::DoNotOptimize(total);
+  }
+  state.counters["FLOP/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * kChains * kSteps * 16 * 4, benchmark::Counter::kIsRate);
+}
+
 }  // namespace
+
+void register_bf16_peak() {
+  if (__builtin_cpu_supports("avx512bf16"))
+    benchmark::RegisterBenchmark("bf16_dot_peak", time_bf16_dot_peak)->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
 
 void register_bf16_rows(const Product& p) {
   for (const bool with_reorders : {false, true}) {

@@ -118,6 +118,9 @@ void time_fma_peak(benchmark::State& state) {
 
 void register_products() {
   benchmark::RegisterBenchmark("fma_peak", time_fma_peak)->UseRealTime()->Unit(benchmark::kMicrosecond);
+#ifdef TAPEGRAD_BENCH_BF16
+  register_bf16_peak();
+#endif
   for (const Product& p : gemm_products()) {
     std::vector<std::pair<std::string, kernels::GemmBackend>> backends = {{"openblas", kernels::GemmBackend::kOpenBlas}};
     if (kernels::onednn_available()) backends.emplace_back("onednn", kernels::GemmBackend::kOneDnn);

@@ -34,4 +34,7 @@ inline void report_product_flops(benchmark::State& state, const Product& p) {
 // f32-to-bf16 reorders of A and B that a mixed-precision step would pay per product).
 void register_bf16_rows(const Product& p);
 
+// "bf16_dot_peak", the core's bf16 ceiling beside fma_peak, on a CPU with AVX512_BF16.
+void register_bf16_peak();
+
 }  // namespace tapegrad::bench
