@@ -139,7 +139,7 @@ template <class T> using Scalar = std::type_identity_t<T>;
 template <class T>
 class Node final : public NodeBase {
  public:
-  explicit Node(xt::xarray<T> v) : value(std::move(v)) {}
+  explicit Node(xt::xarray<T>&& v) : value(std::move(v)) {}
   bool has_grad() const override;
   void clear_grad() override;
   std::string describe() const override;
@@ -212,7 +212,10 @@ class Tensor {
 
   // An undefined tensor (defined() is false), e.g. an absent bias.
   Tensor() = default;
-  explicit Tensor(xt::xarray<T> value, bool requires_grad = false);
+  // The array moves into the node (a copy of an lvalue): two overloads rather than one taking it
+  // by value, since each move of an xarray costs about as much as a small op's arithmetic.
+  explicit Tensor(xt::xarray<T>&& value, bool requires_grad = false);
+  explicit Tensor(const xt::xarray<T>& value, bool requires_grad = false);
   // Another handle to an existing node (ops and backward formulas use it for an op's output). The
   // node's value must not have been released (NodeBase::hold_value): TapeError otherwise.
   explicit Tensor(std::shared_ptr<Node<T>> node);
