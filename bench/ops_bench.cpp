@@ -199,6 +199,22 @@ void register_cross_entropy(std::size_t rows, std::size_t classes) {
   });
 }
 
+// Per-op work alone: 16 chained adds over 4 floats, forward and backward, where the arithmetic
+// is nothing and what is timed is checks, shapes, allocation, recording and the walk. Items are
+// ops.
+constexpr std::size_t kChainedOps = 16;
+void register_op_chain() {
+  add_workload("op_chain/add_x16/4", [](benchmark::State& state) {
+    const Tensor<float> x = random_tensor({4}, 1), y = random_tensor({4}, 2);
+    time_forward_backward(state, {x, y}, [&] {
+      Tensor<float> t = x;
+      for (std::size_t i = 0; i < kChainedOps; ++i) t = add(t, y);
+      return t;
+    });
+    state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kChainedOps));
+  });
+}
+
 }  // namespace
 
 void register_op_benchmarks() {
@@ -206,6 +222,7 @@ void register_op_benchmarks() {
   register_row_ops();
   register_cross_entropy(800, 11);
   register_cross_entropy(4096, 1000);
+  register_op_chain();
 }
 
 }  // namespace tapegrad::bench

@@ -269,6 +269,17 @@ def row_workloads():
             targets = torch.randint(0, c, (n,), generator=torch.Generator().manual_seed(5))
             return forward_backward([logits], lambda: F.cross_entropy(logits, targets))
         out[f"cross_entropy/{n}x{c}"] = (make, None, n * c)
+
+    def chain():  # per-op work alone, as ops_bench.cpp's op_chain row: 16 chained adds over 4 floats
+        x, y = randn(4, seed=1), randn(4, seed=2)
+
+        def f():
+            t = x
+            for _ in range(16):
+                t = t + y
+            return t
+        return forward_backward([x, y], f)
+    out["op_chain/add_x16/4"] = (chain, None, 16)
     return out
 
 
