@@ -37,7 +37,8 @@ void* heap_allocate(std::size_t bytes) {
   if (block == nullptr) throw std::bad_alloc();
   const std::uintptr_t start =
       (reinterpret_cast<std::uintptr_t>(block) + sizeof(void*) + kHeapAlignment - 1) & ~(kHeapAlignment - 1);
-  static_assert(alignof(std::max_align_t) >= sizeof(void*), "malloc's blocks leave room for the pointer below");
+  // With malloc's block aligned to at least 8 bytes, the boundary lies at most 64 bytes in.
+  static_assert(alignof(std::max_align_t) >= sizeof(void*), "the array and its pointer fit in the block");
   auto* array = reinterpret_cast<void**>(start);
   array[-1] = block;
   return array;
